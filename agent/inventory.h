@@ -1,0 +1,79 @@
+/* What this machine has: disks (with the signatures they already carry),
+ * NICs, CPU, memory. Read-only. inventory_probe() reads a live or recorded
+ * /sys + /dev tree; inventory_load_json() reads what `kiln inventory --json`
+ * saved, so a plan can be made for a machine that is not this one. */
+#pragma once
+#include "strbuf.h"
+#include "util.h"
+
+/* One on-disk signature found by libblkid. */
+struct inv_signature {
+        char *type;             /* blkid TYPE or PTTYPE: gpt, dos, xfs, ext4, crypto_LUKS, linux_raid_member, LVM2_member, swap ... */
+        char *usage;            /* filesystem, crypto, raid, other, partition_table */
+        char *uuid;
+        char *label;
+        uint64_t offset;        /* bytes from the start of the device */
+};
+
+struct inv_partition {
+        char *name;             /* vda1 */
+        char *path;             /* /dev/vda1 */
+        unsigned number;
+        uint64_t start, size;   /* bytes */
+        struct inv_signature *sigs; size_t n_sigs;
+        char **holders;         /* NULL-terminated: md0, dm-1 (from /sys/.../holders) */
+        char *mountpoint;       /* NULL if not mounted */
+};
+
+struct inv_disk {
+        char *name;             /* vda */
+        char *path;             /* /dev/vda */
+        char **by_id;           /* NULL-terminated names under /dev/disk/by-id */
+        uint64_t size;          /* bytes */
+        unsigned logical_sector, physical_sector;
+        bool rotational, removable, readonly;
+        char *model, *vendor, *serial, *wwn;
+        char *transport;        /* sata, sas, nvme, usb, virtio, scsi, ... */
+        struct inv_partition *parts; size_t n_parts;
+        struct inv_signature *sigs; size_t n_sigs;   /* on the whole disk */
+        char **holders;         /* NULL-terminated */
+        char *mountpoint;       /* whole disk mounted */
+};
+
+struct inv_nic {
+        char *name;             /* eth0 */
+        char *mac;              /* 52:54:00:12:34:56 */
+        bool up;
+        char **ipv4;            /* NULL-terminated addresses, for registration */
+};
+
+struct inventory {
+        char *hostname;
+        char *machine_uuid;     /* /sys/class/dmi/id/product_uuid */
+        char *serial;           /* /sys/class/dmi/id/product_serial */
+        char *cpu_model;
+        unsigned cpus;
+        bool cpu_aes, cpu_vaes, cpu_avx2;
+        uint64_t mem_total, mem_available;    /* bytes */
+        struct inv_disk *disks; size_t n_disks;
+        struct inv_nic *nics;   size_t n_nics;
+};
+
+/* sysroot NULL = the live system (kiln_paths). Never writes. */
+int inventory_probe(const char *sysroot, struct inventory **ret);
+int inventory_load_json(const char *path, struct inventory **ret);
+/* --sysroot may name a saved JSON file or a recorded tree; this picks. */
+int inventory_load(const char *sysroot_or_json, struct inventory **ret);
+
+int inventory_to_json(const struct inventory *inv, struct strbuf *out);
+int inventory_to_text(const struct inventory *inv, struct strbuf *out);
+
+struct inventory *inventory_free(struct inventory *inv);
+DEFINE_CLEANUP(inventory_free, struct inventory *)
+#define _cleanup_inventory_free_ _cleanup_(inventory_freep)
+
+/* The MAC of the boot NIC (first NIC that is up with a MAC, else first with a MAC). */
+const char *inventory_primary_mac(const struct inventory *inv);
+/* True if the disk or any partition has a signature, holder or mount. */
+bool inv_disk_in_use(const struct inv_disk *d);
+bool inv_disk_has_signatures(const struct inv_disk *d);

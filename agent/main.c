@@ -1,0 +1,74 @@
+#include "commands.h"
+#include "exitcode.h"
+#include "log.h"
+#include "paths.h"
+#include "util.h"
+
+#ifndef KILN_VERSION
+#define KILN_VERSION "0.1.0"
+#endif
+
+static int cmd_help(int argc, char **argv);
+
+static int cmd_version(int argc, char **argv) {
+        printf("kiln %s\n", KILN_VERSION);
+        return KILN_EXIT_OK;
+}
+
+/* Entries are kept one blank line apart so that branches adding commands
+ * side by side merge without conflicts. */
+static const struct command {
+        const char *name;
+        int (*run)(int argc, char **argv);
+        const char *summary;
+} commands[] = {
+        // { "validate", cmd_validate, "check host specs; every error as file:line:col" },
+
+        // { "inventory", cmd_inventory, "show this machine's disks, NICs, CPU and memory" },
+
+        // { "plan", cmd_plan, "show the steps apply would run, and what each destroys" },
+
+        { "version", cmd_version, "print the version" },
+
+        { "help", cmd_help, "this list" },
+};
+
+static int cmd_help(int argc, char **argv) {
+        printf("usage: kiln [-v] COMMAND [ARGS...]\n\ncommands:\n");
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                printf("  %-10s %s\n", commands[i].name, commands[i].summary);
+        printf("\nexit codes: 0 ok, 2 bad spec, 3 refused, 4 storage, 5 image, 6 benchmark gate,\n"
+               "            7 registration, 8 fetch, 64 usage (see docs/exit-codes.md)\n");
+        return KILN_EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+        paths_init();
+        int i = 1;
+        for (; i < argc && argv[i][0] == '-'; i++) {
+                if (streq(argv[i], "-v") || streq(argv[i], "--verbose"))
+                        log_set_max_level(LOG_LEVEL_DEBUG);
+                else if (streq(argv[i], "-q") || streq(argv[i], "--quiet"))
+                        log_set_max_level(LOG_LEVEL_WARN);
+                else if (streq(argv[i], "--help") || streq(argv[i], "-h"))
+                        return cmd_help(0, NULL);
+                else if (streq(argv[i], "--version"))
+                        return cmd_version(0, NULL);
+                else {
+                        log_error("unknown option '%s' (see 'kiln help')", argv[i]);
+                        return KILN_EXIT_USAGE;
+                }
+        }
+        if (i >= argc) {
+                cmd_help(0, NULL);
+                return KILN_EXIT_USAGE;
+        }
+        for (size_t c = 0; c < ELEMENTSOF(commands); c++)
+                if (streq(commands[c].name, argv[i])) {
+                        int r = commands[c].run(argc - i, argv + i);
+                        log_forget_secrets();
+                        return r;
+                }
+        log_error("unknown command '%s' (see 'kiln help')", argv[i]);
+        return KILN_EXIT_USAGE;
+}

@@ -1,0 +1,35 @@
+#include "paths.h"
+#include "util.h"
+
+struct kiln_paths kiln_paths = {
+        .sysfs = "/sys",
+        .devfs = "/dev",
+        .procfs = "/proc",
+        .mdadm = "/sbin/mdadm",
+        .lvm = "/sbin/lvm",
+        .mkfs_xfs = "/sbin/mkfs.xfs",
+        .mkfs_ext4 = "/sbin/mkfs.ext4",
+        .mkswap = "/sbin/mkswap",
+        .target = "/target",
+        .run_dir = "/run/kiln",
+};
+
+void paths_init(void) {
+        static const struct { const char *env; const char **field; } map[] = {
+                { "KILN_SYSFS", &kiln_paths.sysfs },
+                { "KILN_DEVFS", &kiln_paths.devfs },
+                { "KILN_PROCFS", &kiln_paths.procfs },
+                { "KILN_MDADM", &kiln_paths.mdadm },
+                { "KILN_LVM", &kiln_paths.lvm },
+                { "KILN_MKFS_XFS", &kiln_paths.mkfs_xfs },
+                { "KILN_MKFS_EXT4", &kiln_paths.mkfs_ext4 },
+                { "KILN_MKSWAP", &kiln_paths.mkswap },
+                { "KILN_TARGET", &kiln_paths.target },
+                { "KILN_RUN_DIR", &kiln_paths.run_dir },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(map); i++) {
+                const char *v = getenv(map[i].env);
+                if (!strempty(v))
+                        *map[i].field = v;
+        }
+}

@@ -1,0 +1,22 @@
+/* Every helper program and system path kiln touches, in one table that tests
+ * can point elsewhere (KILN_<NAME> environment variables override each entry,
+ * e.g. KILN_SYSFS=/tmp/rec/sys). Ignition keeps the same in distro.go. */
+#pragma once
+
+struct kiln_paths {
+        const char *sysfs;          /* /sys */
+        const char *devfs;          /* /dev */
+        const char *procfs;         /* /proc */
+        const char *mdadm;
+        const char *lvm;
+        const char *mkfs_xfs;
+        const char *mkfs_ext4;
+        const char *mkswap;
+        const char *target;         /* where the new root is mounted: /target */
+        const char *run_dir;        /* state, resume markers, report: /run/kiln */
+};
+
+extern struct kiln_paths kiln_paths;
+
+/* Apply KILN_* environment overrides; called once from main(). */
+void paths_init(void);

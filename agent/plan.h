@@ -1,0 +1,65 @@
+/* The plan: the ordered, typed steps `kiln apply` will run, each with the
+ * device it acts on and what it destroys. plan_build() is pure: it resolves
+ * the spec's disk rules against an inventory, makes every safety refusal,
+ * and never writes. One executor (apply.c) runs the steps; dry-run prints them. */
+#pragma once
+#include "diag.h"
+#include "inventory.h"
+#include "spec.h"
+#include "strbuf.h"
+
+enum plan_step_kind {
+        PLAN_WIPE,              /* tear down holders, remove signatures */
+        PLAN_PARTITION,         /* write a GPT with the spec's partitions on one disk */
+        PLAN_MD_CREATE,
+        PLAN_LUKS_FORMAT,
+        PLAN_LUKS_OPEN,
+        PLAN_PVCREATE,
+        PLAN_VGCREATE,
+        PLAN_LVCREATE,
+        PLAN_MKFS,
+        PLAN_MOUNT,
+        PLAN_IMAGE,
+        PLAN_BENCH,
+        PLAN_CONFIGURE,         /* fstab, crypttab, mdadm.conf, hostname in the target */
+        PLAN_REGISTER,
+        PLAN_FINISH,
+        _PLAN_STEP_KIND_MAX,
+};
+
+struct plan_step {
+        enum plan_step_kind kind;
+        const char *id;         /* spec object id (points into the spec), NULL for global steps */
+        char *device;           /* the device acted on: /dev/vda, /dev/md/md1, /dev/mapper/crypted, /dev/vg0/root */
+        char **inputs;          /* NULL-terminated devices consumed (md members, PVs) */
+        char *description;      /* one human line */
+        char *destroys;         /* what is lost, NULL if nothing */
+        const void *obj;        /* the spec object (struct spec_raid * etc.), NULL for global steps */
+        unsigned index;         /* for objects that expand per disk: which copy */
+};
+
+/* Which inventory disk each spec disk rule selected. */
+struct plan_disk {
+        const struct spec_disk *rule;
+        const struct inv_disk *disk;
+        unsigned index;         /* 0..count-1 within the rule */
+};
+
+struct plan {
+        const struct spec *spec;
+        const struct inventory *inv;
+        struct plan_disk *disks; size_t n_disks;
+        struct plan_step *steps; size_t n_steps;
+};
+
+/* Refusals (wrong disk count, ambiguous match, signatures without wipe,
+ * mounted or in-use device) go into diags naming the disk and the reason,
+ * and make it return -EPERM. */
+int plan_build(const struct spec *spec, const struct inventory *inv, struct plan **ret, struct diags *diags);
+struct plan *plan_free(struct plan *p);
+DEFINE_CLEANUP(plan_free, struct plan *)
+#define _cleanup_plan_free_ _cleanup_(plan_freep)
+
+int plan_to_text(const struct plan *p, struct strbuf *out);
+int plan_to_json(const struct plan *p, struct strbuf *out);
+const char *plan_step_kind_name(enum plan_step_kind k);

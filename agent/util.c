@@ -1,0 +1,183 @@
+#include "util.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sys/stat.h>
+#include <time.h>
+
+char **strv_free(char **v) {
+        if (!v)
+                return NULL;
+        for (char **i = v; *i; i++)
+                free(*i);
+        free(v);
+        return NULL;
+}
+
+size_t strv_length(char *const *v) {
+        size_t n = 0;
+        while (v && v[n])
+                n++;
+        return n;
+}
+
+int strv_push(char ***v, char *s) {
+        size_t n = strv_length(*v);
+        char **nv = realloc(*v, (n + 2) * sizeof(char *));
+        if (!nv)
+                return -ENOMEM;
+        nv[n] = s;
+        nv[n + 1] = NULL;
+        *v = nv;
+        return 0;
+}
+
+bool strv_contains(char *const *v, const char *s) {
+        for (size_t i = 0; v && v[i]; i++)
+                if (streq(v[i], s))
+                        return true;
+        return false;
+}
+
+char *strdup_or_null(const char *s) {
+        return s ? strdup(s) : NULL;
+}
+
+int safe_atou64(const char *s, uint64_t *ret) {
+        if (strempty(s) || !isdigit((unsigned char) s[0]))
+                return -EINVAL;
+        uint64_t v = 0;
+        for (const char *p = s; *p; p++) {
+                if (!isdigit((unsigned char) *p))
+                        return -EINVAL;
+                unsigned d = (unsigned) (*p - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return -ERANGE;
+                v = v * 10 + d;
+        }
+        *ret = v;
+        return 0;
+}
+
+int safe_atou(const char *s, unsigned *ret) {
+        uint64_t v;
+        int r = safe_atou64(s, &v);
+        if (r < 0)
+                return r;
+        if (v > UINT32_MAX)
+                return -ERANGE;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+int parse_size(const char *s, uint64_t *ret) {
+        static const struct { char c; unsigned shift; } suffixes[] = {
+                { 'K', 10 }, { 'M', 20 }, { 'G', 30 }, { 'T', 40 }, { 'P', 50 },
+        };
+        if (strempty(s))
+                return -EINVAL;
+        size_t n = strlen(s);
+        if (n > 64)
+                return -EINVAL;
+        char num[65];
+        memcpy(num, s, n + 1);
+        /* strip "B" / "iB" */
+        if (n > 0 && (num[n - 1] == 'B' || num[n - 1] == 'b')) {
+                num[--n] = 0;
+                if (n > 0 && num[n - 1] == 'i')
+                        num[--n] = 0;
+        }
+        unsigned shift = 0;
+        if (n > 0 && !isdigit((unsigned char) num[n - 1])) {
+                char c = (char) toupper((unsigned char) num[n - 1]);
+                bool found = false;
+                for (size_t i = 0; i < ELEMENTSOF(suffixes); i++)
+                        if (suffixes[i].c == c) {
+                                shift = suffixes[i].shift;
+                                found = true;
+                        }
+                if (!found)
+                        return -EINVAL;
+                num[--n] = 0;
+        }
+        uint64_t v;
+        int r = safe_atou64(num, &v);
+        if (r < 0)
+                return r;
+        if (shift && v > (UINT64_MAX >> shift))
+                return -ERANGE;
+        *ret = v << shift;
+        return 0;
+}
+
+const char *format_size(uint64_t bytes, char *buf, size_t len) {
+        static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+        size_t u = 0;
+        uint64_t whole = bytes, rem = 0;
+        while (whole >= 1024 && u + 1 < ELEMENTSOF(units)) {
+                rem = whole % 1024;
+                whole /= 1024;
+                u++;
+        }
+        if (u == 0 || rem == 0)
+                snprintf(buf, len, "%" PRIu64 " %s", whole, units[u]);
+        else
+                snprintf(buf, len, "%" PRIu64 ".%" PRIu64 " %s", whole, rem * 10 / 1024, units[u]);
+        return buf;
+}
+
+uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        size_t alloc = 4096, len = 0;
+        _cleanup_free_ char *buf = malloc(alloc);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                if (len + 1 >= alloc) {
+                        if (alloc > max + 1)
+                                return -EFBIG;
+                        alloc *= 2;
+                        char *nb = realloc(buf, alloc);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                }
+                ssize_t k = read(fd, buf + len, alloc - len - 1);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+                if (len > max)
+                        return -EFBIG;
+        }
+        buf[len] = 0;
+        if (ret_len)
+                *ret_len = len;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int read_one_line(const char *path, char **ret) {
+        char *s;
+        int r = read_full_file(path, 64 * 1024, &s, NULL);
+        if (r < 0)
+                return r;
+        size_t n = strlen(s);
+        while (n > 0 && isspace((unsigned char) s[n - 1]))
+                s[--n] = 0;
+        *ret = s;
+        return 0;
+}

@@ -1,0 +1,51 @@
+#include "log.h"
+#include "strbuf.h"
+#include "tap.h"
+#include "util.h"
+
+static void test_parse_size(void) {
+        uint64_t v = 0;
+        CHECK_INT(parse_size("512", &v), 0); CHECK_U64(v, 512);
+        CHECK_INT(parse_size("1K", &v), 0); CHECK_U64(v, 1024);
+        CHECK_INT(parse_size("256K", &v), 0); CHECK_U64(v, 262144);
+        CHECK_INT(parse_size("20G", &v), 0); CHECK_U64(v, 20ull << 30);
+        CHECK_INT(parse_size("1T", &v), 0); CHECK_U64(v, 1ull << 40);
+        CHECK_INT(parse_size("4MiB", &v), 0); CHECK_U64(v, 4ull << 20);
+        CHECK_INT(parse_size("2gb", &v), 0); CHECK_U64(v, 2ull << 30);
+        CHECK_INT(parse_size("", &v), -EINVAL);
+        CHECK_INT(parse_size("G", &v), -EINVAL);
+        CHECK_INT(parse_size("1X", &v), -EINVAL);
+        CHECK_INT(parse_size("-1G", &v), -EINVAL);
+        CHECK_INT(parse_size("1.5G", &v), -EINVAL);
+        CHECK_INT(parse_size("99999999999999999999", &v), -ERANGE);
+        CHECK_INT(parse_size("16777216T", &v), -ERANGE);
+        CHECK_INT(parse_size("16383P", &v), 0);
+}
+
+static void test_strbuf(void) {
+        struct strbuf sb = { .max = 8 };
+        CHECK_INT(strbuf_adds(&sb, "abcd"), 0);
+        CHECK_INT(strbuf_addf(&sb, "%d", 1234), 0);
+        CHECK_STR(strbuf_str(&sb), "abcd1234");
+        CHECK_INT(strbuf_adds(&sb, "x"), -E2BIG);
+        strbuf_release(&sb);
+        struct strbuf j = STRBUF_INIT;
+        CHECK_INT(strbuf_add_json_string(&j, "a\"b\\c\n\x01"), 0);
+        CHECK_STR(strbuf_str(&j), "\"a\\\"b\\\\c\\n\\u0001\"");
+        strbuf_release(&j);
+}
+
+static void test_redact(void) {
+        CHECK_INT(log_register_secret("hunter2-secret"), 0);
+        char line[] = "key=hunter2-secret; again hunter2-secret.";
+        log_redact(line);
+        CHECK_STR(line, "key=[redacted]; again [redacted].");
+        log_forget_secrets();
+}
+
+int main(void) {
+        test_parse_size();
+        test_strbuf();
+        test_redact();
+        return TEST_DONE();
+}
