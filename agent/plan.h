@@ -19,8 +19,9 @@ enum plan_step_kind {
         PLAN_LVCREATE,
         PLAN_MKFS,
         PLAN_MOUNT,
+        PLAN_BENCH_RAW,         /* before the first luksFormat: cipher speed (zero-backed dm-crypt) and the raw device under LUKS */
+        PLAN_BENCH_CRYPT,       /* after luksOpen: the same I/O through dm-crypt, then the gate */
         PLAN_IMAGE,
-        PLAN_BENCH,
         PLAN_CONFIGURE,         /* fstab, crypttab, mdadm.conf, hostname in the target */
         PLAN_REGISTER,
         PLAN_FINISH,
