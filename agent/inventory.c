@@ -1415,11 +1415,16 @@ int inventory_from_json_string(const char *text, size_t len, struct inventory **
         enum json_tokener_error jerr_code = json_tokener_get_error(tok);
         size_t off = json_tokener_get_parse_end(tok);
         json_tokener_free(tok);
-        if (!root || jerr_code != json_tokener_success) {
+        const char *why = NULL;
+        if (!root || jerr_code == json_tokener_continue)
+                why = "unexpected end of data";
+        else if (jerr_code != json_tokener_success)
+                why = json_tokener_error_desc(jerr_code);
+        else if (off < len && text[off + strspn(text + off, " \t\r\n")])
+                why = "trailing data after the object";
+        if (why) {
                 json_object_put(root);
-                if (reterr && asprintf(reterr, "not valid JSON at byte %zu: %s", off,
-                                       json_tokener_error_desc(jerr_code != json_tokener_success ? jerr_code
-                                                                                                 : json_tokener_continue)) < 0)
+                if (reterr && asprintf(reterr, "not valid JSON at byte %zu: %s", off, why) < 0)
                         *reterr = NULL;
                 return -EBADMSG;
         }
