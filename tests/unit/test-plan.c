@@ -222,6 +222,11 @@ static void test_kvm_layout(void) {
         CHECK(p == NULL);
         dd[3].n_sigs = 0;
         dd[3].n_parts = 0;
+        /* a disk the inventory could not probe: refused even with wipe */
+        dd[3].unreadable = true;
+        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 3, "disk rule 'd' selects /dev/vdb, which could not be read: its signatures are unknown, so kiln will not touch it");
+        dd[3].unreadable = false;
 
         /* partitions that do not fit */
         parts[1].size.bytes = 2 * GiB;
