@@ -192,6 +192,7 @@ build_curl() {
 # --- 8. libarchive without libxml2/expat/nettle -----------------------------
 build_libarchive() {
   cd "$TOP/src/libarchive"
+  nice -n 10 autoreconf -fi   # as Debian's build does: the shipped ltmain.sh is older than the macros
   nice -n 10 ./configure --prefix="$P" --disable-shared --enable-static \
     --disable-bsdtar --disable-bsdcat --disable-bsdcpio --disable-dependency-tracking \
     --without-xml2 --without-expat --without-nettle --without-mbedtls --without-openssl \
