@@ -80,7 +80,13 @@ static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ..
                 c->error = r;
 }
 
-#define emitn(c, n, ...) emit((c), (n) ? (n)->line : 0, (n) ? (n)->col : 0, __VA_ARGS__)
+/* At a node; nothing more is said about a refused alias (no cascades). */
+#define emitn(c, n, ...)                                                                        \
+        do {                                                                                    \
+                const struct ynode *_n = (n);                                                   \
+                if (!_n || !_n->alias)                                                          \
+                        emit((c), _n ? _n->line : 0, _n ? _n->col : 0, __VA_ARGS__);            \
+        } while (0)
 
 /* Quote user text safely: printable ASCII only, bounded length. */
 static const char *q(const char *s, char buf[static QUOTE_MAX + 4]) {

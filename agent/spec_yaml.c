@@ -120,6 +120,7 @@ int ytree_parse(const char *file, const char *data, size_t len, unsigned max_dep
                                 return -ENOMEM;
                         }
                         n->plain = true;
+                        n->alias = true;
                         break;
                 case YAML_SCALAR_EVENT:
                         anchor = ev.data.scalar.anchor;

@@ -17,6 +17,7 @@ struct ynode {
         enum ynode_kind kind;
         unsigned line, col;     /* 1-based */
         bool plain;             /* scalar written without quotes */
+        bool alias;             /* stands in for a refused alias: already reported */
         char *value;            /* scalar text, NUL-terminated */
         size_t len;             /* scalar length (may differ from strlen if it holds a NUL) */
         struct ynode **items;   /* seq: the items; map: key, value, key, value, ... */
