@@ -7,6 +7,9 @@
 #include "diag.h"
 #include "util.h"
 
+#define YTREE_MAX_KEYS 256u     /* per mapping: keeps duplicate-key checks cheap */
+#define YTREE_MAX_ITEMS 1024u   /* per list: far more disks, members or volumes than a host has */
+
 enum ynode_kind {
         YNODE_SCALAR,
         YNODE_SEQ,
