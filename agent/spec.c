@@ -10,6 +10,7 @@
 #include <math.h>
 
 #define ID_MAX 64
+#define SPEC_MAX_DIAGS 1000u    /* per file; a garbage file should not print a million lines */
 #define QUOTE_MAX 48
 
 /* Every object that has an id, for references, duplicates, consumers and cycles. */
@@ -21,6 +22,7 @@ struct obj {
         unsigned mult;          /* how many block devices this id stands for */
         char *used_by;          /* first consumer, e.g. "raid 'md0'" */
         const void *user;       /* identity of the first consumer */
+        enum spec_obj_kind user_kind;   /* its kind; SPEC_OBJ_NONE for filesystems and the image */
         unsigned used_line;     /* where the first consumer refers to it */
         bool used_shared;       /* the consumer is a partition (several may share a disk) */
         int color;              /* cycle search: 0 new, 1 on stack, 2 done */
@@ -30,9 +32,12 @@ struct ctx {
         const char *file;
         struct diags *d;
         int error;              /* first allocation failure */
+        size_t n_emitted;
         struct spec *s;
         struct obj *objs;
         size_t n_objs;
+        struct obj **index;     /* first object of each id, sorted by id */
+        size_t n_index;
 };
 
 /* Where a field lives, for messages: "'pbkdf.type' of luks 'c'". */
@@ -69,6 +74,14 @@ static const char *kind_name(enum spec_obj_kind k) {
 static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...) _printf_(4, 5);
 static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...) {
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        if (c->n_emitted >= SPEC_MAX_DIAGS) {
+                if (c->n_emitted++ == SPEC_MAX_DIAGS && diags_add(c->d, c->file, 0, 0,
+                                "more than %u problems; only the first %u are shown",
+                                SPEC_MAX_DIAGS, SPEC_MAX_DIAGS) < 0 && c->error == 0)
+                        c->error = -ENOMEM;
+                return;
+        }
+        c->n_emitted++;
         va_list ap;
         va_start(ap, fmt);
         int r = strbuf_vaddf(&sb, fmt, ap);
@@ -79,7 +92,13 @@ static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ..
                 c->error = r;
 }
 
-#define emitn(c, n, ...) emit((c), (n) ? (n)->line : 0, (n) ? (n)->col : 0, __VA_ARGS__)
+/* At a node; nothing more is said about a refused alias (no cascades). */
+#define emitn(c, n, ...)                                                                        \
+        do {                                                                                    \
+                const struct ynode *_n = (n);                                                   \
+                if (!_n || !_n->alias)                                                          \
+                        emit((c), _n ? _n->line : 0, _n ? _n->col : 0, __VA_ARGS__);            \
+        } while (0)
 
 /* Quote user text safely: printable ASCII only, bounded length. */
 static const char *q(const char *s, char buf[static QUOTE_MAX + 4]) {
@@ -889,14 +908,17 @@ static const char *const pbkdf_types[] = {
 static void parse_luks_key(struct ctx *c, const struct ynode *m, const char *where, struct spec_luks *x) {
         static const char *const keys[] = { "passphrase", "url", "sha256", "generate", NULL };
         char f[256];
-        struct loc l = { where, "" }, lk = { where, "key." };
+        struct loc lk = { where, "key." };
         const struct ynode *k = map_get(m, "key");
         if (!k) {
                 emitn(c, m, "%s has no 'key' (give 'passphrase', 'url' with 'sha256', or 'generate: true')", where);
                 return;
         }
-        if (want_map(c, &l, "key", k) <= 0)
+        if (k->kind != YNODE_MAP) {
+                /* never echo the value: it may well be a passphrase */
+                emitn(c, k, "'key' of %s must be a mapping with 'passphrase', 'url' and 'sha256', or 'generate'", where);
                 return;
+        }
         x->key.mark = (struct spec_mark) { k->line, k->col };
         check_keys(c, k, &lk, keys);
         const struct ynode *pass = map_get(k, "passphrase"), *url = map_get(k, "url"),
@@ -1275,25 +1297,53 @@ static void parse_register(struct ctx *c, const struct ynode *m, struct spec *s)
 /* ---- cross-object checks ----------------------------------------------- */
 
 static void add_obj(struct ctx *c, const char *id, enum spec_obj_kind kind, const void *ptr, struct spec_mark mark) {
-        char t[QUOTE_MAX + 4];
         if (!id)
                 return;
-        for (size_t i = 0; i < c->n_objs; i++)
-                if (streq(c->objs[i].id, id)) {
-                        emit(c, mark.line, mark.col, "duplicate id '%s' (already used by the %s at line %u)",
-                             q(id, t), kind_name(c->objs[i].kind), c->objs[i].line);
-                        return;
-                }
         c->objs[c->n_objs++] = (struct obj) {
                 .id = id, .kind = kind, .ptr = ptr, .line = mark.line, .col = mark.col, .mult = 1,
         };
 }
 
-static struct obj *find_obj(struct ctx *c, const char *id) {
+static int obj_cmp(const void *a, const void *b) {
+        const struct obj *x = *(const struct obj *const *) a, *y = *(const struct obj *const *) b;
+        int r = strcmp(x->id, y->id);
+        if (r != 0)
+                return r;
+        return x < y ? -1 : x > y;      /* same id: file order */
+}
+
+/* Sorts the ids for lookups; every id after the first of its name is a duplicate. */
+static void index_objs(struct ctx *c) {
+        char t[QUOTE_MAX + 4];
+        _cleanup_free_ struct obj **all = calloc(c->n_objs + 1, sizeof *all);
+        c->index = calloc(c->n_objs + 1, sizeof *c->index);
+        if (!all || !c->index) {
+                c->error = -ENOMEM;
+                return;
+        }
         for (size_t i = 0; i < c->n_objs; i++)
-                if (streq(c->objs[i].id, id))
-                        return &c->objs[i];
-        return NULL;
+                all[i] = &c->objs[i];
+        qsort(all, c->n_objs, sizeof *all, obj_cmp);
+        for (size_t i = 0; i < c->n_objs; i++) {
+                struct obj *first = c->n_index ? c->index[c->n_index - 1] : NULL;
+                if (first && streq(first->id, all[i]->id)) {
+                        emit(c, all[i]->line, all[i]->col, "duplicate id '%s' (already used by the %s at line %u)",
+                             q(all[i]->id, t), kind_name(first->kind), first->line);
+                        continue;
+                }
+                c->index[c->n_index++] = all[i];
+        }
+}
+
+static int obj_key_cmp(const void *key, const void *elem) {
+        return strcmp(key, (*(const struct obj *const *) elem)->id);
+}
+
+static struct obj *find_obj(struct ctx *c, const char *id) {
+        if (!id || !c->index)
+                return NULL;
+        struct obj **o = bsearch(id, c->index, c->n_index, sizeof *c->index, obj_key_cmp);
+        return o ? *o : NULL;
 }
 
 static void kinds_text(unsigned mask, char buf[static 128]) {
@@ -1321,7 +1371,7 @@ static struct obj *resolve(struct ctx *c, const char *field, const char *where, 
         if (!o) {
                 const char *pick = NULL;
                 unsigned best = UINT32_MAX;
-                for (size_t i = 0; i < c->n_objs; i++)
+                for (size_t i = 0; c->n_emitted < 100 && i < c->n_objs; i++)
                         if ((kinds & KIND_BIT(c->objs[i].kind)) && close_enough(id, c->objs[i].id, &best))
                                 pick = c->objs[i].id;
                 char hint[128] = "";
@@ -1341,8 +1391,8 @@ static struct obj *resolve(struct ctx *c, const char *field, const char *where, 
 
 /* Records that consumer (e.g. "raid 'md0'", identity who) uses o; each device
  * has one user, except that any number of partitions may share a disk. */
-static void consume(struct ctx *c, struct obj *o, const void *who, const char *consumer, bool shared,
-                    struct spec_mark mark) {
+static void consume(struct ctx *c, struct obj *o, const void *who, enum spec_obj_kind who_kind,
+                    const char *consumer, bool shared, struct spec_mark mark) {
         char t[QUOTE_MAX + 4];
         if (!o)
                 return;
@@ -1359,6 +1409,7 @@ static void consume(struct ctx *c, struct obj *o, const void *who, const char *c
         if (!(o->used_by = strdup(consumer)))
                 c->error = -ENOMEM;
         o->user = who;
+        o->user_kind = who_kind;
         o->used_line = mark.line;
         o->used_shared = shared;
 }
@@ -1380,38 +1431,30 @@ static unsigned raid_min_members(const struct spec_raid *a) {
         }
 }
 
-/* Dependencies of an object: the ids it is built on. */
-static size_t obj_deps(const struct obj *o, const char *deps[], size_t max) {
-        size_t n = 0;
+/* The i-th id an object is built on, or NULL past the last. */
+static const char *obj_dep(const struct obj *o, size_t i) {
         switch (o->kind) {
         case SPEC_OBJ_PARTITION:
-                if (((const struct spec_partition *) o->ptr)->on)
-                        deps[n++] = ((const struct spec_partition *) o->ptr)->on;
-                break;
-        case SPEC_OBJ_RAID:
-                for (char **m = ((const struct spec_raid *) o->ptr)->members; m && *m && n < max; m++)
-                        deps[n++] = *m;
-                break;
-        case SPEC_OBJ_LUKS:
-                if (((const struct spec_luks *) o->ptr)->on)
-                        deps[n++] = ((const struct spec_luks *) o->ptr)->on;
-                break;
-        case SPEC_OBJ_VG:
-                for (char **p = ((const struct spec_vg *) o->ptr)->pvs; p && *p && n < max; p++)
-                        deps[n++] = *p;
-                break;
-        case SPEC_OBJ_LV:
-                if (((const struct spec_lv *) o->ptr)->vg)
-                        deps[n++] = ((const struct spec_lv *) o->ptr)->vg;
-                break;
-        default:
-                break;
+                return i == 0 ? ((const struct spec_partition *) o->ptr)->on : NULL;
+        case SPEC_OBJ_RAID: {
+                char **m = ((const struct spec_raid *) o->ptr)->members;
+                return m ? m[i] : NULL;      /* callers stop at the first NULL */
         }
-        return n;
+        case SPEC_OBJ_LUKS:
+                return i == 0 ? ((const struct spec_luks *) o->ptr)->on : NULL;
+        case SPEC_OBJ_VG: {
+                char **p = ((const struct spec_vg *) o->ptr)->pvs;
+                return p ? p[i] : NULL;
+        }
+        case SPEC_OBJ_LV:
+                return i == 0 ? ((const struct spec_lv *) o->ptr)->vg : NULL;
+        default:
+                return NULL;
+        }
 }
 
-#define MAX_DEPS 1024
-
+/* Depth-first; frames are small because chains (luks on a volume of a volume
+ * group on luks on ...) can be thousands of objects long. */
 static bool find_cycle(struct ctx *c, struct obj *o, struct obj **path, size_t depth) {
         if (o->color == 2)
                 return false;
@@ -1423,18 +1466,21 @@ static bool find_cycle(struct ctx *c, struct obj *o, struct obj **path, size_t d
                         k++;
                 _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
                 char t[QUOTE_MAX + 4];
-                for (size_t i = k; i <= depth; i++)
-                        (void) strbuf_addf(&sb, "%s'%s'", i > k ? " -> " : "", q(path[i]->id, t));
+                for (size_t i = k; i <= depth; i++) {
+                        if (i - k < 8 || i + 1 >= depth)
+                                (void) strbuf_addf(&sb, "%s'%s'", i > k ? " -> " : "", q(path[i]->id, t));
+                        else if (i - k == 8)
+                                (void) strbuf_addf(&sb, " -> ... (%zu more)", depth - k - 9);
+                }
                 emit(c, o->line, o->col, "reference cycle: %s", strbuf_str(&sb));
                 return true;
         }
         if (depth >= c->n_objs)
                 return false;
         o->color = 1;
-        const char *deps[MAX_DEPS];
-        size_t n = obj_deps(o, deps, MAX_DEPS);
-        for (size_t i = 0; i < n; i++) {
-                struct obj *d = find_obj(c, deps[i]);
+        const char *dep;
+        for (size_t i = 0; (dep = obj_dep(o, i)); i++) {
+                struct obj *d = find_obj(c, dep);
                 if (d && find_cycle(c, d, path, depth + 1))
                         return true;
         }
@@ -1463,6 +1509,9 @@ static void cross_check(struct ctx *c) {
                 add_obj(c, s->vgs[i].id, SPEC_OBJ_VG, &s->vgs[i], s->vgs[i].mark);
         for (size_t i = 0; i < s->n_lvs; i++)
                 add_obj(c, s->lvs[i].id, SPEC_OBJ_LV, &s->lvs[i], s->lvs[i].mark);
+        index_objs(c);
+        if (c->error < 0)
+                return;
 
         for (size_t i = 0; i < c->n_objs; i++)
                 if (c->objs[i].kind == SPEC_OBJ_DISK)
@@ -1473,7 +1522,7 @@ static void cross_check(struct ctx *c) {
                 struct spec_partition *p = &s->partitions[i];
                 snprintf(where, sizeof where, "partition '%s'", p->id ? q(p->id, t) : "?");
                 struct obj *d = resolve(c, "on", where, p->on, p->on_mark, KIND_BIT(SPEC_OBJ_DISK));
-                consume(c, d, p, where, true, p->on_mark);
+                consume(c, d, p, SPEC_OBJ_PARTITION, where, true, p->on_mark);
                 struct obj *self = p->id ? find_obj(c, p->id) : NULL;
                 if (d && self && self->ptr == p)
                         self->mult = d->mult;
@@ -1518,7 +1567,7 @@ static void cross_check(struct ctx *c) {
                                 all = false;
                                 continue;
                         }
-                        consume(c, o, a, where, false, a->member_marks[j]);
+                        consume(c, o, a, SPEC_OBJ_RAID, where, false, a->member_marks[j]);
                         devices += o->mult;
                 }
                 if (all && a->level_mark.line && a->level <= 10) {
@@ -1543,14 +1592,14 @@ static void cross_check(struct ctx *c) {
                 snprintf(where, sizeof where, "luks '%s'", x->id ? q(x->id, t) : "?");
                 struct obj *o = resolve(c, "on", where, x->on, x->on_mark, BLOCK_KINDS);
                 single_device(c, o, "on", where, x->on_mark);
-                consume(c, o, x, where, false, x->on_mark);
+                consume(c, o, x, SPEC_OBJ_LUKS, where, false, x->on_mark);
         }
         for (size_t i = 0; i < s->n_vgs; i++) {
                 struct spec_vg *g = &s->vgs[i];
                 snprintf(where, sizeof where, "volume group '%s'", g->id ? q(g->id, t) : "?");
                 for (size_t j = 0; g->pvs && g->pvs[j]; j++) {
                         struct obj *o = resolve(c, "pvs", where, g->pvs[j], g->pv_marks[j], BLOCK_KINDS & ~KIND_BIT(SPEC_OBJ_LV));
-                        consume(c, o, g, where, false, g->pv_marks[j]);
+                        consume(c, o, g, SPEC_OBJ_VG, where, false, g->pv_marks[j]);
                 }
         }
         for (size_t i = 0; i < s->n_lvs; i++) {
@@ -1586,7 +1635,7 @@ static void cross_check(struct ctx *c) {
                         snprintf(where, sizeof where, "filesystem #%zu", i + 1);
                 struct obj *o = resolve(c, "on", where, fs->on, fs->on_mark, BLOCK_KINDS);
                 single_device(c, o, "on", where, fs->on_mark);
-                consume(c, o, fs, where, false, fs->on_mark);
+                consume(c, o, fs, SPEC_OBJ_NONE, where, false, fs->on_mark);
                 if (!fs->mount)
                         continue;
                 if (streq(fs->mount, "/"))
@@ -1604,11 +1653,29 @@ static void cross_check(struct ctx *c) {
         if (s->image.present && s->image.format == SPEC_IMAGE_RAW && s->image.target) {
                 struct obj *o = resolve(c, "target", "image", s->image.target, s->image.mark, BLOCK_KINDS);
                 single_device(c, o, "target", "image", s->image.mark);
-                consume(c, o, &s->image, "image", false, s->image.mark);
+                consume(c, o, &s->image, SPEC_OBJ_NONE, "image", false, s->image.mark);
         }
         if (s->image.present && s->image.format == SPEC_IMAGE_TAR && !root)
                 emit(c, s->image.mark.line, s->image.mark.col,
                      "image of format 'tar' needs a filesystem mounted at '/'");
+
+        /* partition types say what a partition is for */
+        for (size_t i = 0; i < c->n_objs; i++) {
+                const struct obj *o = &c->objs[i];
+                if (o->kind != SPEC_OBJ_PARTITION || !o->used_by)
+                        continue;
+                const struct spec_partition *p = o->ptr;
+                const char *want = NULL;
+                if (p->type == SPEC_PART_RAID && o->user_kind != SPEC_OBJ_RAID)
+                        want = "a raid";
+                else if (p->type == SPEC_PART_LVM && o->user_kind != SPEC_OBJ_VG)
+                        want = "a volume group";
+                else if (p->type == SPEC_PART_BIOS_GRUB)
+                        want = "the boot loader";
+                if (want)
+                        emit(c, p->mark.line, p->mark.col, "partition '%s' of type '%s' cannot be used by %s (it is for %s)",
+                             q(o->id, t), part_types[p->type], o->used_by, want);
+        }
 
         /* cycles (e.g. luks on a volume of a volume group on that luks) */
         _cleanup_free_ struct obj **path = calloc(c->n_objs + 1, sizeof *path);
@@ -1722,6 +1789,7 @@ int spec_parse(const char *file, const char *data, size_t len, struct spec **ret
         for (size_t i = 0; i < c.n_objs; i++)
                 free(c.objs[i].used_by);
         free(c.objs);
+        free(c.index);
         if (c.error < 0)
                 return c.error;
         if (diags->n > before)
