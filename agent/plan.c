@@ -142,6 +142,8 @@ static int finding(struct builder *b, bool refusal, struct spec_mark m, const ch
 #define refuse(b, m, ...) finding((b), true, (m), __VA_ARGS__)
 #define invalid(b, m, ...) finding((b), false, (m), __VA_ARGS__)
 
+static int add_list(struct strbuf *sb, char **v, size_t from, size_t to);
+
 /* --- steps ---------------------------------------------------------------- */
 
 static struct plan_step *step_add(struct builder *b, enum plan_step_kind kind, const char *id, const void *obj, unsigned index) {
@@ -564,9 +566,12 @@ static int emit_wipes(struct builder *b) {
                         return -ENOMEM;
                 st->inputs = TAKE_PTR(holders);
                 st->size = d->size;
-                if ((r = step_text(st, disk_path(d), strbuf_detach(&desc),
-                                   strdupf("%s%s%s", nsig ? strbuf_str(&what) : "", nsig && st->inputs ? "; " : "",
-                                           st->inputs ? "the arrays and mappings stopped above" : ""))) < 0)
+                if (st->inputs) {
+                        if ((r = strbuf_addf(&what, "%sall data on ", what.len ? "; " : "")) < 0 ||
+                            (r = add_list(&what, st->inputs, 0, strv_length(st->inputs))) < 0)
+                                return r;
+                }
+                if ((r = step_text(st, disk_path(d), strbuf_detach(&desc), strbuf_detach(&what))) < 0)
                         return r;
         }
         return 0;
