@@ -26,7 +26,7 @@ static const struct command {
 
         { "inventory", cmd_inventory, "show this machine's disks, NICs, CPU and memory" },
 
-        // { "plan", cmd_plan, "show the steps apply would run, and what each destroys" },
+        { "plan", cmd_plan, "show the steps apply would run, and what each destroys" },
 
         { "fetch", cmd_fetch, "fetch one URL (retries, resume, TLS with kiln.ca), to stdout or -o FILE" },
 
