@@ -84,18 +84,6 @@ static const struct spec_vg *find_vg(const struct spec *s, const char *id) {
         return NULL;
 }
 
-static const char *disk_rule_of(const struct spec *s, const struct plan_step *step) {
-        if (!step->id)
-                return NULL;
-        for (size_t i = 0; i < s->n_disks; i++)
-                if (streq(s->disks[i].id, step->id))
-                        return s->disks[i].id;
-        for (size_t i = 0; i < s->n_partitions; i++)
-                if (streq(s->partitions[i].id, step->id))
-                        return s->partitions[i].on;
-        return NULL;
-}
-
 static const char *luks_name(const struct spec_luks *l) {
         return l->name ? l->name : l->id;
 }
@@ -117,24 +105,21 @@ static int step_wipe(struct apply_ctx *c, const struct plan_step *s) {
 }
 
 static int step_partition(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec *spec = c->plan->spec;
-        const char *disk_id = disk_rule_of(spec, s);
-        if (!disk_id)
-                return strbuf_addf(&c->why, "no disk '%s' in the spec", s->id ? s->id : "(none)"), -EINVAL;
-        _cleanup_free_ struct partition_request *req = calloc(spec->n_partitions ? spec->n_partitions : 1, sizeof *req);
+        if (s->n_parts == 0)
+                return strbuf_adds(&c->why, "the plan lists no partitions"), -EINVAL;
+        _cleanup_free_ struct partition_request *req = calloc(s->n_parts, sizeof *req);
         if (!req)
                 return -ENOMEM;
-        size_t n = 0;
-        for (size_t i = 0; i < spec->n_partitions; i++) {
-                const struct spec_partition *p = &spec->partitions[i];
-                if (!streq(p->on, disk_id))
-                        continue;
-                req[n++] = (struct partition_request) {
-                        .name = p->name ? p->name : p->id,
-                        .type = p->type,
-                        .size_kind = p->size.kind,
-                        .bytes = p->size.bytes,
-                        .percent = p->size.percent,
+        size_t n = s->n_parts;
+        for (size_t i = 0; i < n; i++) {
+                const struct plan_part *pp = &s->parts[i];
+                if (pp->number != i + 1)
+                        return strbuf_addf(&c->why, "partition numbers are not 1..%zu", n), -EINVAL;
+                req[i] = (struct partition_request) {
+                        .name = pp->part->name ? pp->part->name : pp->part->id,
+                        .type = pp->part->type,
+                        .start = pp->start,
+                        .size = pp->size,
                 };
         }
         _cleanup_strv_free_ char **paths = NULL;
@@ -310,21 +295,9 @@ static int step_vgcreate(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_vg *vg = s->obj;
         if (!vg)
                 return -EINVAL;
-        _cleanup_strv_free_ char **pvs = NULL;
-        char *const *use = s->inputs;
-        if (!use || !use[0]) {
-                /* fall back to the PVs created for the ids the VG lists */
-                for (size_t i = 0; i < c->plan->n_steps; i++) {
-                        const struct plan_step *p = &c->plan->steps[i];
-                        if (p->kind == PLAN_PVCREATE && p->id && strv_contains(vg->pvs, p->id)) {
-                                char *d = strdup(p->device);
-                                if (!d || strv_push(&pvs, d) < 0)
-                                        return free(d), -ENOMEM;
-                        }
-                }
-                use = pvs;
-        }
-        return lvm_vgcreate(vg->name ? vg->name : vg->id, use, vg->extent_size, &c->why);
+        if (!s->inputs || !s->inputs[0])
+                return strbuf_adds(&c->why, "the plan lists no PVs"), -EINVAL;
+        return lvm_vgcreate(vg->name ? vg->name : vg->id, s->inputs, vg->extent_size, &c->why);
 }
 
 static int step_lvcreate(struct apply_ctx *c, const struct plan_step *s) {
