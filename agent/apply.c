@@ -147,6 +147,7 @@ static int step_md_create(struct apply_ctx *c, const struct plan_step *s) {
                 return -EINVAL;
         struct md_create_params p = {
                 .name = raid->name ? raid->name : raid->id,
+                .homehost = c->opts->hostname,
                 .level = raid->level,
                 .layout = raid->layout,
                 .chunk = raid->chunk,
