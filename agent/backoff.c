@@ -1,0 +1,35 @@
+#include "backoff.h"
+
+#include <sys/random.h>
+#include <time.h>
+
+static uint32_t jitter_random(void) {
+        uint32_t v;
+        if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == sizeof(v))
+                return v;
+        /* No entropy yet (early boot): the clock still spreads nodes apart. */
+        return (uint32_t) (now_usec() * 2654435761u);
+}
+
+unsigned backoff_delay_ms(const struct backoff *b, unsigned n) {
+        uint64_t init = b->initial_ms ? b->initial_ms : 500;
+        uint64_t max = b->max_ms ? b->max_ms : 30000;
+        uint64_t d = init;
+        for (unsigned i = 0; i < n && d < max; i++)
+                d *= 2;
+        if (d > max)
+                d = max;
+        uint64_t half = d / 2;
+        return (unsigned) (half + (d - half ? jitter_random() % (d - half + 1) : 0));
+}
+
+int backoff_next(struct backoff *b) {
+        if (b->attempt >= b->max_attempts)
+                return -ETIMEDOUT;
+        unsigned ms = backoff_delay_ms(b, b->attempt);
+        b->attempt++;
+        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+        return 0;
+}
