@@ -2,6 +2,8 @@
 
 #include "configure.h"
 #include "exec.h"
+#include "fetch.h"
+#include "inventory.h"
 #include "log.h"
 #include "luks.h"
 #include "lvm.h"
@@ -20,6 +22,7 @@
 #define MD_WAIT_USEC (30ull * 1000000ull)
 #define NODE_WAIT_USEC (10ull * 1000000ull)
 #define LUKS_GENERATED_KEY_BYTES 64
+#define LUKS_MAX_KEY_FETCH (8u * 1024u)
 
 /* Keys made or fetched at format time, kept (locked) until the open. */
 struct apply_key {
@@ -182,6 +185,41 @@ static struct apply_key *key_slot(struct apply_ctx *c, const struct spec_luks *l
         return NULL;
 }
 
+/* The key file as served (like cryptsetup --key-file: every byte counts),
+ * pinned by its sha256, copied into locked memory; the transfer buffer is wiped. */
+static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks_key **ret) {
+        const struct inventory *inv = c->plan->inv;
+        struct spec_vars vars = {
+                .mac = inv ? inventory_primary_mac(inv) : NULL,
+                .uuid = inv ? inv->machine_uuid : NULL,
+                .serial = inv ? inv->serial : NULL,
+                .hostname = c->opts->hostname ? c->opts->hostname : inv ? inv->hostname : NULL,
+        };
+        _cleanup_free_ char *url = NULL;
+        int r = spec_expand(l->key.url, &vars, &url);
+        if (r < 0)
+                return strbuf_addf(&c->why, "cannot expand the key URL '%s'", l->key.url), r;
+        struct fetch_options fo = { 0 };
+        const char *ca = c->plan->spec->ca;
+        if (ca && strstr(ca, "-----BEGIN"))
+                fo.ca_pem = ca;
+        else if (ca && ca[0] == '/')
+                fo.ca_file = ca;
+        char *buf = NULL;
+        size_t len = 0;
+        struct fetch_result res = { 0 };
+        r = fetch_to_buffer_full(url, &fo, LUKS_MAX_KEY_FETCH, l->key.sha256, &buf, &len, &res);
+        if (r < 0)
+                return strbuf_addf(&c->why, "key from '%s': %s", url, res.error[0] ? res.error : strerror(-r)), r;
+        (void) log_register_secret(buf);
+        r = len ? luks_key_new(buf, len, ret) : -EINVAL;
+        explicit_wipe(buf, len);
+        free(buf);
+        if (r < 0)
+                return strbuf_addf(&c->why, "key from '%s' is empty or cannot be locked in memory", url), r;
+        return 0;
+}
+
 static int key_get(struct apply_ctx *c, const struct spec_luks *l, const struct luks_key **ret) {
         struct apply_key *k = key_slot(c, l);
         if (k) {
@@ -200,8 +238,10 @@ static int key_get(struct apply_ctx *c, const struct spec_luks *l, const struct 
                 r = luks_key_generate(LUKS_GENERATED_KEY_BYTES, &key);
                 break;
         case SPEC_KEY_URL:
-                strbuf_adds(&c->why, "key from a URL: fetching keys is not built in");
-                return -EOPNOTSUPP;
+                r = key_fetch(c, l, &key);
+                if (r < 0)
+                        return r;
+                break;
         default:
                 strbuf_adds(&c->why, "no key given");
                 return -EINVAL;

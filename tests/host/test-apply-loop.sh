@@ -26,11 +26,11 @@ trap cleanup EXIT
 FAILS=0
 fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
 ok() { echo "ok: $*"; }
-attach() { local l; l=$(losetup -P -f --show "$1") || exit 1; LOOPS+=("$l"); echo "$l"; }
+attach() { ATTACHED=$(losetup -P -f --show "$1") || exit 1; LOOPS+=("$ATTACHED"); }
 hashes() { sha256sum "$T"/a.img "$T"/b.img "$T"/c.img; }
 
 truncate -s 512M "$T/a.img"; truncate -s 400M "$T/b.img"; truncate -s 64M "$T/c.img"
-A=$(attach "$T/a.img"); B=$(attach "$T/b.img"); C=$(attach "$T/c.img")
+attach "$T/a.img"; A=$ATTACHED; attach "$T/b.img"; B=$ATTACHED; attach "$T/c.img"; C=$ATTACHED
 # old contents: an xfs on a, a GPT with an ext4 partition on b, an ext4 on the unselected c
 mkfs.xfs -q -f "$A"
 parted -s "$B" mklabel gpt mkpart old 1MiB 100MiB && mkfs.ext4 -q -F "${B}p1"
