@@ -50,7 +50,7 @@ partitions:
   - {id: boot, on: a, size: 64M, type: linux, name: kiln-boot}
   - {id: swap, on: a, size: 32M, type: swap}
   - {id: root, on: a, size: rest, type: linux}
-  - {id: data, on: b, size: rest, type: lvm}
+  - {id: data, on: b, size: rest, type: linux}
 filesystems:
   - {on: data, type: xfs, label: data, mount: /srv/data}
   - {on: boot, type: ext4, label: boot, mount: /boot}
@@ -92,7 +92,7 @@ grep -q '^1:1.00MiB:65.0MiB:64.0MiB:ext4:kiln-boot:;' <<<"$pa" || fail "partitio
 grep -q '^2:65.0MiB:97.0MiB:32.0MiB:linux-swap(v1):swap:swap;' <<<"$pa" || fail "partition 2 on $A wrong: $pa"
 grep -q '^3:97.0MiB:.*:xfs:root:;' <<<"$pa" || fail "partition 3 on $A wrong: $pa"
 pb=$(parted -m -s "$B" unit MiB print)
-grep -q '^1:1.00MiB:.*:xfs:data:lvm;' <<<"$pb" || fail "partition on $B wrong: $pb"
+grep -q '^1:1.00MiB:.*:xfs:data:;' <<<"$pb" || fail "partition on $B wrong: $pb"
 grep -q '^2:' <<<"$pb" && fail "old partition layout left on $B: $pb"
 # every partition is 1 MiB aligned (start and size)
 for l in "$A" "$B"; do
