@@ -4,6 +4,7 @@
 # LUKS2 container per LV (argon2id with the default memory cost, which kiln
 # must cap to what the node can spare) -> xfs, mounted.
 . "$SRC/tests/rig/lib.sh"
+"$KILN" help 2>/dev/null | grep -q '^  boot ' || rig_skip "kiln has no boot command yet"
 RIG_MEM=512
 rig_init
 rig_disks 4 2G

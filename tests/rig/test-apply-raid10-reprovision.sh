@@ -8,6 +8,7 @@
 # Assertions read what the guest's kernel reports (mdstat, mdadm --detail,
 # luksDump, lvs, blkid, mounts), never kiln's own log.
 . "$SRC/tests/rig/lib.sh"
+"$KILN" help 2>/dev/null | grep -q '^  boot ' || rig_skip "kiln has no boot command yet"
 rig_init
 rig_disks 4 2G
 rig_disk extra 1G

@@ -6,6 +6,7 @@
 #  boot 2: the same spec with wipe: true -> the disks are cleaned and
 #          provisioned (raid10 far-2, LUKS2, LVM, xfs).
 . "$SRC/tests/rig/lib.sh"
+"$KILN" help 2>/dev/null | grep -q '^  boot ' || rig_skip "kiln has no boot command yet"
 command -v cryptsetup >/dev/null || rig_skip "cryptsetup missing"
 rig_init
 rig_disks 4 2G
