@@ -52,7 +52,7 @@ int fetch_check_url(const char *url) {
         u = curl_url();
         if (!u)
                 return -ENOMEM;
-        if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
+        if (curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
                 return -EINVAL;
         if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK)
                 return -EINVAL;
