@@ -32,6 +32,8 @@ static const struct command {
 
         { "bench", cmd_bench, "the crypt benchmark: ciphers through dm-crypt, raw and encrypted device I/O" },
 
+        { "apply", cmd_apply, "run the plan: wipe, partition, md, LUKS, LVM, mkfs, mount (--dry-run, --yes)" },
+
         { "version", cmd_version, "print the version" },
 
         { "help", cmd_help, "this list" },
