@@ -175,10 +175,11 @@ if [[ ! -s $IMG ]]; then
   msg "building $IMG (kernel $KVER, ${#MODS[@]} modules, kiln $KILN_BIN)"
   ST=$(mktemp -d "$CACHE/stage.XXXXXX")
   trap 'rm -rf "$ST"' EXIT
-  mkdir -p "$ST"/{bin,sbin,usr/bin,usr/sbin,usr/lib,usr/lib64,etc/lvm,etc/kiln,proc,sys,dev,run,tmp,target,root,var/lib,usr/share/udhcpc}
+  mkdir -p "$ST"/{bin,usr/bin,usr/sbin,usr/lib,usr/lib64,etc/lvm,etc/kiln,proc,sys,dev,run,tmp,target,root,var/lib,usr/share/udhcpc}
   ln -s ../run "$ST/var/run"
   ln -s usr/lib "$ST/lib"         # merged /usr, as on Debian 12
   ln -s usr/lib64 "$ST/lib64"
+  ln -s usr/sbin "$ST/sbin"        # kiln_paths: /sbin/mdadm, /sbin/lvm ...
   chmod 1777 "$ST/tmp"
   install -m 0755 "$HERE/init" "$ST/init"
   install -m 0644 "$HERE/lvm.conf" "$ST/etc/lvm/lvm.conf"

@@ -312,6 +312,15 @@ rig_expect_section() {
     echo "# section '$sec' of the report:" ; rig_report_section "$sec" | head -40 | sed 's/^/#   /'
   fi
 }
+# rig_expect_no_section NAME REGEX [DESCRIPTION]: no line of the section matches
+rig_expect_no_section() {
+  local sec=$1 re=$2 d=${3:-"$1 has no /$2/"}
+  if [[ -z $(rig_report_sections | grep -F -- "$sec") ]]; then rig_not_ok "$d (no section '$sec' in the report)"
+  elif rig_report_section "$sec" | grep -Eq -- "$re"; then
+    rig_not_ok "$d"
+    echo "# section '$sec' of the report:" ; rig_report_section "$sec" | grep -E -- "$re" | head -10 | sed 's/^/#   /'
+  else rig_ok "$d"; fi
+}
 rig_expect_exit() {
   local want=$1 got; got=$(rig_exit_code)
   if [[ $got == "$want" ]]; then rig_ok "kiln exit code $want"
