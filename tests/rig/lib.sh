@@ -69,6 +69,7 @@ rig_init() {
   : "${SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
   : "${KILN:=$SRC/out/build/kiln}"
   [[ -x $KILN ]] || rig_die "no kiln binary at '$KILN'"
+  "$KILN" help 2>/dev/null | grep -q '^  boot ' || rig_skip "this kiln has no 'boot' command yet"
   RIG_TMP=$(mktemp -d /tmp/kiln-rig.XXXXXX)
   trap rig_cleanup EXIT
   trap 'exit 130' INT TERM
