@@ -30,6 +30,8 @@ static const struct command {
 
         { "fetch", cmd_fetch, "fetch one URL (retries, resume, TLS with kiln.ca), to stdout or -o FILE" },
 
+        { "bench", cmd_bench, "the crypt benchmark: ciphers through dm-crypt, raw and encrypted device I/O" },
+
         { "version", cmd_version, "print the version" },
 
         { "help", cmd_help, "this list" },
