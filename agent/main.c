@@ -32,6 +32,8 @@ static const struct command {
 
         { "bench", cmd_bench, "the crypt benchmark: ciphers through dm-crypt, raw and encrypted device I/O" },
 
+        { "boot", cmd_boot, "what the initramfs runs: fetch the spec named on the kernel command line, apply it" },
+
         { "version", cmd_version, "print the version" },
 
         { "help", cmd_help, "this list" },
