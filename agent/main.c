@@ -34,6 +34,8 @@ static const struct command {
 
         { "apply", cmd_apply, "run the plan: wipe, partition, md, LUKS, LVM, mkfs, mount (--dry-run, --yes)" },
 
+        { "boot", cmd_boot, "what the initramfs runs: fetch the spec named on the kernel command line, apply it" },
+
         { "version", cmd_version, "print the version" },
 
         { "help", cmd_help, "this list" },
