@@ -30,6 +30,8 @@ static const struct command {
 
         { "fetch", cmd_fetch, "fetch one URL (retries, resume, TLS with kiln.ca), to stdout or -o FILE" },
 
+        { "image", cmd_image, "stream an image (tar or raw) onto a directory or block device, verified" },
+
         { "version", cmd_version, "print the version" },
 
         { "help", cmd_help, "this list" },
