@@ -32,6 +32,8 @@ static const struct command {
 
         { "image", cmd_image, "stream an image (tar or raw) onto a directory or block device, verified" },
 
+        { "bench", cmd_bench, "the crypt benchmark: ciphers through dm-crypt, raw and encrypted device I/O" },
+
         { "version", cmd_version, "print the version" },
 
         { "help", cmd_help, "this list" },
