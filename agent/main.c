@@ -22,7 +22,7 @@ static const struct command {
         int (*run)(int argc, char **argv);
         const char *summary;
 } commands[] = {
-        // { "validate", cmd_validate, "check host specs; every error as file:line:col" },
+        { "validate", cmd_validate, "check host specs; every error as file:line:col" },
 
         { "inventory", cmd_inventory, "show this machine's disks, NICs, CPU and memory" },
 
