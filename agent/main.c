@@ -30,6 +30,8 @@ static const struct command {
 
         { "fetch", cmd_fetch, "fetch one URL (retries, resume, TLS with kiln.ca), to stdout or -o FILE" },
 
+        { "image", cmd_image, "stream an image (tar or raw) onto a directory or block device, verified" },
+
         { "bench", cmd_bench, "the crypt benchmark: ciphers through dm-crypt, raw and encrypted device I/O" },
 
         { "apply", cmd_apply, "run the plan: wipe, partition, md, LUKS, LVM, mkfs, mount (--dry-run, --yes)" },
