@@ -10,6 +10,7 @@ struct kiln_paths kiln_paths = {
         .mkfs_xfs = "/sbin/mkfs.xfs",
         .mkfs_ext4 = "/sbin/mkfs.ext4",
         .mkswap = "/sbin/mkswap",
+        .mkfs_vfat = "/sbin/mkfs.vfat",
         .target = "/target",
         .run_dir = "/run/kiln",
 };
@@ -24,6 +25,7 @@ void paths_init(void) {
                 { "KILN_MKFS_XFS", &kiln_paths.mkfs_xfs },
                 { "KILN_MKFS_EXT4", &kiln_paths.mkfs_ext4 },
                 { "KILN_MKSWAP", &kiln_paths.mkswap },
+                { "KILN_MKFS_VFAT", &kiln_paths.mkfs_vfat },
                 { "KILN_TARGET", &kiln_paths.target },
                 { "KILN_RUN_DIR", &kiln_paths.run_dir },
         };

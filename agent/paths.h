@@ -12,6 +12,7 @@ struct kiln_paths {
         const char *mkfs_xfs;
         const char *mkfs_ext4;
         const char *mkswap;
+        const char *mkfs_vfat;
         const char *target;         /* where the new root is mounted: /target */
         const char *run_dir;        /* state, resume markers, report: /run/kiln */
 };

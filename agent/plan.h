@@ -28,6 +28,14 @@ enum plan_step_kind {
         _PLAN_STEP_KIND_MAX,
 };
 
+/* One GPT partition of a PLAN_PARTITION step, resolved to bytes. */
+struct plan_part {
+        const struct spec_partition *part;
+        unsigned number;        /* 1-based GPT entry number (spec order on that disk) */
+        char *device;           /* /dev/vda2, /dev/nvme0n1p2 */
+        uint64_t start, size;   /* bytes, both multiples of 1 MiB */
+};
+
 struct plan_step {
         enum plan_step_kind kind;
         const char *id;         /* spec object id (points into the spec), NULL for global steps */
@@ -37,7 +45,27 @@ struct plan_step {
         char *destroys;         /* what is lost, NULL if nothing */
         const void *obj;        /* the spec object (struct spec_raid * etc.), NULL for global steps */
         unsigned index;         /* for objects that expand per disk: which copy */
+        uint64_t size;          /* bytes the device will hold (partition disk, md, LUKS, VG, LV); 0 = unknown */
+        bool size_approx;       /* size is an estimate (md/LUKS/LVM overhead) */
+        struct plan_part *parts; size_t n_parts;   /* PLAN_PARTITION only */
 };
+
+/* Step fields by kind:
+ *   WIPE         id/obj: disk rule; device: the disk; inputs: holders to stop first (/dev/md127, /dev/dm-0)
+ *   PARTITION    id/obj: disk rule; device: the disk; parts: the GPT entries
+ *   MD_CREATE    id/obj: raid; device: /dev/md/NAME; inputs: members, the last raid->spares are spares
+ *   BENCH_RAW    id/obj: luks; device: the device under LUKS (before luksFormat)
+ *   LUKS_FORMAT  id/obj: luks; device: the device under LUKS; inputs: { that device }
+ *   LUKS_OPEN    id/obj: luks; device: /dev/mapper/NAME; inputs: { the device under LUKS }
+ *   BENCH_CRYPT  id/obj: luks; device: /dev/mapper/NAME; inputs: { the device under LUKS }
+ *   PVCREATE     id/obj: vg; device: the PV; index: which PV of the VG
+ *   VGCREATE     id/obj: vg; device: /dev/VG; inputs: the PVs
+ *   LVCREATE     id/obj: lv; device: /dev/VG/LV; inputs: { /dev/VG }
+ *   MKFS, MOUNT  id: the filesystem's "on"; obj: struct spec_filesystem; device: the block device
+ *   IMAGE        obj: struct spec_image; device: raw target or NULL (tar into the target root)
+ *   CONFIGURE    obj: the spec
+ *   REGISTER     obj: struct spec_cloudstack (index 0) or struct spec_webhook (index 1)
+ *   FINISH       obj: the spec (spec->finish) */
 
 /* Which inventory disk each spec disk rule selected. */
 struct plan_disk {

@@ -1,0 +1,524 @@
+#include "apply.h"
+
+#include "configure.h"
+#include "exec.h"
+#include "log.h"
+#include "luks.h"
+#include "lvm.h"
+#include "md.h"
+#include "mkfs.h"
+#include "mount.h"
+#include "partition.h"
+#include "paths.h"
+#include "wipe.h"
+
+#include <limits.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define MD_WAIT_USEC (30ull * 1000000ull)
+#define NODE_WAIT_USEC (10ull * 1000000ull)
+#define LUKS_GENERATED_KEY_BYTES 64
+
+/* Keys made or fetched at format time, kept (locked) until the open. */
+struct apply_key {
+        const struct spec_luks *luks;
+        struct luks_key *key;
+};
+
+struct apply_ctx {
+        const struct plan *plan;
+        const struct apply_options *opts;
+        struct apply_key *keys;
+        size_t n_keys;
+        struct strbuf why;      /* the reason a step failed: helper stderr, library message */
+};
+
+static const char *const step_names[_PLAN_STEP_KIND_MAX] = {
+        [PLAN_WIPE] = "wipe",
+        [PLAN_PARTITION] = "partition",
+        [PLAN_MD_CREATE] = "md-create",
+        [PLAN_LUKS_FORMAT] = "luks-format",
+        [PLAN_LUKS_OPEN] = "luks-open",
+        [PLAN_PVCREATE] = "pvcreate",
+        [PLAN_VGCREATE] = "vgcreate",
+        [PLAN_LVCREATE] = "lvcreate",
+        [PLAN_MKFS] = "mkfs",
+        [PLAN_MOUNT] = "mount",
+        [PLAN_BENCH_RAW] = "bench-raw",
+        [PLAN_BENCH_CRYPT] = "bench-crypt",
+        [PLAN_IMAGE] = "image",
+        [PLAN_CONFIGURE] = "configure",
+        [PLAN_REGISTER] = "register",
+        [PLAN_FINISH] = "finish",
+};
+
+const char *apply_step_name(enum plan_step_kind kind) {
+        return kind < _PLAN_STEP_KIND_MAX && step_names[kind] ? step_names[kind] : "unknown";
+}
+
+enum kiln_exit apply_exit_code(enum plan_step_kind kind) {
+        switch (kind) {
+        case PLAN_WIPE: case PLAN_PARTITION: case PLAN_MD_CREATE: case PLAN_LUKS_FORMAT:
+        case PLAN_LUKS_OPEN: case PLAN_PVCREATE: case PLAN_VGCREATE: case PLAN_LVCREATE:
+        case PLAN_MKFS: case PLAN_MOUNT: case PLAN_CONFIGURE:
+                return KILN_EXIT_STORAGE;
+        case PLAN_BENCH_RAW: case PLAN_BENCH_CRYPT:
+                return KILN_EXIT_BENCH;
+        case PLAN_IMAGE:
+                return KILN_EXIT_IMAGE;
+        case PLAN_REGISTER:
+                return KILN_EXIT_REGISTER;
+        default:
+                return KILN_EXIT_FAILURE;
+        }
+}
+
+/* ---- spec lookups (by id, as the plan names them) ---- */
+
+static const struct spec_vg *find_vg(const struct spec *s, const char *id) {
+        for (size_t i = 0; id && i < s->n_vgs; i++)
+                if (streq(s->vgs[i].id, id))
+                        return &s->vgs[i];
+        return NULL;
+}
+
+static const char *disk_rule_of(const struct spec *s, const struct plan_step *step) {
+        if (!step->id)
+                return NULL;
+        for (size_t i = 0; i < s->n_disks; i++)
+                if (streq(s->disks[i].id, step->id))
+                        return s->disks[i].id;
+        for (size_t i = 0; i < s->n_partitions; i++)
+                if (streq(s->partitions[i].id, step->id))
+                        return s->partitions[i].on;
+        return NULL;
+}
+
+static const char *luks_name(const struct spec_luks *l) {
+        return l->name ? l->name : l->id;
+}
+
+static int wait_node(const char *path) {
+        char *const v[] = { (char *) path, NULL };
+        return partition_wait(v, NODE_WAIT_USEC);
+}
+
+/* ---- the steps ---- */
+
+static int step_wipe(struct apply_ctx *c, const struct plan_step *s) {
+        unsigned removed = 0;
+        int r = wipe_disk(s->device, &c->why, &removed);
+        if (r < 0)
+                return r;
+        log_info("removed %u signature(s) from %s", removed, s->device);
+        return 0;
+}
+
+static int step_partition(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec *spec = c->plan->spec;
+        const char *disk_id = disk_rule_of(spec, s);
+        if (!disk_id)
+                return strbuf_addf(&c->why, "no disk '%s' in the spec", s->id ? s->id : "(none)"), -EINVAL;
+        _cleanup_free_ struct partition_request *req = calloc(spec->n_partitions ? spec->n_partitions : 1, sizeof *req);
+        if (!req)
+                return -ENOMEM;
+        size_t n = 0;
+        for (size_t i = 0; i < spec->n_partitions; i++) {
+                const struct spec_partition *p = &spec->partitions[i];
+                if (!streq(p->on, disk_id))
+                        continue;
+                req[n++] = (struct partition_request) {
+                        .name = p->name ? p->name : p->id,
+                        .type = p->type,
+                        .size_kind = p->size.kind,
+                        .bytes = p->size.bytes,
+                        .percent = p->size.percent,
+                };
+        }
+        _cleanup_strv_free_ char **paths = NULL;
+        int r = partition_disk(s->device, req, n, &paths);
+        if (r < 0) {
+                strbuf_adds(&c->why, partition_last_error());
+                return r;
+        }
+        /* The new partitions may start where old ones did: clear stale signatures. */
+        for (size_t i = 0; paths && paths[i]; i++) {
+                unsigned removed = 0;
+                r = wipe_signatures(paths[i], &removed);
+                if (r < 0)
+                        return strbuf_addf(&c->why, "clearing %s", paths[i]), r;
+                if (removed)
+                        log_info("cleared %u stale signature(s) on new partition %s", removed, paths[i]);
+        }
+        log_info("wrote GPT with %zu partition(s) to %s", n, s->device);
+        return 0;
+}
+
+static int step_md_create(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_raid *raid = s->obj;
+        if (!raid)
+                return -EINVAL;
+        struct md_create_params p = {
+                .name = raid->name ? raid->name : raid->id,
+                .level = raid->level,
+                .layout = raid->layout,
+                .chunk = raid->chunk,
+                .metadata = raid->metadata,
+                .bitmap = raid->bitmap,
+                .members = s->inputs,
+                .spares = raid->spares,
+                .assume_clean = raid->assume_clean,
+        };
+        _cleanup_strv_free_ char **argv = NULL;
+        int r = md_create_argv(&p, &argv);
+        if (r < 0)
+                return r;
+        _cleanup_strbuf_ struct strbuf cmd = STRBUF_INIT;
+        exec_argv_to_string((const char *const *) argv, &cmd);
+        log_info("running %s", strbuf_str(&cmd));
+        r = md_create(&p, &c->why);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *node = NULL;
+        r = md_wait(p.name, MD_WAIT_USEC, &node);
+        if (r < 0)
+                return strbuf_addf(&c->why, "/dev/md/%s did not appear", p.name), r;
+        log_info("md array '%s' is %s", p.name, node);
+        return 0;
+}
+
+static struct apply_key *key_slot(struct apply_ctx *c, const struct spec_luks *l) {
+        for (size_t i = 0; i < c->n_keys; i++)
+                if (c->keys[i].luks == l)
+                        return &c->keys[i];
+        return NULL;
+}
+
+static int key_get(struct apply_ctx *c, const struct spec_luks *l, const struct luks_key **ret) {
+        struct apply_key *k = key_slot(c, l);
+        if (k) {
+                *ret = k->key;
+                return 0;
+        }
+        _cleanup_luks_key_free_ struct luks_key *key = NULL;
+        int r;
+        switch (l->key.source) {
+        case SPEC_KEY_PASSPHRASE:
+                if (strempty(l->key.passphrase))
+                        return strbuf_adds(&c->why, "empty passphrase"), -EINVAL;
+                r = luks_key_new(l->key.passphrase, strlen(l->key.passphrase), &key);
+                break;
+        case SPEC_KEY_GENERATE:
+                r = luks_key_generate(LUKS_GENERATED_KEY_BYTES, &key);
+                break;
+        case SPEC_KEY_URL:
+                strbuf_adds(&c->why, "key from a URL: fetching keys is not built in");
+                return -EOPNOTSUPP;
+        default:
+                strbuf_adds(&c->why, "no key given");
+                return -EINVAL;
+        }
+        if (r < 0)
+                return strbuf_adds(&c->why, "cannot make a locked key buffer"), r;
+        struct apply_key *nk = realloc(c->keys, (c->n_keys + 1) * sizeof *nk);
+        if (!nk)
+                return -ENOMEM;
+        c->keys = nk;
+        c->keys[c->n_keys] = (struct apply_key) { .luks = l, .key = TAKE_PTR(key) };
+        *ret = c->keys[c->n_keys++].key;
+        return 0;
+}
+
+static int step_luks_format(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_luks *l = s->obj;
+        if (!l)
+                return -EINVAL;
+        const struct luks_key *key;
+        int r = key_get(c, l, &key);
+        if (r < 0)
+                return r;
+        struct luks_format_params p = {
+                .cipher = l->cipher,
+                .key_size = l->key_size,
+                .sector_size = l->sector_size,
+                .label = l->label,
+                .pbkdf = l->pbkdf.type,
+                .time_ms = l->pbkdf.time_ms,
+                .iterations = l->pbkdf.iterations,
+                .max_memory = l->pbkdf.max_memory,
+                .parallel = l->pbkdf.parallel,
+                .flags = luks_flags_from_spec(l),
+        };
+        uint32_t mem_kb = 0;
+        r = luks_format(s->device, &p, key, &mem_kb);
+        if (r < 0)
+                return r;
+        if (mem_kb)
+                log_info("LUKS2 on %s: %s, %u-bit key, PBKDF memory %u KiB", s->device,
+                         l->cipher ? l->cipher : "aes-xts-plain64", l->key_size ? l->key_size : 512, mem_kb);
+        else
+                log_info("LUKS2 on %s: %s, %u-bit key, pbkdf2", s->device,
+                         l->cipher ? l->cipher : "aes-xts-plain64", l->key_size ? l->key_size : 512);
+        return 0;
+}
+
+static const char *luks_backing_device(const struct apply_ctx *c, const struct plan_step *s) {
+        if (s->inputs && s->inputs[0])
+                return s->inputs[0];
+        if (s->device && strncmp(s->device, "/dev/mapper/", 12) != 0)
+                return s->device;
+        for (size_t i = 0; i < c->plan->n_steps; i++)
+                if (c->plan->steps[i].kind == PLAN_LUKS_FORMAT && c->plan->steps[i].obj == s->obj)
+                        return c->plan->steps[i].device;
+        return NULL;
+}
+
+static int step_luks_open(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_luks *l = s->obj;
+        if (!l)
+                return -EINVAL;
+        const char *dev = luks_backing_device(c, s);
+        if (!dev)
+                return strbuf_adds(&c->why, "no LUKS device for this mapping"), -EINVAL;
+        const struct luks_key *key;
+        int r = key_get(c, l, &key);
+        if (r < 0)
+                return r;
+        r = luks_open(dev, luks_name(l), key, luks_flags_from_spec(l));
+        if (r < 0)
+                return r;
+        char node[PATH_MAX];
+        snprintf(node, sizeof node, "%s/mapper/%s", kiln_paths.devfs, luks_name(l));
+        r = wait_node(node);
+        if (r < 0)
+                return strbuf_addf(&c->why, "%s did not appear", node), r;
+        /* The key is not needed again in this run. */
+        struct apply_key *k = key_slot(c, l);
+        if (k && l->key.source != SPEC_KEY_GENERATE)
+                k->key = luks_key_free(k->key), k->luks = NULL;
+        log_info("opened %s as %s", dev, node);
+        return 0;
+}
+
+static int step_pvcreate(struct apply_ctx *c, const struct plan_step *s) {
+        return lvm_pvcreate(s->device, &c->why);
+}
+
+static int step_vgcreate(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_vg *vg = s->obj;
+        if (!vg)
+                return -EINVAL;
+        _cleanup_strv_free_ char **pvs = NULL;
+        char *const *use = s->inputs;
+        if (!use || !use[0]) {
+                /* fall back to the PVs created for the ids the VG lists */
+                for (size_t i = 0; i < c->plan->n_steps; i++) {
+                        const struct plan_step *p = &c->plan->steps[i];
+                        if (p->kind == PLAN_PVCREATE && p->id && strv_contains(vg->pvs, p->id)) {
+                                char *d = strdup(p->device);
+                                if (!d || strv_push(&pvs, d) < 0)
+                                        return free(d), -ENOMEM;
+                        }
+                }
+                use = pvs;
+        }
+        return lvm_vgcreate(vg->name ? vg->name : vg->id, use, vg->extent_size, &c->why);
+}
+
+static int step_lvcreate(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_lv *lv = s->obj;
+        if (!lv)
+                return -EINVAL;
+        const struct spec_vg *vg = find_vg(c->plan->spec, lv->vg);
+        if (!vg)
+                return strbuf_addf(&c->why, "no VG '%s' in the spec", lv->vg), -EINVAL;
+        const char *vgname = vg->name ? vg->name : vg->id, *lvname = lv->name ? lv->name : lv->id;
+        uint64_t bytes = 0;
+        unsigned pct = 0;
+        switch (lv->size.kind) {
+        case SPEC_SIZE_BYTES: bytes = lv->size.bytes; break;
+        case SPEC_SIZE_PERCENT: pct = lv->size.percent; break;
+        case SPEC_SIZE_REST: pct = 100; break;
+        default: return -EINVAL;
+        }
+        int r = lvm_lvcreate(vgname, lvname, bytes, pct, &c->why);
+        if (r < 0)
+                return r;
+        r = lvm_vgmknodes(vgname, &c->why);
+        if (r < 0)
+                return r;
+        char node[PATH_MAX];
+        snprintf(node, sizeof node, "%s/%s/%s", kiln_paths.devfs, vgname, lvname);
+        r = wait_node(node);
+        if (r < 0)
+                return strbuf_addf(&c->why, "%s did not appear", node), r;
+        return 0;
+}
+
+static int step_mkfs(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_filesystem *fs = s->obj;
+        if (!fs)
+                return -EINVAL;
+        return mkfs_make(fs->type, s->device, fs->label, fs->mkfs_options, &c->why);
+}
+
+static int step_mount(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_filesystem *fs = s->obj;
+        if (!fs || !fs->mount)
+                return -EINVAL;
+        int r = mount_under_target(s->device, fs->mount, fs->type, fs->mount_options);
+        if (r < 0)
+                return strbuf_addf(&c->why, "on %s%s", kiln_paths.target, fs->mount), r;
+        return 0;
+}
+
+static int step_configure(struct apply_ctx *c, const struct plan_step *s) {
+        const char *hostname = c->opts->hostname;
+        const char *h = c->plan->spec->hostname;
+        if (!hostname && h && !strstr(h, "${"))
+                hostname = h;
+        return configure_target(c->plan, hostname, &c->why);
+}
+
+static int step_finish(struct apply_ctx *c, const struct plan_step *s) {
+        enum spec_finish f = c->plan->spec->finish;
+        sync();
+        if (f == SPEC_FINISH_NONE)
+                return 0;
+        if (!c->opts->finish) {
+                log_info("finish: '%s' is left to boot mode", f == SPEC_FINISH_REBOOT ? "reboot" : "poweroff");
+                return 0;
+        }
+        (void) mount_unmount_target();
+        sync();
+        if (reboot(f == SPEC_FINISH_REBOOT ? RB_AUTOBOOT : RB_POWER_OFF) < 0)
+                return -errno;
+        return 0;
+}
+
+static int step_not_built(struct apply_ctx *c, const struct plan_step *s) {
+        strbuf_addf(&c->why, "the %s stage is not built into this kiln", apply_step_name(s->kind));
+        return -EOPNOTSUPP;
+}
+
+static int run_step(struct apply_ctx *c, const struct plan_step *s) {
+        switch (s->kind) {
+        case PLAN_WIPE: return step_wipe(c, s);
+        case PLAN_PARTITION: return step_partition(c, s);
+        case PLAN_MD_CREATE: return step_md_create(c, s);
+        case PLAN_LUKS_FORMAT: return step_luks_format(c, s);
+        case PLAN_LUKS_OPEN: return step_luks_open(c, s);
+        case PLAN_PVCREATE: return step_pvcreate(c, s);
+        case PLAN_VGCREATE: return step_vgcreate(c, s);
+        case PLAN_LVCREATE: return step_lvcreate(c, s);
+        case PLAN_MKFS: return step_mkfs(c, s);
+        case PLAN_MOUNT: return step_mount(c, s);
+        case PLAN_CONFIGURE: return step_configure(c, s);
+        case PLAN_FINISH: return step_finish(c, s);
+        case PLAN_BENCH_RAW:
+        case PLAN_BENCH_CRYPT:
+        case PLAN_IMAGE:
+        case PLAN_REGISTER:
+                return step_not_built(c, s);
+        default:
+                return -EINVAL;
+        }
+}
+
+/* Execution order: the plan's, except that a run of mounts goes parents first. */
+static int execution_order(const struct plan *p, size_t **ret) {
+        size_t *order = calloc(p->n_steps ? p->n_steps : 1, sizeof *order);
+        if (!order)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->n_steps; i++)
+                order[i] = i;
+        for (size_t i = 0; i < p->n_steps;) {
+                size_t j = i;
+                while (j < p->n_steps && p->steps[j].kind == PLAN_MOUNT)
+                        j++;
+                /* insertion sort by depth: stable, runs are short */
+                for (size_t a = i + 1; a < j; a++) {
+                        size_t v = order[a], b = a;
+                        const struct spec_filesystem *fv = p->steps[v].obj;
+                        unsigned dv = fv ? mount_depth(fv->mount) : 0;
+                        while (b > i) {
+                                const struct spec_filesystem *fb = p->steps[order[b - 1]].obj;
+                                if ((fb ? mount_depth(fb->mount) : 0) <= dv)
+                                        break;
+                                order[b] = order[b - 1];
+                                b--;
+                        }
+                        order[b] = v;
+                }
+                i = j > i ? j : i + 1;
+        }
+        *ret = order;
+        return 0;
+}
+
+static void hook(const struct apply_ctx *c, const struct plan_step *s, size_t i, enum apply_event ev,
+                 int err, uint64_t usec, const char *reason) {
+        if (c->opts->hook)
+                c->opts->hook(c->opts->userdata, s, i, c->plan->n_steps, ev, err, usec, reason);
+}
+
+static void dry_run_print(const struct plan *p, const size_t *order, FILE *out) {
+        fprintf(out, "dry run: %zu step(s), nothing will be changed\n", p->n_steps);
+        for (size_t k = 0; k < p->n_steps; k++) {
+                const struct plan_step *s = &p->steps[order[k]];
+                fprintf(out, "%3zu. %-11s %s\n", k + 1, apply_step_name(s->kind), s->description ? s->description : "");
+                if (s->destroys)
+                        fprintf(out, "     destroys: %s\n", s->destroys);
+        }
+}
+
+int apply_run(const struct plan *p, const struct apply_options *opts) {
+        static const struct apply_options defaults = { 0 };
+        if (!opts)
+                opts = &defaults;
+        _cleanup_free_ size_t *order = NULL;
+        int r = execution_order(p, &order);
+        if (r < 0)
+                return log_error_errno(r, "failed to order the plan's steps: %m"), KILN_EXIT_FAILURE;
+        if (opts->dry_run) {
+                dry_run_print(p, order, opts->dry_run_out ? opts->dry_run_out : stdout);
+                return KILN_EXIT_OK;
+        }
+
+        luks_setup_logging();
+        struct apply_ctx c = { .plan = p, .opts = opts, .why = STRBUF_INIT };
+        c.why.max = 8192;
+        int code = KILN_EXIT_OK;
+        uint64_t t0 = now_usec();
+        for (size_t k = 0; k < p->n_steps; k++) {
+                size_t i = order[k];
+                const struct plan_step *s = &p->steps[i];
+                const char *dev = s->device ? s->device : "-";
+                log_info("step %zu/%zu %s %s: %s", k + 1, p->n_steps, apply_step_name(s->kind), dev,
+                         s->description ? s->description : "");
+                hook(&c, s, i, APPLY_STEP_START, 0, 0, NULL);
+                strbuf_reset(&c.why);
+                uint64_t t = now_usec();
+                r = run_step(&c, s);
+                uint64_t usec = now_usec() - t;
+                if (r < 0) {
+                        const char *why = exec_last_line(&c.why);
+                        log_error_errno(r, "step %zu/%zu %s failed on '%s' after %.1fs: %s%s%m", k + 1, p->n_steps,
+                                        apply_step_name(s->kind), dev, usec / 1e6, why, *why ? ": " : "");
+                        hook(&c, s, i, APPLY_STEP_FAILED, r, usec, *why ? why : strerror(-r));
+                        code = apply_exit_code(s->kind);
+                        break;
+                }
+                log_info("step %zu/%zu %s %s done in %.1fs", k + 1, p->n_steps, apply_step_name(s->kind), dev, usec / 1e6);
+                hook(&c, s, i, APPLY_STEP_DONE, 0, usec, NULL);
+        }
+        if (code == KILN_EXIT_OK)
+                log_info("applied %zu step(s) in %.1fs", p->n_steps, (now_usec() - t0) / 1e6);
+        for (size_t i = 0; i < c.n_keys; i++)
+                luks_key_free(c.keys[i].key);
+        free(c.keys);
+        strbuf_release(&c.why);
+        return code;
+}

@@ -1,0 +1,52 @@
+/* The one executor: runs a plan's steps in order on the real machine, or
+ * only prints them (dry run). It is the stage that decides, so it logs each
+ * step (what, on which device, how long) and the one failure that stops the
+ * run (step, device, reason), and returns a documented exit code.
+ *
+ * What it expects from plan_build() (agent/plan.h):
+ *   PLAN_WIPE        device = whole disk
+ *   PLAN_PARTITION   device = whole disk, id = the spec disk id (its partitions
+ *                    are the spec's partitions with `on` = id, numbered 1.. in
+ *                    spec order; /dev/vda1, /dev/nvme0n1p1)
+ *   PLAN_MD_CREATE   obj = spec_raid, inputs = members (spares last), device = /dev/md/NAME
+ *   PLAN_LUKS_FORMAT obj = spec_luks, device = the device to encrypt
+ *   PLAN_LUKS_OPEN   obj = spec_luks, inputs[0] (or device, if not under
+ *                    /dev/mapper) = the LUKS device; opened as /dev/mapper/NAME
+ *   PLAN_PVCREATE    device = the PV
+ *   PLAN_VGCREATE    obj = spec_vg, inputs = PV devices
+ *   PLAN_LVCREATE    obj = spec_lv
+ *   PLAN_MKFS, PLAN_MOUNT  obj = spec_filesystem, device = the block device
+ * A run of consecutive PLAN_MOUNT steps is mounted parents first. */
+#pragma once
+#include "exitcode.h"
+#include "plan.h"
+
+enum apply_event {
+        APPLY_STEP_START,
+        APPLY_STEP_DONE,
+        APPLY_STEP_FAILED,
+};
+
+/* Called around every step (e.g. to send registration/progress events).
+ * reason is NULL except for APPLY_STEP_FAILED; error is the -errno. */
+typedef void (*apply_hook_t)(void *userdata, const struct plan_step *step, size_t index, size_t n_steps,
+                             enum apply_event event, int error, uint64_t usec, const char *reason);
+
+struct apply_options {
+        bool dry_run;           /* print the steps, change nothing */
+        FILE *dry_run_out;      /* where dry run prints; NULL = stdout */
+        bool finish;            /* PLAN_FINISH may reboot / power off (boot mode only) */
+        const char *hostname;   /* already expanded; NULL = spec's if it has no ${…} */
+        apply_hook_t hook;
+        void *userdata;
+};
+
+/* Returns KILN_EXIT_OK, or the exit code of the step that failed:
+ * KILN_EXIT_STORAGE for storage steps, KILN_EXIT_IMAGE, KILN_EXIT_BENCH,
+ * KILN_EXIT_REGISTER, KILN_EXIT_FAILURE for anything else. */
+int apply_run(const struct plan *p, const struct apply_options *opts);
+
+/* The exit code a failure of this kind of step maps to. */
+enum kiln_exit apply_exit_code(enum plan_step_kind kind);
+
+const char *apply_step_name(enum plan_step_kind kind);

@@ -1,0 +1,115 @@
+/* kiln apply SPEC [--inventory FILE] [--dry-run] [--yes]
+ * Builds the plan for this machine (or a recorded inventory) and runs it.
+ * Destroying data needs --yes; --dry-run only prints the steps. */
+#include "apply.h"
+#include "commands.h"
+#include "exitcode.h"
+#include "inventory.h"
+#include "log.h"
+#include "plan.h"
+#include "spec.h"
+
+#include <getopt.h>
+
+static void apply_usage(FILE *f) {
+        fprintf(f, "usage: kiln apply SPEC [--inventory FILE|DIR] [--dry-run] [--yes]\n"
+                   "  --dry-run        print the steps, change nothing\n"
+                   "  --yes            confirm that the listed data may be destroyed\n"
+                   "  --inventory X    plan against a recorded inventory (JSON or tree)\n");
+}
+
+int cmd_apply(int argc, char **argv) {
+        static const struct option longopts[] = {
+                { "inventory", required_argument, NULL, 'i' },
+                { "dry-run", no_argument, NULL, 'n' },
+                { "yes", no_argument, NULL, 'y' },
+                { "help", no_argument, NULL, 'h' },
+                {}
+        };
+        const char *inv_path = NULL;
+        bool dry_run = false, yes = false;
+        int c;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "i:nyh", longopts, NULL)) >= 0)
+                switch (c) {
+                case 'i': inv_path = optarg; break;
+                case 'n': dry_run = true; break;
+                case 'y': yes = true; break;
+                case 'h': apply_usage(stdout); return KILN_EXIT_OK;
+                default: apply_usage(stderr); return KILN_EXIT_USAGE;
+                }
+        if (optind + 1 != argc) {
+                apply_usage(stderr);
+                return KILN_EXIT_USAGE;
+        }
+        const char *spec_path = argv[optind];
+
+        struct diags diags = {};
+        _cleanup_spec_free_ struct spec *spec = NULL;
+        int r = spec_load(spec_path, &spec, &diags);
+        if (r < 0) {
+                diags_print(&diags, stderr);
+                diags_clear(&diags);
+                if (r == -EINVAL)
+                        return KILN_EXIT_BAD_SPEC;
+                log_error_errno(r, "failed to load spec '%s': %m", spec_path);
+                return KILN_EXIT_BAD_SPEC;
+        }
+        r = spec_register_secrets(spec);
+        if (r < 0)
+                return log_error_errno(r, "failed to register the spec's secrets: %m"), KILN_EXIT_FAILURE;
+
+        _cleanup_inventory_free_ struct inventory *inv = NULL;
+        r = inv_path ? inventory_load(inv_path, &inv) : inventory_probe(NULL, &inv);
+        if (r < 0) {
+                log_error_errno(r, "failed to read the inventory%s%s%s: %m", inv_path ? " '" : "",
+                                inv_path ? inv_path : "", inv_path ? "'" : "");
+                return KILN_EXIT_FAILURE;
+        }
+
+        _cleanup_plan_free_ struct plan *plan = NULL;
+        r = plan_build(spec, inv, &plan, &diags);
+        if (r < 0) {
+                diags_print(&diags, stderr);
+                diags_clear(&diags);
+                if (r == -EPERM) {
+                        log_error("refusing to apply '%s': nothing was written", spec_path);
+                        return KILN_EXIT_REFUSED;
+                }
+                if (r == -EINVAL)
+                        return KILN_EXIT_BAD_SPEC;
+                log_error_errno(r, "failed to plan '%s': %m", spec_path);
+                return KILN_EXIT_FAILURE;
+        }
+        diags_clear(&diags);
+
+        if (!dry_run && !yes) {
+                bool destroys = false;
+                for (size_t i = 0; i < plan->n_steps; i++)
+                        if (plan->steps[i].destroys) {
+                                if (!destroys)
+                                        fprintf(stderr, "this run would destroy:\n");
+                                destroys = true;
+                                fprintf(stderr, "  %s\n", plan->steps[i].destroys);
+                        }
+                log_error("refusing to apply '%s' without --yes (it writes to the disks%s); "
+                          "see what it would do with --dry-run", spec_path, destroys ? " and destroys the data above" : "");
+                return KILN_EXIT_REFUSED;
+        }
+
+        struct apply_options opts = { .dry_run = dry_run };
+        _cleanup_free_ char *hostname = NULL;
+        if (spec->hostname) {
+                struct spec_vars vars = {
+                        .mac = inventory_primary_mac(inv),
+                        .uuid = inv->machine_uuid,
+                        .serial = inv->serial,
+                        .hostname = inv->hostname,
+                };
+                r = spec_expand(spec->hostname, &vars, &hostname);
+                if (r < 0)
+                        return log_error_errno(r, "failed to expand hostname '%s': %m", spec->hostname), KILN_EXIT_BAD_SPEC;
+                opts.hostname = hostname;
+        }
+        return apply_run(plan, &opts);
+}

@@ -1,0 +1,106 @@
+/* kiln plan SPEC [--inventory FILE | --sysroot DIR] [--json]
+ * Prints the steps `kiln apply` would run on this (or a recorded) machine.
+ * Never writes: the spec is parsed, the inventory probed or loaded, and
+ * plan_build() makes every safety refusal. */
+#include "commands.h"
+#include "exitcode.h"
+#include "inventory.h"
+#include "log.h"
+#include "plan.h"
+#include "spec.h"
+#include <getopt.h>
+
+static void usage(FILE *f) {
+        fprintf(f, "usage: kiln plan SPEC [--inventory FILE | --sysroot DIR] [--json]\n"
+                   "  --inventory FILE  plan for the machine `kiln inventory --json` saved in FILE\n"
+                   "  --sysroot DIR     plan for a recorded /sys + /dev tree (or a saved JSON file)\n"
+                   "  --json            print the plan as JSON\n"
+                   "exit codes: 0 planned, 2 bad spec, 3 refused (a disk rule or a disk is not safe to use)\n");
+}
+
+int cmd_plan(int argc, char **argv) {
+        static const struct option options[] = {
+                { "inventory", required_argument, NULL, 'i' },
+                { "sysroot", required_argument, NULL, 's' },
+                { "json", no_argument, NULL, 'j' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *inventory_file = NULL, *sysroot = NULL;
+        bool json = false;
+        int c;
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+                switch (c) {
+                case 'i': inventory_file = optarg; break;
+                case 's': sysroot = optarg; break;
+                case 'j': json = true; break;
+                case 'h': usage(stdout); return KILN_EXIT_OK;
+                default: usage(stderr); return KILN_EXIT_USAGE;
+                }
+        if (optind + 1 != argc || (inventory_file && sysroot)) {
+                usage(stderr);
+                return KILN_EXIT_USAGE;
+        }
+        const char *spec_path = argv[optind];
+
+        _cleanup_(diags_clear) struct diags diags = {};
+        _cleanup_spec_free_ struct spec *spec = NULL;
+        int r = spec_load(spec_path, &spec, &diags);
+        if (r < 0) {
+                diags_sort(&diags);
+                diags_print(&diags, stderr);
+                if (r == -EINVAL || diags.n > 0)
+                        return KILN_EXIT_BAD_SPEC;
+                log_error_errno(r, "failed to load spec '%s': %m", spec_path);
+                return KILN_EXIT_FAILURE;
+        }
+        r = spec_register_secrets(spec);
+        if (r < 0) {
+                log_error_errno(r, "failed to register the secrets of '%s': %m", spec_path);
+                return KILN_EXIT_FAILURE;
+        }
+
+        _cleanup_inventory_free_ struct inventory *inv = NULL;
+        if (inventory_file)
+                r = inventory_load_json(inventory_file, &inv);
+        else if (sysroot)
+                r = inventory_load(sysroot, &inv);
+        else
+                r = inventory_probe(NULL, &inv);
+        if (r < 0) {
+                log_error_errno(r, "failed to read the inventory of '%s': %m",
+                                inventory_file ? inventory_file : sysroot ? sysroot : "this machine");
+                return KILN_EXIT_FAILURE;
+        }
+
+        _cleanup_plan_free_ struct plan *plan = NULL;
+        r = plan_build(spec, inv, &plan, &diags);
+        if (r == -EPERM || r == -EINVAL) {
+                diags_sort(&diags);
+                diags_print(&diags, stderr);
+                if (r == -EINVAL)
+                        return KILN_EXIT_BAD_SPEC;
+                log_error("refusing to plan '%s': %zu problem%s above, nothing was changed",
+                          spec_path, diags.n, diags.n == 1 ? "" : "s");
+                return KILN_EXIT_REFUSED;
+        }
+        if (r < 0) {
+                log_error_errno(r, "failed to plan '%s': %m", spec_path);
+                return KILN_EXIT_FAILURE;
+        }
+
+        _cleanup_strbuf_ struct strbuf out = STRBUF_INIT;
+        r = json ? plan_to_json(plan, &out) : plan_to_text(plan, &out);
+        if (r < 0) {
+                log_error_errno(r, "failed to format the plan of '%s': %m", spec_path);
+                return KILN_EXIT_FAILURE;
+        }
+        if (out.buf)
+                log_redact(out.buf);
+        if (fputs(strbuf_str(&out), stdout) < 0 || fflush(stdout) != 0) {
+                log_error_errno(-EIO, "failed to write the plan: %m");
+                return KILN_EXIT_FAILURE;
+        }
+        return KILN_EXIT_OK;
+}

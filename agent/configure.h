@@ -1,0 +1,17 @@
+/* Configure the installed system for the storage kiln built: /etc/fstab,
+ * /etc/crypttab, /etc/mdadm/mdadm.conf and /etc/hostname under the target. */
+#pragma once
+#include "plan.h"
+#include "strbuf.h"
+
+/* Text of each file, from the plan's steps and what the devices now carry
+ * (UUIDs read with libblkid). Pure apart from reading the devices. */
+int configure_fstab(const struct plan *p, struct strbuf *out);
+int configure_crypttab(const struct plan *p, struct strbuf *out);
+int configure_mdadm_conf(const struct plan *p, struct strbuf *out, struct strbuf *err);
+
+/* Write all of them under kiln_paths.target; hostname may be NULL (skipped). */
+int configure_target(const struct plan *p, const char *hostname, struct strbuf *err);
+
+/* The UUID (or TYPE when key is "TYPE") libblkid finds on a device. */
+int configure_probe_value(const char *dev, const char *key, char **ret);

@@ -1,0 +1,175 @@
+#include "exec.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+static const char *const exec_env[] = {
+        "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+        "LANG=C",
+        "LC_ALL=C",
+        "LVM_SUPPRESS_FD_WARNINGS=1",
+        NULL,
+};
+
+static void exec_child(const char *const *argv, int out_fd, int err_fd) {
+        int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0)
+                _exit(127);
+        if (dup2(out_fd >= 0 ? out_fd : null_fd, STDOUT_FILENO) < 0)
+                _exit(127);
+        if (dup2(err_fd >= 0 ? err_fd : null_fd, STDERR_FILENO) < 0)
+                _exit(127);
+        /* Everything kiln opens is O_CLOEXEC; this also catches library descriptors. */
+        (void) close_range(3, ~0U, 0);
+        signal(SIGPIPE, SIG_DFL);
+        execve(argv[0], (char *const *) argv, (char *const *) exec_env);
+        _exit(127);
+}
+
+/* Keep at most max bytes: for stderr, the tail is what explains the failure. */
+static int capture_append(struct strbuf *sb, const char *buf, size_t n, bool keep_tail) {
+        size_t max = keep_tail ? EXEC_CAPTURE_MAX : (sb->max ? sb->max : 64u * 1024u * 1024u);
+        if (!keep_tail)
+                return strbuf_add(sb, buf, n);
+        if (n >= max) {
+                strbuf_reset(sb);
+                return strbuf_add(sb, buf + n - max, max);
+        }
+        if (sb->len + n > max) {
+                size_t drop = sb->len + n - max;
+                memmove(sb->buf, sb->buf + drop, sb->len - drop);
+                sb->len -= drop;
+                sb->buf[sb->len] = '\0';
+        }
+        return strbuf_add(sb, buf, n);
+}
+
+int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret_status) {
+        static const struct exec_options no_opts = { 0 };
+        if (!argv || !argv[0])
+                return -EINVAL;
+        if (!opts)
+                opts = &no_opts;
+        if (access(argv[0], X_OK) < 0)
+                return -errno;
+
+        int out_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
+        if (opts->out && pipe2(out_pipe, O_CLOEXEC) < 0)
+                return -errno;
+        if (pipe2(err_pipe, O_CLOEXEC) < 0) {
+                int r = -errno;
+                if (out_pipe[0] >= 0) {
+                        close(out_pipe[0]);
+                        close(out_pipe[1]);
+                }
+                return r;
+        }
+
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(err_pipe[0]);
+                close(err_pipe[1]);
+                if (out_pipe[0] >= 0) {
+                        close(out_pipe[0]);
+                        close(out_pipe[1]);
+                }
+                return r;
+        }
+        if (pid == 0)
+                exec_child(argv, out_pipe[1], err_pipe[1]);
+
+        close(err_pipe[1]);
+        if (out_pipe[1] >= 0)
+                close(out_pipe[1]);
+
+        uint64_t timeout = opts->timeout_usec ? opts->timeout_usec : EXEC_TIMEOUT_DEFAULT_USEC;
+        uint64_t deadline = now_usec() + timeout;
+        struct pollfd fds[2] = {
+                { .fd = err_pipe[0], .events = POLLIN },
+                { .fd = out_pipe[0], .events = POLLIN },
+        };
+        bool timed_out = false;
+        int r = 0;
+        for (;;) {
+                if (fds[0].fd < 0 && fds[1].fd < 0)
+                        break;
+                uint64_t now = now_usec();
+                if (now >= deadline) {
+                        timed_out = true;
+                        kill(pid, SIGKILL);
+                        break;
+                }
+                uint64_t left_ms = (deadline - now) / 1000 + 1;
+                int n = poll(fds, 2, left_ms > 60000 ? 60000 : (int) left_ms);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = -errno;
+                        kill(pid, SIGKILL);
+                        break;
+                }
+                for (size_t i = 0; i < 2; i++) {
+                        if (fds[i].fd < 0 || !fds[i].revents)
+                                continue;
+                        char buf[4096];
+                        ssize_t k = read(fds[i].fd, buf, sizeof buf);
+                        if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                                continue;
+                        if (k <= 0) {
+                                close(fds[i].fd);
+                                fds[i].fd = -1;
+                                continue;
+                        }
+                        struct strbuf *sb = i == 0 ? opts->err : opts->out;
+                        if (sb && r == 0) {
+                                int q = capture_append(sb, buf, (size_t) k, i == 0);
+                                if (q < 0 && i == 1)
+                                        r = q;   /* stdout over its bound: keep draining, fail at the end */
+                        }
+                }
+        }
+        for (size_t i = 0; i < 2; i++)
+                if (fds[i].fd >= 0)
+                        close(fds[i].fd);
+
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (ret_status)
+                *ret_status = status;
+        if (timed_out)
+                return -ETIMEDOUT;
+        if (r < 0)
+                return r;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && access(argv[0], X_OK) < 0)
+                return -ENOENT;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return -EIO;
+        return 0;
+}
+
+int exec_argv_to_string(const char *const *argv, struct strbuf *out) {
+        for (size_t i = 0; argv && argv[i]; i++) {
+                int r = strbuf_addf(out, "%s%s", i ? " " : "", argv[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+const char *exec_last_line(struct strbuf *err) {
+        if (!err || !err->buf)
+                return "";
+        char *s = err->buf;
+        size_t n = err->len;
+        while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
+                s[--n] = '\0';
+        err->len = n;
+        char *nl = strrchr(s, '\n');
+        return nl ? nl + 1 : s;
+}

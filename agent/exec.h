@@ -1,0 +1,27 @@
+/* Run a helper program (mdadm, lvm, mkfs.*) with an argv, never through a
+ * shell. The child gets stdin from /dev/null, a minimal fixed environment
+ * (no secrets can leak through it) and no inherited descriptors; its stderr
+ * (and optionally stdout) is captured up to a bound so failures can say why. */
+#pragma once
+#include "strbuf.h"
+#include "util.h"
+
+#define EXEC_CAPTURE_MAX (16u * 1024u)        /* stderr kept for the error message */
+#define EXEC_TIMEOUT_DEFAULT_USEC (300ull * 1000000ull)
+
+struct exec_options {
+        uint64_t timeout_usec;          /* 0 = EXEC_TIMEOUT_DEFAULT_USEC; the child is killed after it */
+        struct strbuf *out;             /* stdout captured here if not NULL (bounded by out->max) */
+        struct strbuf *err;             /* stderr captured here if not NULL (last EXEC_CAPTURE_MAX bytes) */
+};
+
+/* Returns 0 when the program ran and exited 0; -ETIMEDOUT when it was killed
+ * after the timeout; -ENOENT if it cannot be executed; -EIO when it exited
+ * non-zero or died on a signal (*ret_status, if given, holds the wait status). */
+int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret_status);
+
+/* "mdadm --create /dev/md/x ..." for logs (argv holds no secrets by rule). */
+int exec_argv_to_string(const char *const *argv, struct strbuf *out);
+
+/* The last line of captured stderr, trimmed, for one-line error messages. */
+const char *exec_last_line(struct strbuf *err);

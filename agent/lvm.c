@@ -1,0 +1,72 @@
+#include "lvm.h"
+
+#include "exec.h"
+#include "paths.h"
+
+#include <inttypes.h>
+
+const char lvm_config[] =
+        "activation{udev_sync=0 udev_rules=0 verify_udev_operations=1} "
+        "devices{obtain_device_list_from_udev=0 use_devicesfile=0 hints=\"none\"}";
+
+static int lvm_run(const char *const *args, struct strbuf *err) {
+        const char *argv[32];
+        size_t n = 0;
+        argv[n++] = kiln_paths.lvm;
+        argv[n++] = args[0];
+        argv[n++] = "--config";
+        argv[n++] = lvm_config;
+        for (size_t i = 1; args[i]; i++) {
+                if (n + 2 > ELEMENTSOF(argv))
+                        return -E2BIG;
+                argv[n++] = args[i];
+        }
+        argv[n] = NULL;
+        struct exec_options o = { .err = err };
+        return exec_argv(argv, &o, NULL);
+}
+
+int lvm_pvcreate(const char *dev, struct strbuf *err) {
+        return lvm_run((const char *[]) { "pvcreate", "-y", "-Zy", dev, NULL }, err);
+}
+
+int lvm_vgcreate(const char *vg, char *const *pvs, uint64_t extent_size, struct strbuf *err) {
+        const char *args[32];
+        char ext[32];
+        size_t n = 0;
+        args[n++] = "vgcreate";
+        args[n++] = "-y";
+        if (extent_size) {
+                snprintf(ext, sizeof ext, "%" PRIu64 "b", extent_size);
+                args[n++] = "-s";
+                args[n++] = ext;
+        }
+        args[n++] = vg;
+        for (size_t i = 0; pvs && pvs[i]; i++) {
+                if (n + 2 > ELEMENTSOF(args) - 4)
+                        return -E2BIG;
+                args[n++] = pvs[i];
+        }
+        args[n] = NULL;
+        return lvm_run(args, err);
+}
+
+int lvm_lvcreate(const char *vg, const char *lv, uint64_t bytes, unsigned percent_free, struct strbuf *err) {
+        char size[48];
+        if ((bytes == 0) == (percent_free == 0) || percent_free > 100)
+                return -EINVAL;
+        if (bytes)
+                snprintf(size, sizeof size, "%" PRIu64 "b", bytes);
+        else
+                snprintf(size, sizeof size, "%u%%FREE", percent_free);
+        return lvm_run((const char *[]) { "lvcreate", "-y", "-Wy", "-Zy", "-n", lv,
+                                          bytes ? "-L" : "-l", size, vg, NULL }, err);
+}
+
+int lvm_vgmknodes(const char *vg, struct strbuf *err) {
+        return lvm_run((const char *[]) { "vgmknodes", vg, NULL }, err);
+}
+
+int lvm_vg_deactivate(const char *vg, struct strbuf *err) {
+        return lvm_run((const char *[]) { "vgchange", "-an", vg, NULL }, err);
+}

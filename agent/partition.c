@@ -1,0 +1,164 @@
+#include "partition.h"
+
+#include "log.h"
+
+#include <ctype.h>
+#include <parted/parted.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define ALIGN_BYTES (1024u * 1024u)
+#define GPT_BACKUP_SECTORS 33           /* backup header + 32 sectors of entries (512-byte sectors) */
+
+static char last_error[512];
+
+const char *partition_last_error(void) {
+        return last_error;
+}
+
+/* libparted asks questions through exceptions. kiln answers non-interactively:
+ * record the text, log it at debug level, and cancel anything that is an error. */
+static PedExceptionOption exception_handler(PedException *ex) {
+        snprintf(last_error, sizeof last_error, "%s", ex->message ? ex->message : "");
+        log_debug("libparted: %s: %s", ped_exception_get_type_string(ex->type), last_error);
+        if (ex->type <= PED_EXCEPTION_WARNING && (ex->options & PED_EXCEPTION_IGNORE))
+                return PED_EXCEPTION_IGNORE;
+        if (ex->options & PED_EXCEPTION_CANCEL)
+                return PED_EXCEPTION_CANCEL;
+        return PED_EXCEPTION_UNHANDLED;
+}
+
+static void ped_device_destroyp(PedDevice **d) { if (*d) ped_device_destroy(*d); }
+static void ped_disk_destroyp(PedDisk **d) { if (*d) ped_disk_destroy(*d); }
+static void ped_constraint_destroyp(PedConstraint **c) { if (*c) ped_constraint_destroy(*c); }
+
+int partition_path(const char *disk, unsigned number, char **ret) {
+        size_t n = strlen(disk);
+        if (n == 0)
+                return -EINVAL;
+        char *p = NULL;
+        if (asprintf(&p, "%s%s%u", disk, isdigit((unsigned char) disk[n - 1]) ? "p" : "", number) < 0)
+                return -ENOMEM;
+        *ret = p;
+        return 0;
+}
+
+int partition_wait(char *const *paths, uint64_t timeout_usec) {
+        uint64_t deadline = now_usec() + timeout_usec;
+        for (size_t i = 0; paths && paths[i]; i++) {
+                struct stat st;
+                while (stat(paths[i], &st) < 0 || !S_ISBLK(st.st_mode)) {
+                        if (now_usec() >= deadline)
+                                return -ETIMEDOUT;
+                        nanosleep(&(struct timespec) { .tv_nsec = 20 * 1000 * 1000 }, NULL);
+                }
+        }
+        return 0;
+}
+
+static int set_type(PedPartition *part, enum spec_part_type type) {
+        PedPartitionFlag flag;
+        switch (type) {
+        case SPEC_PART_LINUX: return 0;
+        case SPEC_PART_RAID: flag = PED_PARTITION_RAID; break;
+        case SPEC_PART_LVM: flag = PED_PARTITION_LVM; break;
+        case SPEC_PART_BIOS_GRUB: flag = PED_PARTITION_BIOS_GRUB; break;
+        case SPEC_PART_ESP: flag = PED_PARTITION_ESP; break;
+        case SPEC_PART_SWAP: flag = PED_PARTITION_SWAP; break;
+        default: return -EINVAL;
+        }
+        if (!ped_partition_is_flag_available(part, flag))
+                return -EOPNOTSUPP;
+        return ped_partition_set_flag(part, flag, 1) ? 0 : -EIO;
+}
+
+static int write_table(PedDevice *dev, const char *disk, const struct partition_request *req, size_t n) {
+        long long ss = dev->sector_size;
+        PedSector align = ALIGN_BYTES / ss;
+        /* last usable sector of GPT, rounded down so the next MiB would start past it */
+        PedSector backup = (PedSector) GPT_BACKUP_SECTORS * 512 / ss + 1;
+        PedSector limit = (dev->length - backup) / align * align;   /* first sector not usable */
+        PedSector start = align;
+
+        const PedDiskType *gpt = ped_disk_type_get("gpt");
+        _cleanup_(ped_disk_destroyp) PedDisk *pdisk = gpt ? ped_disk_new_fresh(dev, gpt) : NULL;
+        if (!pdisk)
+                return -EIO;
+        for (size_t i = 0; i < n; i++) {
+                PedSector len;
+                switch (req[i].size_kind) {
+                case SPEC_SIZE_BYTES:
+                        len = (PedSector) (req[i].bytes / ss);
+                        break;
+                case SPEC_SIZE_PERCENT:
+                        len = (PedSector) ((unsigned __int128) dev->length * req[i].percent / 100);
+                        break;
+                case SPEC_SIZE_REST:
+                        len = limit - start;
+                        break;
+                default:
+                        return -EINVAL;
+                }
+                len = len / align * align;
+                if (len <= 0 || start + len > limit) {
+                        snprintf(last_error, sizeof last_error, "partition %zu ('%s') does not fit on %s",
+                                 i + 1, req[i].name, disk);
+                        return -ENOSPC;
+                }
+                const PedFileSystemType *fs = req[i].type == SPEC_PART_SWAP ?
+                        ped_file_system_type_get("linux-swap") : NULL;
+                PedPartition *part = ped_partition_new(pdisk, PED_PARTITION_NORMAL, fs, start, start + len - 1);
+                if (!part)
+                        return -EIO;
+                _cleanup_(ped_constraint_destroyp) PedConstraint *c = ped_constraint_exact(&part->geom);
+                if (!c || !ped_disk_add_partition(pdisk, part, c)) {
+                        ped_partition_destroy(part);
+                        return -EIO;
+                }
+                if (!ped_partition_set_name(part, req[i].name))
+                        return -EIO;
+                int r = set_type(part, req[i].type);
+                if (r < 0)
+                        return r;
+                start += len;
+        }
+        if (!ped_disk_commit_to_dev(pdisk))
+                return -EIO;
+        if (!ped_disk_commit_to_os(pdisk))
+                return -EIO;
+        return 0;
+}
+
+int partition_disk(const char *disk, const struct partition_request *req, size_t n, char ***ret_paths) {
+        last_error[0] = '\0';
+        ped_exception_set_handler(exception_handler);
+
+        _cleanup_(ped_device_destroyp) PedDevice *dev = ped_device_get(disk);
+        if (!dev)
+                return -ENODEV;
+        if (!ped_device_open(dev))
+                return -EIO;
+        int r = write_table(dev, disk, req, n);
+        ped_device_close(dev);
+        if (r < 0)
+                return r;
+
+        _cleanup_strv_free_ char **paths = NULL;
+        for (size_t i = 0; i < n; i++) {
+                char *p;
+                r = partition_path(disk, (unsigned) i + 1, &p);
+                if (r < 0)
+                        return r;
+                r = strv_push(&paths, p);
+                if (r < 0) {
+                        free(p);
+                        return r;
+                }
+        }
+        r = partition_wait(paths, 10ull * 1000000ull);
+        if (r < 0)
+                return r;
+        if (ret_paths)
+                *ret_paths = TAKE_PTR(paths);
+        return 0;
+}

@@ -1,0 +1,27 @@
+/* GPT partitioning with libparted: 1 MiB aligned, named, typed; the kernel
+ * is told about the new table and the device nodes are waited for. */
+#pragma once
+#include "spec.h"
+#include "util.h"
+
+struct partition_request {
+        const char *name;               /* GPT partition name */
+        enum spec_part_type type;
+        enum spec_size_kind size_kind;  /* BYTES, PERCENT (of the disk) or REST */
+        uint64_t bytes;
+        unsigned percent;
+};
+
+/* Replace the disk's table with a fresh GPT holding exactly these partitions
+ * (numbers 1..n in order), commit it to the disk and the kernel, and wait
+ * for the nodes. *ret_paths (may be NULL) gets the partition paths. */
+int partition_disk(const char *disk, const struct partition_request *req, size_t n, char ***ret_paths);
+
+/* /dev/vda + 1 → /dev/vda1; /dev/nvme0n1 + 1 → /dev/nvme0n1p1. */
+int partition_path(const char *disk, unsigned number, char **ret);
+
+/* Wait until every path is a block device. */
+int partition_wait(char *const *paths, uint64_t timeout_usec);
+
+/* The last message libparted raised (for error reports), or "". */
+const char *partition_last_error(void);

@@ -1,0 +1,374 @@
+/* plan_build() on small hand-made specs and inventories: disk selection,
+ * refusals with their exact messages, step order for both stacking orders,
+ * sizes, device names. The template plans against recorded inventories are
+ * compared byte for byte in tests/host/test-plan.sh. */
+#include "plan.h"
+#include "tap.h"
+
+#define GiB (UINT64_C(1) << 30)
+#define MiB (UINT64_C(1) << 20)
+#define S(x) ((char *) (x))
+
+static struct inv_disk disk(const char *name, uint64_t size, bool rot, const char *model, const char *serial) {
+        static char paths[16][32];
+        static unsigned n;
+        char *p = paths[n++ % 16];
+        snprintf(p, 32, "/dev/%s", name);
+        return (struct inv_disk) {
+                .name = S(name), .path = p, .size = size, .logical_sector = 512, .physical_sector = 512,
+                .rotational = rot, .model = S(model), .serial = S(serial), .transport = S("virtio"),
+        };
+}
+
+static struct inventory inv5(struct inv_disk *d) {
+        /* deliberately not in path order: the planner sorts */
+        d[0] = disk("vdc", 2 * GiB, true, "QEMU HARDDISK", "S3");
+        d[1] = disk("vda", 2 * GiB, true, "QEMU HARDDISK", "S1");
+        d[2] = disk("vde", 1 * GiB, false, "QEMU SSD", "S5");
+        d[3] = disk("vdb", 2 * GiB, true, "QEMU HARDDISK", "S2");
+        d[4] = disk("vdd", 2 * GiB, true, "QEMU HARDDISK", "S4");
+        return (struct inventory) { .hostname = S("node"), .disks = d, .n_disks = 5 };
+}
+
+static struct spec_disk rule(const char *id, unsigned count) {
+        return (struct spec_disk) { .id = S(id), .count = count, .rotational = -1, .mark = { 3, 5 } };
+}
+
+static int build(const struct spec *s, const struct inventory *inv, struct plan **p, struct diags *d) {
+        diags_clear(d);
+        return plan_build(s, inv, p, d);
+}
+
+static void check_one_diag(struct diags *d, unsigned line, const char *msg) {
+        CHECK_INT(d->n, 1);
+        if (d->n >= 1) {
+                CHECK_STR(d->items[0].message, msg);
+                CHECK_INT(d->items[0].line, line);
+        }
+}
+
+static size_t find_step(const struct plan *p, enum plan_step_kind k, const char *device) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].kind == k && (!device || (p->steps[i].device && streq(p->steps[i].device, device))))
+                        return i;
+        return SIZE_MAX;
+}
+
+/* The KVM host layout: four disks, RAID1 /boot, raid10 f2 data, LUKS, LVM on top. */
+static void test_kvm_layout(void) {
+        struct inv_disk dd[5];
+        struct inventory inv = inv5(dd);
+        struct spec_disk disks[] = { rule("d", 4) };
+        disks[0].min_size = 2 * GiB;
+        disks[0].rotational = 1;
+        disks[0].wipe = true;
+        struct spec_partition parts[] = {
+                { .id = S("bios"), .on = S("d"), .size = { SPEC_SIZE_BYTES, MiB, 0, {} }, .type = SPEC_PART_BIOS_GRUB },
+                { .id = S("boot"), .on = S("d"), .size = { SPEC_SIZE_BYTES, 256 * MiB, 0, {} }, .type = SPEC_PART_RAID },
+                { .id = S("data"), .on = S("d"), .size = { SPEC_SIZE_REST, 0, 0, {} }, .type = SPEC_PART_RAID },
+        };
+        char *boot_members[] = { S("boot"), NULL }, *data_members[] = { S("data"), NULL };
+        struct spec_raid raids[] = {
+                { .id = S("md0"), .level = 1, .metadata = S("1.0"), .members = boot_members },
+                { .id = S("md1"), .level = 10, .layout = S("f2"), .chunk = 256 * 1024, .members = data_members },
+        };
+        struct spec_luks luks[] = { { .id = S("crypted"), .on = S("md1"), .sector_size = 4096 } };
+        char *pvs[] = { S("crypted"), NULL };
+        struct spec_vg vgs[] = { { .id = S("vg0"), .name = S("crypted_vg"), .pvs = pvs } };
+        struct spec_lv lvs[] = {
+                { .id = S("images"), .vg = S("vg0"), .size = { SPEC_SIZE_REST, 0, 100, {} } },
+                { .id = S("root"), .vg = S("vg0"), .size = { SPEC_SIZE_BYTES, 1 * GiB, 0, {} } },
+        };
+        struct spec_filesystem fss[] = {
+                { .on = S("images"), .type = SPEC_FS_XFS, .mount = S("/var/lib/libvirt/images") },
+                { .on = S("md0"), .type = SPEC_FS_EXT4, .mount = S("/boot") },
+                { .on = S("root"), .type = SPEC_FS_XFS, .mount = S("/") },
+        };
+        struct spec s = {
+                .file = S("kvm.yaml"), .hostname = S("kvm-1"),
+                .disks = disks, .n_disks = 1, .partitions = parts, .n_partitions = 3,
+                .raids = raids, .n_raids = 2, .luks = luks, .n_luks = 1, .vgs = vgs, .n_vgs = 1,
+                .lvs = lvs, .n_lvs = 2, .filesystems = fss, .n_filesystems = 3,
+                .bench = { .present = true }, .finish = SPEC_FINISH_REBOOT,
+        };
+        struct diags d = {};
+        struct plan *p = NULL;
+
+        /* 100%FREE before a fixed LV: the fixed one can never fit */
+        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 0, "logical volume 'root' (1 GiB) does not fit: 'images' before it takes all free space of volume group 'crypted_vg'");
+
+        lvs[0] = (struct spec_lv) { .id = S("root"), .vg = S("vg0"), .size = { SPEC_SIZE_BYTES, 1 * GiB, 0, {} } };
+        lvs[1] = (struct spec_lv) { .id = S("images"), .vg = S("vg0"), .size = { SPEC_SIZE_REST, 0, 100, {} } };
+        fss[0].on = S("images");
+        CHECK_INT(build(&s, &inv, &p, &d), 0);
+        CHECK_INT(d.n, 0);
+        if (!p)
+                return;
+        static const enum plan_step_kind want[] = {
+                PLAN_PARTITION, PLAN_PARTITION, PLAN_PARTITION, PLAN_PARTITION,
+                PLAN_MD_CREATE, PLAN_MD_CREATE, PLAN_BENCH_RAW, PLAN_LUKS_FORMAT, PLAN_LUKS_OPEN, PLAN_BENCH_CRYPT,
+                PLAN_PVCREATE, PLAN_VGCREATE, PLAN_LVCREATE, PLAN_LVCREATE,
+                PLAN_MKFS, PLAN_MKFS, PLAN_MKFS, PLAN_MOUNT, PLAN_MOUNT, PLAN_MOUNT, PLAN_CONFIGURE, PLAN_FINISH,
+        };
+        CHECK_INT(p->n_steps, ELEMENTSOF(want));
+        for (size_t i = 0; i < p->n_steps && i < ELEMENTSOF(want); i++)
+                CHECK_STR(plan_step_kind_name(p->steps[i].kind), plan_step_kind_name(want[i]));
+
+        /* sorted by path, vde (1 GiB, not rotational) not selected */
+        CHECK_INT(p->n_disks, 4);
+        CHECK_STR(p->disks[0].disk->path, "/dev/vda");
+        CHECK_STR(p->disks[3].disk->path, "/dev/vdd");
+        CHECK_STR(p->steps[0].device, "/dev/vda");
+        CHECK_INT(p->steps[0].n_parts, 3);
+        CHECK_STR(p->steps[0].parts[2].device, "/dev/vda3");
+        CHECK_U64(p->steps[0].parts[0].start, MiB);
+        CHECK_U64(p->steps[0].parts[0].size, MiB);
+        CHECK_U64(p->steps[0].parts[1].start, 2 * MiB);
+        CHECK_U64(p->steps[0].parts[1].size, 256 * MiB);
+        CHECK_U64(p->steps[0].parts[2].start, 258 * MiB);
+        /* 2 GiB minus the backup GPT, aligned down: the last MiB is lost */
+        CHECK_U64(p->steps[0].parts[2].size, 2 * GiB - MiB - 258 * MiB);
+
+        const struct plan_step *md1 = &p->steps[5];
+        CHECK_STR(md1->device, "/dev/md/md1");
+        CHECK_STR(md1->id, "md1");
+        CHECK_INT(strv_length(md1->inputs), 4);
+        CHECK_STR(md1->inputs[0], "/dev/vda3");
+        CHECK_STR(md1->inputs[3], "/dev/vdd3");
+        CHECK(md1->size_approx);
+        CHECK_STR(md1->description, "create raid10 /dev/md/md1 layout f2 chunk 256 KiB metadata 1.2 from 4 devices: "
+                                    "/dev/vda3 /dev/vdb3 /dev/vdc3 /dev/vdd3 (~3.4 GiB)");
+        CHECK_STR(p->steps[6].device, "/dev/md/md1");
+        CHECK_STR(p->steps[7].device, "/dev/md/md1");
+        CHECK_STR(p->steps[7].destroys, "contents of /dev/md/md1");
+        CHECK_STR(p->steps[8].device, "/dev/mapper/crypted");
+        CHECK_STR(p->steps[9].device, "/dev/mapper/crypted");
+        CHECK_STR(p->steps[10].device, "/dev/mapper/crypted");
+        CHECK_STR(p->steps[11].device, "/dev/crypted_vg");
+        CHECK_STR(p->steps[12].device, "/dev/crypted_vg/root");
+        CHECK_STR(p->steps[13].device, "/dev/crypted_vg/images");
+        /* mounts: / first, then /boot, then the deeper one */
+        CHECK_STR(p->steps[17].description, "mount /dev/crypted_vg/root on /target (defaults)");
+        CHECK_STR(p->steps[18].description, "mount /dev/md/md0 on /target/boot (defaults)");
+        CHECK_STR(p->steps[19].device, "/dev/crypted_vg/images");
+
+        _cleanup_strbuf_ struct strbuf text = STRBUF_INIT, json = STRBUF_INIT;
+        CHECK_INT(plan_to_text(p, &text), 0);
+        CHECK_INT(plan_to_json(p, &json), 0);
+        if (getenv("PLAN_PRINT"))
+                fprintf(stderr, "%s%s", strbuf_str(&text), strbuf_str(&json));
+        /* the fifth disk is listed as untouched and appears in no step */
+        CHECK(strstr(strbuf_str(&text), "  /dev/vde  1 GiB  virtio  ssd  model 'QEMU SSD'  serial 'S5': untouched\n") != NULL);
+        for (size_t i = 0; i < p->n_steps; i++) {
+                CHECK(!p->steps[i].device || !strstr(p->steps[i].device, "vde"));
+                CHECK(!strstr(p->steps[i].description, "vde"));
+                for (size_t k = 0; p->steps[i].inputs && p->steps[i].inputs[k]; k++)
+                        CHECK(!strstr(p->steps[i].inputs[k], "vde"));
+        }
+        CHECK(strstr(strbuf_str(&json), "\"kind\":\"md-create\"") != NULL);
+        p = plan_free(p);
+
+        /* four disks but one holds an old array: with wipe, a wipe step first */
+        struct inv_signature sig_gpt = { .type = S("gpt"), .offset = 512 };
+        struct inv_signature sig_md = { .type = S("linux_raid_member"), .label = S("old:1"), .offset = 4096 };
+        char *holders[] = { S("md127"), NULL };
+        struct inv_partition oldp = { .name = S("vdb1"), .path = S("/dev/vdb1"), .number = 1, .sigs = &sig_md, .n_sigs = 1, .holders = holders };
+        dd[3].sigs = &sig_gpt;
+        dd[3].n_sigs = 1;
+        dd[3].parts = &oldp;
+        dd[3].n_parts = 1;
+        CHECK_INT(build(&s, &inv, &p, &d), 0);
+        if (p) {
+                CHECK_INT(p->steps[0].kind, PLAN_WIPE);
+                CHECK_STR(p->steps[0].device, "/dev/vdb");
+                CHECK_STR(p->steps[0].inputs[0], "/dev/md127");
+                CHECK_STR(p->steps[0].description, "wipe /dev/vdb: stop /dev/md127, then remove 2 signatures");
+                CHECK_STR(p->steps[0].destroys, "gpt at offset 512, linux_raid_member 'old:1' on /dev/vdb1 at offset 4096; "
+                                                "the arrays and mappings stopped above");
+                CHECK_INT(p->steps[1].kind, PLAN_PARTITION);
+                p = plan_free(p);
+        }
+
+        /* without wipe: refused, naming the holder */
+        disks[0].wipe = false;
+        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 3, "disk rule 'd' selects /dev/vdb, which is in use by /dev/md127; set 'wipe: true' to stop it and destroy its data");
+        /* signatures only, no holder, no wipe: refused with types and offsets */
+        oldp.holders = NULL;
+        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 3, "disk rule 'd' selects /dev/vdb, which holds signatures (gpt at offset 512, "
+                              "linux_raid_member 'old:1' on /dev/vdb1 at offset 4096); set 'wipe: true' to destroy them");
+        /* mounted: refused even with wipe */
+        disks[0].wipe = true;
+        oldp.mountpoint = S("/mnt");
+        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 3, "disk rule 'd' selects /dev/vdb, which is mounted (/dev/vdb1 on /mnt); kiln never touches a mounted disk");
+        CHECK(p == NULL);
+        dd[3].n_sigs = 0;
+        dd[3].n_parts = 0;
+
+        /* partitions that do not fit */
+        parts[1].size.bytes = 2 * GiB;
+        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        CHECK_INT(d.n, 4);
+        CHECK_STR(d.items[0].message, "partitions on /dev/vda (disk rule 'd') need 2049 MiB but only 2046 MiB is usable: 'bios' 1 MiB, 'boot' 2 GiB, 'data' rest");
+        parts[1].size.bytes = 2046 * MiB - MiB;
+        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        CHECK_STR(d.n ? d.items[0].message : "", "no space left on /dev/vda (disk rule 'd') for partition 'data' (size rest): 'bios' 1 MiB, 'boot' 2045 MiB, 'data' rest");
+        parts[1].size.bytes = 256 * MiB;
+
+        /* wrong count: ask for five rotational disks */
+        disks[0].count = 5;
+        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 3, "disk rule 'd' must match exactly 5 disks but matches 4 (/dev/vda, /dev/vdb, /dev/vdc, /dev/vdd); "
+                              "/dev/vde size 1 GiB is below min_size 2 GiB");
+        disks[0].count = 3;
+        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 3, "disk rule 'd' must match exactly 3 disks but matches 4 (/dev/vda, /dev/vdb, /dev/vdc, /dev/vdd); narrow the rule or raise its count");
+        disks[0].count = 4;
+        diags_clear(&d);
+}
+
+/* LVM on md, LUKS on a logical volume, filesystem on the LUKS device. */
+static void test_lvm_then_luks(void) {
+        struct inv_disk dd[5];
+        struct inventory inv = inv5(dd);
+        struct spec_disk disks[] = { rule("d", 4) };
+        disks[0].model = S("QEMU HARD*");
+        struct spec_partition parts[] = {
+                { .id = S("data"), .on = S("d"), .size = { SPEC_SIZE_PERCENT, 0, 50, {} }, .type = SPEC_PART_RAID },
+        };
+        char *members[] = { S("data"), NULL };
+        struct spec_raid raids[] = { { .id = S("md1"), .level = 10, .layout = S("n2"), .members = members } };
+        char *pvs[] = { S("md1"), NULL };
+        struct spec_vg vgs[] = { { .id = S("vg0"), .pvs = pvs } };
+        struct spec_lv lvs[] = {
+                { .id = S("swap"), .vg = S("vg0"), .size = { SPEC_SIZE_BYTES, 100 * MiB, 0, {} } },
+                { .id = S("rootlv"), .vg = S("vg0"), .size = { SPEC_SIZE_PERCENT, 0, 50, {} } },
+        };
+        struct spec_luks luks[] = { { .id = S("root"), .on = S("rootlv"), .key = { .source = SPEC_KEY_GENERATE } } };
+        struct spec_filesystem fss[] = {
+                { .on = S("root"), .type = SPEC_FS_EXT4, .mount = S("/") },
+                { .on = S("swap"), .type = SPEC_FS_SWAP },
+        };
+        struct spec s = {
+                .file = S("x.yaml"), .disks = disks, .n_disks = 1, .partitions = parts, .n_partitions = 1,
+                .raids = raids, .n_raids = 1, .luks = luks, .n_luks = 1, .vgs = vgs, .n_vgs = 1,
+                .lvs = lvs, .n_lvs = 2, .filesystems = fss, .n_filesystems = 2,
+                .webhook = { .present = true, .url = S("http://127.0.0.1:1/hook") },
+        };
+        struct diags d = {};
+        _cleanup_plan_free_ struct plan *p = NULL;
+        CHECK_INT(build(&s, &inv, &p, &d), 0);
+        CHECK_INT(d.n, 0);
+        if (!p)
+                return;
+        static const enum plan_step_kind want[] = {
+                PLAN_PARTITION, PLAN_PARTITION, PLAN_PARTITION, PLAN_PARTITION, PLAN_MD_CREATE,
+                PLAN_PVCREATE, PLAN_VGCREATE, PLAN_LVCREATE, PLAN_LVCREATE, PLAN_LUKS_FORMAT, PLAN_LUKS_OPEN,
+                PLAN_MKFS, PLAN_MKFS, PLAN_MOUNT, PLAN_CONFIGURE, PLAN_REGISTER, PLAN_FINISH,
+        };
+        CHECK_INT(p->n_steps, ELEMENTSOF(want));
+        for (size_t i = 0; i < p->n_steps && i < ELEMENTSOF(want); i++)
+                CHECK_STR(plan_step_kind_name(p->steps[i].kind), plan_step_kind_name(want[i]));
+        CHECK_U64(p->steps[0].parts[0].size, 1 * GiB);
+        CHECK_STR(p->steps[5].device, "/dev/md/md1");
+        CHECK_STR(p->steps[9].device, "/dev/vg0/rootlv");
+        CHECK_STR(p->steps[10].device, "/dev/mapper/root");
+        CHECK_STR(p->steps[11].description, "mkfs ext4 on /dev/mapper/root");
+        CHECK_STR(p->steps[12].description, "mkswap swap on /dev/vg0/swap");
+        CHECK_STR(p->steps[13].description, "mount /dev/mapper/root on /target (defaults)");
+        CHECK_STR(p->steps[16].description, "stay up (finish: none)");
+        CHECK(find_step(p, PLAN_BENCH_RAW, NULL) == SIZE_MAX);
+}
+
+static void test_selection(void) {
+        struct inv_disk dd[3];
+        char *byid0[] = { S("nvme-Samsung_SSD_980_S1"), NULL };
+        dd[0] = disk("nvme0n1", 500 * GiB, false, "Samsung SSD 980", "S1");
+        dd[0].transport = S("nvme");
+        dd[0].by_id = byid0;
+        dd[0].wwn = S("eui.0025385b71b0a1b2");
+        dd[1] = disk("sda", 4096 * GiB, true, "ST4000NM0035", "ZC1");
+        dd[2] = disk("sdb", 4096 * GiB, true, "ST4000NM0035", "ZC2");
+        struct inventory inv = { .disks = dd, .n_disks = 3 };
+        struct spec_disk disks[] = { rule("sys", 1), rule("hdd", 2) };
+        disks[0].by_id = S("/dev/disk/by-id/nvme-Samsung_SSD_980_S1");
+        disks[1].model = S("ST4000*");
+        struct spec_partition parts[] = {
+                { .id = S("esp"), .on = S("sys"), .size = { SPEC_SIZE_BYTES, 512 * MiB, 0, {} }, .type = SPEC_PART_ESP },
+                { .id = S("os"), .on = S("sys"), .size = { SPEC_SIZE_REST, 0, 0, {} }, .type = SPEC_PART_LINUX },
+        };
+        struct spec_filesystem fss[] = {
+                { .on = S("os"), .type = SPEC_FS_XFS, .mount = S("/") },
+                { .on = S("esp"), .type = SPEC_FS_VFAT, .mount = S("/boot/efi") },
+        };
+        char *members[] = { S("hdd"), NULL };
+        struct spec_raid raids[] = { { .id = S("r"), .level = 1, .members = members } };
+        struct spec s = { .file = S("sel.yaml"), .disks = disks, .n_disks = 2, .partitions = parts, .n_partitions = 2,
+                          .raids = raids, .n_raids = 1, .filesystems = fss, .n_filesystems = 2 };
+        struct diags d = {};
+        struct plan *p = NULL;
+        CHECK_INT(build(&s, &inv, &p, &d), 0);
+        if (p) {
+                CHECK_STR(p->steps[0].parts[1].device, "/dev/nvme0n1p2");
+                CHECK_STR(p->steps[1].description, "create raid1 /dev/md/r metadata 1.2 from 2 devices: /dev/sda /dev/sdb (~3.9 TiB)");
+                p = plan_free(p);
+        }
+        /* by-id without the prefix, serial, wwn (prefix-insensitive), transport */
+        disks[0].by_id = S("nvme-Samsung_SSD_980_S1");
+        disks[0].serial = S("S1");
+        disks[0].wwn = S("0x0025385B71B0A1B2");
+        disks[0].transport = S("NVMe");
+        CHECK_INT(build(&s, &inv, &p, &d), 0);
+        p = plan_free(p);
+        disks[0].serial = S("S9");
+        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 3, "disk rule 'sys' must match exactly 1 disk but matches 0 (none); /dev/nvme0n1 serial is 'S1', not 'S9'; "
+                              "/dev/sda has no /dev/disk/by-id/nvme-Samsung_SSD_980_S1; /dev/sdb has no /dev/disk/by-id/nvme-Samsung_SSD_980_S1");
+        disks[0].serial = NULL;
+
+        /* ambiguous: a rule for one ST4000 by serial overlaps the model rule */
+        struct spec_disk disks3[] = { disks[0], disks[1], rule("extra", 1) };
+        disks3[2].serial = S("ZC2");
+        disks3[2].mark = (struct spec_mark) { 9, 5 };
+        s.disks = disks3;
+        s.n_disks = 3;
+        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 9, "disk /dev/sdb is matched by both disk rules 'hdd' and 'extra'; a disk may belong to one rule only");
+        diags_clear(&d);
+}
+
+static void test_lv_overflow(void) {
+        struct inv_disk dd[1] = { disk("vda", 10 * GiB, true, "m", "s") };
+        struct inventory inv = { .disks = dd, .n_disks = 1 };
+        struct spec_disk disks[] = { rule("d", 1) };
+        char *pvs[] = { S("d"), NULL };
+        struct spec_vg vgs[] = { { .id = S("vg"), .pvs = pvs } };
+        struct spec_lv lvs[] = {
+                { .id = S("a"), .vg = S("vg"), .size = { SPEC_SIZE_BYTES, 6 * GiB, 0, { 7, 3 } } },
+                { .id = S("b"), .vg = S("vg"), .size = { SPEC_SIZE_BYTES, 6 * GiB, 0, { 8, 3 } } },
+        };
+        struct spec s = { .file = S("lv.yaml"), .disks = disks, .n_disks = 1, .vgs = vgs, .n_vgs = 1, .lvs = lvs, .n_lvs = 2 };
+        struct diags d = {};
+        struct plan *p = NULL;
+        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 8, "logical volume 'b' (6 GiB) does not fit in volume group 'vg': at most 4 GiB is left free");
+        lvs[1].size.bytes = 3 * GiB;
+        CHECK_INT(build(&s, &inv, &p, &d), 0);
+        if (p) {
+                CHECK_STR(p->steps[0].description, "pvcreate /dev/vda");
+                CHECK_STR(p->steps[1].description, "vgcreate vg from /dev/vda (10236 MiB)");
+                p = plan_free(p);
+        }
+        diags_clear(&d);
+}
+
+int main(void) {
+        test_kvm_layout();
+        test_lvm_then_luks();
+        test_selection();
+        test_lv_overflow();
+        return TEST_DONE();
+}
