@@ -83,8 +83,11 @@ int cmd_register(int argc, char **argv) {
                 log_error("kiln register needs --report FILE and --spec FILE (see 'kiln register --help')");
                 return KILN_EXIT_USAGE;
         }
-        if (ro.event_policy.total_ms > ro.policy.total_ms)
-                ro.event_policy.total_ms = ro.policy.total_ms;
+        /* One budget for the whole command; events get at most a fifth of it each. */
+        if (ro.event_policy.total_ms > ro.policy.total_ms / 5)
+                ro.event_policy.total_ms = ro.policy.total_ms / 5;
+        if (ro.event_policy.request_timeout_ms > ro.event_policy.total_ms)
+                ro.event_policy.request_timeout_ms = ro.event_policy.total_ms;
 
         r = spec_load(spec_path, &spec, &diags);
         if (r < 0) {
@@ -120,6 +123,7 @@ int cmd_register(int argc, char **argv) {
                 return KILN_EXIT_FAILURE;
         }
 
+        ro.policy.deadline_usec = ro.event_policy.deadline_usec = now_usec() + (uint64_t) ro.policy.total_ms * 1000;
         register_attach_events(report, &ev, spec, &ro);
         (void) report_stage_begin(report, "register");
         r = register_run(spec, report, &ro, &err);

@@ -115,6 +115,9 @@ int delivery_send(const struct http_request *req, const struct delivery_policy *
 
         if (!req || !req->url)
                 return -EINVAL;
+        if (p->deadline_usec)
+                limit = p->deadline_usec <= start ? 0 : (p->deadline_usec - start < limit ? p->deadline_usec - start : limit);
+        resp->error[0] = 0;
         backoff_init(&b, (uint64_t) p->backoff_base_ms * 1000, (uint64_t) p->backoff_cap_ms * 1000);
         resp->attempts = 0;
         for (;;) {

@@ -15,10 +15,12 @@ struct delivery_policy {
         unsigned total_ms;              /* all attempts and waits together */
         unsigned backoff_base_ms;
         unsigned backoff_cap_ms;
+        uint64_t deadline_usec;         /* now_usec() time no attempt may pass; 0 = none.
+                                         * Lets several requests share one budget. */
 };
 
 /* 5 s connect, 20 s per request, 5 min in all, backoff 1 s doubling to 30 s. */
-#define DELIVERY_POLICY_DEFAULT { 5000, 20000, 300000, 1000, 30000 }
+#define DELIVERY_POLICY_DEFAULT { 5000, 20000, 300000, 1000, 30000, 0 }
 
 struct http_request {
         const char *method;             /* "GET" or "POST" */
@@ -40,7 +42,8 @@ struct http_response {
 /* Returns 0 for a 2xx answer. Otherwise:
  *   -EACCES     401 or 403 (final)
  *   -EPROTO     any other 4xx (final)
- *   -ETIMEDOUT  the total limit ran out (last failure in resp->error)
+ *   -ETIMEDOUT  the total limit or the deadline ran out (last failure in
+ *               resp->error; attempts may be 0 if the deadline had passed)
  *   -EINVAL     bad URL or request
  * resp is always filled with what was seen last; release it with
  * http_response_done(). */

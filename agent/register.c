@@ -5,7 +5,7 @@
 void register_options_default(struct register_options *o) {
         *o = (struct register_options) {
                 .policy = DELIVERY_POLICY_DEFAULT,
-                .event_policy = { 2000, 5000, 10000, 500, 2000 },
+                .event_policy = { 2000, 5000, 5000, 500, 2000, 0 },
         };
 }
 
@@ -147,10 +147,13 @@ int register_run(const struct spec *spec, struct report *r, const struct registe
         _cleanup_free_ char *err_cs = NULL, *err_wh = NULL;
         int k_cs = 0, k_wh = 0;
 
-        if (!opts) {
+        if (opts)
+                def = *opts;
+        else
                 register_options_default(&def);
-                opts = &def;
-        }
+        if (!def.policy.deadline_usec)
+                def.policy.deadline_usec = now_usec() + (uint64_t) def.policy.total_ms * 1000;
+        opts = &def;
         if (!spec->cloudstack.present && !(spec->webhook.present && spec->webhook.url))
                 return -ENOMSG;
         if (spec->cloudstack.present)

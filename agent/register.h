@@ -11,7 +11,11 @@
  *
  * Events are best effort: each gets a short delivery budget, and after one
  * could not be delivered the rest are skipped (the final report still goes
- * out under the full policy, with every stage in it). Silent module. */
+ * out under the full policy, with every stage in it).
+ *
+ * register_run() shares one budget between all its requests: policy.total_ms
+ * from its start (or policy.deadline_usec if set), so a dead controller costs
+ * at most that long in all. Silent module. */
 #pragma once
 #include "delivery.h"
 #include "report.h"
@@ -23,7 +27,7 @@ struct register_options {
         const char *ca_file;                    /* extra CA bundle for HTTPS, NULL = system */
 };
 
-/* Full policy as DELIVERY_POLICY_DEFAULT; events 2 s connect, 5 s per request, 10 s in all. */
+/* Full policy as DELIVERY_POLICY_DEFAULT; events 2 s connect, 5 s per request and in all. */
 void register_options_default(struct register_options *o);
 
 struct register_events {

@@ -272,7 +272,7 @@ static void emit(struct report *r, const char *kind, json_object *stage) {
         if (stage) {
                 json_object_object_foreach(stage, k, v) {
                         if (!streq(k, "started_usec"))
-                                jset(ev, k, json_object_get(v));
+                                jset(ev, streq(k, "name") ? "stage" : k, json_object_get(v));
                 }
         }
         jset_str(ev, "type", kind);

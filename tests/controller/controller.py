@@ -24,11 +24,12 @@ passwords are never stored.
 
 Usage:
   controller.py --db FILE --config FILE [--port N] [--port-file FILE]
-                [--fail-503 N] [--fail-401] [--hang]
+                [--fail-503 N] [--fail-401] [--hang] [--fault-webhook]
   controller.py --dump DB          print what was recorded, as JSON
 
-Faults can also be changed while it runs: POST /kiln/admin with
-{"fail_503": N, "fail_401": bool, "hang": bool}. GET /kiln/dump returns the
+Fault modes act on the CloudStack API (and on the webhook with
+--fault-webhook). They can also be changed while it runs: POST /kiln/admin
+with {"fail_503": N, "fail_401": bool, "hang": bool, "fault_webhook": bool}. GET /kiln/dump returns the
 same JSON as --dump. Listens on 127.0.0.1 only; --port 0 picks a free port,
 which is printed as "PORT=N" and written to --port-file.
 
@@ -104,6 +105,7 @@ class State:
         self.fail_503 = 0
         self.fail_401 = False
         self.hang = False
+        self.fault_webhook = False
         self.stop = threading.Event()
         self.seed(config.get("zones", []))
 
@@ -245,6 +247,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.state.fail_503 = int(req.get("fail_503", self.state.fail_503))
                 self.state.fail_401 = bool(req.get("fail_401", self.state.fail_401))
                 self.state.hang = bool(req.get("hang", self.state.hang))
+                self.state.fault_webhook = bool(req.get("fault_webhook", self.state.fault_webhook))
             self.send_json(200, {"ok": True})
             return
         if url.path == "/client/api":
@@ -324,7 +327,7 @@ class Handler(BaseHTTPRequestHandler):
     # --- webhook ----------------------------------------------------------
     def webhook(self, body):
         st = self.state
-        if self.fault("/kiln/webhook", None):
+        if st.fault_webhook and self.fault("/kiln/webhook", None):
             return
         key = st.config.get("hmac_key")
         sent = self.headers.get("X-Kiln-Signature", "")
@@ -466,6 +469,8 @@ def main():
     ap.add_argument("--fail-503", type=int, default=0, metavar="N", help="answer the first N requests with 503")
     ap.add_argument("--fail-401", action="store_true", help="answer every request with 401")
     ap.add_argument("--hang", action="store_true", help="never answer")
+    ap.add_argument("--fault-webhook", action="store_true",
+                    help="the fault modes apply to the webhook too (default: the CloudStack API only)")
     a = ap.parse_args()
 
     if a.dump:
@@ -480,6 +485,7 @@ def main():
         config = json.load(f)
     state = State(a.db, config)
     state.fail_503, state.fail_401, state.hang = a.fail_503, a.fail_401, a.hang
+    state.fault_webhook = a.fault_webhook
 
     server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True
