@@ -1,33 +1,35 @@
 #include "backoff.h"
 
 #include <sys/random.h>
+#include <time.h>
 
-void backoff_init(struct backoff *b, uint64_t base_usec, uint64_t cap_usec) {
-        *b = (struct backoff) {
-                .base_usec = base_usec ? base_usec : 1,
-                .cap_usec = cap_usec < base_usec ? base_usec : cap_usec,
-        };
-        if (getrandom(&b->rng, sizeof b->rng, GRND_NONBLOCK) != (ssize_t) sizeof b->rng)
-                b->rng = now_usec();
-        if (!b->rng)
-                b->rng = 0x9e3779b97f4a7c15ull;
+static uint32_t jitter_random(void) {
+        uint32_t v;
+        if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == sizeof(v))
+                return v;
+        /* No entropy yet (early boot): the clock still spreads nodes apart. */
+        return (uint32_t) (now_usec() * 2654435761u);
 }
 
-static uint64_t xorshift64(uint64_t *s) {
-        uint64_t x = *s;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        return *s = x;
-}
-
-uint64_t backoff_next(struct backoff *b) {
-        uint64_t d = b->base_usec;
-        for (unsigned i = 0; i < b->attempt && d < b->cap_usec; i++)
-                d = d > UINT64_MAX / 2 ? UINT64_MAX : d * 2;
-        if (d > b->cap_usec)
-                d = b->cap_usec;
-        b->attempt++;
+unsigned backoff_delay_ms(const struct backoff *b, unsigned n) {
+        uint64_t init = b->initial_ms ? b->initial_ms : 500;
+        uint64_t max = b->max_ms ? b->max_ms : 30000;
+        uint64_t d = init;
+        for (unsigned i = 0; i < n && d < max; i++)
+                d *= 2;
+        if (d > max)
+                d = max;
         uint64_t half = d / 2;
-        return half + xorshift64(&b->rng) % (d - half + 1);
+        return (unsigned) (half + (d - half ? jitter_random() % (d - half + 1) : 0));
+}
+
+int backoff_next(struct backoff *b) {
+        if (b->attempt >= b->max_attempts)
+                return -ETIMEDOUT;
+        unsigned ms = backoff_delay_ms(b, b->attempt);
+        b->attempt++;
+        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+        return 0;
 }

@@ -1,18 +1,22 @@
-/* Capped exponential backoff with jitter, for anything that retries over the
- * network. The delay before retry n (n = 1 for the first retry) is drawn
- * uniformly from [d/2, d] with d = min(cap, base * 2^(n-1)) ("equal jitter"):
- * never zero, never above the cap, and spread so that many nodes booting at
- * once do not hit the controller in lock step. */
+/* Capped, jittered exponential backoff for retrying network operations
+ * (fetch, registration). Delay for attempt n (0-based) is drawn uniformly
+ * from [d/2, d] with d = min(max_ms, initial_ms * 2^n): "equal jitter", so
+ * several nodes retrying against one server spread out but never retry at once. */
 #pragma once
 #include "util.h"
 
 struct backoff {
-        uint64_t base_usec;     /* first delay before jitter */
-        uint64_t cap_usec;      /* no delay is longer than this */
-        unsigned attempt;       /* retries handed out so far */
-        uint64_t rng;           /* xorshift state; seeded by backoff_init */
+        unsigned initial_ms;    /* first delay; 0 = 500 */
+        unsigned max_ms;        /* cap per delay; 0 = 30000 */
+        unsigned max_attempts;  /* retries allowed after the first try; 0 = none */
+        unsigned attempt;       /* retries made so far */
 };
 
-void backoff_init(struct backoff *b, uint64_t base_usec, uint64_t cap_usec);
-/* The delay before the next retry; advances the attempt counter. */
-uint64_t backoff_next(struct backoff *b);
+#define BACKOFF_INIT(init, max, attempts) { (init), (max), (attempts), 0 }
+
+/* The delay before retry number n (0-based), jittered. */
+unsigned backoff_delay_ms(const struct backoff *b, unsigned n);
+
+/* Next retry: -ETIMEDOUT when max_attempts are used up (nothing slept),
+ * otherwise sleeps the delay, counts the attempt and returns 0. */
+int backoff_next(struct backoff *b);

@@ -30,7 +30,7 @@ int cmd_plan(int argc, char **argv) {
         bool json = false;
         int c;
         optind = 0;
-        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
                 case 'i': inventory_file = optarg; break;
                 case 's': sysroot = optarg; break;

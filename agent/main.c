@@ -28,6 +28,8 @@ static const struct command {
 
         // { "plan", cmd_plan, "show the steps apply would run, and what each destroys" },
 
+        { "fetch", cmd_fetch, "fetch one URL (retries, resume, TLS with kiln.ca), to stdout or -o FILE" },
+
         { "version", cmd_version, "print the version" },
 
         { "help", cmd_help, "this list" },

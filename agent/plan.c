@@ -326,7 +326,7 @@ static int check_selected_disk(struct builder *b, const struct spec_disk *rule, 
                 for (size_t i = 0; holders[i]; i++)
                         if ((r = strbuf_addf(&sb, "%s%s", i ? ", " : "", holders[i])) < 0)
                                 return r;
-                return refuse(b, rule->mark, "disk rule '%s' selects %s, which is in use by %s; set 'wipe: true' to stop %s and destroy its data",
+                return refuse(b, rule->mark, "disk rule '%s' selects %s, which is in use by %s; set 'wipe: true' to stop %s and wipe the disk",
                               rule->id, disk_path(d), strbuf_str(&sb), holders[1] ? "them" : "it");
         }
         if (count_signatures(d) > 0 && !rule->wipe) {
@@ -1277,11 +1277,19 @@ int plan_to_text(const struct plan *p, struct strbuf *out) {
         for (size_t i = 0; r >= 0 && i < p->n_steps; i++) {
                 const struct plan_step *st = &p->steps[i];
                 r = strbuf_addf(out, "%3zu  %-11s  %s\n", i + 1, plan_step_kind_name(st->kind), st->description ? st->description : "");
+                int wname = 0;
+                for (size_t k = 0; k < st->n_parts; k++) {
+                        const struct spec_partition *sp = st->parts[k].part;
+                        int l = (int) strlen(sp->name ? sp->name : sp->id) + 2;
+                        wname = l > wname ? l : wname;
+                }
                 for (size_t k = 0; r >= 0 && k < st->n_parts; k++) {
                         const struct plan_part *pp = &st->parts[k];
-                        r = strbuf_addf(out, "                   %s  %-9s  '%s'  start %s  size %s\n", pp->device,
-                                        part_type_name(pp->part->type), pp->part->name ? pp->part->name : pp->part->id,
-                                        SIZE(pp->start), SIZE(pp->size));
+                        _cleanup_free_ char *q = strdupf("'%s'", pp->part->name ? pp->part->name : pp->part->id);
+                        if (!q)
+                                return -ENOMEM;
+                        r = strbuf_addf(out, "                   %s  %-9s  %-*s  start %s  size %s\n", pp->device,
+                                        part_type_name(pp->part->type), wname, q, SIZE(pp->start), SIZE(pp->size));
                 }
                 if (r >= 0 && st->destroys)
                         r = strbuf_addf(out, "                 destroys: %s\n", st->destroys);

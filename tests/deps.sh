@@ -10,7 +10,7 @@ PKGS=(
   # tests and rig
   python3 jq curl zstd xz-utils gzip tar cpio kmod busybox-static
   mdadm lvm2 cryptsetup-bin xfsprogs e2fsprogs dosfstools parted fio sqlite3
-  nginx-light qemu-system-x86 qemu-utils ipxe-qemu mmdebstrap file
+  nginx-light qemu-system-x86 qemu-utils ipxe-qemu mmdebstrap file socat bc
 )
 missing=()
 for p in "${PKGS[@]}"; do

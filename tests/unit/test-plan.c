@@ -193,7 +193,7 @@ static void test_kvm_layout(void) {
         /* without wipe: refused, naming the holder */
         disks[0].wipe = false;
         CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
-        check_one_diag(&d, 3, "disk rule 'd' selects /dev/vdb, which is in use by /dev/md127; set 'wipe: true' to stop it and destroy its data");
+        check_one_diag(&d, 3, "disk rule 'd' selects /dev/vdb, which is in use by /dev/md127; set 'wipe: true' to stop it and wipe the disk");
         /* signatures only, no holder, no wipe: refused with types and offsets */
         oldp.holders = NULL;
         CHECK_INT(build(&s, &inv, &p, &d), -EPERM);

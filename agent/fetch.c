@@ -1,0 +1,551 @@
+#include "fetch.h"
+#include "log.h"
+#include "strbuf.h"
+
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <pthread.h>
+#include <strings.h>
+
+#define FETCH_PROTOCOLS "http,https,file"
+#define FETCH_REDIR_PROTOCOLS "http,https"
+#define FETCH_MAX_REDIRS 5
+
+DEFINE_CLEANUP(curl_easy_cleanup, CURL *)
+DEFINE_CLEANUP(curl_url_cleanup, CURLU *)
+DEFINE_CLEANUP(curl_slist_free_all, struct curl_slist *)
+DEFINE_CLEANUP(EVP_MD_CTX_free, EVP_MD_CTX *)
+DEFINE_CLEANUP(BIO_free_all, BIO *)
+static inline void curl_freep(char **p) { curl_free(*p); }
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_result = CURLE_FAILED_INIT;
+static void curl_init_once(void) {
+        curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+struct transfer {
+        const struct fetch_options *opts;
+        const struct fetch_sink *sink;
+        CURL *curl;
+        EVP_MD_CTX *sha;
+        bool is_file;
+        uint64_t offset;        /* bytes delivered in the current stream */
+        uint64_t total;         /* announced size of the whole stream; 0 = unknown */
+        bool first_write;       /* per attempt */
+        int64_t range_start;    /* from Content-Range of the current response; -1 = none */
+        int abort_err;          /* set by a callback that aborted the transfer */
+        unsigned restarts;
+};
+
+int fetch_check_url(const char *url) {
+        _cleanup_(curl_url_cleanupp) CURLU *u = NULL;
+        _cleanup_(curl_freep) char *scheme = NULL;
+
+        if (strempty(url))
+                return -EINVAL;
+        u = curl_url();
+        if (!u)
+                return -ENOMEM;
+        if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
+                return -EINVAL;
+        if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK)
+                return -EINVAL;
+        if (!streq(scheme, "http") && !streq(scheme, "https") && !streq(scheme, "file"))
+                return -EPROTONOSUPPORT;
+        return 0;
+}
+
+bool sha256_hex_valid(const char *s) {
+        if (!s || strlen(s) != 64)
+                return false;
+        for (size_t i = 0; i < 64; i++)
+                if (!strchr("0123456789abcdefABCDEF", s[i]))
+                        return false;
+        return true;
+}
+
+bool sha256_hex_equal(const char *a, const char *b) {
+        if (!sha256_hex_valid(a) || !sha256_hex_valid(b))
+                return false;
+        unsigned diff = 0;
+        for (size_t i = 0; i < 64; i++)
+                diff |= (unsigned) ((a[i] | 0x20) ^ (b[i] | 0x20));
+        return diff == 0;
+}
+
+static int debug_cb(CURL *c, curl_infotype type, char *data, size_t size, void *userdata) {
+        const char *tag;
+        switch (type) {
+        case CURLINFO_TEXT: tag = "*"; break;
+        case CURLINFO_HEADER_IN: tag = "<"; break;
+        case CURLINFO_HEADER_OUT: tag = ">"; break;
+        default: return 0;
+        }
+        /* One log line per line of curl's text; header blocks hold several. */
+        while (size > 0) {
+                const char *nl = memchr(data, '\n', size);
+                size_t n = nl ? (size_t) (nl - data) : size;
+                size_t len = n;
+                if (len > 0 && data[len - 1] == '\r')
+                        len--;
+                if (len > 0)
+                        log_debug("curl %s %.*s", tag, (int) (len > 512 ? 512 : len), data);
+                if (!nl)
+                        break;
+                size -= n + 1;
+                data += n + 1;
+        }
+        return 0;
+}
+
+static int add_pem_certs(X509_STORE *store, BIO *bio) {
+        int n = 0;
+        for (;;) {
+                X509 *x = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+                if (!x)
+                        break;
+                if (X509_STORE_add_cert(store, x) == 1)
+                        n++;
+                else {
+                        /* the same certificate twice is not an error */
+                        unsigned long e = ERR_peek_last_error();
+                        if (ERR_GET_REASON(e) == X509_R_CERT_ALREADY_IN_HASH_TABLE)
+                                n++;
+                }
+                X509_free(x);
+        }
+        ERR_clear_error();
+        return n;
+}
+
+/* Adds the extra CA to the store curl has already filled with the system CAs. */
+static CURLcode ssl_ctx_cb(CURL *c, void *sslctx, void *userdata) {
+        const struct fetch_options *o = userdata;
+        X509_STORE *store = SSL_CTX_get_cert_store(sslctx);
+
+        if (o->ca_file) {
+                _cleanup_(BIO_free_allp) BIO *bio = BIO_new_file(o->ca_file, "r");
+                if (!bio || add_pem_certs(store, bio) == 0) {
+                        ERR_clear_error();
+                        return CURLE_SSL_CACERT_BADFILE;
+                }
+        }
+        if (o->ca_pem) {
+                _cleanup_(BIO_free_allp) BIO *bio = BIO_new_mem_buf(o->ca_pem, -1);
+                if (!bio || add_pem_certs(store, bio) == 0) {
+                        ERR_clear_error();
+                        return CURLE_SSL_CACERT_BADFILE;
+                }
+        }
+        return CURLE_OK;
+}
+
+/* "Content-Range: bytes START-END/TOTAL" (TOTAL may be '*'). */
+static int parse_content_range(const char *v, size_t len, int64_t *ret_start) {
+        char buf[128];
+        if (len >= sizeof(buf))
+                return -EINVAL;
+        memcpy(buf, v, len);
+        buf[len] = 0;
+        char *p = buf;
+        while (*p == ' ' || *p == '\t')
+                p++;
+        if (strncasecmp(p, "bytes", 5) != 0)
+                return -EINVAL;
+        p += 5;
+        while (*p == ' ')
+                p++;
+        char *dash = strchr(p, '-');
+        if (!dash)
+                return -EINVAL;
+        *dash = 0;
+        uint64_t start;
+        if (safe_atou64(p, &start) < 0 || start > INT64_MAX)
+                return -EINVAL;
+        *ret_start = (int64_t) start;
+        return 0;
+}
+
+static size_t header_cb(char *data, size_t size, size_t nmemb, void *userdata) {
+        struct transfer *t = userdata;
+        size_t n = size * nmemb;
+        static const char cr[] = "content-range:";
+
+        if (n >= 5 && memcmp(data, "HTTP/", 5) == 0)
+                t->range_start = -1;        /* a new response (redirect, 100-continue) */
+        else if (n > strlen(cr) && strncasecmp(data, cr, strlen(cr)) == 0) {
+                size_t vlen = n - strlen(cr);
+                while (vlen > 0 && (data[strlen(cr) + vlen - 1] == '\n' || data[strlen(cr) + vlen - 1] == '\r'))
+                        vlen--;
+                int64_t start;
+                if (parse_content_range(data + strlen(cr), vlen, &start) >= 0)
+                        t->range_start = start;
+        }
+        return n;
+}
+
+static int transfer_reset_hash(struct transfer *t) {
+        if (EVP_DigestInit_ex(t->sha, EVP_sha256(), NULL) != 1)
+                return -ENOMEM;
+        return 0;
+}
+
+/* First body bytes of an attempt: decide between continue, resume and restart. */
+static int transfer_begin_body(struct transfer *t) {
+        long code = 0;
+        curl_off_t cl = -1;
+        int r;
+
+        (void) curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
+        (void) curl_easy_getinfo(t->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+
+        if (!t->is_file) {
+                if (t->offset > 0) {
+                        if (code == 206) {
+                                if (t->range_start != (int64_t) t->offset)
+                                        return -EPROTO;
+                        } else if (code == 200) {
+                                /* The server ignored Range: the body starts at 0 again. */
+                                if (!t->sink->restart)
+                                        return -ESPIPE;
+                                r = t->sink->restart(t->sink->userdata);
+                                if (r < 0)
+                                        return r;
+                                r = transfer_reset_hash(t);
+                                if (r < 0)
+                                        return r;
+                                t->offset = 0;
+                                t->restarts++;
+                        } else
+                                return -EPROTO;
+                } else if (code == 206 && t->range_start != 0)
+                        return -EPROTO;
+        }
+
+        if (cl >= 0) {
+                t->total = t->offset + (uint64_t) cl;
+                if (t->opts->max_size && t->total > t->opts->max_size)
+                        return -EFBIG;
+                if (t->sink->length)
+                        t->sink->length(t->total, t->sink->userdata);
+        }
+        return 0;
+}
+
+static size_t write_cb(char *data, size_t size, size_t nmemb, void *userdata) {
+        struct transfer *t = userdata;
+        size_t n = size * nmemb;
+        int r;
+
+        if (t->first_write) {
+                t->first_write = false;
+                r = transfer_begin_body(t);
+                if (r < 0)
+                        goto abort;
+        }
+        if (n == 0)
+                return 0;
+        if (t->opts->max_size && t->offset + n > t->opts->max_size) {
+                r = -EFBIG;
+                goto abort;
+        }
+        if (EVP_DigestUpdate(t->sha, data, n) != 1) {
+                r = -ENOMEM;
+                goto abort;
+        }
+        r = t->sink->write(data, n, t->sink->userdata);
+        if (r < 0)
+                goto abort;
+        t->offset += n;
+        return n;
+abort:
+        t->abort_err = r;
+        return CURL_WRITEFUNC_ERROR;
+}
+
+/* Map a failed attempt to -errno and whether it is worth retrying. */
+static int classify(CURLcode c, long http_code, bool *ret_retry) {
+        *ret_retry = false;
+        switch (c) {
+        case CURLE_HTTP_RETURNED_ERROR:
+                if (http_code >= 500) {
+                        *ret_retry = true;
+                        return -EIO;
+                }
+                if (http_code == 404 || http_code == 410)
+                        return -ENOENT;
+                if (http_code == 401 || http_code == 403)
+                        return -EACCES;
+                return -EPROTO;
+        case CURLE_UNSUPPORTED_PROTOCOL:
+                return -EPROTONOSUPPORT;
+        case CURLE_URL_MALFORMAT:
+                return -EINVAL;
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_RESOLVE_PROXY:
+                *ret_retry = true;
+                return -EHOSTUNREACH;
+        case CURLE_COULDNT_CONNECT:
+                *ret_retry = true;
+                return -ECONNREFUSED;
+        case CURLE_OPERATION_TIMEDOUT:
+                *ret_retry = true;
+                return -ETIMEDOUT;
+        case CURLE_PARTIAL_FILE:
+        case CURLE_RECV_ERROR:
+        case CURLE_SEND_ERROR:
+        case CURLE_GOT_NOTHING:
+        case CURLE_HTTP2:
+        case CURLE_HTTP2_STREAM:
+        case CURLE_SSL_CONNECT_ERROR:
+                *ret_retry = true;
+                return -ECONNRESET;
+        case CURLE_PEER_FAILED_VERIFICATION:
+                return -EKEYREJECTED;
+        case CURLE_SSL_CACERT_BADFILE:
+        case CURLE_SSL_CERTPROBLEM:
+                return -ENOKEY;
+        case CURLE_FILE_COULDNT_READ_FILE:
+        case CURLE_REMOTE_FILE_NOT_FOUND:
+                return -ENOENT;
+        case CURLE_FILESIZE_EXCEEDED:
+                return -EFBIG;
+        case CURLE_TOO_MANY_REDIRECTS:
+                return -ELOOP;
+        case CURLE_OUT_OF_MEMORY:
+                return -ENOMEM;
+        default:
+                return -EIO;
+        }
+}
+
+static int transfer_setup(struct transfer *t, const char *url, char *errbuf) {
+        const struct fetch_options *o = t->opts;
+        CURL *c = t->curl;
+        const char *cainfo = NULL;
+
+#define SET(opt, val) do { if (curl_easy_setopt(c, opt, val) != CURLE_OK) return -EINVAL; } while (0)
+        SET(CURLOPT_URL, url);
+        SET(CURLOPT_PROTOCOLS_STR, FETCH_PROTOCOLS);
+        SET(CURLOPT_REDIR_PROTOCOLS_STR, FETCH_REDIR_PROTOCOLS);
+        SET(CURLOPT_FOLLOWLOCATION, 1L);
+        SET(CURLOPT_MAXREDIRS, (long) FETCH_MAX_REDIRS);
+        SET(CURLOPT_FAILONERROR, 1L);
+        SET(CURLOPT_NOSIGNAL, 1L);
+        SET(CURLOPT_ERRORBUFFER, errbuf);
+        SET(CURLOPT_USERAGENT, "kiln");
+        SET(CURLOPT_CONNECTTIMEOUT, (long) (o->connect_timeout_sec ? o->connect_timeout_sec : FETCH_DEFAULT_CONNECT_TIMEOUT_SEC));
+        SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
+        SET(CURLOPT_LOW_SPEED_TIME, (long) (o->low_speed_time_sec ? o->low_speed_time_sec : FETCH_DEFAULT_LOW_SPEED_TIME_SEC));
+        SET(CURLOPT_BUFFERSIZE, 256L * 1024L);
+        /* TLS: always verified; there is no switch to turn that off. */
+        SET(CURLOPT_SSL_VERIFYPEER, 1L);
+        SET(CURLOPT_SSL_VERIFYHOST, 2L);
+        /* Without a system bundle (a minimal initramfs) curl would fail to
+         * load its default; then only the extra CA is trusted. */
+        if (curl_easy_getinfo(c, CURLINFO_CAINFO, &cainfo) == CURLE_OK && cainfo && access(cainfo, R_OK) < 0) {
+                SET(CURLOPT_CAINFO, NULL);
+                SET(CURLOPT_CAPATH, NULL);
+        }
+        if (o->ca_file || o->ca_pem) {
+                SET(CURLOPT_SSL_CTX_FUNCTION, ssl_ctx_cb);
+                SET(CURLOPT_SSL_CTX_DATA, (void *) o);
+        }
+        SET(CURLOPT_HEADERFUNCTION, header_cb);
+        SET(CURLOPT_HEADERDATA, t);
+        SET(CURLOPT_WRITEFUNCTION, write_cb);
+        SET(CURLOPT_WRITEDATA, t);
+        if (log_get_max_level() >= LOG_LEVEL_DEBUG) {
+                SET(CURLOPT_DEBUGFUNCTION, debug_cb);
+                SET(CURLOPT_VERBOSE, 1L);
+        }
+#undef SET
+        return 0;
+}
+
+static void result_error(struct fetch_result *res, const char *fmt, ...) _printf_(2, 3);
+static void result_error(struct fetch_result *res, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(res->error, sizeof(res->error), fmt, ap);
+        va_end(ap);
+}
+
+int fetch_url(const char *url, const struct fetch_options *opts, const struct fetch_sink *sink,
+              struct fetch_result *res) {
+        static const struct fetch_options defaults = {};
+        _cleanup_(curl_easy_cleanupp) CURL *curl = NULL;
+        _cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *sha = NULL;
+        struct fetch_result scratch = {}, *rr = res ? res : &scratch;
+        char errbuf[CURL_ERROR_SIZE] = "";
+        int r;
+
+        if (!opts)
+                opts = &defaults;
+        memset(rr, 0, sizeof(*rr));
+
+        r = fetch_check_url(url);
+        if (r == -EPROTONOSUPPORT) {
+                result_error(rr, "unsupported URL scheme (only http, https and file)");
+                return r;
+        }
+        if (r < 0) {
+                result_error(rr, "not a valid URL");
+                return r;
+        }
+        pthread_once(&curl_once, curl_init_once);
+        if (curl_init_result != CURLE_OK) {
+                result_error(rr, "libcurl initialisation failed");
+                return -ENOMEM;
+        }
+
+        curl = curl_easy_init();
+        sha = EVP_MD_CTX_new();
+        if (!curl || !sha)
+                return -ENOMEM;
+
+        struct transfer t = {
+                .opts = opts,
+                .sink = sink,
+                .curl = curl,
+                .sha = sha,
+                .is_file = strncasecmp(url, "file:", 5) == 0,
+                .range_start = -1,
+        };
+        r = transfer_reset_hash(&t);
+        if (r < 0)
+                return r;
+        r = transfer_setup(&t, url, errbuf);
+        if (r < 0) {
+                result_error(rr, "cannot configure libcurl");
+                return r;
+        }
+
+        struct backoff b = BACKOFF_INIT(opts->backoff_initial_ms, opts->backoff_max_ms,
+                                        opts->no_retry ? 0 : opts->max_retries ? opts->max_retries : FETCH_DEFAULT_RETRIES);
+        for (;;) {
+                char range[32];
+                bool retry;
+
+                if (t.total > 0 && t.offset == t.total)
+                        break;          /* everything arrived before the connection dropped */
+                if (t.offset > 0) {
+                        snprintf(range, sizeof(range), "%" PRIu64 "-", t.offset);
+                        (void) curl_easy_setopt(curl, CURLOPT_RANGE, range);
+                } else
+                        (void) curl_easy_setopt(curl, CURLOPT_RANGE, NULL);
+                t.first_write = true;
+                t.range_start = -1;
+                t.abort_err = 0;
+                errbuf[0] = 0;
+                rr->attempts++;
+
+                CURLcode c = curl_easy_perform(curl);
+                rr->http_code = 0;
+                (void) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &rr->http_code);
+
+                if (c == CURLE_OK && t.first_write) {
+                        /* empty body: still check what we were told */
+                        r = transfer_begin_body(&t);
+                        if (r < 0) {
+                                t.abort_err = r;
+                                c = CURLE_WRITE_ERROR;
+                        }
+                }
+                if (c == CURLE_OK) {
+                        if (t.total > 0 && t.offset != t.total) {
+                                r = -ECONNRESET;
+                                retry = true;
+                                result_error(rr, "transfer ended after %" PRIu64 " of %" PRIu64 " bytes", t.offset, t.total);
+                        } else
+                                break;
+                } else if (t.abort_err < 0) {
+                        r = t.abort_err;
+                        retry = false;
+                        if (r == -EFBIG)
+                                result_error(rr, "larger than the limit of %" PRIu64 " bytes", opts->max_size);
+                        else if (r == -EPROTO)
+                                result_error(rr, "the server answered a Range request with HTTP %ld and a wrong range", rr->http_code);
+                        else
+                                result_error(rr, "transfer aborted by the receiver: %s", strerror(-r));
+                } else {
+                        r = classify(c, rr->http_code, &retry);
+                        if (c == CURLE_HTTP_RETURNED_ERROR)
+                                result_error(rr, "HTTP %ld", rr->http_code);
+                        else
+                                result_error(rr, "%s", errbuf[0] ? errbuf : curl_easy_strerror(c));
+                }
+                if (!retry)
+                        return r;
+                if (backoff_next(&b) < 0) {
+                        size_t l = strlen(rr->error);
+                        snprintf(rr->error + l, sizeof(rr->error) - l, " (gave up after %u attempts)", rr->attempts);
+                        return r;
+                }
+        }
+
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned mdlen = 0;
+        if (EVP_DigestFinal_ex(sha, md, &mdlen) != 1 || mdlen != 32)
+                return -ENOMEM;
+        for (unsigned i = 0; i < 32; i++)
+                snprintf(rr->sha256 + 2 * i, 3, "%02x", md[i]);
+        rr->bytes = t.offset;
+        rr->restarts = t.restarts;
+        rr->error[0] = 0;
+        return 0;
+}
+
+static int buffer_write(const void *data, size_t len, void *userdata) {
+        int r = strbuf_add(userdata, data, len);
+        return r == -E2BIG ? -EFBIG : r;
+}
+
+static int buffer_restart(void *userdata) {
+        strbuf_reset(userdata);
+        return 0;
+}
+
+int fetch_to_buffer_full(const char *url, const struct fetch_options *opts, size_t max, const char *want_sha256,
+                         char **ret_buf, size_t *ret_len, struct fetch_result *res) {
+        struct fetch_options o = opts ? *opts : (struct fetch_options) {};
+        struct fetch_result scratch, *rr = res ? res : &scratch;
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        int r;
+
+        if (max == 0 || max > SIZE_MAX - 1)
+                return -EINVAL;
+        sb.max = max;
+        if (!o.max_size || o.max_size > max)
+                o.max_size = max;
+
+        struct fetch_sink sink = { .write = buffer_write, .restart = buffer_restart, .userdata = &sb };
+        r = fetch_url(url, &o, &sink, rr);
+        if (r < 0)
+                return r;
+        if (want_sha256 && !sha256_hex_equal(want_sha256, rr->sha256)) {
+                result_error(rr, "sha256 mismatch: expected %s, got %s", want_sha256, rr->sha256);
+                return -EBADMSG;
+        }
+        size_t len = sb.len;
+        char *buf = strbuf_detach(&sb);
+        if (!buf) {
+                buf = strdup("");
+                if (!buf)
+                        return -ENOMEM;
+        }
+        *ret_buf = buf;
+        if (ret_len)
+                *ret_len = len;
+        return 0;
+}
+
+int fetch_to_buffer(const char *url, const struct fetch_options *opts, size_t max, char **ret_buf, size_t *ret_len) {
+        return fetch_to_buffer_full(url, opts, max, NULL, ret_buf, ret_len, NULL);
+}

@@ -1,0 +1,82 @@
+/* HTTP(S) fetching for every stage (spec, keys, image, registration).
+ *
+ * One libcurl easy handle per transfer. Only http, https and file URLs are
+ * accepted (redirects: http and https only). TLS is always verified, against
+ * the system CAs plus an optional extra CA (kiln.ca= or the spec's ca:);
+ * there is deliberately no option to turn verification off.
+ *
+ * Faults: refused connections, timeouts, dropped connections and 5xx are
+ * retried with capped, jittered exponential backoff (backoff.h) up to
+ * max_retries; 4xx, TLS verification failures, bad URLs and size-limit
+ * violations are final. A retry after bytes were delivered resumes with an
+ * HTTP Range request from the last byte delivered; a server that answers the
+ * Range request with the whole body (200) restarts cleanly: the sink's
+ * restart() is called and the stream starts again at offset 0.
+ * sha256 is computed over the delivered bytes while streaming. */
+#pragma once
+#include "backoff.h"
+#include "util.h"
+
+#define FETCH_DEFAULT_CONNECT_TIMEOUT_SEC 15
+#define FETCH_DEFAULT_LOW_SPEED_TIME_SEC 30     /* abort (and retry) when slower than 1 byte/s that long */
+#define FETCH_DEFAULT_RETRIES 5
+
+struct fetch_options {
+        const char *ca_file;            /* extra CA bundle (PEM file); NULL = none */
+        const char *ca_pem;             /* extra CA bundle as PEM text; NULL = none */
+        unsigned connect_timeout_sec;   /* 0 = default */
+        unsigned low_speed_time_sec;    /* 0 = default */
+        unsigned max_retries;           /* retries after the first try; 0 = default, use no_retry for none */
+        bool no_retry;
+        unsigned backoff_initial_ms;    /* 0 = 500 */
+        unsigned backoff_max_ms;        /* 0 = 30000 */
+        uint64_t max_size;              /* refuse more bytes than this (-EFBIG); 0 = no limit */
+};
+
+/* Where the bytes go. write() returns 0 or -errno (aborts the transfer,
+ * final). restart() (may be NULL: then a restart fails with -ESPIPE) is
+ * called before bytes from offset 0 are delivered again. length() (may be
+ * NULL) is told the total size as soon as the server announces it. */
+struct fetch_sink {
+        int (*write)(const void *data, size_t len, void *userdata);
+        int (*restart)(void *userdata);
+        void (*length)(uint64_t total, void *userdata);
+        void *userdata;
+};
+
+struct fetch_result {
+        uint64_t bytes;                 /* bytes delivered in the final stream */
+        unsigned attempts;              /* requests made */
+        unsigned restarts;              /* times the stream restarted at 0 */
+        long http_code;                 /* last status (0 for file://) */
+        char sha256[65];                /* lower-case hex over the delivered bytes */
+        /* Only these two are also filled on failure, so the caller can say
+         * what went wrong in its one log line. */
+        char error[256];
+};
+
+/* Checks the URL's scheme: 0, -EINVAL (no valid URL), -EPROTONOSUPPORT. */
+int fetch_check_url(const char *url);
+
+/* Stream url into sink. res may be NULL; it is filled on success, and on
+ * failure only res->error, res->attempts and res->http_code are meaningful.
+ * Errors: -EPROTONOSUPPORT (scheme), -EINVAL (URL), -ENOENT (404/410 or
+ * missing file), -EACCES (401/403), -EPROTO (other 4xx, bad Range reply),
+ * -EIO (5xx after retries), -ETIMEDOUT, -ECONNREFUSED, -EHOSTUNREACH,
+ * -EKEYREJECTED (TLS peer verification failed), -EFBIG (max_size),
+ * -ECONNRESET (dropped after retries), or what sink->write returned. */
+int fetch_url(const char *url, const struct fetch_options *opts, const struct fetch_sink *sink,
+              struct fetch_result *res);
+
+/* Fetch a small document (spec, key) into a NUL-terminated buffer of at most
+ * max bytes (-EFBIG beyond). opts may be NULL (defaults). */
+int fetch_to_buffer(const char *url, const struct fetch_options *opts, size_t max, char **ret_buf, size_t *ret_len);
+/* The same, and if want_sha256 is non-NULL the content must hash to it
+ * (-EBADMSG otherwise). res as for fetch_url (may be NULL). */
+int fetch_to_buffer_full(const char *url, const struct fetch_options *opts, size_t max, const char *want_sha256,
+                         char **ret_buf, size_t *ret_len, struct fetch_result *res);
+
+/* Constant-time-ish comparison of two hex digests, case-insensitive. */
+bool sha256_hex_equal(const char *a, const char *b);
+/* Whether s is 64 hex digits. */
+bool sha256_hex_valid(const char *s);

@@ -1,0 +1,103 @@
+#!/bin/bash
+# kiln plan against recorded inventories:
+#  - every template in templates/ has its plan kept in tests/expected/NAME.plan
+#    (text, compared byte for byte) and NAME.json (compared byte for byte and
+#    checked with jq: parses, same step kinds as the text, no step touches an
+#    unselected disk);
+#  - every refusal case in tests/plan/*.yaml exits with its code and prints
+#    exactly tests/expected/CASE.err, and nothing on stdout.
+# Header lines of a case: "# inventory: NAME" (tests/inventories/NAME.json),
+# optional "# jq: FILTER" (applied to that inventory first), "# exit: N".
+# KILN_UPDATE_EXPECTED=1 rewrites the expected files instead of comparing.
+set -uo pipefail
+: "${KILN:?}" "${SRC:?}"
+command -v jq >/dev/null || { echo "jq missing"; exit 77; }
+"$KILN" plan --help >/dev/null 2>&1 || { echo "kiln plan not built in"; exit 77; }
+compgen -G "$SRC/templates/*.yaml" >/dev/null || { echo "no templates yet"; exit 77; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$SRC" || exit 1    # diagnostics name the spec as given: keep paths relative
+update=${KILN_UPDATE_EXPECTED:-0}
+fail=0 checked=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+same() {  # same EXPECTED ACTUAL WHAT
+        if [[ $update == 1 ]]; then cp "$2" "$1"; return 0; fi
+        [[ -f $1 ]] || { bad "$3: no expected file $1"; return 1; }
+        diff -u "$1" "$2" >"$tmp/diff" || { bad "$3 differs from $1:"; cat "$tmp/diff"; return 1; }
+}
+
+# --- templates ---------------------------------------------------------------
+for t in templates/*.yaml; do
+        name=$(basename "$t" .yaml)
+        inv=$(awk -v n="$name" '$1 == n { print $2 }' tests/expected/templates.map)
+        [[ -n $inv ]] || { bad "template $name has no inventory in tests/expected/templates.map"; continue; }
+        invf=tests/inventories/$inv.json
+        "$KILN" plan "$t" --inventory "$invf" >"$tmp/$name.plan" 2>"$tmp/$name.err"
+        rc=$?
+        ((rc == 0)) || { bad "kiln plan $t --inventory $invf exited $rc:"; cat "$tmp/$name.err"; continue; }
+        same "tests/expected/$name.plan" "$tmp/$name.plan" "plan of $name"
+        "$KILN" plan "$t" --inventory "$invf" --json >"$tmp/$name.json" 2>"$tmp/$name.err" \
+                || { bad "kiln plan --json $t exited $?"; cat "$tmp/$name.err"; continue; }
+        same "tests/expected/$name.json" "$tmp/$name.json" "JSON plan of $name"
+        jq -e . "$tmp/$name.json" >/dev/null || { bad "JSON plan of $name does not parse"; continue; }
+        # the JSON has the text's steps, in the same order
+        jq -r '.steps[] | "\(.n) \(.kind)"' "$tmp/$name.json" >"$tmp/kinds.json"
+        sed -nE 's/^ *([0-9]+)  ([a-z-]+) .*/\1 \2/p' "$tmp/$name.plan" >"$tmp/kinds.text"
+        cmp -s "$tmp/kinds.json" "$tmp/kinds.text" || bad "$name: JSON and text list different steps"
+        # the storage steps are all there and the plan ends with configure and finish
+        for k in mkfs mount configure finish; do
+                jq -e --arg k "$k" 'any(.steps[]; .kind == $k)' "$tmp/$name.json" >/dev/null || bad "$name: no $k step"
+        done
+        jq -e '.steps[-1].kind == "finish"' "$tmp/$name.json" >/dev/null || bad "$name: last step is not finish"
+        # no step names a disk the plan leaves untouched (nor its partitions)
+        for d in $(jq -r '.disks[] | select(.selected | not) | .path' "$tmp/$name.json"); do
+                jq -e --arg d "$d" '[.steps[] | (.device // ""), .inputs[], (.partitions // [] | .[].device), .description, (.destroys // "")
+                        | select(test("\($d)(p?[0-9]+)?\\b"))] | length == 0' "$tmp/$name.json" >/dev/null \
+                        || bad "$name: a step touches untouched disk $d"
+                grep -qE "^  $d .*: untouched\$" "$tmp/$name.plan" || bad "$name: $d not listed as untouched"
+        done
+        checked=$((checked + 1))
+done
+
+# --- the fifth disk of the QEMU rig is never touched by the KVM templates ------
+for t in templates/kvm-*.yaml; do
+        [[ -f $t ]] || continue
+        "$KILN" plan "$t" --inventory tests/inventories/qemu-4disk.json --json >"$tmp/five.json" 2>/dev/null \
+                || { bad "$t does not plan on qemu-4disk"; continue; }
+        jq -e '[.steps[] | tostring | select(test("vde"))] | length == 0' "$tmp/five.json" >/dev/null \
+                || bad "$t: a step names /dev/vde"
+        jq -e '.disks[] | select(.path == "/dev/vde") | .selected == false' "$tmp/five.json" >/dev/null \
+                || bad "$t: /dev/vde is selected"
+done
+
+# --- refusals and bad input ---------------------------------------------------
+for c in tests/plan/*.yaml; do
+        [[ -f $c ]] || continue
+        name=$(basename "$c" .yaml)
+        inv=$(sed -nE 's/^# inventory: *//p' "$c")
+        filter=$(sed -nE 's/^# jq: *//p' "$c")
+        want=$(sed -nE 's/^# exit: *//p' "$c")
+        invf=tests/inventories/$inv.json
+        if [[ -n $filter ]]; then
+                jq "$filter" "$invf" >"$tmp/$name.inv.json" || { bad "$name: jq filter failed"; continue; }
+                invf=$tmp/$name.inv.json
+        fi
+        "$KILN" plan "$c" --inventory "$invf" >"$tmp/$name.out" 2>"$tmp/$name.err"
+        rc=$?
+        [[ $rc == "$want" ]] || { bad "$name: exit $rc, expected $want:"; cat "$tmp/$name.err"; continue; }
+        [[ -s $tmp/$name.out ]] && bad "$name: printed a plan although it failed"
+        same "tests/expected/$name.err" "$tmp/$name.err" "diagnostics of $name"
+        checked=$((checked + 1))
+done
+
+# --- usage and unreadable inventory --------------------------------------------
+"$KILN" plan >/dev/null 2>&1; rc=$?
+[[ $rc == 64 ]] || bad "kiln plan without a spec exited $rc, expected 64"
+"$KILN" plan templates/single-disk.yaml --inventory "$tmp/missing.json" >/dev/null 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] || bad "missing inventory: exit $rc, expected 1"
+grep -q "failed to read the inventory of '$tmp/missing.json'" "$tmp/err" || { bad "missing inventory: wrong message"; cat "$tmp/err"; }
+
+echo "$checked plans and refusals checked"
+exit $fail

@@ -1,0 +1,324 @@
+# The QEMU rig: boots the real kiln initramfs on blank virtual disks, with
+# its host spec served by a real nginx on 127.0.0.1, and reads back what the
+# guest's kernel reports. Source it from a tests/rig/test-*.sh script:
+#
+#   . "$SRC/tests/rig/lib.sh"
+#   rig_init                            # temp dir, cleanup trap, builds the initramfs
+#   rig_disks 4 2G                      # disk0..disk3 (RIG_DISK[i]), blank sparse files
+#   rig_disk extra 2G                   # one more, by name (not selected by the spec)
+#   rig_spec specs/raid10.yaml          # serve it as the spec of RIG_MAC (with @VARS@ filled)
+#   rig_boot --pxe                      # or --direct (-kernel/-initrd: faster); waits for the guest
+#   rig_report_section mdstat           # what the guest's kernel said
+#   rig_expect_exit 0
+#
+# Assertions only look at the guest report (written by /init to the second
+# serial port, see initramfs/init), never at kiln's own log.
+#
+# Knobs (environment): RIG_MEM (MiB, 1024), RIG_SMP (2), RIG_TIMEOUT (s, 600),
+# RIG_KEEP=1 keeps the temp dir, KILN_CACHE (initramfs cache), KILN_RIG_INITRD /
+# KILN_RIG_KERNEL (use these instead of building), RIG_APPEND (more kernel args).
+#
+# Everything the rig starts (nginx, QEMU) is stopped by PID on exit, and the
+# temp dir is removed, also when a test fails.
+
+RIG_MAC=${RIG_MAC:-52:54:00:6b:69:01}
+RIG_HTTP_IP=10.0.2.100                  # the guest's view of the host's nginx
+RIG_MEM=${RIG_MEM:-1024}
+RIG_SMP=${RIG_SMP:-2}
+RIG_TIMEOUT=${RIG_TIMEOUT:-600}
+RIG_DISK=()                             # disk image files, in -drive order
+RIG_DISK_SERIAL=()                      # their virtio serials (kiln-disk0 ...)
+RIG_PIDS=()
+RIG_FAILS=0
+RIG_T0=$(date +%s.%N)
+
+rig_log() { echo "rig: $*" >&2; }
+rig_skip() { echo "rig: SKIP: $*" >&2; exit 77; }
+rig_die() { echo "rig: FAIL: $*" >&2; exit 1; }
+
+rig_cleanup() {
+  local rc=$? p
+  for p in "${RIG_PIDS[@]}"; do
+    if kill -0 "$p" 2>/dev/null; then kill "$p" 2>/dev/null; fi
+  done
+  for p in "${RIG_PIDS[@]}"; do
+    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$p" 2>/dev/null || true
+  done
+  if [[ -n ${RIG_TMP:-} && -d $RIG_TMP ]]; then
+    if ((rc != 0 && rc != 77)) && [[ -f $RIG_TMP/serial.log ]]; then
+      echo "rig: last lines of the guest console ($RIG_TMP/serial.log):" >&2
+      tail -40 "$RIG_TMP/serial.log" | sed 's/^/  | /' >&2
+    fi
+    if [[ ${RIG_KEEP:-0} == 1 ]]; then rig_log "kept $RIG_TMP"; else rm -rf "$RIG_TMP"; fi
+  fi
+  return $rc
+}
+
+# rig_init: check the tools, make the temp dir, install the trap, build (or
+# reuse) the kernel and initramfs, start nginx.
+rig_init() {
+  local t
+  [[ $(id -u) == 0 ]] || rig_skip "the rig needs root (apt-get, /var/cache/kiln)"
+  for t in qemu-system-x86_64 nginx socat zstd cpio; do
+    command -v "$t" >/dev/null || rig_skip "'$t' is missing (bash tests/deps.sh)"
+  done
+  : "${SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+  : "${KILN:=$SRC/out/build/kiln}"
+  [[ -x $KILN ]] || rig_die "no kiln binary at '$KILN'"
+  RIG_TMP=$(mktemp -d /tmp/kiln-rig.XXXXXX)
+  trap rig_cleanup EXIT
+  trap 'exit 130' INT TERM
+  mkdir -p "$RIG_TMP/www/specs" "$RIG_TMP/www/images" "$RIG_TMP/www/keys" "$RIG_TMP/www/reports" "$RIG_TMP/tftp" "$RIG_TMP/nginx"
+  rig_build_initramfs
+  rig_http_start
+}
+
+# The initramfs: built (or reused from the cache) from the kiln under test.
+# A sanitizer build cannot run in the initramfs; KILN_RIG_BINARY overrides.
+rig_build_initramfs() {
+  if [[ -n ${KILN_RIG_INITRD:-} && -n ${KILN_RIG_KERNEL:-} ]]; then
+    RIG_INITRD=$KILN_RIG_INITRD RIG_KERNEL=$KILN_RIG_KERNEL
+    return
+  fi
+  local bin=${KILN_RIG_BINARY:-$KILN} out
+  if [[ ${KILN_SANITIZE:-} == ON ]]; then rig_skip "the rig runs the normal build, not the sanitizer build"; fi
+  local t0; t0=$(date +%s.%N)
+  out=$(bash "$SRC/initramfs/build.sh" --kiln "$bin" ${RIG_EXTRA:+--extra "$RIG_EXTRA"} 2>"$RIG_TMP/initramfs.log") \
+    || { cat "$RIG_TMP/initramfs.log" >&2; rig_die "initramfs build failed"; }
+  RIG_KERNEL=$(sed -n 's/^KILN_KERNEL=//p' <<<"$out")
+  RIG_INITRD=$(sed -n 's/^KILN_INITRD=//p' <<<"$out")
+  RIG_INITRD_EXTRA=$(sed -n 's/^KILN_INITRD_EXTRA=//p' <<<"$out")
+  RIG_INITRD_SIZE=$(sed -n 's/^KILN_INITRD_SIZE=//p' <<<"$out")
+  rig_log "initramfs: $RIG_INITRD, $RIG_INITRD_SIZE bytes ($(awk "BEGIN{printf \"%.1f\", $RIG_INITRD_SIZE/1048576}") MiB), ready in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}") s"
+}
+
+# A free TCP port on 127.0.0.1 (never a fixed one: the machine is shared).
+rig_free_port() {
+  local p
+  for _ in $(seq 50); do
+    p=$((20000 + RANDOM % 40000))
+    ss -Htln "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return 0; }
+  done
+  return 1
+}
+
+# nginx on 127.0.0.1:RIG_HTTP_PORT serving $RIG_TMP/www, with WebDAV PUT
+# under /reports/ (a guest or kiln may upload there), and a guestfwd relay
+# script that connects a guest's TCP connection to it.
+rig_http_start() {
+  local try
+  for try in 1 2 3 4 5; do
+    RIG_HTTP_PORT=$(rig_free_port) || rig_die "no free port"
+    cat >"$RIG_TMP/nginx/nginx.conf" <<EOF
+daemon off;
+worker_processes 1;
+pid $RIG_TMP/nginx/nginx.pid;
+error_log $RIG_TMP/nginx/error.log warn;
+events { worker_connections 64; }
+http {
+  access_log $RIG_TMP/nginx/access.log;
+  client_body_temp_path $RIG_TMP/nginx/body;
+  proxy_temp_path $RIG_TMP/nginx/proxy;
+  fastcgi_temp_path $RIG_TMP/nginx/fastcgi;
+  uwsgi_temp_path $RIG_TMP/nginx/uwsgi;
+  scgi_temp_path $RIG_TMP/nginx/scgi;
+  default_type application/octet-stream;
+  types { text/plain yaml yml txt; }
+  sendfile on;
+  server {
+    listen 127.0.0.1:$RIG_HTTP_PORT;
+    root $RIG_TMP/www;
+    client_max_body_size 64m;
+    location /reports/ {
+      dav_methods PUT;
+      create_full_put_path on;
+    }
+  }
+}
+EOF
+    nginx -c "$RIG_TMP/nginx/nginx.conf" -e "$RIG_TMP/nginx/error.log" -p "$RIG_TMP/nginx" &
+    local pid=$!
+    RIG_PIDS+=("$pid")
+    for _ in $(seq 50); do
+      curl -fsS -o /dev/null "http://127.0.0.1:$RIG_HTTP_PORT/" 2>/dev/null && break
+      curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$RIG_HTTP_PORT/" 2>/dev/null | grep -q '^[1-5]' && break
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      RIG_NGINX_PID=$pid
+      break
+    fi
+    rig_log "nginx did not start on port $RIG_HTTP_PORT (try $try): $(tail -1 "$RIG_TMP/nginx/error.log" 2>/dev/null)"
+  done
+  [[ -n ${RIG_NGINX_PID:-} ]] || rig_die "nginx did not start"
+  # QEMU runs this once per guest connection (guestfwd ...-cmd:): it must only
+  # ever reach 127.0.0.1.
+  cat >"$RIG_TMP/relay" <<EOF
+#!/bin/sh
+exec socat - TCP:127.0.0.1:$RIG_HTTP_PORT
+EOF
+  chmod +x "$RIG_TMP/relay"
+  RIG_HTTP_URL="http://$RIG_HTTP_IP"       # how the guest reaches nginx
+  RIG_HTTP_HOST_URL="http://127.0.0.1:$RIG_HTTP_PORT"
+  rig_log "nginx on 127.0.0.1:$RIG_HTTP_PORT (pid $RIG_NGINX_PID), docroot $RIG_TMP/www"
+}
+
+# rig_disks N [SIZE]: N blank sparse disks, disk0..disk(N-1), appended to RIG_DISK.
+rig_disks() {
+  local n=$1 size=${2:-2G} i
+  for ((i = 0; i < n; i++)); do rig_disk "disk$i" "$size"; done
+}
+# rig_disk NAME [SIZE] [FILE]: one more disk (a blank sparse file, or a copy
+# of FILE), virtio serial "kiln-NAME". Prints nothing; the path is
+# $RIG_TMP/NAME.img and it is appended to RIG_DISK.
+rig_disk() {
+  local name=$1 size=${2:-2G} from=${3:-}
+  local f=$RIG_TMP/$name.img
+  if [[ -n $from ]]; then cp --sparse=always "$from" "$f"; else truncate -s "$size" "$f"; fi
+  RIG_DISK+=("$f")
+  RIG_DISK_SERIAL+=("kiln-$name")
+}
+
+# rig_spec FILE [MAC]: serve FILE as the spec of MAC (default RIG_MAC), with
+# @HTTP@ replaced by the guest's URL of nginx and @NAME@ by $RIG_VAR_NAME.
+rig_spec() {
+  local file=$1 mac=${2:-$RIG_MAC} out
+  [[ $file == /* ]] || file=$SRC/tests/rig/$file
+  [[ -r $file ]] || rig_die "no spec '$file'"
+  out=$RIG_TMP/www/specs/$mac.yaml
+  rig_subst <"$file" >"$out"
+  RIG_SPEC=$out
+}
+rig_subst() {
+  local line v name
+  sed "s|@HTTP@|$RIG_HTTP_URL|g" | while IFS= read -r line; do
+    while [[ $line =~ @([A-Z0-9_]+)@ ]]; do
+      name=${BASH_REMATCH[1]}; v=RIG_VAR_$name
+      [[ -n ${!v+x} ]] || rig_die "spec uses @$name@ but RIG_VAR_$name is not set"
+      line=${line//@$name@/${!v}}
+    done
+    printf '%s\n' "$line"
+  done
+}
+
+# rig_sha256 FILE...: hashes, one line each
+rig_sha256() { sha256sum "$@" | awk '{print $1}'; }
+
+# rig_boot [--pxe|--direct] [--append ARGS] [--no-report]: boot the guest with
+# RIG_DISK, wait until it powers off (or RIG_TIMEOUT), then parse the report.
+# --pxe:    QEMU's iPXE → DHCP → TFTP boot.ipxe (from kickstart/) → kernel+initrd
+# --direct: -kernel/-initrd/-append (no PXE; a few seconds faster)
+# Sets RIG_REPORT (file), RIG_SERIAL (console log), RIG_BOOT_SECONDS,
+# RIG_INIT_SECONDS (guest uptime when /init started). Returns 0 when the guest
+# stopped by itself, 1 on timeout.
+rig_boot() {
+  local mode=direct extra_append= i
+  while (($#)); do
+    case $1 in
+      --pxe) mode=pxe; shift ;;
+      --direct) mode=direct; shift ;;
+      --append) extra_append+=" $2"; shift 2 ;;
+      *) rig_die "rig_boot: unknown option '$1'" ;;
+    esac
+  done
+  RIG_BOOT_N=$((${RIG_BOOT_N:-0} + 1))
+  RIG_SERIAL=$RIG_TMP/serial-$RIG_BOOT_N.log
+  RIG_REPORT=$RIG_TMP/report-$RIG_BOOT_N.txt
+  : >"$RIG_SERIAL"; : >"$RIG_REPORT"
+  ln -sf "$RIG_SERIAL" "$RIG_TMP/serial.log"
+  local initrd=$RIG_INITRD
+  if [[ -n ${RIG_INITRD_EXTRA:-} ]]; then
+    initrd=$RIG_TMP/initrd-combined.img
+    cat "$RIG_INITRD" "$RIG_INITRD_EXTRA" >"$initrd"
+  fi
+  local spec_url="$RIG_HTTP_URL/specs/\${mac}.yaml"
+  local append="console=ttyS0,115200n8 loglevel=4 panic=-1 kiln.report=/dev/ttyS1 ${RIG_APPEND:-}$extra_append"
+  local net="user,id=n0,restrict=on,guestfwd=tcp:$RIG_HTTP_IP:80-cmd:$RIG_TMP/relay"
+  local args=(-accel tcg,thread=multi -cpu max -m "$RIG_MEM" -smp "$RIG_SMP"
+    -display none -monitor none -parallel none -no-reboot -nodefaults
+    -serial "file:$RIG_SERIAL" -serial "file:$RIG_REPORT")
+  if [[ $mode == pxe ]]; then
+    cp "$RIG_KERNEL" "$RIG_TMP/tftp/vmlinuz"
+    cp "$initrd" "$RIG_TMP/tftp/initrd.img"
+    # the operator's iPXE script, pointed at the rig's TFTP and nginx
+    sed -e "s|^set kiln-base .*|set kiln-base tftp://10.0.2.2|" \
+        -e "s|^set kiln-specs .*|set kiln-specs $RIG_HTTP_URL/specs|" \
+        -e "s|^set kiln-args .*|set kiln-args $append|" \
+        "$SRC/kickstart/boot.ipxe" >"$RIG_TMP/tftp/boot.ipxe"
+    net+=",tftp=$RIG_TMP/tftp,bootfile=boot.ipxe"
+    args+=(-boot n)
+  else
+    args+=(-kernel "$RIG_KERNEL" -initrd "$initrd" -append "$append kiln.spec=$spec_url")
+  fi
+  args+=(-netdev "$net" -device "virtio-net-pci,netdev=n0,mac=$RIG_MAC")
+  for i in "${!RIG_DISK[@]}"; do
+    args+=(-drive "file=${RIG_DISK[$i]},if=none,id=d$i,format=raw,cache=unsafe,discard=unmap"
+           -device "virtio-blk-pci,drive=d$i,serial=${RIG_DISK_SERIAL[$i]}")
+  done
+  printf '%q ' qemu-system-x86_64 "${args[@]}" >"$RIG_TMP/qemu-$RIG_BOOT_N.cmd"
+  rig_log "boot $RIG_BOOT_N ($mode, ${#RIG_DISK[@]} disks, ${RIG_MEM} MiB): console $RIG_SERIAL"
+  local t0; t0=$(date +%s.%N)
+  qemu-system-x86_64 "${args[@]}" 2>"$RIG_TMP/qemu-$RIG_BOOT_N.err" &
+  local qpid=$! timed_out=0
+  RIG_PIDS+=("$qpid")
+  local deadline=$(( $(date +%s) + RIG_TIMEOUT ))
+  while kill -0 "$qpid" 2>/dev/null; do
+    if (( $(date +%s) > deadline )); then
+      rig_log "the guest did not stop within ${RIG_TIMEOUT}s: stopping QEMU (pid $qpid)"
+      kill "$qpid" 2>/dev/null; timed_out=1
+      break
+    fi
+    sleep 0.5
+  done
+  wait "$qpid" 2>/dev/null || true
+  RIG_BOOT_SECONDS=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")
+  RIG_INIT_SECONDS=$(sed -n 's/.*kiln-init: started at \([0-9.]*\) s.*/\1/p' "$RIG_SERIAL" | head -1)
+  rig_log "boot $RIG_BOOT_N: guest stopped after $RIG_BOOT_SECONDS s (/init at ${RIG_INIT_SECONDS:-?} s guest uptime), report $(wc -c <"$RIG_REPORT") bytes"
+  [[ -s $RIG_TMP/qemu-$RIG_BOOT_N.err ]] && sed 's/^/rig: qemu: /' "$RIG_TMP/qemu-$RIG_BOOT_N.err" >&2
+  # the report is complete only with its end marker
+  tr -d '\r' <"$RIG_REPORT" >"$RIG_REPORT.tmp" && mv "$RIG_REPORT.tmp" "$RIG_REPORT"
+  ((timed_out == 0)) || return 1
+  grep -q '^=== kiln-report end' "$RIG_REPORT" || { rig_log "the guest sent no complete report"; return 1; }
+  return 0
+}
+
+# rig_report_section NAME: the lines of one section of the last report
+# ("--- NAME" up to the next "---"/"==="). NAME may be a prefix match such as
+# "mdadm-detail" (all matching sections are printed).
+rig_report_section() {
+  awk -v want="$1" '
+    /^=== kiln-report end/ { on = 0; next }
+    /^--- / { on = (substr($0, 5) == want || index(substr($0, 5), want " ") == 1); next }
+    on { print }' "$RIG_REPORT"
+}
+rig_report_sections() { sed -n 's/^--- //p' "$RIG_REPORT"; }
+rig_exit_code() { rig_report_section exit | head -1; }
+
+# --- assertions (they count failures; rig_done decides) ---------------------
+rig_ok() { echo "ok - $*"; }
+rig_not_ok() { echo "not ok - $*"; RIG_FAILS=$((RIG_FAILS + 1)); }
+rig_check() {  # rig_check DESCRIPTION COMMAND...
+  local d=$1; shift
+  if "$@"; then rig_ok "$d"; else rig_not_ok "$d"; fi
+}
+# rig_expect_section NAME REGEX [DESCRIPTION]: a line of the section matches (grep -E)
+rig_expect_section() {
+  local sec=$1 re=$2 d=${3:-"$1 matches /$2/"}
+  if rig_report_section "$sec" | grep -Eq -- "$re"; then rig_ok "$d"
+  else
+    rig_not_ok "$d"
+    echo "# section '$sec' of the report:" ; rig_report_section "$sec" | head -40 | sed 's/^/#   /'
+  fi
+}
+rig_expect_exit() {
+  local want=$1 got; got=$(rig_exit_code)
+  if [[ $got == "$want" ]]; then rig_ok "kiln exit code $want"
+  else rig_not_ok "kiln exit code is '$got', expected $want"; fi
+}
+rig_done() {
+  rig_log "whole run: $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $RIG_T0}") s"
+  if ((RIG_FAILS)); then rig_log "$RIG_FAILS check(s) failed"; exit 1; fi
+  exit 0
+}

@@ -1,0 +1,109 @@
+/* Backoff arithmetic and the pure parts of fetch (URL schemes, digests),
+ * plus fetch_to_buffer over file:// (no network needed). */
+#include "backoff.h"
+#include "fetch.h"
+#include "tap.h"
+
+#include <fcntl.h>
+
+static void test_backoff(void) {
+        struct backoff b = BACKOFF_INIT(100, 1000, 3);
+        for (int round = 0; round < 200; round++) {
+                unsigned d0 = backoff_delay_ms(&b, 0), d1 = backoff_delay_ms(&b, 1);
+                unsigned d3 = backoff_delay_ms(&b, 3), d9 = backoff_delay_ms(&b, 9);
+                unsigned d40 = backoff_delay_ms(&b, 40);
+                CHECK(d0 >= 50 && d0 <= 100);
+                CHECK(d1 >= 100 && d1 <= 200);
+                CHECK(d3 >= 400 && d3 <= 800);
+                CHECK(d9 >= 500 && d9 <= 1000);        /* capped */
+                CHECK(d40 >= 500 && d40 <= 1000);      /* no overflow */
+        }
+        /* jitter: not every delay is the same */
+        unsigned first = backoff_delay_ms(&b, 5), differ = 0;
+        for (int i = 0; i < 50; i++)
+                differ += backoff_delay_ms(&b, 5) != first;
+        CHECK(differ > 0);
+
+        struct backoff q = BACKOFF_INIT(1, 2, 2);
+        CHECK_INT(backoff_next(&q), 0);
+        CHECK_INT(backoff_next(&q), 0);
+        CHECK_INT(backoff_next(&q), -ETIMEDOUT);
+        CHECK_INT(q.attempt, 2);
+        struct backoff none = BACKOFF_INIT(1, 2, 0);
+        CHECK_INT(backoff_next(&none), -ETIMEDOUT);
+}
+
+static void test_urls(void) {
+        CHECK_INT(fetch_check_url("http://127.0.0.1:8080/x"), 0);
+        CHECK_INT(fetch_check_url("https://example.invalid/x"), 0);
+        CHECK_INT(fetch_check_url("file:///tmp/x"), 0);
+        CHECK_INT(fetch_check_url("ftp://127.0.0.1/x"), -EPROTONOSUPPORT);
+        CHECK_INT(fetch_check_url("gopher://127.0.0.1/x"), -EPROTONOSUPPORT);
+        CHECK_INT(fetch_check_url("scp://127.0.0.1/x"), -EPROTONOSUPPORT);
+        CHECK_INT(fetch_check_url(""), -EINVAL);
+        CHECK_INT(fetch_check_url(NULL), -EINVAL);
+
+        char *buf = NULL;
+        size_t len = 0;
+        struct fetch_result res;
+        CHECK_INT(fetch_to_buffer_full("ftp://127.0.0.1/x", NULL, 100, NULL, &buf, &len, &res), -EPROTONOSUPPORT);
+        CHECK(buf == NULL);
+        CHECK(strstr(res.error, "unsupported URL scheme") != NULL);
+}
+
+static void test_digests(void) {
+        const char *a = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        CHECK(sha256_hex_valid(a));
+        CHECK(!sha256_hex_valid("e3b0"));
+        CHECK(!sha256_hex_valid("g3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+        CHECK(sha256_hex_equal(a, "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855"));
+        CHECK(!sha256_hex_equal(a, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b856"));
+        CHECK(!sha256_hex_equal(a, NULL));
+}
+
+static void test_file_buffer(void) {
+        char path[] = "/tmp/kiln-test-fetch.XXXXXX";
+        int fd = mkostemp(path, O_CLOEXEC);
+        CHECK(fd >= 0);
+        CHECK_INT(write(fd, "hello\n", 6), 6);
+        close(fd);
+        char url[128];
+        snprintf(url, sizeof(url), "file://%s", path);
+
+        char *buf = NULL;
+        size_t len = 0;
+        struct fetch_result res;
+        CHECK_INT(fetch_to_buffer(url, NULL, 100, &buf, &len), 0);
+        CHECK_STR(buf, "hello\n");
+        CHECK_INT(len, 6);
+        free(buf);
+        buf = NULL;
+
+        /* the sha256 of "hello\n" */
+        CHECK_INT(fetch_to_buffer_full(url, NULL, 100, "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03",
+                                       &buf, &len, &res), 0);
+        CHECK_STR(res.sha256, "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
+        free(buf);
+        buf = NULL;
+        CHECK_INT(fetch_to_buffer_full(url, NULL, 100, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+                                       &buf, &len, &res), -EBADMSG);
+        CHECK(buf == NULL);
+        CHECK_INT(fetch_to_buffer(url, NULL, 5, &buf, &len), -EFBIG);
+        CHECK(buf == NULL);
+        CHECK_INT(fetch_to_buffer(url, NULL, 6, &buf, &len), 0);
+        free(buf);
+        buf = NULL;
+
+        unlink(path);
+        struct fetch_options o = { .no_retry = true };
+        CHECK_INT(fetch_to_buffer_full(url, &o, 100, NULL, &buf, &len, &res), -ENOENT);
+        CHECK_INT(res.attempts, 1);
+}
+
+int main(void) {
+        test_backoff();
+        test_urls();
+        test_digests();
+        test_file_buffer();
+        return TEST_DONE();
+}
