@@ -38,6 +38,8 @@ struct inv_disk {
         struct inv_signature *sigs; size_t n_sigs;   /* on the whole disk */
         char **holders;         /* NULL-terminated */
         char *mountpoint;       /* whole disk mounted */
+        bool unreadable;        /* the disk or a partition could not be opened or probed
+                                 * (EPERM, EIO ...): signatures unknown, so treat it as in use */
 };
 
 struct inv_nic {
@@ -65,6 +67,17 @@ int inventory_load_json(const char *path, struct inventory **ret);
 /* --sysroot may name a saved JSON file or a recorded tree; this picks. */
 int inventory_load(const char *sysroot_or_json, struct inventory **ret);
 
+/* The same, and on failure *reterr (if not NULL) says where: the device or
+ * file that could not be read, or "disks[1].size: expected an unsigned
+ * integer" for a bad JSON file. Free it. Probing skips loop devices unless
+ * KILN_INVENTORY_INCLUDE_LOOP=1, and never lists ram, zram, dm or md devices
+ * as disks (they show up as holders). */
+int inventory_probe_full(const char *sysroot, struct inventory **ret, char **reterr);
+int inventory_load_json_full(const char *path, struct inventory **ret, char **reterr);
+int inventory_from_json_string(const char *text, size_t len, struct inventory **ret, char **reterr);
+int inventory_load_full(const char *sysroot_or_json, struct inventory **ret, char **reterr);
+
+/* JSON: the shape of the files in tests/inventories/; load(to_json(x)) gives x back. */
 int inventory_to_json(const struct inventory *inv, struct strbuf *out);
 int inventory_to_text(const struct inventory *inv, struct strbuf *out);
 
@@ -74,6 +87,6 @@ DEFINE_CLEANUP(inventory_free, struct inventory *)
 
 /* The MAC of the boot NIC (first NIC that is up with a MAC, else first with a MAC). */
 const char *inventory_primary_mac(const struct inventory *inv);
-/* True if the disk or any partition has a signature, holder or mount. */
+/* True if the disk or any partition has a signature, holder or mount, or could not be read. */
 bool inv_disk_in_use(const struct inv_disk *d);
 bool inv_disk_has_signatures(const struct inv_disk *d);

@@ -24,7 +24,7 @@ static const struct command {
 } commands[] = {
         // { "validate", cmd_validate, "check host specs; every error as file:line:col" },
 
-        // { "inventory", cmd_inventory, "show this machine's disks, NICs, CPU and memory" },
+        { "inventory", cmd_inventory, "show this machine's disks, NICs, CPU and memory" },
 
         // { "plan", cmd_plan, "show the steps apply would run, and what each destroys" },
 

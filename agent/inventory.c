@@ -1,0 +1,1553 @@
+/* The machine inventory: what disks (and the signatures on them), NICs, CPU
+ * and memory this machine has. Probing only reads: sysfs attributes,
+ * /proc, /dev/disk/by-id links, and libblkid's low-level probe (read-only
+ * open). The same code reads a recorded tree (--sysroot DIR), and the JSON
+ * form written here is read back by inventory_load_json(). */
+#include "inventory.h"
+#include "paths.h"
+#include "sigprobe.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <ifaddrs.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
+#include <sys/stat.h>
+
+#define INVENTORY_JSON_MAX (16u * 1024 * 1024)
+#define INVENTORY_MAX_DISKS 4096
+#define INVENTORY_MAX_PARTS 256
+#define INVENTORY_MAX_NICS 1024
+
+/* ---------- freeing ---------- */
+
+static void sigs_free(struct inv_signature *s, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(s[i].type);
+                free(s[i].usage);
+                free(s[i].uuid);
+                free(s[i].label);
+        }
+        free(s);
+}
+
+static void part_done(struct inv_partition *p) {
+        free(p->name);
+        free(p->path);
+        sigs_free(p->sigs, p->n_sigs);
+        strv_free(p->holders);
+        free(p->mountpoint);
+}
+
+static void disk_done(struct inv_disk *d) {
+        free(d->name);
+        free(d->path);
+        strv_free(d->by_id);
+        free(d->model);
+        free(d->vendor);
+        free(d->serial);
+        free(d->wwn);
+        free(d->transport);
+        for (size_t i = 0; i < d->n_parts; i++)
+                part_done(&d->parts[i]);
+        free(d->parts);
+        sigs_free(d->sigs, d->n_sigs);
+        strv_free(d->holders);
+        free(d->mountpoint);
+}
+
+static void nic_done(struct inv_nic *n) {
+        free(n->name);
+        free(n->mac);
+        strv_free(n->ipv4);
+}
+
+struct inventory *inventory_free(struct inventory *inv) {
+        if (!inv)
+                return NULL;
+        free(inv->hostname);
+        free(inv->machine_uuid);
+        free(inv->serial);
+        free(inv->cpu_model);
+        for (size_t i = 0; i < inv->n_disks; i++)
+                disk_done(&inv->disks[i]);
+        free(inv->disks);
+        for (size_t i = 0; i < inv->n_nics; i++)
+                nic_done(&inv->nics[i]);
+        free(inv->nics);
+        free(inv);
+        return NULL;
+}
+
+/* ---------- small queries ---------- */
+
+const char *inventory_primary_mac(const struct inventory *inv) {
+        for (size_t i = 0; i < inv->n_nics; i++)
+                if (inv->nics[i].up && !strempty(inv->nics[i].mac))
+                        return inv->nics[i].mac;
+        for (size_t i = 0; i < inv->n_nics; i++)
+                if (!strempty(inv->nics[i].mac))
+                        return inv->nics[i].mac;
+        return NULL;
+}
+
+bool inv_disk_has_signatures(const struct inv_disk *d) {
+        if (d->n_sigs > 0)
+                return true;
+        for (size_t i = 0; i < d->n_parts; i++)
+                if (d->parts[i].n_sigs > 0)
+                        return true;
+        return false;
+}
+
+bool inv_disk_in_use(const struct inv_disk *d) {
+        if (d->unreadable || inv_disk_has_signatures(d) || strv_length(d->holders) > 0 || d->mountpoint)
+                return true;
+        for (size_t i = 0; i < d->n_parts; i++)
+                if (strv_length(d->parts[i].holders) > 0 || d->parts[i].mountpoint)
+                        return true;
+        return false;
+}
+
+/* ---------- probing helpers ---------- */
+
+struct probe_ctx {
+        const char *sysfs, *devfs, *procfs;
+        const char *devname_prefix;     /* what paths in the result start with: /dev */
+        bool live;
+        bool include_loop;
+        struct mount_entry { unsigned major, minor; char *where; } *mounts;
+        size_t n_mounts;
+        char **reterr;                  /* the subject of a failure, for the caller's message */
+};
+
+static void probe_ctx_done(struct probe_ctx *c) {
+        for (size_t i = 0; i < c->n_mounts; i++)
+                free(c->mounts[i].where);
+        free(c->mounts);
+}
+
+static void set_err(struct probe_ctx *c, const char *subject) {
+        if (c->reterr && !*c->reterr)
+                *c->reterr = strdup(subject);
+}
+
+/* Read an attribute; a missing one (or one the kernel refuses to show,
+ * such as product_serial to non-root) is NULL, not an error. Empty text is NULL. */
+static int read_attr(const char *dir, const char *name, char **ret) {
+        _cleanup_free_ char *p = NULL;
+        if (asprintf(&p, "%s/%s", dir, name) < 0)
+                return -ENOMEM;
+        char *v = NULL;
+        int r = read_one_line(p, &v);
+        if (r == -ENOENT || r == -ENODEV || r == -EACCES || r == -EPERM || r == -ENXIO || r == -EINVAL || r == -EIO) {
+                *ret = NULL;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        /* sysfs pads model/vendor with spaces at both ends */
+        size_t lead = strspn(v, " \t");
+        if (lead)
+                memmove(v, v + lead, strlen(v + lead) + 1);
+        if (!*v) {
+                free(v);
+                v = NULL;
+        }
+        *ret = v;
+        return 0;
+}
+
+static int read_attr_u64(const char *dir, const char *name, uint64_t *ret, bool *found) {
+        _cleanup_free_ char *v = NULL;
+        int r = read_attr(dir, name, &v);
+        if (r < 0)
+                return r;
+        if (!v) {
+                *found = false;
+                return 0;
+        }
+        r = safe_atou64(v, ret);
+        if (r < 0)
+                return r;
+        *found = true;
+        return 0;
+}
+
+static int read_attr_bool(const char *dir, const char *name, bool *ret) {
+        uint64_t v = 0;
+        bool found = false;
+        int r = read_attr_u64(dir, name, &v, &found);
+        if (r < 0)
+                return r;
+        *ret = found && v != 0;
+        return 0;
+}
+
+static int parse_majmin(const char *s, unsigned *ret_major, unsigned *ret_minor) {
+        const char *colon = strchr(s, ':');
+        if (!colon || colon - s > 15)
+                return -EINVAL;
+        char a[16];
+        memcpy(a, s, (size_t) (colon - s));
+        a[colon - s] = 0;
+        unsigned ma, mi;
+        int r = safe_atou(a, &ma);
+        if (r < 0)
+                return r;
+        r = safe_atou(colon + 1, &mi);
+        if (r < 0)
+                return r;
+        *ret_major = ma;
+        *ret_minor = mi;
+        return 0;
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo */
+static char *unescape_mount(const char *s, size_t n) {
+        char *o = malloc(n + 1);
+        if (!o)
+                return NULL;
+        size_t j = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] == '\\' && i + 3 < n &&
+                    s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
+                    s[i + 3] >= '0' && s[i + 3] <= '7') {
+                        o[j++] = (char) ((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+                        i += 3;
+                } else
+                        o[j++] = s[i];
+        }
+        o[j] = 0;
+        return o;
+}
+
+static int load_mounts(struct probe_ctx *c) {
+        _cleanup_free_ char *p = NULL, *buf = NULL;
+        if (asprintf(&p, "%s/self/mountinfo", c->procfs) < 0)
+                return -ENOMEM;
+        int r = read_full_file(p, 16u * 1024 * 1024, &buf, NULL);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0) {
+                set_err(c, p);
+                return r;
+        }
+        for (char *line = buf; line && *line;) {
+                char *nl = strchr(line, '\n');
+                if (nl)
+                        *nl = 0;
+                /* id parent major:minor root mountpoint ... */
+                const char *f[5];
+                size_t fl[5];
+                size_t nf = 0;
+                const char *q = line;
+                while (nf < 5 && *q) {
+                        while (*q == ' ')
+                                q++;
+                        if (!*q)
+                                break;
+                        const char *e = strchr(q, ' ');
+                        size_t l = e ? (size_t) (e - q) : strlen(q);
+                        f[nf] = q;
+                        fl[nf] = l;
+                        nf++;
+                        q += l;
+                }
+                if (nf == 5 && fl[2] < 32) {
+                        char mm[32];
+                        memcpy(mm, f[2], fl[2]);
+                        mm[fl[2]] = 0;
+                        unsigned ma, mi;
+                        if (parse_majmin(mm, &ma, &mi) >= 0 && ma != 0) {
+                                struct mount_entry *nm = realloc(c->mounts, (c->n_mounts + 1) * sizeof *nm);
+                                if (!nm)
+                                        return -ENOMEM;
+                                c->mounts = nm;
+                                char *w = unescape_mount(f[4], fl[4]);
+                                if (!w)
+                                        return -ENOMEM;
+                                c->mounts[c->n_mounts++] = (struct mount_entry) { ma, mi, w };
+                        }
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+        return 0;
+}
+
+/* The first mount of the device whose sysfs directory is dir. */
+static int find_mountpoint(struct probe_ctx *c, const char *dir, char **ret) {
+        _cleanup_free_ char *dev = NULL;
+        int r = read_attr(dir, "dev", &dev);
+        if (r < 0)
+                return r;
+        *ret = NULL;
+        unsigned ma, mi;
+        if (!dev || parse_majmin(dev, &ma, &mi) < 0)
+                return 0;
+        for (size_t i = 0; i < c->n_mounts; i++)
+                if (c->mounts[i].major == ma && c->mounts[i].minor == mi) {
+                        *ret = strdup(c->mounts[i].where);
+                        return *ret ? 0 : -ENOMEM;
+                }
+        return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* Names in a directory, sorted; a missing directory is an empty list (NULL). */
+static int list_dir(const char *path, bool (*want)(const struct dirent *de, void *u), void *u, char ***ret) {
+        DIR *d = opendir(path);
+        if (!d) {
+                if (errno == ENOENT || errno == ENOTDIR) {
+                        *ret = NULL;
+                        return 0;
+                }
+                return -errno;
+        }
+        _cleanup_strv_free_ char **v = NULL;
+        size_t n = 0;
+        int r = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                if (want && !want(de, u))
+                        continue;
+                if (++n > 65536) {
+                        r = -E2BIG;
+                        break;
+                }
+                char *s = strdup(de->d_name);
+                if (!s || strv_push(&v, s) < 0) {
+                        free(s);
+                        r = -ENOMEM;
+                        break;
+                }
+        }
+        closedir(d);
+        if (r < 0)
+                return r;
+        if (v)
+                qsort(v, strv_length(v), sizeof(char *), cmp_str);
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
+static int read_holders(const char *dir, char ***ret) {
+        _cleanup_free_ char *p = NULL;
+        if (asprintf(&p, "%s/holders", dir) < 0)
+                return -ENOMEM;
+        return list_dir(p, NULL, NULL, ret);
+}
+
+/* The link text of /sys/block/NAME (or its device link), which names the bus path. */
+static char *sysfs_link(const char *path) {
+        char buf[4096];
+        ssize_t k = readlink(path, buf, sizeof buf - 1);
+        if (k < 0)
+                return NULL;
+        buf[k] = 0;
+        return strdup(buf);
+}
+
+static const char *transport_from_path(const char *p) {
+        if (!p)
+                return "unknown";
+        if (strstr(p, "/nvme"))
+                return "nvme";
+        if (strstr(p, "/usb"))
+                return "usb";
+        if (strstr(p, "/ata"))
+                return "sata";
+        if (strstr(p, "/end_device-") || strstr(p, "/sas_"))
+                return "sas";
+        if (strstr(p, "/host") && strstr(p, "/target"))
+                return "scsi";
+        if (strstr(p, "/virtio"))
+                return "virtio";
+        if (strstr(p, "/mmc"))
+                return "mmc";
+        if (strstr(p, "/virtual/"))
+                return "virtual";
+        return "unknown";
+}
+
+/* SCSI unit serial number page (0x80): 4 byte header, then ASCII. */
+static int serial_from_vpd80(const char *devdir, char **ret) {
+        _cleanup_free_ char *p = NULL, *buf = NULL;
+        size_t len = 0;
+        *ret = NULL;
+        if (asprintf(&p, "%s/vpd_pg80", devdir) < 0)
+                return -ENOMEM;
+        int r = read_full_file(p, 4096, &buf, &len);
+        if (r < 0)
+                return 0;
+        if (len < 4 || (unsigned char) buf[1] != 0x80)
+                return 0;
+        size_t n = ((size_t) (unsigned char) buf[2] << 8) | (unsigned char) buf[3];
+        if (n > len - 4)
+                n = len - 4;
+        const char *s = buf + 4;
+        while (n > 0 && (*s == ' ' || *s == 0)) {
+                s++;
+                n--;
+        }
+        while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == 0))
+                n--;
+        if (n == 0)
+                return 0;
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char) s[i] < 0x20 || (unsigned char) s[i] > 0x7e)
+                        return 0;
+        *ret = strndup(s, n);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* naa.5000c500a1b2c3d4 → 0x5000c500a1b2c3d4 (the form udev and lsblk show) */
+static int normalize_wwn(char **w) {
+        if (*w && strncmp(*w, "naa.", 4) == 0) {
+                char *n = NULL;
+                if (asprintf(&n, "0x%s", *w + 4) < 0)
+                        return -ENOMEM;
+                free(*w);
+                *w = n;
+        }
+        return 0;
+}
+
+static int dev_paths(struct probe_ctx *c, const char *name, char **ret_open, char **ret_shown) {
+        /* cciss!c0d0 is /dev/cciss/c0d0 */
+        _cleanup_free_ char *n = strdup(name);
+        if (!n)
+                return -ENOMEM;
+        for (char *q = n; *q; q++)
+                if (*q == '!')
+                        *q = '/';
+        _cleanup_free_ char *o = NULL, *s = NULL;
+        if (asprintf(&o, "%s/%s", c->devfs, n) < 0 || asprintf(&s, "%s/%s", c->devname_prefix, n) < 0)
+                return -ENOMEM;
+        *ret_open = TAKE_PTR(o);
+        *ret_shown = TAKE_PTR(s);
+        return 0;
+}
+
+/* A device node that is not there (a recorded tree without images) has no
+ * signatures; one that cannot be read marks the disk unreadable. */
+static int probe_sigs_at(struct probe_ctx *c, const char *devpath, struct inv_signature **ret, size_t *ret_n,
+                         bool *unreadable) {
+        int r = sigprobe_device(devpath, ret, ret_n);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                *ret = NULL;
+                *ret_n = 0;
+                if (r != -ENOENT && r != -ENOMEDIUM && r != -ENXIO)
+                        *unreadable = true;
+        }
+        return 0;
+}
+
+static bool want_part(const struct dirent *de, void *u) {
+        const char *dir = u;
+        _cleanup_free_ char *p = NULL;
+        if (asprintf(&p, "%s/%s/partition", dir, de->d_name) < 0)
+                return false;
+        return access(p, F_OK) == 0;
+}
+
+static int cmp_part(const void *a, const void *b) {
+        const struct inv_partition *x = a, *y = b;
+        if (x->number != y->number)
+                return x->number < y->number ? -1 : 1;
+        return strcmp(x->name, y->name);
+}
+
+static int probe_partition(struct probe_ctx *c, const char *diskdir, const char *name, struct inv_partition *p,
+                           bool *unreadable) {
+        _cleanup_free_ char *dir = NULL, *open_path = NULL;
+        if (asprintf(&dir, "%s/%s", diskdir, name) < 0)
+                return -ENOMEM;
+        p->name = strdup(name);
+        if (!p->name)
+                return -ENOMEM;
+        int r = dev_paths(c, name, &open_path, &p->path);
+        if (r < 0)
+                return r;
+        uint64_t v;
+        bool found;
+        r = read_attr_u64(dir, "partition", &v, &found);
+        if (r < 0 || !found || v > UINT32_MAX) {
+                set_err(c, dir);
+                return r < 0 ? r : -EINVAL;
+        }
+        p->number = (unsigned) v;
+        r = read_attr_u64(dir, "start", &v, &found);
+        if (r < 0 || !found || v > UINT64_MAX / 512) {
+                set_err(c, dir);
+                return r < 0 ? r : -EINVAL;
+        }
+        p->start = v * 512;
+        r = read_attr_u64(dir, "size", &v, &found);
+        if (r < 0 || !found || v > UINT64_MAX / 512) {
+                set_err(c, dir);
+                return r < 0 ? r : -EINVAL;
+        }
+        p->size = v * 512;
+        r = read_holders(dir, &p->holders);
+        if (r < 0)
+                return r;
+        r = find_mountpoint(c, dir, &p->mountpoint);
+        if (r < 0)
+                return r;
+        return probe_sigs_at(c, open_path, &p->sigs, &p->n_sigs, unreadable);
+}
+
+static bool is_candidate_name(const char *n, bool include_loop) {
+        static const char *skip[] = { "ram", "zram", "dm-", "md", "sr", "fd", "nbd", "zd", "mtdblock" };
+        if (strncmp(n, "loop", 4) == 0)
+                return include_loop;
+        for (size_t i = 0; i < ELEMENTSOF(skip); i++)
+                if (strncmp(n, skip[i], strlen(skip[i])) == 0)
+                        return false;
+        return true;
+}
+
+static int probe_by_id(struct probe_ctx *c, struct inventory *inv) {
+        _cleanup_free_ char *dir = NULL;
+        if (asprintf(&dir, "%s/disk/by-id", c->devfs) < 0)
+                return -ENOMEM;
+        _cleanup_strv_free_ char **names = NULL;
+        int r = list_dir(dir, NULL, NULL, &names);
+        if (r < 0) {
+                set_err(c, dir);
+                return r;
+        }
+        for (size_t i = 0; names && names[i]; i++) {
+                _cleanup_free_ char *p = NULL;
+                if (asprintf(&p, "%s/%s", dir, names[i]) < 0)
+                        return -ENOMEM;
+                _cleanup_free_ char *target = sysfs_link(p);
+                if (!target)
+                        continue;
+                const char *base = strrchr(target, '/');
+                base = base ? base + 1 : target;
+                for (size_t d = 0; d < inv->n_disks; d++)
+                        if (streq(inv->disks[d].name, base)) {
+                                char *s = strdup(names[i]);
+                                if (!s || strv_push(&inv->disks[d].by_id, s) < 0) {
+                                        free(s);
+                                        return -ENOMEM;
+                                }
+                        }
+        }
+        return 0;
+}
+
+static int probe_disk(struct probe_ctx *c, const char *blockdir, const char *name, struct inv_disk *d, bool *ret_skip) {
+        _cleanup_free_ char *dir = NULL, *open_path = NULL, *link = NULL, *devdir = NULL;
+        if (asprintf(&dir, "%s/%s", blockdir, name) < 0 || asprintf(&devdir, "%s/%s/device", blockdir, name) < 0)
+                return -ENOMEM;
+        uint64_t v;
+        bool found;
+        int r = read_attr_u64(dir, "size", &v, &found);
+        if (r < 0 || v > UINT64_MAX / 512) {
+                set_err(c, dir);
+                return r < 0 ? r : -EINVAL;
+        }
+        if (!found || v == 0) {  /* empty loop, card reader without a card */
+                *ret_skip = true;
+                return 0;
+        }
+        *ret_skip = false;
+        d->size = v * 512;
+        d->name = strdup(name);
+        if (!d->name)
+                return -ENOMEM;
+        r = dev_paths(c, name, &open_path, &d->path);
+        if (r < 0)
+                return r;
+
+        d->logical_sector = d->physical_sector = 512;
+        r = read_attr_u64(dir, "queue/logical_block_size", &v, &found);
+        if (r < 0)
+                return r;
+        if (found && v > 0 && v <= UINT32_MAX)
+                d->logical_sector = (unsigned) v;
+        r = read_attr_u64(dir, "queue/physical_block_size", &v, &found);
+        if (r < 0)
+                return r;
+        if (found && v > 0 && v <= UINT32_MAX)
+                d->physical_sector = (unsigned) v;
+        if ((r = read_attr_bool(dir, "queue/rotational", &d->rotational)) < 0 ||
+            (r = read_attr_bool(dir, "removable", &d->removable)) < 0 ||
+            (r = read_attr_bool(dir, "ro", &d->readonly)) < 0)
+                return r;
+
+        link = sysfs_link(dir);
+        if (!link || !strstr(link, "/devices/")) {
+                free(link);
+                link = sysfs_link(devdir);
+        }
+        d->transport = strdup(transport_from_path(link));
+        if (!d->transport)
+                return -ENOMEM;
+
+        if ((r = read_attr(devdir, "model", &d->model)) < 0)
+                return r;
+        if (!streq(d->transport, "virtio") && !streq(d->transport, "nvme"))
+                if ((r = read_attr(devdir, "vendor", &d->vendor)) < 0)
+                        return r;
+        if ((r = read_attr(dir, "serial", &d->serial)) < 0)
+                return r;
+        if (!d->serial && (r = read_attr(devdir, "serial", &d->serial)) < 0)
+                return r;
+        if (!d->serial && (r = serial_from_vpd80(devdir, &d->serial)) < 0)
+                return r;
+        if ((r = read_attr(dir, "wwid", &d->wwn)) < 0)
+                return r;
+        if (!d->wwn && (r = read_attr(devdir, "wwid", &d->wwn)) < 0)
+                return r;
+        if ((r = normalize_wwn(&d->wwn)) < 0)
+                return r;
+
+        if ((r = read_holders(dir, &d->holders)) < 0)
+                return r;
+        if ((r = find_mountpoint(c, dir, &d->mountpoint)) < 0)
+                return r;
+
+        _cleanup_strv_free_ char **parts = NULL;
+        r = list_dir(dir, want_part, dir, &parts);
+        if (r < 0) {
+                set_err(c, dir);
+                return r;
+        }
+        size_t np = strv_length(parts);
+        if (np > INVENTORY_MAX_PARTS) {
+                set_err(c, dir);
+                return -E2BIG;
+        }
+        if (np > 0) {
+                d->parts = calloc(np, sizeof *d->parts);
+                if (!d->parts)
+                        return -ENOMEM;
+                for (size_t i = 0; i < np; i++) {
+                        d->n_parts++;
+                        r = probe_partition(c, dir, parts[i], &d->parts[i], &d->unreadable);
+                        if (r < 0)
+                                return r;
+                }
+                qsort(d->parts, d->n_parts, sizeof *d->parts, cmp_part);
+        }
+        return probe_sigs_at(c, open_path, &d->sigs, &d->n_sigs, &d->unreadable);
+}
+
+static int cmp_disk(const void *a, const void *b) {
+        const struct inv_disk *x = a, *y = b;
+        /* natural order: sda sdb ... sdz sdaa */
+        size_t lx = strlen(x->name), ly = strlen(y->name);
+        if (strncmp(x->name, y->name, 2) == 0 && lx != ly)
+                return lx < ly ? -1 : 1;
+        return strcmp(x->name, y->name);
+}
+
+static int probe_disks(struct probe_ctx *c, struct inventory *inv) {
+        _cleanup_free_ char *blockdir = NULL;
+        if (asprintf(&blockdir, "%s/block", c->sysfs) < 0)
+                return -ENOMEM;
+        _cleanup_strv_free_ char **names = NULL;
+        int r = list_dir(blockdir, NULL, NULL, &names);
+        if (r < 0) {
+                set_err(c, blockdir);
+                return r;
+        }
+        size_t n = strv_length(names);
+        if (n > INVENTORY_MAX_DISKS) {
+                set_err(c, blockdir);
+                return -E2BIG;
+        }
+        if (n == 0)
+                return 0;
+        inv->disks = calloc(n, sizeof *inv->disks);
+        if (!inv->disks)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (!is_candidate_name(names[i], c->include_loop))
+                        continue;
+                bool skip = false;
+                struct inv_disk *d = &inv->disks[inv->n_disks++];
+                r = probe_disk(c, blockdir, names[i], d, &skip);
+                if (r < 0)
+                        return r;
+                if (skip) {
+                        disk_done(d);
+                        memset(d, 0, sizeof *d);
+                        inv->n_disks--;
+                }
+        }
+        qsort(inv->disks, inv->n_disks, sizeof *inv->disks, cmp_disk);
+        return probe_by_id(c, inv);
+}
+
+struct nic_sort { struct inv_nic nic; bool physical; };
+
+static int cmp_nic(const void *a, const void *b) {
+        const struct nic_sort *x = a, *y = b;
+        if (x->physical != y->physical)
+                return x->physical ? -1 : 1;
+        return strcmp(x->nic.name, y->nic.name);
+}
+
+static int probe_nics(struct probe_ctx *c, struct inventory *inv) {
+        _cleanup_free_ char *netdir = NULL;
+        if (asprintf(&netdir, "%s/class/net", c->sysfs) < 0)
+                return -ENOMEM;
+        _cleanup_strv_free_ char **names = NULL;
+        int r = list_dir(netdir, NULL, NULL, &names);
+        if (r < 0) {
+                set_err(c, netdir);
+                return r;
+        }
+        size_t n = strv_length(names);
+        if (n > INVENTORY_MAX_NICS) {
+                set_err(c, netdir);
+                return -E2BIG;
+        }
+        if (n == 0)
+                return 0;
+        _cleanup_free_ struct nic_sort *tmp = calloc(n, sizeof *tmp);
+        if (!tmp)
+                return -ENOMEM;
+        struct ifaddrs *ifa = NULL;
+        if (c->live && getifaddrs(&ifa) < 0)
+                ifa = NULL;
+        size_t k = 0;
+        r = 0;
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                _cleanup_free_ char *dir = NULL, *type = NULL, *link = NULL, *oper = NULL;
+                if (asprintf(&dir, "%s/%s", netdir, names[i]) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                /* Ethernet only (ARPHRD_ETHER); that also leaves out lo. */
+                if ((r = read_attr(dir, "type", &type)) < 0)
+                        break;
+                if (!type || !streq(type, "1"))
+                        continue;
+                struct nic_sort *ns = &tmp[k++];
+                link = sysfs_link(dir);
+                ns->physical = !(link && strstr(link, "/virtual/"));
+                if (!(ns->nic.name = strdup(names[i]))) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if ((r = read_attr(dir, "address", &ns->nic.mac)) < 0 || (r = read_attr(dir, "operstate", &oper)) < 0)
+                        break;
+                ns->nic.up = oper && streq(oper, "up");
+                for (struct ifaddrs *a = ifa; a; a = a->ifa_next) {
+                        if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || !streq(a->ifa_name, names[i]))
+                                continue;
+                        char buf[INET_ADDRSTRLEN];
+                        const struct sockaddr_in *sin = (const struct sockaddr_in *) (const void *) a->ifa_addr;
+                        if (!inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof buf))
+                                continue;
+                        char *s = strdup(buf);
+                        if (!s || strv_push(&ns->nic.ipv4, s) < 0) {
+                                free(s);
+                                r = -ENOMEM;
+                                break;
+                        }
+                }
+        }
+        if (ifa)
+                freeifaddrs(ifa);
+        if (r >= 0)
+                qsort(tmp, k, sizeof *tmp, cmp_nic);
+        if (r >= 0 && k > 0) {
+                inv->nics = calloc(k, sizeof *inv->nics);
+                if (!inv->nics)
+                        r = -ENOMEM;
+        }
+        for (size_t i = 0; i < k; i++) {
+                if (r >= 0)
+                        inv->nics[inv->n_nics++] = tmp[i].nic;
+                else
+                        nic_done(&tmp[i].nic);
+        }
+        return r;
+}
+
+static int probe_cpu(struct probe_ctx *c, struct inventory *inv) {
+        _cleanup_free_ char *p = NULL, *buf = NULL;
+        if (asprintf(&p, "%s/cpuinfo", c->procfs) < 0)
+                return -ENOMEM;
+        int r = read_full_file(p, 16u * 1024 * 1024, &buf, NULL);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0) {
+                set_err(c, p);
+                return r;
+        }
+        bool flags_seen = false;
+        for (char *line = buf; line && *line;) {
+                char *nl = strchr(line, '\n');
+                if (nl)
+                        *nl = 0;
+                char *colon = strchr(line, ':');
+                if (colon) {
+                        char *key_end = colon;
+                        while (key_end > line && (key_end[-1] == ' ' || key_end[-1] == '\t'))
+                                key_end--;
+                        size_t kl = (size_t) (key_end - line);
+                        const char *val = colon + 1;
+                        while (*val == ' ' || *val == '\t')
+                                val++;
+                        if (kl == 9 && strncmp(line, "processor", 9) == 0)
+                                inv->cpus++;
+                        else if (kl == 10 && strncmp(line, "model name", 10) == 0 && !inv->cpu_model) {
+                                if (!(inv->cpu_model = strdup(val)))
+                                        return -ENOMEM;
+                        } else if (kl == 5 && strncmp(line, "flags", 5) == 0 && !flags_seen) {
+                                flags_seen = true;
+                                for (const char *q = val; *q;) {
+                                        while (*q == ' ')
+                                                q++;
+                                        size_t l = strcspn(q, " ");
+                                        if (l == 3 && strncmp(q, "aes", 3) == 0)
+                                                inv->cpu_aes = true;
+                                        else if (l == 4 && strncmp(q, "vaes", 4) == 0)
+                                                inv->cpu_vaes = true;
+                                        else if (l == 4 && strncmp(q, "avx2", 4) == 0)
+                                                inv->cpu_avx2 = true;
+                                        q += l;
+                                }
+                        }
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+        return 0;
+}
+
+static int probe_memory(struct probe_ctx *c, struct inventory *inv) {
+        _cleanup_free_ char *p = NULL, *buf = NULL;
+        if (asprintf(&p, "%s/meminfo", c->procfs) < 0)
+                return -ENOMEM;
+        int r = read_full_file(p, 1024 * 1024, &buf, NULL);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0) {
+                set_err(c, p);
+                return r;
+        }
+        for (char *line = buf; line && *line;) {
+                char *nl = strchr(line, '\n');
+                if (nl)
+                        *nl = 0;
+                uint64_t *field = NULL;
+                const char *rest = NULL;
+                if (strncmp(line, "MemTotal:", 9) == 0) {
+                        field = &inv->mem_total;
+                        rest = line + 9;
+                } else if (strncmp(line, "MemAvailable:", 13) == 0) {
+                        field = &inv->mem_available;
+                        rest = line + 13;
+                }
+                if (field) {
+                        while (*rest == ' ')
+                                rest++;
+                        char num[32];
+                        size_t l = strspn(rest, "0123456789");
+                        uint64_t kb;
+                        if (l > 0 && l < sizeof num) {
+                                memcpy(num, rest, l);
+                                num[l] = 0;
+                                if (safe_atou64(num, &kb) >= 0 && kb <= UINT64_MAX / 1024)
+                                        *field = kb * 1024;
+                        }
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+        return 0;
+}
+
+static int probe_host(struct probe_ctx *c, struct inventory *inv) {
+        _cleanup_free_ char *dmi = NULL, *kdir = NULL;
+        if (asprintf(&dmi, "%s/class/dmi/id", c->sysfs) < 0 || asprintf(&kdir, "%s/sys/kernel", c->procfs) < 0)
+                return -ENOMEM;
+        int r;
+        if ((r = read_attr(dmi, "product_uuid", &inv->machine_uuid)) < 0 ||
+            (r = read_attr(dmi, "product_serial", &inv->serial)) < 0 ||
+            (r = read_attr(kdir, "hostname", &inv->hostname)) < 0)
+                return r;
+        if (!inv->hostname && c->live) {
+                char buf[256];
+                if (gethostname(buf, sizeof buf - 1) >= 0) {
+                        buf[sizeof buf - 1] = 0;
+                        if (!(inv->hostname = strdup(buf)))
+                                return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+int inventory_probe_full(const char *sysroot, struct inventory **ret, char **reterr_subject) {
+        _cleanup_free_ char *sys = NULL, *dev = NULL, *proc = NULL;
+        struct probe_ctx c = { .reterr = reterr_subject };
+        if (sysroot) {
+                if (asprintf(&sys, "%s/sys", sysroot) < 0 || asprintf(&dev, "%s/dev", sysroot) < 0 ||
+                    asprintf(&proc, "%s/proc", sysroot) < 0)
+                        return -ENOMEM;
+                c.sysfs = sys;
+                c.devfs = dev;
+                c.procfs = proc;
+                c.devname_prefix = "/dev";
+        } else {
+                c.sysfs = kiln_paths.sysfs;
+                c.devfs = kiln_paths.devfs;
+                c.procfs = kiln_paths.procfs;
+                c.devname_prefix = kiln_paths.devfs;
+                c.live = true;
+        }
+        const char *e = getenv("KILN_INVENTORY_INCLUDE_LOOP");
+        c.include_loop = e && streq(e, "1");
+
+        _cleanup_inventory_free_ struct inventory *inv = calloc(1, sizeof *inv);
+        if (!inv)
+                return -ENOMEM;
+        int r;
+        if ((r = load_mounts(&c)) >= 0 && (r = probe_host(&c, inv)) >= 0 && (r = probe_cpu(&c, inv)) >= 0 &&
+            (r = probe_memory(&c, inv)) >= 0 && (r = probe_disks(&c, inv)) >= 0)
+                r = probe_nics(&c, inv);
+        probe_ctx_done(&c);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(inv);
+        return 0;
+}
+
+int inventory_probe(const char *sysroot, struct inventory **ret) {
+        return inventory_probe_full(sysroot, ret, NULL);
+}
+
+/* ---------- JSON out ---------- */
+
+static void json_put(struct json_object *o, const char *key, struct json_object *v, int *r) {
+        if (*r < 0) {
+                json_object_put(v);
+                return;
+        }
+        if (!v || json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                *r = -ENOMEM;
+        }
+}
+
+static struct json_object *jstr(const char *s) {
+        return s ? json_object_new_string(s) : NULL;
+}
+
+/* json_put with a NULL value means "null", not failure, for optional strings. */
+static void json_put_str(struct json_object *o, const char *key, const char *s, int *r) {
+        if (*r < 0)
+                return;
+        if (!s) {
+                if (json_object_object_add(o, key, NULL) < 0)
+                        *r = -ENOMEM;
+                return;
+        }
+        json_put(o, key, jstr(s), r);
+}
+
+static struct json_object *jstrv(char *const *v) {
+        struct json_object *a = json_object_new_array();
+        if (!a)
+                return NULL;
+        for (size_t i = 0; v && v[i]; i++) {
+                struct json_object *s = json_object_new_string(v[i]);
+                if (!s || json_object_array_add(a, s) < 0) {
+                        json_object_put(s);
+                        json_object_put(a);
+                        return NULL;
+                }
+        }
+        return a;
+}
+
+static struct json_object *jsigs(const struct inv_signature *s, size_t n) {
+        struct json_object *a = json_object_new_array();
+        if (!a)
+                return NULL;
+        int r = 0;
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                struct json_object *o = json_object_new_object();
+                if (!o) {
+                        r = -ENOMEM;
+                        break;
+                }
+                json_put_str(o, "type", s[i].type, &r);
+                json_put_str(o, "usage", s[i].usage, &r);
+                json_put_str(o, "uuid", s[i].uuid, &r);
+                json_put_str(o, "label", s[i].label, &r);
+                json_put(o, "offset", json_object_new_uint64(s[i].offset), &r);
+                if (r < 0 || json_object_array_add(a, o) < 0) {
+                        json_object_put(o);
+                        r = -ENOMEM;
+                }
+        }
+        if (r < 0) {
+                json_object_put(a);
+                return NULL;
+        }
+        return a;
+}
+
+static struct json_object *jdisk(const struct inv_disk *d) {
+        struct json_object *o = json_object_new_object();
+        if (!o)
+                return NULL;
+        int r = 0;
+        json_put_str(o, "name", d->name, &r);
+        json_put_str(o, "path", d->path, &r);
+        json_put(o, "by_id", jstrv(d->by_id), &r);
+        json_put(o, "size", json_object_new_uint64(d->size), &r);
+        json_put(o, "logical_sector", json_object_new_uint64(d->logical_sector), &r);
+        json_put(o, "physical_sector", json_object_new_uint64(d->physical_sector), &r);
+        json_put(o, "rotational", json_object_new_boolean(d->rotational), &r);
+        json_put(o, "removable", json_object_new_boolean(d->removable), &r);
+        json_put(o, "readonly", json_object_new_boolean(d->readonly), &r);
+        json_put_str(o, "model", d->model, &r);
+        json_put_str(o, "vendor", d->vendor, &r);
+        json_put_str(o, "serial", d->serial, &r);
+        json_put_str(o, "wwn", d->wwn, &r);
+        json_put_str(o, "transport", d->transport, &r);
+        json_put(o, "signatures", jsigs(d->sigs, d->n_sigs), &r);
+        json_put(o, "holders", jstrv(d->holders), &r);
+        json_put_str(o, "mountpoint", d->mountpoint, &r);
+        json_put(o, "unreadable", json_object_new_boolean(d->unreadable), &r);
+        struct json_object *parts = json_object_new_array();
+        for (size_t i = 0; parts && i < d->n_parts && r >= 0; i++) {
+                const struct inv_partition *p = &d->parts[i];
+                struct json_object *po = json_object_new_object();
+                if (!po) {
+                        r = -ENOMEM;
+                        break;
+                }
+                json_put_str(po, "name", p->name, &r);
+                json_put_str(po, "path", p->path, &r);
+                json_put(po, "number", json_object_new_uint64(p->number), &r);
+                json_put(po, "start", json_object_new_uint64(p->start), &r);
+                json_put(po, "size", json_object_new_uint64(p->size), &r);
+                json_put(po, "signatures", jsigs(p->sigs, p->n_sigs), &r);
+                json_put(po, "holders", jstrv(p->holders), &r);
+                json_put_str(po, "mountpoint", p->mountpoint, &r);
+                if (r < 0 || json_object_array_add(parts, po) < 0) {
+                        json_object_put(po);
+                        r = -ENOMEM;
+                }
+        }
+        json_put(o, "partitions", parts, &r);
+        if (r < 0) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
+int inventory_to_json(const struct inventory *inv, struct strbuf *out) {
+        struct json_object *root = json_object_new_object();
+        if (!root)
+                return -ENOMEM;
+        int r = 0;
+        json_put(root, "version", json_object_new_int(1), &r);
+        json_put_str(root, "hostname", inv->hostname, &r);
+        json_put_str(root, "machine_uuid", inv->machine_uuid, &r);
+        json_put_str(root, "serial", inv->serial, &r);
+        struct json_object *cpu = json_object_new_object();
+        if (cpu) {
+                json_put_str(cpu, "model", inv->cpu_model, &r);
+                json_put(cpu, "count", json_object_new_uint64(inv->cpus), &r);
+                json_put(cpu, "aes", json_object_new_boolean(inv->cpu_aes), &r);
+                json_put(cpu, "vaes", json_object_new_boolean(inv->cpu_vaes), &r);
+                json_put(cpu, "avx2", json_object_new_boolean(inv->cpu_avx2), &r);
+        }
+        json_put(root, "cpu", cpu, &r);
+        struct json_object *mem = json_object_new_object();
+        if (mem) {
+                json_put(mem, "total", json_object_new_uint64(inv->mem_total), &r);
+                json_put(mem, "available", json_object_new_uint64(inv->mem_available), &r);
+        }
+        json_put(root, "memory", mem, &r);
+        struct json_object *disks = json_object_new_array();
+        for (size_t i = 0; disks && i < inv->n_disks && r >= 0; i++) {
+                struct json_object *d = jdisk(&inv->disks[i]);
+                if (!d || json_object_array_add(disks, d) < 0) {
+                        json_object_put(d);
+                        r = -ENOMEM;
+                }
+        }
+        json_put(root, "disks", disks, &r);
+        struct json_object *nics = json_object_new_array();
+        for (size_t i = 0; nics && i < inv->n_nics && r >= 0; i++) {
+                struct json_object *n = json_object_new_object();
+                if (!n) {
+                        r = -ENOMEM;
+                        break;
+                }
+                json_put_str(n, "name", inv->nics[i].name, &r);
+                json_put_str(n, "mac", inv->nics[i].mac, &r);
+                json_put(n, "up", json_object_new_boolean(inv->nics[i].up), &r);
+                json_put(n, "ipv4", jstrv(inv->nics[i].ipv4), &r);
+                if (r < 0 || json_object_array_add(nics, n) < 0) {
+                        json_object_put(n);
+                        r = -ENOMEM;
+                }
+        }
+        json_put(root, "nics", nics, &r);
+        if (r >= 0) {
+                const char *s = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                             JSON_C_TO_STRING_NOSLASHESCAPE);
+                r = s ? strbuf_adds(out, s) : -ENOMEM;
+                if (r >= 0)
+                        r = strbuf_adds(out, "\n");
+        }
+        json_object_put(root);
+        return r < 0 ? r : 0;
+}
+
+/* ---------- JSON in ---------- */
+
+struct jload {
+        struct strbuf where;    /* "disks[1].partitions[0].start" */
+        char **reterr;
+};
+
+static int jerr(struct jload *l, const char *key, const char *what) {
+        if (l->reterr && !*l->reterr) {
+                char *m = NULL;
+                if (asprintf(&m, "%s%s%s: %s", strbuf_str(&l->where), l->where.len && key ? "." : "", key ? key : "",
+                             what) >= 0)
+                        *l->reterr = m;
+        }
+        return -EINVAL;
+}
+
+static int check_keys(struct jload *l, struct json_object *o, const char *const *allowed) {
+        json_object_object_foreach(o, key, val) {
+                (void) val;
+                bool ok = false;
+                for (size_t i = 0; allowed[i]; i++)
+                        if (streq(allowed[i], key))
+                                ok = true;
+                if (!ok)
+                        return jerr(l, key, "unknown key");
+        }
+        return 0;
+}
+
+static int get_str(struct jload *l, struct json_object *o, const char *key, char **ret) {
+        struct json_object *v;
+        *ret = NULL;
+        if (!json_object_object_get_ex(o, key, &v) || !v)
+                return 0;
+        if (!json_object_is_type(v, json_type_string))
+                return jerr(l, key, "expected a string or null");
+        *ret = strdup(json_object_get_string(v));
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int get_u64(struct jload *l, struct json_object *o, const char *key, uint64_t max, uint64_t *ret) {
+        struct json_object *v;
+        *ret = 0;
+        if (!json_object_object_get_ex(o, key, &v) || !v)
+                return 0;
+        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+                return jerr(l, key, "expected an unsigned integer");
+        errno = 0;
+        uint64_t u = json_object_get_uint64(v);
+        if (u > max)
+                return jerr(l, key, "number out of range");
+        *ret = u;
+        return 0;
+}
+
+static int get_unsigned(struct jload *l, struct json_object *o, const char *key, unsigned *ret) {
+        uint64_t v;
+        int r = get_u64(l, o, key, UINT32_MAX, &v);
+        if (r < 0)
+                return r;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+static int get_bool(struct jload *l, struct json_object *o, const char *key, bool *ret) {
+        struct json_object *v;
+        *ret = false;
+        if (!json_object_object_get_ex(o, key, &v) || !v)
+                return 0;
+        if (!json_object_is_type(v, json_type_boolean))
+                return jerr(l, key, "expected true or false");
+        *ret = json_object_get_boolean(v);
+        return 0;
+}
+
+static int get_array(struct jload *l, struct json_object *o, const char *key, size_t max, struct json_object **ret,
+                     size_t *ret_n) {
+        struct json_object *v;
+        *ret = NULL;
+        *ret_n = 0;
+        if (!json_object_object_get_ex(o, key, &v) || !v)
+                return 0;
+        if (!json_object_is_type(v, json_type_array))
+                return jerr(l, key, "expected an array");
+        size_t n = json_object_array_length(v);
+        if (n > max)
+                return jerr(l, key, "too many entries");
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+static int get_strv(struct jload *l, struct json_object *o, const char *key, char ***ret) {
+        struct json_object *a;
+        size_t n;
+        int r = get_array(l, o, key, 4096, &a, &n);
+        if (r < 0)
+                return r;
+        _cleanup_strv_free_ char **v = NULL;
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *s = json_object_array_get_idx(a, i);
+                if (!s || !json_object_is_type(s, json_type_string))
+                        return jerr(l, key, "expected an array of strings");
+                char *d = strdup(json_object_get_string(s));
+                if (!d || strv_push(&v, d) < 0) {
+                        free(d);
+                        return -ENOMEM;
+                }
+        }
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
+/* Push "key[i]" onto the location path; returns the old length to pop back to. */
+static size_t where_push(struct jload *l, const char *key, size_t i) {
+        size_t old = l->where.len;
+        (void) strbuf_addf(&l->where, "%s%s[%zu]", old ? "." : "", key, i);
+        return old;
+}
+
+static void where_pop(struct jload *l, size_t old) {
+        if (l->where.buf) {
+                l->where.len = old;
+                l->where.buf[old] = 0;
+        }
+}
+
+static int load_object(struct jload *l, struct json_object *o) {
+        if (!o || !json_object_is_type(o, json_type_object))
+                return jerr(l, NULL, "expected an object");
+        return 0;
+}
+
+static int load_sigs(struct jload *l, struct json_object *parent, struct inv_signature **ret, size_t *ret_n) {
+        static const char *const keys[] = { "type", "usage", "uuid", "label", "offset", NULL };
+        struct json_object *a;
+        size_t n;
+        int r = get_array(l, parent, "signatures", 1024, &a, &n);
+        if (r < 0 || n == 0)
+                return r;
+        struct inv_signature *s = calloc(n, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                struct json_object *o = json_object_array_get_idx(a, i);
+                size_t old = where_push(l, "signatures", i);
+                if ((r = load_object(l, o)) >= 0 && (r = check_keys(l, o, keys)) >= 0 &&
+                    (r = get_str(l, o, "type", &s[i].type)) >= 0 && (r = get_str(l, o, "usage", &s[i].usage)) >= 0 &&
+                    (r = get_str(l, o, "uuid", &s[i].uuid)) >= 0 && (r = get_str(l, o, "label", &s[i].label)) >= 0)
+                        r = get_u64(l, o, "offset", UINT64_MAX, &s[i].offset);
+                if (r >= 0 && !s[i].type)
+                        r = jerr(l, "type", "missing");
+                where_pop(l, old);
+        }
+        if (r < 0) {
+                sigs_free(s, n);
+                return r;
+        }
+        *ret = s;
+        *ret_n = n;
+        return 0;
+}
+
+static int load_part(struct jload *l, struct json_object *o, struct inv_partition *p) {
+        static const char *const keys[] = { "name", "path", "number", "start", "size", "signatures", "holders",
+                                            "mountpoint", NULL };
+        int r;
+        if ((r = load_object(l, o)) < 0 || (r = check_keys(l, o, keys)) < 0 || (r = get_str(l, o, "name", &p->name)) < 0 ||
+            (r = get_str(l, o, "path", &p->path)) < 0 || (r = get_unsigned(l, o, "number", &p->number)) < 0 ||
+            (r = get_u64(l, o, "start", UINT64_MAX, &p->start)) < 0 ||
+            (r = get_u64(l, o, "size", UINT64_MAX, &p->size)) < 0 || (r = load_sigs(l, o, &p->sigs, &p->n_sigs)) < 0 ||
+            (r = get_strv(l, o, "holders", &p->holders)) < 0 || (r = get_str(l, o, "mountpoint", &p->mountpoint)) < 0)
+                return r;
+        if (!p->name)
+                return jerr(l, "name", "missing");
+        return 0;
+}
+
+static int load_disk(struct jload *l, struct json_object *o, struct inv_disk *d) {
+        static const char *const keys[] = { "name", "path", "by_id", "size", "logical_sector", "physical_sector",
+                                            "rotational", "removable", "readonly", "model", "vendor", "serial", "wwn",
+                                            "transport", "signatures", "holders", "mountpoint", "unreadable", "partitions",
+                                            NULL };
+        int r;
+        if ((r = load_object(l, o)) < 0 || (r = check_keys(l, o, keys)) < 0 || (r = get_str(l, o, "name", &d->name)) < 0 ||
+            (r = get_str(l, o, "path", &d->path)) < 0 || (r = get_strv(l, o, "by_id", &d->by_id)) < 0 ||
+            (r = get_u64(l, o, "size", UINT64_MAX, &d->size)) < 0 ||
+            (r = get_unsigned(l, o, "logical_sector", &d->logical_sector)) < 0 ||
+            (r = get_unsigned(l, o, "physical_sector", &d->physical_sector)) < 0 ||
+            (r = get_bool(l, o, "rotational", &d->rotational)) < 0 || (r = get_bool(l, o, "removable", &d->removable)) < 0 ||
+            (r = get_bool(l, o, "readonly", &d->readonly)) < 0 || (r = get_str(l, o, "model", &d->model)) < 0 ||
+            (r = get_str(l, o, "vendor", &d->vendor)) < 0 || (r = get_str(l, o, "serial", &d->serial)) < 0 ||
+            (r = get_str(l, o, "wwn", &d->wwn)) < 0 || (r = get_str(l, o, "transport", &d->transport)) < 0 ||
+            (r = load_sigs(l, o, &d->sigs, &d->n_sigs)) < 0 || (r = get_strv(l, o, "holders", &d->holders)) < 0 ||
+            (r = get_str(l, o, "mountpoint", &d->mountpoint)) < 0 ||
+            (r = get_bool(l, o, "unreadable", &d->unreadable)) < 0)
+                return r;
+        if (!d->name)
+                return jerr(l, "name", "missing");
+        struct json_object *a;
+        size_t n;
+        if ((r = get_array(l, o, "partitions", INVENTORY_MAX_PARTS, &a, &n)) < 0 || n == 0)
+                return r;
+        if (!(d->parts = calloc(n, sizeof *d->parts)))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                size_t old = where_push(l, "partitions", i);
+                d->n_parts++;
+                r = load_part(l, json_object_array_get_idx(a, i), &d->parts[i]);
+                where_pop(l, old);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int load_root(struct jload *l, struct json_object *root, struct inventory *inv) {
+        static const char *const keys[] = { "version", "hostname", "machine_uuid", "serial", "cpu", "memory", "disks",
+                                            "nics", NULL };
+        static const char *const cpu_keys[] = { "model", "count", "aes", "vaes", "avx2", NULL };
+        static const char *const mem_keys[] = { "total", "available", NULL };
+        static const char *const nic_keys[] = { "name", "mac", "up", "ipv4", NULL };
+        int r;
+        if ((r = load_object(l, root)) < 0 || (r = check_keys(l, root, keys)) < 0)
+                return r;
+        uint64_t version;
+        if ((r = get_u64(l, root, "version", UINT32_MAX, &version)) < 0)
+                return r;
+        if (version != 1)
+                return jerr(l, "version", "unsupported inventory version (expected 1)");
+        if ((r = get_str(l, root, "hostname", &inv->hostname)) < 0 ||
+            (r = get_str(l, root, "machine_uuid", &inv->machine_uuid)) < 0 ||
+            (r = get_str(l, root, "serial", &inv->serial)) < 0)
+                return r;
+        struct json_object *cpu, *mem;
+        if (json_object_object_get_ex(root, "cpu", &cpu) && cpu) {
+                strbuf_adds(&l->where, "cpu");
+                if ((r = load_object(l, cpu)) < 0 || (r = check_keys(l, cpu, cpu_keys)) < 0 ||
+                    (r = get_str(l, cpu, "model", &inv->cpu_model)) < 0 || (r = get_unsigned(l, cpu, "count", &inv->cpus)) < 0 ||
+                    (r = get_bool(l, cpu, "aes", &inv->cpu_aes)) < 0 || (r = get_bool(l, cpu, "vaes", &inv->cpu_vaes)) < 0 ||
+                    (r = get_bool(l, cpu, "avx2", &inv->cpu_avx2)) < 0)
+                        return r;
+                where_pop(l, 0);
+        }
+        if (json_object_object_get_ex(root, "memory", &mem) && mem) {
+                strbuf_adds(&l->where, "memory");
+                if ((r = load_object(l, mem)) < 0 || (r = check_keys(l, mem, mem_keys)) < 0 ||
+                    (r = get_u64(l, mem, "total", UINT64_MAX, &inv->mem_total)) < 0 ||
+                    (r = get_u64(l, mem, "available", UINT64_MAX, &inv->mem_available)) < 0)
+                        return r;
+                where_pop(l, 0);
+        }
+        struct json_object *a;
+        size_t n;
+        if ((r = get_array(l, root, "disks", INVENTORY_MAX_DISKS, &a, &n)) < 0)
+                return r;
+        if (n > 0 && !(inv->disks = calloc(n, sizeof *inv->disks)))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                size_t old = where_push(l, "disks", i);
+                inv->n_disks++;
+                r = load_disk(l, json_object_array_get_idx(a, i), &inv->disks[i]);
+                where_pop(l, old);
+                if (r < 0)
+                        return r;
+        }
+        if ((r = get_array(l, root, "nics", INVENTORY_MAX_NICS, &a, &n)) < 0)
+                return r;
+        if (n > 0 && !(inv->nics = calloc(n, sizeof *inv->nics)))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *o = json_object_array_get_idx(a, i);
+                struct inv_nic *nic = &inv->nics[i];
+                size_t old = where_push(l, "nics", i);
+                inv->n_nics++;
+                if ((r = load_object(l, o)) < 0 || (r = check_keys(l, o, nic_keys)) < 0 ||
+                    (r = get_str(l, o, "name", &nic->name)) < 0 || (r = get_str(l, o, "mac", &nic->mac)) < 0 ||
+                    (r = get_bool(l, o, "up", &nic->up)) < 0 || (r = get_strv(l, o, "ipv4", &nic->ipv4)) < 0)
+                        return r;
+                if (!nic->name)
+                        return jerr(l, "name", "missing");
+                where_pop(l, old);
+        }
+        return 0;
+}
+
+int inventory_from_json_string(const char *text, size_t len, struct inventory **ret, char **reterr) {
+        struct json_tokener *tok = json_tokener_new_ex(64);
+        if (!tok)
+                return -ENOMEM;
+        if (len > INT32_MAX) {
+                json_tokener_free(tok);
+                return -EFBIG;
+        }
+        struct json_object *root = json_tokener_parse_ex(tok, text, (int) len);
+        enum json_tokener_error jerr_code = json_tokener_get_error(tok);
+        size_t off = json_tokener_get_parse_end(tok);
+        json_tokener_free(tok);
+        const char *why = NULL;
+        if (!root || jerr_code == json_tokener_continue)
+                why = "unexpected end of data";
+        else if (jerr_code != json_tokener_success)
+                why = json_tokener_error_desc(jerr_code);
+        else if (off < len && text[off + strspn(text + off, " \t\r\n")])
+                why = "trailing data after the object";
+        if (why) {
+                json_object_put(root);
+                if (reterr && asprintf(reterr, "not valid JSON at byte %zu: %s", off, why) < 0)
+                        *reterr = NULL;
+                return -EBADMSG;
+        }
+        struct jload l = { .where = STRBUF_INIT, .reterr = reterr };
+        l.where.max = 4096;
+        _cleanup_inventory_free_ struct inventory *inv = calloc(1, sizeof *inv);
+        int r = inv ? load_root(&l, root, inv) : -ENOMEM;
+        strbuf_release(&l.where);
+        json_object_put(root);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(inv);
+        return 0;
+}
+
+int inventory_load_json_full(const char *path, struct inventory **ret, char **reterr) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        int r = read_full_file(path, INVENTORY_JSON_MAX, &buf, &len);
+        if (r < 0)
+                return r;
+        return inventory_from_json_string(buf, len, ret, reterr);
+}
+
+int inventory_load_json(const char *path, struct inventory **ret) {
+        return inventory_load_json_full(path, ret, NULL);
+}
+
+int inventory_load_full(const char *sysroot_or_json, struct inventory **ret, char **reterr) {
+        struct stat st;
+        if (stat(sysroot_or_json, &st) < 0)
+                return -errno;
+        if (S_ISDIR(st.st_mode))
+                return inventory_probe_full(sysroot_or_json, ret, reterr);
+        return inventory_load_json_full(sysroot_or_json, ret, reterr);
+}
+
+int inventory_load(const char *sysroot_or_json, struct inventory **ret) {
+        return inventory_load_full(sysroot_or_json, ret, NULL);
+}
+
+/* ---------- text ---------- */
+
+static int add_sigs(struct strbuf *out, const struct inv_signature *s, size_t n) {
+        int r = 0;
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = strbuf_addf(out, "%s%s", i ? "," : "", s[i].type);
+        if (n == 0)
+                r = strbuf_adds(out, "-");
+        return r;
+}
+
+static int add_use(struct strbuf *out, char *const *holders, const char *mountpoint) {
+        int r = 0;
+        bool any = false;
+        for (size_t i = 0; holders && holders[i] && r >= 0; i++, any = true)
+                r = strbuf_addf(out, "%s%s", any ? "," : "held by ", holders[i]);
+        if (mountpoint && r >= 0) {
+                r = strbuf_addf(out, "%smounted on %s", any ? ", " : "", mountpoint);
+                any = true;
+        }
+        if (!any && r >= 0)
+                r = strbuf_adds(out, "-");
+        return r;
+}
+
+int inventory_to_text(const struct inventory *inv, struct strbuf *out) {
+        char a[32], b[32];
+        int r;
+        if ((r = strbuf_addf(out, "host     %s  uuid %s  serial %s\n", inv->hostname ?: "-", inv->machine_uuid ?: "-",
+                             inv->serial ?: "-")) < 0 ||
+            (r = strbuf_addf(out, "cpu      %u x %s  [%s%s%s]\n", inv->cpus, inv->cpu_model ?: "-",
+                             inv->cpu_aes ? "aes " : "-aes ", inv->cpu_vaes ? "vaes " : "-vaes ",
+                             inv->cpu_avx2 ? "avx2" : "-avx2")) < 0 ||
+            (r = strbuf_addf(out, "memory   %s total, %s available\n\n", format_size(inv->mem_total, a, sizeof a),
+                             format_size(inv->mem_available, b, sizeof b))) < 0)
+                return r;
+        if ((r = strbuf_addf(out, "%-12s %10s %-5s %-9s %-4s %-20s %-24s %-18s %s\n", "DISK", "SIZE", "KIND", "TRANSPORT",
+                             "SECT", "MODEL", "SERIAL", "SIGNATURES", "USE")) < 0)
+                return r;
+        for (size_t i = 0; i < inv->n_disks; i++) {
+                const struct inv_disk *d = &inv->disks[i];
+                _cleanup_strbuf_ struct strbuf sg = STRBUF_INIT, use = STRBUF_INIT;
+                char sect[16];
+                snprintf(sect, sizeof sect, "%u%s", d->logical_sector, d->physical_sector != d->logical_sector ? "e" : "");
+                if ((r = add_sigs(&sg, d->sigs, d->n_sigs)) < 0 || (r = add_use(&use, d->holders, d->mountpoint)) < 0)
+                        return r;
+                if ((r = strbuf_addf(out, "%-12s %10s %-5s %-9s %-4s %-20.20s %-24.24s %-18s %s%s%s\n", d->name,
+                                     format_size(d->size, a, sizeof a),
+                                     d->removable ? "rmv" : d->rotational ? "hdd" : "ssd", d->transport ?: "-", sect,
+                                     d->model ?: "-", d->serial ?: "-", strbuf_str(&sg), strbuf_str(&use),
+                                     d->readonly ? " (read-only)" : "", d->unreadable ? " (unreadable)" : "")) < 0)
+                        return r;
+                for (size_t j = 0; j < d->n_parts; j++) {
+                        const struct inv_partition *p = &d->parts[j];
+                        _cleanup_strbuf_ struct strbuf psg = STRBUF_INIT, puse = STRBUF_INIT;
+                        char name[64];
+                        snprintf(name, sizeof name, "%s%s", j + 1 == d->n_parts ? "└─" : "├─", p->name);
+                        if ((r = add_sigs(&psg, p->sigs, p->n_sigs)) < 0 ||
+                            (r = add_use(&puse, p->holders, p->mountpoint)) < 0)
+                                return r;
+                        /* the box-drawing prefix is 2 columns but 6 bytes */
+                        if ((r = strbuf_addf(out, "%-16s %10s %-5s %-9s %-4s %-20s %-24s %-18s %s\n", name,
+                                             format_size(p->size, a, sizeof a), "part", "", "", "", "", strbuf_str(&psg),
+                                             strbuf_str(&puse))) < 0)
+                                return r;
+                }
+        }
+        if (inv->n_disks == 0 && (r = strbuf_adds(out, "(no disks)\n")) < 0)
+                return r;
+        if ((r = strbuf_addf(out, "\n%-12s %-17s %-5s %s\n", "NIC", "MAC", "STATE", "IPV4")) < 0)
+                return r;
+        for (size_t i = 0; i < inv->n_nics; i++) {
+                const struct inv_nic *n = &inv->nics[i];
+                _cleanup_strbuf_ struct strbuf ips = STRBUF_INIT;
+                for (size_t j = 0; n->ipv4 && n->ipv4[j]; j++)
+                        if ((r = strbuf_addf(&ips, "%s%s", j ? "," : "", n->ipv4[j])) < 0)
+                                return r;
+                if ((r = strbuf_addf(out, "%-12s %-17s %-5s %s\n", n->name, n->mac ?: "-", n->up ? "up" : "down",
+                                     ips.len ? strbuf_str(&ips) : "-")) < 0)
+                        return r;
+        }
+        if (inv->n_nics == 0 && (r = strbuf_adds(out, "(no NICs)\n")) < 0)
+                return r;
+        return 0;
+}
