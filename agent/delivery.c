@@ -110,7 +110,7 @@ int delivery_send(const struct http_request *req, const struct delivery_policy *
                   struct http_response *resp) {
         static const struct delivery_policy def = DELIVERY_POLICY_DEFAULT;
         const struct delivery_policy *p = policy ? policy : &def;
-        struct backoff b;
+        struct backoff b = BACKOFF_INIT(p->backoff_base_ms, p->backoff_cap_ms, 0);
         uint64_t start = now_usec(), limit = (uint64_t) p->total_ms * 1000;
 
         if (!req || !req->url)
@@ -118,7 +118,6 @@ int delivery_send(const struct http_request *req, const struct delivery_policy *
         if (p->deadline_usec)
                 limit = p->deadline_usec <= start ? 0 : (p->deadline_usec - start < limit ? p->deadline_usec - start : limit);
         resp->error[0] = 0;
-        backoff_init(&b, (uint64_t) p->backoff_base_ms * 1000, (uint64_t) p->backoff_cap_ms * 1000);
         resp->attempts = 0;
         for (;;) {
                 uint64_t used = now_usec() - start;
@@ -134,7 +133,9 @@ int delivery_send(const struct http_request *req, const struct delivery_policy *
                 int r = curl_once(req, connect, timeout, resp, &cc);
                 if (r != -EAGAIN)
                         return r;
-                uint64_t wait = backoff_next(&b);
+                /* The total limit, not an attempt count, ends the retries:
+                 * backoff.h only supplies the jittered delay. */
+                uint64_t wait = (uint64_t) backoff_delay_ms(&b, b.attempt++) * 1000;
                 used = now_usec() - start;
                 if (used >= limit)
                         return -ETIMEDOUT;
