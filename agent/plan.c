@@ -314,6 +314,9 @@ static int check_selected_disk(struct builder *b, const struct spec_disk *rule, 
         if (sb.len)
                 return refuse(b, rule->mark, "disk rule '%s' selects %s, which is mounted (%s); kiln never touches a mounted disk",
                               rule->id, disk_path(d), strbuf_str(&sb));
+        if (d->unreadable)
+                return refuse(b, rule->mark, "disk rule '%s' selects %s, which could not be read: its signatures are unknown, so kiln will not touch it",
+                              rule->id, disk_path(d));
         if (d->readonly)
                 return refuse(b, rule->mark, "disk rule '%s' selects %s, which is read-only", rule->id, disk_path(d));
 

@@ -4,6 +4,7 @@
  * compared byte for byte in tests/host/test-plan.sh. */
 #include "plan.h"
 #include "tap.h"
+#include <json-c/json.h>
 
 #define GiB (UINT64_C(1) << 30)
 #define MiB (UINT64_C(1) << 20)
@@ -167,6 +168,20 @@ static void test_kvm_layout(void) {
                         CHECK(!strstr(p->steps[i].inputs[k], "vde"));
         }
         CHECK(strstr(strbuf_str(&json), "\"kind\":\"md-create\"") != NULL);
+        /* the JSON parses and says the same as the steps */
+        json_object *o = json_tokener_parse(strbuf_str(&json)), *steps = NULL, *disks_j = NULL;
+        CHECK(o != NULL);
+        CHECK(json_object_object_get_ex(o, "steps", &steps) && json_object_array_length(steps) == p->n_steps);
+        CHECK(json_object_object_get_ex(o, "disks", &disks_j) && json_object_array_length(disks_j) == 5);
+        for (size_t i = 0; steps && i < p->n_steps && i < json_object_array_length(steps); i++) {
+                json_object *st = json_object_array_get_idx(steps, i), *k = NULL, *dev = NULL;
+                CHECK(json_object_object_get_ex(st, "kind", &k));
+                CHECK_STR(json_object_get_string(k), plan_step_kind_name(p->steps[i].kind));
+                json_object_object_get_ex(st, "device", &dev);
+                if (p->steps[i].device)
+                        CHECK_STR(json_object_get_string(dev), p->steps[i].device);
+        }
+        json_object_put(o);
         p = plan_free(p);
 
         /* four disks but one holds an old array: with wipe, a wipe step first */
@@ -207,6 +222,11 @@ static void test_kvm_layout(void) {
         CHECK(p == NULL);
         dd[3].n_sigs = 0;
         dd[3].n_parts = 0;
+        /* a disk the inventory could not probe: refused even with wipe */
+        dd[3].unreadable = true;
+        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 3, "disk rule 'd' selects /dev/vdb, which could not be read: its signatures are unknown, so kiln will not touch it");
+        dd[3].unreadable = false;
 
         /* partitions that do not fit */
         parts[1].size.bytes = 2 * GiB;
@@ -365,7 +385,58 @@ static void test_lv_overflow(void) {
         diags_clear(&d);
 }
 
+/* raid5 and raid6 capacity, partitions by percent, a label that needs JSON escaping */
+static void test_levels(void) {
+        struct inv_disk dd[4] = {
+                disk("sda", 100 * GiB, true, "m", "1"), disk("sdb", 100 * GiB, true, "m", "2"),
+                disk("sdc", 100 * GiB, true, "m", "3"), disk("sdd", 100 * GiB, true, "m", "4"),
+        };
+        struct inventory inv = { .disks = dd, .n_disks = 4 };
+        struct spec_disk disks[] = { rule("d", 4) };
+        struct spec_partition parts[] = {
+                { .id = S("a"), .on = S("d"), .size = { SPEC_SIZE_PERCENT, 0, 25, {} }, .type = SPEC_PART_RAID },
+                { .id = S("b"), .on = S("d"), .size = { SPEC_SIZE_PERCENT, 0, 25, {} }, .type = SPEC_PART_RAID },
+                { .id = S("c"), .on = S("d"), .size = { SPEC_SIZE_REST, 0, 0, {} }, .type = SPEC_PART_RAID },
+        };
+        char *ma[] = { S("a"), NULL }, *mb[] = { S("b"), NULL }, *mc[] = { S("c"), NULL };
+        struct spec_raid raids[] = {
+                { .id = S("r5"), .level = 5, .members = ma },
+                { .id = S("r6"), .level = 6, .members = mb },
+                { .id = S("r10"), .level = 10, .layout = S("o3"), .members = mc, .spares = 1 },
+        };
+        struct spec_filesystem fss[] = {
+                { .on = S("r5"), .type = SPEC_FS_EXT4, .label = S("a\"b"), .mount = S("/srv/a/b") },
+                { .on = S("r6"), .type = SPEC_FS_XFS, .mount = S("/srv") },
+        };
+        struct spec s = { .file = S("lv.yaml"), .disks = disks, .n_disks = 1, .partitions = parts, .n_partitions = 3,
+                          .raids = raids, .n_raids = 3, .filesystems = fss, .n_filesystems = 2 };
+        struct diags d = {};
+        _cleanup_plan_free_ struct plan *p = NULL;
+        CHECK_INT(build(&s, &inv, &p, &d), 0);
+        if (!p)
+                return;
+        CHECK_U64(p->steps[0].parts[0].size, 25 * GiB);
+        CHECK_U64(p->steps[0].parts[1].start, 25 * GiB + MiB);
+        CHECK_U64(p->steps[0].parts[2].size, 50 * GiB - 2 * MiB);
+        /* raid5 of 4x25G: 3x; raid6: 2x; raid10 o3 over 3 active (1 spare): 1x (less the md reserve) */
+        CHECK(p->steps[4].size <= 75 * GiB && p->steps[4].size > 74 * GiB);
+        CHECK(p->steps[5].size <= 50 * GiB && p->steps[5].size > 49 * GiB);
+        CHECK(p->steps[6].size <= 50 * GiB - 2 * MiB && p->steps[6].size > 49 * GiB);
+        CHECK_STR(p->steps[6].description, "create raid10 /dev/md/r10 layout o3 metadata 1.2 from 3 devices: "
+                                           "/dev/sda3 /dev/sdb3 /dev/sdc3, spares: /dev/sdd3 (~49.9 GiB)");
+        CHECK_STR(p->steps[9].description, "mount /dev/md/r6 on /target/srv (defaults)");
+        CHECK_STR(p->steps[10].description, "mount /dev/md/r5 on /target/srv/a/b (defaults)");
+        _cleanup_strbuf_ struct strbuf json = STRBUF_INIT;
+        CHECK_INT(plan_to_json(p, &json), 0);
+        json_object *o = json_tokener_parse(strbuf_str(&json));
+        CHECK(o != NULL);
+        json_object_put(o);
+        CHECK(strstr(strbuf_str(&json), "label 'a\\\"b'") != NULL);
+        diags_clear(&d);
+}
+
 int main(void) {
+        test_levels();
         test_kvm_layout();
         test_lvm_then_luks();
         test_selection();
