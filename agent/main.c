@@ -22,13 +22,15 @@ static const struct command {
         int (*run)(int argc, char **argv);
         const char *summary;
 } commands[] = {
-        // { "validate", cmd_validate, "check host specs; every error as file:line:col" },
+        { "validate", cmd_validate, "check host specs; every error as file:line:col" },
 
         { "inventory", cmd_inventory, "show this machine's disks, NICs, CPU and memory" },
 
         // { "plan", cmd_plan, "show the steps apply would run, and what each destroys" },
 
         { "fetch", cmd_fetch, "fetch one URL (retries, resume, TLS with kiln.ca), to stdout or -o FILE" },
+
+        { "bench", cmd_bench, "the crypt benchmark: ciphers through dm-crypt, raw and encrypted device I/O" },
 
         { "version", cmd_version, "print the version" },
 

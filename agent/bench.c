@@ -1,0 +1,837 @@
+#include "bench.h"
+#include "luks.h"
+#include "paths.h"
+
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <libcryptsetup.h>
+#include <libdevmapper.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#ifndef AF_ALG
+#define AF_ALG 38
+#endif
+
+/* Time budget (microseconds). The whole gate stays under 10 s: the cipher
+ * phase shares CIPHER_BUDGET between its candidates, each device test gets
+ * IO_SLICE, and nothing new starts once GATE_LIMIT is spent. */
+#define CIPHER_BUDGET_USEC (3000u * 1000)
+#define CIPHER_SLICE_MIN_USEC (150u * 1000)
+#define CIPHER_SLICE_MAX_USEC (500u * 1000)
+#define IO_SLICE_USEC (700u * 1000)
+#define GATE_LIMIT_USEC (9500u * 1000)
+#define ZERO_SECTORS (2ull * 1024 * 1024 * 2)  /* a 2 GiB zero target: costs nothing */
+#define LAT_SAMPLES_PER_THREAD 65536u
+
+/* ---------- result lifecycle ---------- */
+
+void bench_result_done(struct bench_result *res) {
+        for (size_t i = 0; i < res->n_ciphers; i++) {
+                free(res->ciphers[i].cipher);
+                free(res->ciphers[i].error);
+        }
+        free(res->ciphers);
+        free(res->kernel_api_missing);
+        free(res->device);
+        free(res->crypt_device);
+        free(res->error);
+        *res = (struct bench_result) { .chosen = -1 };
+}
+
+static void set_error(struct bench_result *res, const char *fmt, ...) _printf_(2, 3);
+static void set_error(struct bench_result *res, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        char *m = NULL;
+        if (vasprintf(&m, fmt, ap) < 0)
+                m = NULL;
+        va_end(ap);
+        free(res->error);
+        res->error = m;
+}
+
+const struct bench_cipher *bench_chosen(const struct bench_result *res) {
+        if (res->chosen < 0 || (size_t) res->chosen >= res->n_ciphers)
+                return NULL;
+        return &res->ciphers[res->chosen];
+}
+
+/* ---------- kernel checks ---------- */
+
+/* /proc/misc lists "device-mapper" once dm-mod is loaded. (The node
+ * /dev/mapper/control proves nothing: libdevmapper creates it on demand.) */
+static bool have_device_mapper(void) {
+        _cleanup_free_ char *p = NULL, *misc = NULL;
+        if (asprintf(&p, "%s/misc", kiln_paths.procfs) < 0)
+                return false;
+        if (read_full_file(p, 1024 * 1024, &misc, NULL) < 0)
+                return false;
+        for (const char *q = misc; (q = strstr(q, "device-mapper")); q++)
+                if ((q == misc || q[-1] == ' ') && (q[13] == '\n' || q[13] == 0))
+                        return true;
+        return false;
+}
+
+#define AF_ALG_MISSING "no AF_ALG sockets (CONFIG_CRYPTO_USER_API_SKCIPHER) for libcryptsetup's crypt_benchmark()"
+
+static bool have_af_alg(void) {
+        int fd = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return false;
+        close(fd);
+        return true;
+}
+
+int bench_check_kernel(char **why) {
+        if (have_device_mapper())
+                return 0;
+        bool alg = have_af_alg();
+        if (why && asprintf(why, "the kernel has no device-mapper (no 'device-mapper' in %s/misc; dm-mod and dm-crypt "
+                                 "are needed)%s",
+                            kiln_paths.procfs, alg ? "" : " and " AF_ALG_MISSING) < 0)
+                *why = NULL;
+        return -ENODEV;
+}
+
+/* ---------- cipher specs ---------- */
+
+int bench_parse_cipher(const char *s, char **ret_cipher, unsigned *ret_key_size) {
+        if (strempty(s) || strlen(s) > 128)
+                return -EINVAL;
+        const char *colon = strchr(s, ':');
+        size_t n = colon ? (size_t) (colon - s) : strlen(s);
+        if (n == 0 || !memchr(s, '-', n))
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (!(s[i] == '-' || s[i] == ',' || s[i] == '_' || (s[i] >= '0' && s[i] <= '9') ||
+                      (s[i] >= 'a' && s[i] <= 'z')))
+                        return -EINVAL;
+        unsigned ks = strstr(s, "adiantum") ? 256 : 512;
+        if (colon) {
+                int r = safe_atou(colon + 1, &ks);
+                if (r < 0)
+                        return r;
+                if (ks == 0 || ks % 8 != 0 || ks > 1024)
+                        return -EINVAL;
+        }
+        char *c = strndup(s, n);
+        if (!c)
+                return -ENOMEM;
+        *ret_cipher = c;
+        *ret_key_size = ks;
+        return 0;
+}
+
+/* "aes-xts-plain64" → "aes" + "xts-plain64" (the split dm-crypt and libcryptsetup use) */
+static int split_cipher(const char *spec, char *cipher, size_t clen, char *mode, size_t mlen) {
+        const char *dash = strchr(spec, '-');
+        if (!dash || (size_t) (dash - spec) >= clen || strlen(dash + 1) >= mlen)
+                return -EINVAL;
+        memcpy(cipher, spec, (size_t) (dash - spec));
+        cipher[dash - spec] = 0;
+        memcpy(mode, dash + 1, strlen(dash + 1) + 1);
+        return 0;
+}
+
+/* ---------- the I/O engine: threads with O_DIRECT, one request in flight each ---------- */
+
+struct io_job {
+        int fd;
+        bool write, random;
+        unsigned bs;
+        uint64_t base, span;            /* bytes; span is a multiple of bs */
+        uint64_t deadline;              /* now_usec() */
+        _Atomic uint64_t cursor;        /* next sequential offset (relative) */
+        _Atomic int error;
+};
+
+struct io_thread {
+        struct io_job *job;
+        pthread_t tid;
+        void *buf;
+        uint64_t ios, bytes;
+        uint32_t *lat;                  /* microseconds */
+        size_t n_lat;
+        uint64_t seed;
+};
+
+static uint64_t xorshift(uint64_t *s) {
+        uint64_t x = *s;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        return *s = x;
+}
+
+static void *io_worker(void *arg) {
+        struct io_thread *t = arg;
+        struct io_job *j = t->job;
+        uint64_t blocks = j->span / j->bs;
+        for (;;) {
+                uint64_t t0 = now_usec();
+                if (t0 >= j->deadline || atomic_load(&j->error))
+                        break;
+                uint64_t off;
+                if (j->random)
+                        off = (xorshift(&t->seed) % blocks) * j->bs;
+                else
+                        off = atomic_fetch_add(&j->cursor, j->bs) % j->span;
+                ssize_t k = j->write ? pwrite(j->fd, t->buf, j->bs, (off_t) (j->base + off))
+                                     : pread(j->fd, t->buf, j->bs, (off_t) (j->base + off));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k != (ssize_t) j->bs) {
+                        int e = k < 0 ? errno : EIO;
+                        int zero = 0;
+                        atomic_compare_exchange_strong(&j->error, &zero, e);
+                        break;
+                }
+                uint64_t d = now_usec() - t0;
+                t->ios++;
+                t->bytes += j->bs;
+                if (t->n_lat < LAT_SAMPLES_PER_THREAD)
+                        t->lat[t->n_lat++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t) d;
+        }
+        return NULL;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+        uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* Run one pattern on an open O_DIRECT fd for about usec microseconds. */
+static int io_run(int fd, bool write, bool random, unsigned bs, uint64_t base, uint64_t span, uint64_t usec,
+                  struct bench_io *ret) {
+        if (span < bs)
+                return -EINVAL;
+        span -= span % bs;
+        struct io_job job = { .fd = fd, .write = write, .random = random, .bs = bs, .base = base, .span = span };
+        struct io_thread th[BENCH_DEPTH] = {};
+        _cleanup_free_ uint8_t *pattern = NULL;
+        int r = 0;
+        unsigned started = 0;
+        uint64_t seed0;
+        if (getrandom(&seed0, sizeof seed0, 0) != sizeof seed0)
+                seed0 = now_usec();
+        for (unsigned i = 0; i < BENCH_DEPTH; i++) {
+                th[i].job = &job;
+                th[i].seed = seed0 ^ ((uint64_t) (i + 1) * 0x9e3779b97f4a7c15ull);
+                if (!th[i].seed)
+                        th[i].seed = 1;
+                if (posix_memalign(&th[i].buf, 4096, bs) != 0 ||
+                    !(th[i].lat = malloc(LAT_SAMPLES_PER_THREAD * sizeof(uint32_t)))) {
+                        r = -ENOMEM;
+                        goto out_free;
+                }
+                /* incompressible data, so no device gets an easy ride */
+                uint64_t s = th[i].seed;
+                for (size_t k = 0; k + 8 <= bs; k += 8) {
+                        uint64_t v = xorshift(&s);
+                        memcpy((uint8_t *) th[i].buf + k, &v, 8);
+                }
+        }
+        uint64_t t0 = now_usec();
+        job.deadline = t0 + usec;
+        for (; started < BENCH_DEPTH; started++)
+                if (pthread_create(&th[started].tid, NULL, io_worker, &th[started]) != 0) {
+                        atomic_store(&job.error, EAGAIN);
+                        break;
+                }
+        for (unsigned i = 0; i < started; i++)
+                pthread_join(th[i].tid, NULL);
+        uint64_t t1 = now_usec();
+        if (atomic_load(&job.error)) {
+                r = -atomic_load(&job.error);
+                goto out_free;
+        }
+        struct bench_io io = { .done = true, .block_size = bs, .depth = BENCH_DEPTH };
+        size_t n_lat = 0;
+        for (unsigned i = 0; i < BENCH_DEPTH; i++) {
+                io.ios += th[i].ios;
+                io.bytes += th[i].bytes;
+                n_lat += th[i].n_lat;
+        }
+        io.seconds = (double) (t1 - t0) / 1e6;
+        if (io.seconds > 0) {
+                io.mbps = (double) io.bytes / 1e6 / io.seconds;
+                io.iops = (double) io.ios / io.seconds;
+        }
+        if (n_lat > 0) {
+                uint32_t *all = malloc(n_lat * sizeof *all);
+                if (!all) {
+                        r = -ENOMEM;
+                        goto out_free;
+                }
+                size_t k = 0;
+                for (unsigned i = 0; i < BENCH_DEPTH; i++) {
+                        memcpy(all + k, th[i].lat, th[i].n_lat * sizeof *all);
+                        k += th[i].n_lat;
+                }
+                qsort(all, n_lat, sizeof *all, cmp_u32);
+                io.lat_p50_us = all[(n_lat - 1) / 2];
+                io.lat_p99_us = all[(size_t) ((double) (n_lat - 1) * 0.99)];
+                io.lat_max_us = all[n_lat - 1];
+                free(all);
+        }
+        *ret = io;
+out_free:
+        for (unsigned i = 0; i < BENCH_DEPTH; i++) {
+                free(th[i].buf);
+                free(th[i].lat);
+        }
+        return r;
+}
+
+static int open_direct(const char *path, bool write, uint64_t *ret_size) {
+        int fd = open(path, (write ? O_RDWR : O_RDONLY) | O_DIRECT | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0) {
+                int e = -errno;
+                close(fd);
+                return e;
+        }
+        if (ret_size) {
+                off_t end = lseek(fd, 0, SEEK_END);
+                if (end < 0) {
+                        int e = -errno;
+                        close(fd);
+                        return e;
+                }
+                *ret_size = (uint64_t) end;
+        }
+        return fd;
+}
+
+/* Sequential write (if allowed), sequential read, 4K random read of [offset, offset+len). */
+static int device_tests(const char *dev, uint64_t offset, uint64_t len, bool write, uint64_t slice,
+                        struct bench_io *w, struct bench_io *rd, struct bench_io *rnd, struct bench_result *res) {
+        uint64_t size = 0;
+        _cleanup_close_ int fd = open_direct(dev, write, &size);
+        if (fd < 0) {
+                set_error(res, "cannot open '%s' for direct I/O: %s", dev, strerror(-fd));
+                return fd;
+        }
+        if (offset % 4096 || offset >= size) {
+                set_error(res, "benchmark region at %" PRIu64 " is outside '%s' (%" PRIu64 " bytes) or not 4 KiB aligned",
+                          offset, dev, size);
+                return -EINVAL;
+        }
+        if (len == 0 || len > size - offset)
+                len = size - offset;
+        len -= len % BENCH_SEQ_BLOCK;
+        if (len < BENCH_SEQ_BLOCK * BENCH_DEPTH) {
+                set_error(res, "benchmark region of '%s' is too small (%" PRIu64 " bytes)", dev, len);
+                return -EINVAL;
+        }
+        int r;
+        if (write && (r = io_run(fd, true, false, BENCH_SEQ_BLOCK, offset, len, slice, w)) < 0) {
+                set_error(res, "sequential write to '%s' failed: %s", dev, strerror(-r));
+                return r;
+        }
+        if ((r = io_run(fd, false, false, BENCH_SEQ_BLOCK, offset, len, slice, rd)) < 0) {
+                set_error(res, "sequential read from '%s' failed: %s", dev, strerror(-r));
+                return r;
+        }
+        if ((r = io_run(fd, false, true, BENCH_RAND_BLOCK, offset, len, slice, rnd)) < 0) {
+                set_error(res, "random read from '%s' failed: %s", dev, strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+/* ---------- device-mapper: the zero target ---------- */
+
+static int dm_run(int type, const char *name, bool with_zero_table) {
+        struct dm_task *t = dm_task_create(type);
+        if (!t)
+                return -ENOMEM;
+        int r = 0;
+        if (!dm_task_set_name(t, name) ||
+            (with_zero_table && !dm_task_add_target(t, 0, ZERO_SECTORS, "zero", "")))
+                r = -EINVAL;
+        else {
+                if (type == DM_DEVICE_REMOVE)
+                        (void) dm_task_retry_remove(t);
+                errno = 0;
+                if (!dm_task_run(t))
+                        r = errno > 0 ? -errno : -EIO;
+                /* no udev here: libdevmapper makes and removes /dev/mapper/NAME itself */
+                dm_task_update_nodes();
+        }
+        dm_task_destroy(t);
+        return r;
+}
+
+static void dm_quiet_log(int level, const char *file, int line, int dm_errno, const char *fmt, ...) {
+}
+
+static int zero_create(const char *name) {
+        dm_log_with_errno_init(dm_quiet_log);
+        dm_udev_set_sync_support(0);
+        return dm_run(DM_DEVICE_CREATE, name, true);
+}
+
+static void zero_remove(const char *name) {
+        (void) dm_run(DM_DEVICE_REMOVE, name, false);
+}
+
+static inline void crypt_freep(struct crypt_device **cd) {
+        if (*cd)
+                crypt_free(*cd);
+}
+
+/* One candidate on a plain dm-crypt mapping (random key) over the zero target. */
+static int cipher_run(const char *zero_dev, struct bench_cipher *bc, uint64_t slice) {
+        char cipher[64], mode[64];
+        int r = split_cipher(bc->cipher, cipher, sizeof cipher, mode, sizeof mode);
+        if (r < 0)
+                return r;
+        size_t klen = bc->key_size / 8;
+        uint8_t key[128];
+        if (klen > sizeof key)
+                return -EINVAL;
+        if (getrandom(key, klen, 0) != (ssize_t) klen)
+                return -EIO;
+        char name[64];
+        snprintf(name, sizeof name, "kiln-bench-crypt-%d", (int) getpid());
+        __attribute__((cleanup(crypt_freep))) struct crypt_device *cd = NULL;
+        r = crypt_init(&cd, zero_dev);
+        if (r >= 0) {
+                struct crypt_params_plain pp = { .hash = NULL, .sector_size = bc->sector_size };
+                r = crypt_format(cd, CRYPT_PLAIN, cipher, mode, NULL, (const char *) key, klen, &pp);
+        }
+        if (r >= 0) {
+                uint32_t flags = bc->no_workqueue ? CRYPT_ACTIVATE_NO_READ_WORKQUEUE | CRYPT_ACTIVATE_NO_WRITE_WORKQUEUE : 0;
+                r = crypt_activate_by_volume_key(cd, name, (const char *) key, klen, flags);
+        }
+        explicit_wipe(key, sizeof key);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/mapper/%s", kiln_paths.devfs, name) < 0)
+                r = -ENOMEM;
+        int fd = r < 0 ? r : open_direct(path, true, NULL);
+        if (fd < 0)
+                r = fd;
+        else {
+                uint64_t span = 512ull * 1024 * 1024;
+                r = io_run(fd, true, false, BENCH_SEQ_BLOCK, 0, span, slice, &bc->write);
+                if (r >= 0)
+                        r = io_run(fd, false, false, BENCH_SEQ_BLOCK, 0, span, slice, &bc->read);
+                close(fd);
+        }
+        int q = crypt_deactivate(cd, name);
+        if (r >= 0 && q < 0)
+                r = q;
+        return r;
+}
+
+static double cipher_score(const struct bench_cipher *c) {
+        if (c->error || !c->write.done || !c->read.done)
+                return -1;
+        return (c->write.mbps + c->read.mbps) / 2;
+}
+
+static int add_candidate(struct bench_result *res, const char *cipher, unsigned key_size, unsigned sector_size,
+                         bool nowq) {
+        struct bench_cipher *n = realloc(res->ciphers, (res->n_ciphers + 1) * sizeof *n);
+        if (!n)
+                return -ENOMEM;
+        res->ciphers = n;
+        struct bench_cipher *c = &res->ciphers[res->n_ciphers];
+        *c = (struct bench_cipher) { .key_size = key_size, .sector_size = sector_size, .no_workqueue = nowq };
+        if (!(c->cipher = strdup(cipher)))
+                return -ENOMEM;
+        res->n_ciphers++;
+        return 0;
+}
+
+static int cipher_phase(const struct spec_bench *policy, struct bench_result *res) {
+        static const char *const default_ciphers[] = { "aes-xts-plain64:512", NULL };
+        char *const *list = policy && policy->ciphers && policy->ciphers[0] ? policy->ciphers
+                                                                           : (char *const *) default_ciphers;
+        bool tune = policy && policy->tune;
+        int r;
+        for (size_t i = 0; list[i]; i++) {
+                _cleanup_free_ char *c = NULL;
+                unsigned ks;
+                if ((r = bench_parse_cipher(list[i], &c, &ks)) < 0) {
+                        set_error(res, "bad cipher '%s' (expected e.g. aes-xts-plain64:512)", list[i]);
+                        return r;
+                }
+                if (!tune) {
+                        if ((r = add_candidate(res, c, ks, 4096, false)) < 0)
+                                return r;
+                        continue;
+                }
+                for (unsigned sect = 512; sect <= 4096; sect *= 8)
+                        for (int nowq = 0; nowq <= 1; nowq++)
+                                if ((r = add_candidate(res, c, ks, sect, nowq)) < 0)
+                                        return r;
+        }
+
+        /* crypt_benchmark() through AF_ALG, once per cipher and key size */
+        if (!have_af_alg() && !(res->kernel_api_missing = strdup("the kernel has " AF_ALG_MISSING)))
+                return -ENOMEM;
+        for (size_t i = 0; !res->kernel_api_missing && i < res->n_ciphers; i++) {
+                struct bench_cipher *c = &res->ciphers[i];
+                bool seen = false;
+                for (size_t k = 0; k < i; k++)
+                        if (streq(res->ciphers[k].cipher, c->cipher) && res->ciphers[k].key_size == c->key_size) {
+                                c->kernel_enc_mbps = res->ciphers[k].kernel_enc_mbps;
+                                c->kernel_dec_mbps = res->ciphers[k].kernel_dec_mbps;
+                                seen = true;
+                        }
+                if (seen)
+                        continue;
+                char cipher[64], mode[64];
+                if (split_cipher(c->cipher, cipher, sizeof cipher, mode, sizeof mode) < 0)
+                        continue;
+                double enc = 0, dec = 0;
+                r = crypt_benchmark(NULL, cipher, mode, c->key_size / 8, strstr(mode, "ecb") ? 0 : 16, 1024 * 1024, &enc,
+                                    &dec);
+                if (r == -ENOTSUP || r == -ENOENT) {
+                        if (asprintf(&res->kernel_api_missing,
+                                     "the kernel's AF_ALG has no skcipher interface for '%s' (algif_skcipher), so "
+                                     "libcryptsetup's crypt_benchmark() cannot run",
+                                     c->cipher) < 0)
+                                return -ENOMEM;
+                        break;
+                }
+                if (r >= 0) {
+                        c->kernel_enc_mbps = enc * 1.048576;    /* MiB/s → MB/s */
+                        c->kernel_dec_mbps = dec * 1.048576;
+                }
+        }
+
+        /* the dm-crypt path */
+        char zname[64];
+        snprintf(zname, sizeof zname, "kiln-bench-zero-%d", (int) getpid());
+        if ((r = zero_create(zname)) < 0) {
+                set_error(res, "cannot create the device-mapper zero target '%s': %s", zname, strerror(-r));
+                return r;
+        }
+        _cleanup_free_ char *zdev = NULL;
+        if (asprintf(&zdev, "%s/mapper/%s", kiln_paths.devfs, zname) < 0) {
+                zero_remove(zname);
+                return -ENOMEM;
+        }
+        uint64_t slice = CIPHER_BUDGET_USEC / (res->n_ciphers * 2);
+        if (slice < CIPHER_SLICE_MIN_USEC)
+                slice = CIPHER_SLICE_MIN_USEC;
+        if (slice > CIPHER_SLICE_MAX_USEC)
+                slice = CIPHER_SLICE_MAX_USEC;
+        double best = -1;
+        for (size_t i = 0; i < res->n_ciphers; i++) {
+                struct bench_cipher *c = &res->ciphers[i];
+                if (now_usec() - res->start_usec > GATE_LIMIT_USEC / 2) {
+                        c->error = strdup("skipped: the benchmark's time budget is spent");
+                        continue;
+                }
+                r = cipher_run(zdev, c, slice);
+                if (r == -ENOMEM)
+                        break;
+                if (r < 0) {
+                        if (asprintf(&c->error, "dm-crypt could not run '%s' with a %u-bit key: %s", c->cipher,
+                                     c->key_size, strerror(-r)) < 0)
+                                c->error = NULL;
+                        continue;
+                }
+                double s = cipher_score(c);
+                if (s > best) {
+                        best = s;
+                        res->chosen = (int) i;
+                }
+        }
+        zero_remove(zname);
+        if (r == -ENOMEM)
+                return r;
+        if (res->chosen < 0) {
+                set_error(res, "no candidate cipher could be measured through dm-crypt (first: %s)",
+                          res->ciphers[0].error ? res->ciphers[0].error : "unknown");
+                return -ENOTSUP;
+        }
+        return 0;
+}
+
+int bench_raw(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len,
+              struct bench_result *res) {
+        return bench_raw_ex(policy, device, offset, len, true, res);
+}
+
+int bench_raw_ex(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len, bool write,
+                 struct bench_result *res) {
+        bench_result_done(res);
+        res->start_usec = now_usec();
+        _cleanup_free_ char *why = NULL;
+        int r = bench_check_kernel(&why);
+        if (r < 0) {
+                res->error = TAKE_PTR(why);
+                return r;
+        }
+        luks_setup_logging();
+        r = cipher_phase(policy, res);
+        if (r >= 0 && device && len > 0) {
+                if (!(res->device = strdup(device)))
+                        r = -ENOMEM;
+                else {
+                        res->offset = offset;
+                        res->len = len;
+                        r = device_tests(device, offset, len, write, IO_SLICE_USEC, &res->raw_write, &res->raw_read,
+                                         &res->raw_rand, res);
+                }
+        }
+        res->seconds = (double) (now_usec() - res->start_usec) / 1e6;
+        return r;
+}
+
+static double overhead(const struct bench_io *raw, const struct bench_io *enc) {
+        if (!raw->done || !enc->done || raw->mbps <= 0)
+                return 0;
+        return 1.0 - enc->mbps / raw->mbps;
+}
+
+int bench_crypt(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len,
+                struct bench_result *res) {
+        return bench_crypt_ex(policy, crypt_device, offset, len, true, res);
+}
+
+int bench_crypt_ex(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len, bool write,
+                   struct bench_result *res) {
+        uint64_t t0 = now_usec();
+        if (!res->start_usec)
+                res->start_usec = t0;
+        free(res->crypt_device);
+        if (!(res->crypt_device = strdup(crypt_device)))
+                return -ENOMEM;
+        /* whatever is left of the gate's budget, split over three tests */
+        uint64_t spent = t0 - res->start_usec;
+        uint64_t slice = IO_SLICE_USEC;
+        if (spent < GATE_LIMIT_USEC && (GATE_LIMIT_USEC - spent) / 3 < slice)
+                slice = (GATE_LIMIT_USEC - spent) / 3;
+        if (spent >= GATE_LIMIT_USEC || slice < 100000)
+                slice = 100000;
+        int r = device_tests(crypt_device, offset, len ? len : res->len, write, slice, &res->crypt_write,
+                             &res->crypt_read, &res->crypt_rand, res);
+        if (r >= 0) {
+                res->overhead_write = overhead(&res->raw_write, &res->crypt_write);
+                res->overhead_read = overhead(&res->raw_read, &res->crypt_read);
+                res->overhead_rand = overhead(&res->raw_rand, &res->crypt_rand);
+        }
+        res->seconds += (double) (now_usec() - t0) / 1e6;
+        return r;
+}
+
+/* ---------- the gate ---------- */
+
+int bench_gate(const struct spec_bench *policy, const struct bench_result *res, struct strbuf *why) {
+        if (!policy)
+                return 0;
+        unsigned fails = 0;
+        const struct bench_cipher *c = bench_chosen(res);
+        if (policy->cipher_mbps > 0) {
+                double v = c ? fmin(c->write.mbps, c->read.mbps) : 0;
+                if (!c || v < policy->cipher_mbps) {
+                        fails++;
+                        strbuf_addf(why, "cipher %s through dm-crypt: %.1f MB/s is below the floor of %.1f MB/s\n",
+                                    c ? c->cipher : "(none measured)", v, policy->cipher_mbps);
+                }
+        }
+        const struct bench_io *w = res->crypt_write.done ? &res->crypt_write : NULL;
+        const struct bench_io *rd = res->crypt_read.done ? &res->crypt_read : NULL;
+        if (policy->write_mbps > 0 && (!w || w->mbps < policy->write_mbps)) {
+                fails++;
+                strbuf_addf(why, "encrypted sequential write: %.1f MB/s is below the floor of %.1f MB/s\n",
+                            w ? w->mbps : 0, policy->write_mbps);
+        }
+        if (policy->read_mbps > 0 && (!rd || rd->mbps < policy->read_mbps)) {
+                fails++;
+                strbuf_addf(why, "encrypted sequential read: %.1f MB/s is below the floor of %.1f MB/s\n",
+                            rd ? rd->mbps : 0, policy->read_mbps);
+        }
+        if (policy->max_overhead > 0) {
+                if (!w || !rd || !res->raw_write.done || !res->raw_read.done) {
+                        fails++;
+                        strbuf_addf(why, "overhead: no raw and encrypted figures to compare\n");
+                } else {
+                        if (res->overhead_write > policy->max_overhead) {
+                                fails++;
+                                strbuf_addf(why, "write overhead of dm-crypt: %.0f %% exceeds the limit of %.0f %%\n",
+                                            res->overhead_write * 100, policy->max_overhead * 100);
+                        }
+                        if (res->overhead_read > policy->max_overhead) {
+                                fails++;
+                                strbuf_addf(why, "read overhead of dm-crypt: %.0f %% exceeds the limit of %.0f %%\n",
+                                            res->overhead_read * 100, policy->max_overhead * 100);
+                        }
+                }
+        }
+        if (why->len && why->buf[why->len - 1] == '\n')
+                why->buf[--why->len] = 0;
+        return fails ? -ERANGE : 0;
+}
+
+/* ---------- output ---------- */
+
+static struct json_object *jdouble(double v) {
+        /* two decimals keep the report readable and stable */
+        char buf[64];
+        snprintf(buf, sizeof buf, "%.2f", v);
+        return json_object_new_double_s(round(v * 100) / 100, buf);
+}
+
+/* v NULL is JSON null (json-c represents null as NULL) */
+static int jadd(struct json_object *o, const char *key, struct json_object *v) {
+        if (json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static struct json_object *jio(const struct bench_io *io) {
+        if (!io->done)
+                return json_object_new_null();
+        struct json_object *o = json_object_new_object();
+        if (!o)
+                return NULL;
+        if (jadd(o, "block_size", json_object_new_int64(io->block_size)) < 0 ||
+            jadd(o, "depth", json_object_new_int64(io->depth)) < 0 || jadd(o, "mbps", jdouble(io->mbps)) < 0 ||
+            jadd(o, "iops", jdouble(io->iops)) < 0 || jadd(o, "lat_p50_us", jdouble(io->lat_p50_us)) < 0 ||
+            jadd(o, "lat_p99_us", jdouble(io->lat_p99_us)) < 0 || jadd(o, "lat_max_us", jdouble(io->lat_max_us)) < 0 ||
+            jadd(o, "bytes", json_object_new_uint64(io->bytes)) < 0 || jadd(o, "seconds", jdouble(io->seconds)) < 0) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
+static struct json_object *jstr_or_null(const char *s) {
+        return s ? json_object_new_string(s) : json_object_new_null();
+}
+
+int bench_to_json(const struct bench_result *res, struct strbuf *out) {
+        struct json_object *root = json_object_new_object(), *arr = json_object_new_array();
+        int r = root && arr ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < res->n_ciphers; i++) {
+                const struct bench_cipher *c = &res->ciphers[i];
+                struct json_object *o = json_object_new_object();
+                if (!o) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if ((r = jadd(o, "cipher", json_object_new_string(c->cipher))) < 0 ||
+                    (r = jadd(o, "key_size", json_object_new_int64(c->key_size))) < 0 ||
+                    (r = jadd(o, "sector_size", json_object_new_int64(c->sector_size))) < 0 ||
+                    (r = jadd(o, "no_workqueue", json_object_new_boolean(c->no_workqueue))) < 0 ||
+                    (r = jadd(o, "chosen", json_object_new_boolean(res->chosen == (int) i))) < 0 ||
+                    (r = jadd(o, "write", jio(&c->write))) < 0 || (r = jadd(o, "read", jio(&c->read))) < 0 ||
+                    (r = jadd(o, "kernel_enc_mbps", c->kernel_enc_mbps > 0 ? jdouble(c->kernel_enc_mbps)
+                                                                            : json_object_new_null())) < 0 ||
+                    (r = jadd(o, "kernel_dec_mbps", c->kernel_dec_mbps > 0 ? jdouble(c->kernel_dec_mbps)
+                                                                            : json_object_new_null())) < 0 ||
+                    (r = jadd(o, "error", jstr_or_null(c->error))) < 0 || json_object_array_add(arr, o) < 0) {
+                        json_object_put(o);
+                        r = r < 0 ? r : -ENOMEM;
+                }
+        }
+        if (r >= 0 && (r = jadd(root, "ciphers", arr)) >= 0)
+                arr = NULL;
+        struct json_object *raw = json_object_new_object(), *enc = json_object_new_object(),
+                           *ovh = json_object_new_object();
+        if (r >= 0 && (!raw || !enc || !ovh))
+                r = -ENOMEM;
+        /* each jadd takes its value; after the first failure the rest are skipped */
+#define JADD(o, k, v) do { if (r >= 0) r = jadd((o), (k), (v)); } while (0)
+        bool have_ovh = res->crypt_read.done && res->raw_read.done;
+        JADD(root, "kernel_api_missing", jstr_or_null(res->kernel_api_missing));
+        JADD(raw, "device", jstr_or_null(res->device));
+        JADD(raw, "offset", json_object_new_uint64(res->offset));
+        JADD(raw, "len", json_object_new_uint64(res->len));
+        JADD(raw, "seq_write", jio(&res->raw_write));
+        JADD(raw, "seq_read", jio(&res->raw_read));
+        JADD(raw, "rand_read", jio(&res->raw_rand));
+        JADD(enc, "device", jstr_or_null(res->crypt_device));
+        JADD(enc, "seq_write", jio(&res->crypt_write));
+        JADD(enc, "seq_read", jio(&res->crypt_read));
+        JADD(enc, "rand_read", jio(&res->crypt_rand));
+        JADD(ovh, "write", have_ovh ? jdouble(res->overhead_write) : json_object_new_null());
+        JADD(ovh, "read", have_ovh ? jdouble(res->overhead_read) : json_object_new_null());
+        JADD(ovh, "rand_read", have_ovh ? jdouble(res->overhead_rand) : json_object_new_null());
+        JADD(root, "raw", json_object_get(raw));
+        JADD(root, "crypt", json_object_get(enc));
+        JADD(root, "overhead", json_object_get(ovh));
+        JADD(root, "seconds", jdouble(res->seconds));
+        JADD(root, "error", jstr_or_null(res->error));
+#undef JADD
+        if (r >= 0) {
+                const char *s = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                             JSON_C_TO_STRING_NOSLASHESCAPE);
+                r = s ? strbuf_adds(out, s) : -ENOMEM;
+                if (r >= 0)
+                        r = strbuf_adds(out, "\n");
+        }
+        json_object_put(arr);
+        json_object_put(raw);
+        json_object_put(enc);
+        json_object_put(ovh);
+        json_object_put(root);
+        return r < 0 ? r : 0;
+}
+
+static int text_io(struct strbuf *out, const char *dev, const char *what, const struct bench_io *io) {
+        if (!io->done)
+                return 0;
+        return strbuf_addf(out, "%-28s %-10s %10.1f %10.0f %9.0f %9.0f\n", dev, what, io->mbps, io->iops, io->lat_p50_us,
+                           io->lat_p99_us);
+}
+
+int bench_to_text(const struct bench_result *res, struct strbuf *out) {
+        int r;
+        if ((r = strbuf_addf(out, "crypt benchmark (%.1f s)\n%-32s %4s %6s %-6s %10s %10s %17s\n", res->seconds, "CIPHER",
+                             "KEY", "SECTOR", "NO-WQ", "WRITE MB/s", "READ MB/s", "AF_ALG ENC/DEC")) < 0)
+                return r;
+        for (size_t i = 0; i < res->n_ciphers; i++) {
+                const struct bench_cipher *c = &res->ciphers[i];
+                char k[40] = "-";
+                if (c->kernel_enc_mbps > 0)
+                        snprintf(k, sizeof k, "%.0f/%.0f", c->kernel_enc_mbps, c->kernel_dec_mbps);
+                if (c->error)
+                        r = strbuf_addf(out, "%-32s %4u %6u %-6s %s\n", c->cipher, c->key_size, c->sector_size,
+                                        c->no_workqueue ? "yes" : "no", c->error);
+                else
+                        r = strbuf_addf(out, "%-32s %4u %6u %-6s %10.1f %10.1f %17s%s\n", c->cipher, c->key_size,
+                                        c->sector_size, c->no_workqueue ? "yes" : "no", c->write.mbps, c->read.mbps, k,
+                                        res->chosen == (int) i ? "  <- chosen" : "");
+                if (r < 0)
+                        return r;
+        }
+        if (res->kernel_api_missing && (r = strbuf_addf(out, "no AF_ALG figures: %s\n", res->kernel_api_missing)) < 0)
+                return r;
+        if (res->raw_read.done || res->crypt_read.done) {
+                if ((r = strbuf_addf(out, "\n%-28s %-10s %10s %10s %9s %9s\n", "DEVICE", "TEST", "MB/s", "IOPS", "p50 us",
+                                     "p99 us")) < 0)
+                        return r;
+                const char *rd = res->device ?: "-", *cd = res->crypt_device ?: "-";
+                if ((r = text_io(out, rd, "seq write", &res->raw_write)) < 0 ||
+                    (r = text_io(out, rd, "seq read", &res->raw_read)) < 0 ||
+                    (r = text_io(out, rd, "4k rand rd", &res->raw_rand)) < 0 ||
+                    (r = text_io(out, cd, "seq write", &res->crypt_write)) < 0 ||
+                    (r = text_io(out, cd, "seq read", &res->crypt_read)) < 0 ||
+                    (r = text_io(out, cd, "4k rand rd", &res->crypt_rand)) < 0)
+                        return r;
+                if (res->raw_read.done && res->crypt_read.done &&
+                    (r = strbuf_addf(out, "overhead of dm-crypt: write %.0f %%, read %.0f %%, 4k random read %.0f %%\n",
+                                     res->overhead_write * 100, res->overhead_read * 100, res->overhead_rand * 100)) < 0)
+                        return r;
+        }
+        return 0;
+}

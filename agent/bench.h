@@ -1,0 +1,90 @@
+/* The crypt benchmark gate (issue 5): does this node encrypt fast enough?
+ *
+ *   bench_raw()    before luksFormat: the candidate ciphers through the real
+ *                  dm-crypt path (a temporary plain dm-crypt mapping with a
+ *                  random key over a device-mapper `zero` target, O_DIRECT,
+ *                  several requests in flight), libcryptsetup's
+ *                  crypt_benchmark() beside it where the kernel has AF_ALG,
+ *                  and the raw device: sequential write and read (1 MiB) and
+ *                  4 KiB random read, in [offset, offset+len) — a region the
+ *                  caller is about to overwrite anyway;
+ *   bench_crypt()  after luksOpen: the same I/O through the dm-crypt device,
+ *                  and the overhead against the raw figures;
+ *   bench_gate()   the spec's floors decide.
+ *
+ * Bounded: the three together take at most about 10 seconds. The module is
+ * silent; failures come back as -errno with res->error saying why. */
+#pragma once
+#include "spec.h"
+#include "strbuf.h"
+
+#define BENCH_SEQ_BLOCK (1024u * 1024)
+#define BENCH_RAND_BLOCK 4096u
+#define BENCH_DEPTH 4u                  /* requests in flight (one thread each) */
+
+struct bench_io {
+        bool done;
+        unsigned block_size, depth;
+        uint64_t bytes, ios;
+        double seconds;
+        double mbps;                    /* MB/s, 10^6 bytes per second */
+        double iops;
+        double lat_p50_us, lat_p99_us, lat_max_us;
+};
+
+struct bench_cipher {
+        char *cipher;                   /* "aes-xts-plain64", "xchacha12,aes-adiantum-plain64" */
+        unsigned key_size;              /* bits */
+        unsigned sector_size;           /* dm-crypt sector size, 512 or 4096 */
+        bool no_workqueue;              /* no_read_workqueue + no_write_workqueue */
+        struct bench_io write, read;    /* through dm-crypt over the zero target */
+        double kernel_enc_mbps, kernel_dec_mbps;   /* crypt_benchmark(); 0 = not measured */
+        char *error;                    /* this candidate could not be measured */
+};
+
+struct bench_result {
+        struct bench_cipher *ciphers; size_t n_ciphers;
+        int chosen;                     /* index into ciphers of the fastest allowed; -1 = none */
+        char *kernel_api_missing;       /* why there are no crypt_benchmark() figures; NULL = there are */
+        char *device;                   /* the raw device */
+        uint64_t offset, len;
+        struct bench_io raw_write, raw_read, raw_rand;
+        char *crypt_device;
+        struct bench_io crypt_write, crypt_read, crypt_rand;
+        double overhead_write, overhead_read, overhead_rand;  /* 1 - crypt/raw, when both ran */
+        uint64_t start_usec;            /* when bench_raw began (bounds the whole gate) */
+        double seconds;                 /* time spent so far in bench_raw + bench_crypt */
+        char *error;                    /* why the last call failed */
+};
+
+void bench_result_done(struct bench_result *res);
+
+/* 0 if this kernel has device-mapper with dm-crypt's prerequisites; else
+ * -ENODEV and *why (newly allocated) names what is missing, including AF_ALG. */
+int bench_check_kernel(char **why);
+
+/* policy may be NULL (defaults: aes-xts-plain64:512, no tuning, no floors).
+ * device may be NULL: ciphers only. len 0: ciphers only, no raw device I/O. */
+int bench_raw(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len,
+              struct bench_result *res);
+/* The same, reads only unless write (kiln bench on its own). */
+int bench_raw_ex(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len, bool write,
+                 struct bench_result *res);
+/* The dm-crypt device opened over res->device; the same region size from offset. */
+int bench_crypt(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len,
+                struct bench_result *res);
+int bench_crypt_ex(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len, bool write,
+                   struct bench_result *res);
+/* 0 if every floor in the policy is met; -ERANGE and *why (appended, one
+ * reason per line) otherwise. policy->on_fail is the caller's to apply. */
+int bench_gate(const struct spec_bench *policy, const struct bench_result *res, struct strbuf *why);
+
+/* The candidate chosen by bench_raw (what luksFormat should use with tune), or NULL. */
+const struct bench_cipher *bench_chosen(const struct bench_result *res);
+
+int bench_to_json(const struct bench_result *res, struct strbuf *out);
+int bench_to_text(const struct bench_result *res, struct strbuf *out);
+
+/* "aes-xts-plain64:512" → cipher "aes-xts-plain64", 512 (default key size 512,
+ * 256 for adiantum). -EINVAL on garbage. */
+int bench_parse_cipher(const char *s, char **ret_cipher, unsigned *ret_key_size);

@@ -1,0 +1,135 @@
+#include "bench.h"
+#include "commands.h"
+#include "exitcode.h"
+#include "log.h"
+
+#include <getopt.h>
+#include <math.h>
+
+static int help(void) {
+        printf("usage: kiln bench [--json] [--cipher SPEC]... [--tune] [--offset SIZE] [--size SIZE] [--write]\n"
+               "                  [--crypt DEV] [--min-cipher MB/s] [--min-write MB/s] [--min-read MB/s]\n"
+               "                  [--max-overhead FRACTION] [DEVICE]\n\n"
+               "The crypt benchmark on its own: each cipher (default aes-xts-plain64:512) through a\n"
+               "temporary dm-crypt mapping over a device-mapper zero target, with libcryptsetup's\n"
+               "crypt_benchmark() beside it where the kernel has AF_ALG; then, with DEVICE, sequential\n"
+               "and 4 KiB random direct I/O on DEVICE and (--crypt) on a dm-crypt device over it.\n"
+               "Reads only, unless --write: that overwrites SIZE bytes of DEVICE (and of --crypt DEV)\n"
+               "from OFFSET. With floors given, exits 6 when one is missed.\n");
+        return KILN_EXIT_OK;
+}
+
+static int parse_double(const char *s, double *ret) {
+        char *end = NULL;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (errno || !end || end == s || *end || !isfinite(v) || v < 0)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+        static const struct option opts[] = {
+                { "json", no_argument, NULL, 'j' },
+                { "cipher", required_argument, NULL, 'c' },
+                { "tune", no_argument, NULL, 't' },
+                { "offset", required_argument, NULL, 'o' },
+                { "size", required_argument, NULL, 's' },
+                { "write", no_argument, NULL, 'w' },
+                { "crypt", required_argument, NULL, 'C' },
+                { "min-cipher", required_argument, NULL, 1 },
+                { "min-write", required_argument, NULL, 2 },
+                { "min-read", required_argument, NULL, 3 },
+                { "max-overhead", required_argument, NULL, 4 },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        bool json = false, write = false;
+        uint64_t offset = 0, size = 256ull * 1024 * 1024;
+        const char *crypt_dev = NULL;
+        _cleanup_strv_free_ char **ciphers = NULL;
+        struct spec_bench policy = { .present = true, .on_fail = SPEC_ON_FAIL_ABORT };
+        int c, r;
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
+                double *d = NULL;
+                switch (c) {
+                case 'j': json = true; break;
+                case 't': policy.tune = true; break;
+                case 'w': write = true; break;
+                case 'C': crypt_dev = optarg; break;
+                case 'c': {
+                        _cleanup_free_ char *name = NULL;
+                        unsigned ks;
+                        if (bench_parse_cipher(optarg, &name, &ks) < 0) {
+                                log_error("bad --cipher '%s' (expected e.g. aes-xts-plain64:512)", optarg);
+                                return KILN_EXIT_USAGE;
+                        }
+                        char *dup = strdup(optarg);
+                        if (!dup || strv_push(&ciphers, dup) < 0) {
+                                free(dup);
+                                log_error("out of memory");
+                                return KILN_EXIT_FAILURE;
+                        }
+                        break;
+                }
+                case 'o':
+                case 's':
+                        if (parse_size(optarg, c == 'o' ? &offset : &size) < 0) {
+                                log_error("bad --%s '%s' (expected a size like 256M)", c == 'o' ? "offset" : "size", optarg);
+                                return KILN_EXIT_USAGE;
+                        }
+                        break;
+                case 1: d = &policy.cipher_mbps; break;
+                case 2: d = &policy.write_mbps; break;
+                case 3: d = &policy.read_mbps; break;
+                case 4: d = &policy.max_overhead; break;
+                case 'h': return help();
+                default: return KILN_EXIT_USAGE;
+                }
+                if (d && parse_double(optarg, d) < 0) {
+                        static const char *const floors[] = { "min-cipher", "min-write", "min-read", "max-overhead" };
+                        log_error("bad number '%s' for --%s", optarg, floors[c - 1]);
+                        return KILN_EXIT_USAGE;
+                }
+        }
+        if (argc - optind > 1) {
+                log_error("unexpected argument '%s' (see 'kiln bench --help')", argv[optind + 1]);
+                return KILN_EXIT_USAGE;
+        }
+        const char *device = optind < argc ? argv[optind] : NULL;
+        if (crypt_dev && !device) {
+                log_error("--crypt needs the raw DEVICE under it to compare with");
+                return KILN_EXIT_USAGE;
+        }
+        policy.ciphers = ciphers;
+
+        struct bench_result res = { .chosen = -1 };
+        r = bench_raw_ex(&policy, device, offset, device ? size : 0, write, &res);
+        if (r >= 0 && crypt_dev)
+                r = bench_crypt_ex(&policy, crypt_dev, offset, size, write, &res);
+        if (r < 0) {
+                if (r == -ENODEV)
+                        log_error("crypt benchmark cannot run: %s", res.error ?: strerror(-r));
+                else
+                        log_error_errno(r, "crypt benchmark failed: %s", res.error ?: strerror(-r));
+                bench_result_done(&res);
+                return KILN_EXIT_FAILURE;
+        }
+        _cleanup_strbuf_ struct strbuf out = STRBUF_INIT, why = STRBUF_INIT;
+        r = json ? bench_to_json(&res, &out) : bench_to_text(&res, &out);
+        int g = bench_gate(&policy, &res, &why);
+        bench_result_done(&res);
+        if (r < 0) {
+                log_error_errno(r, "failed to format the benchmark result: %m");
+                return KILN_EXIT_FAILURE;
+        }
+        fputs(strbuf_str(&out), stdout);
+        fflush(stdout);
+        if (g < 0) {
+                log_error("crypt benchmark gate failed:\n%s", strbuf_str(&why));
+                return KILN_EXIT_BENCH;
+        }
+        return KILN_EXIT_OK;
+}

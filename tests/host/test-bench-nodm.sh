@@ -1,0 +1,38 @@
+#!/bin/bash
+# On a kernel without device-mapper (this host's), `kiln bench` refuses with
+# a clear message naming what is missing (and AF_ALG, when that is missing
+# too), exit code 1, nothing on stdout, and no device touched.
+set -euo pipefail
+if grep -qw device-mapper /proc/misc 2>/dev/null; then echo "this kernel has device-mapper"; exit 77; fi
+T=$(mktemp -d /tmp/kiln-bench.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+if python3 -c 'import socket; socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0)' 2>/dev/null; then
+  alg=""
+else
+  alg=" and no AF_ALG sockets (CONFIG_CRYPTO_USER_API_SKCIPHER) for libcryptsetup's crypt_benchmark()"
+fi
+want="error: crypt benchmark cannot run: the kernel has no device-mapper (no 'device-mapper' in /proc/misc; dm-mod and dm-crypt are needed)$alg"
+
+truncate -s 64M "$T/disk.img"
+printf 'kiln' | dd of="$T/disk.img" bs=1 seek=1048576 conv=notrunc status=none
+before=$(sha256sum "$T/disk.img")
+for args in "" "--json" "--write --size 16M $T/disk.img" "--tune --cipher aes-xts-plain64:256 --cipher xchacha12,aes-adiantum-plain64"; do
+  rc=0
+  # shellcheck disable=SC2086
+  "$KILN" bench $args >"$T/out" 2>"$T/err" || rc=$?
+  [[ $rc == 1 ]] || fail "kiln bench $args: exit $rc, expected 1"
+  [[ "$(cat "$T/err")" == "$want" ]] || fail "kiln bench $args: stderr [$(cat "$T/err")], expected [$want]"
+  [[ ! -s $T/out ]] || fail "kiln bench $args: printed [$(cat "$T/out")]"
+done
+[[ $(sha256sum "$T/disk.img") == "$before" ]] || fail "the device was written"
+
+# bad arguments are usage errors, before anything runs
+rc=0; "$KILN" bench --cipher aes >/dev/null 2>"$T/err" || rc=$?
+[[ $rc == 64 && "$(cat "$T/err")" == "error: bad --cipher 'aes' (expected e.g. aes-xts-plain64:512)" ]] || fail "bad cipher: $rc $(cat "$T/err")"
+rc=0; "$KILN" bench --min-write fast >/dev/null 2>"$T/err" || rc=$?
+[[ $rc == 64 && "$(cat "$T/err")" == "error: bad number 'fast' for --min-write" ]] || fail "bad floor: $rc $(cat "$T/err")"
+rc=0; "$KILN" bench --crypt /dev/null >/dev/null 2>"$T/err" || rc=$?
+[[ $rc == 64 && "$(cat "$T/err")" == "error: --crypt needs the raw DEVICE under it to compare with" ]] || fail "crypt alone: $rc $(cat "$T/err")"
+echo ok

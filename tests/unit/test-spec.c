@@ -1,0 +1,291 @@
+/* The parsed model of host specs: templates and inline documents. */
+#include "diag.h"
+#include "log.h"
+#include "spec.h"
+#include "tap.h"
+
+static char *template_path(const char *name) {
+        const char *src = getenv("SRC");
+        static char buf[4096];
+        snprintf(buf, sizeof buf, "%s/templates/%s", src ? src : ".", name);
+        return buf;
+}
+
+static struct spec *load(const char *name) {
+        struct diags d = {};
+        struct spec *s = NULL;
+        int r = spec_load(template_path(name), &s, &d);
+        if (r < 0)
+                diags_print(&d, stderr);
+        CHECK_INT(r, 0);
+        CHECK_INT(d.n, 0);
+        diags_clear(&d);
+        return s;
+}
+
+static struct spec *parse(const char *text, struct diags *d) {
+        struct spec *s = NULL;
+        int r = spec_parse("t.yaml", text, strlen(text), &s, d);
+        CHECK((r == 0) == (s != NULL));
+        return s;
+}
+
+static void test_luks_lvm(void) {
+        _cleanup_spec_free_ struct spec *s = load("kvm-raid10-luks-lvm.yaml");
+        if (!s)
+                return;
+        CHECK_INT(s->version, 1);
+        CHECK_STR(s->hostname, "kvm-${serial}");
+        CHECK_INT(s->n_disks, 1);
+        CHECK_STR(s->disks[0].id, "d");
+        CHECK_INT(s->disks[0].count, 4);
+        CHECK_U64(s->disks[0].min_size, 1ull << 30);
+        CHECK_INT(s->disks[0].rotational, -1);
+        CHECK(s->disks[0].wipe);
+        CHECK_INT(s->disks[0].match_mark.line, 14);
+
+        CHECK_INT(s->n_partitions, 2);
+        CHECK_INT(s->partitions[0].type, SPEC_PART_BIOS_GRUB);
+        CHECK_INT(s->partitions[0].size.kind, SPEC_SIZE_BYTES);
+        CHECK_U64(s->partitions[0].size.bytes, 1ull << 20);
+        CHECK_STR(s->partitions[1].name, "data");
+        CHECK_INT(s->partitions[1].size.kind, SPEC_SIZE_REST);
+        CHECK_INT(s->partitions[1].type, SPEC_PART_RAID);
+        CHECK_STR(s->partitions[1].on, "d");
+
+        CHECK_INT(s->n_raids, 1);
+        const struct spec_raid *a = &s->raids[0];
+        CHECK_STR(a->id, "md0");
+        CHECK_STR(a->name, "md0");
+        CHECK_INT(a->level, 10);
+        CHECK_STR(a->layout, "f2");
+        CHECK_U64(a->chunk, 256 * 1024);
+        CHECK_STR(a->metadata, "1.2");
+        CHECK(a->bitmap == NULL);
+        CHECK_INT(strv_length(a->members), 1);
+        CHECK_STR(a->members[0], "data");
+        CHECK_INT(a->member_marks[0].line, 27);
+        CHECK_INT(a->member_marks[0].col, 14);
+        CHECK(a->assume_clean);
+        CHECK_INT(a->level_mark.line, 24);
+        CHECK_INT(a->level_mark.col, 12);
+
+        CHECK_INT(s->n_luks, 1);
+        const struct spec_luks *x = &s->luks[0];
+        CHECK_STR(x->on, "md0");
+        CHECK_STR(x->cipher, "aes-xts-plain64");
+        CHECK_INT(x->key_size, 512);
+        CHECK_INT(x->sector_size, 4096);
+        CHECK_STR(x->label, "kvm-data");
+        CHECK_INT(x->pbkdf.type, SPEC_PBKDF_ARGON2ID);
+        CHECK_INT(x->pbkdf.time_ms, 200);
+        CHECK_U64(x->pbkdf.max_memory, 64ull << 20);
+        CHECK_INT(x->pbkdf.parallel, 1);
+        CHECK(x->no_read_workqueue && x->no_write_workqueue && !x->discard);
+        CHECK_INT(x->key.source, SPEC_KEY_PASSPHRASE);
+        CHECK_STR(x->key.passphrase, "fake-lab-passphrase-not-a-secret");
+
+        CHECK_INT(s->n_vgs, 1);
+        CHECK_STR(s->vgs[0].name, "kvm_vg");
+        CHECK_INT(strv_length(s->vgs[0].pvs), 1);
+        CHECK_STR(s->vgs[0].pvs[0], "crypt0");
+        CHECK_INT(s->n_lvs, 2);
+        CHECK_INT(s->lvs[0].size.kind, SPEC_SIZE_BYTES);
+        CHECK_U64(s->lvs[0].size.bytes, 1ull << 30);
+        CHECK_INT(s->lvs[1].size.kind, SPEC_SIZE_REST);
+        CHECK_STR(s->lvs[1].vg, "vg0");
+
+        CHECK_INT(s->n_filesystems, 2);
+        CHECK_STR(s->filesystems[1].mount, "/var/lib/libvirt/images");
+        CHECK_STR(s->filesystems[1].mount_options, "noatime");
+        CHECK_INT(s->filesystems[1].type, SPEC_FS_XFS);
+        CHECK_STR(spec_fs_type_name(s->filesystems[1].type), "xfs");
+
+        CHECK(s->image.present);
+        CHECK_INT(s->image.format, SPEC_IMAGE_TAR);
+        CHECK_U64(s->image.max_size, 2ull << 30);
+        CHECK(s->bench.present);
+        CHECK_INT(strv_length(s->bench.ciphers), 2);
+        CHECK(s->bench.tune);
+        CHECK(s->bench.max_overhead == 0.5);
+        CHECK(s->bench.write_mbps == 150);
+        CHECK_INT(s->bench.on_fail, SPEC_ON_FAIL_WARN);
+        CHECK(s->cloudstack.present);
+        CHECK_STR(s->cloudstack.zone, "lab");
+        CHECK_STR(s->cloudstack.secret_key, "fake-secret-key-not-a-secret");
+        CHECK(!s->webhook.present);
+        CHECK_INT(s->finish, SPEC_FINISH_REBOOT);
+
+        const void *obj = NULL;
+        CHECK_INT(spec_lookup(s, "md0", &obj), SPEC_OBJ_RAID);
+        CHECK(obj == &s->raids[0]);
+        CHECK_INT(spec_lookup(s, "images", &obj), SPEC_OBJ_LV);
+        CHECK_INT(spec_lookup(s, "vg0", NULL), SPEC_OBJ_VG);
+        CHECK_INT(spec_lookup(s, "nope", NULL), SPEC_OBJ_NONE);
+
+        /* secrets are redacted once registered */
+        CHECK_INT(spec_register_secrets(s), 0);
+        char line[256];
+        snprintf(line, sizeof line, "key=%s secret=%s pw=%s", x->key.passphrase, s->cloudstack.secret_key,
+                 s->cloudstack.host_password);
+        log_redact(line);
+        CHECK(strstr(line, "fake-lab-passphrase") == NULL);
+        CHECK(strstr(line, "fake-secret-key") == NULL);
+        CHECK(strstr(line, "fake-host-password") == NULL);
+        CHECK(strstr(line, "key=") != NULL);
+        log_forget_secrets();
+}
+
+static void test_lvm_luks(void) {
+        _cleanup_spec_free_ struct spec *s = load("kvm-raid10-lvm-luks.yaml");
+        if (!s)
+                return;
+        CHECK_INT(s->n_luks, 2);
+        CHECK_STR(s->luks[0].on, "root");
+        CHECK_INT(spec_lookup(s, s->luks[0].on, NULL), SPEC_OBJ_LV);
+        CHECK_STR(s->vgs[0].pvs[0], "md0");
+        CHECK_STR(s->filesystems[0].on, "croot");
+        CHECK(s->webhook.present);
+        CHECK_STR(s->webhook.hmac_key, "fake-hmac-key-not-a-secret");
+        CHECK_INT(spec_register_secrets(s), 0);
+        char line[128];
+        snprintf(line, sizeof line, "hmac %s", s->webhook.hmac_key);
+        log_redact(line);
+        CHECK(strstr(line, "fake-hmac-key") == NULL);
+        log_forget_secrets();
+}
+
+static void test_other_templates(void) {
+        _cleanup_spec_free_ struct spec *j = load("junk-box.yaml");
+        if (j) {
+                CHECK_INT(j->n_disks, 2);
+                CHECK_INT(j->disks[0].rotational, 0);
+                CHECK_U64(j->disks[0].max_size, 1ull << 40);
+                CHECK_INT(j->disks[1].rotational, 1);
+                CHECK_INT(j->disks[1].count, 4);
+                CHECK_STR(j->raids[0].metadata, "1.0");
+                CHECK_STR(j->raids[2].members[0], "hdd");
+                CHECK_STR(j->raids[2].layout, "n2");
+                CHECK_STR(j->raids[1].bitmap, "internal");
+                CHECK_INT(j->luks[0].key.source, SPEC_KEY_GENERATE);
+                CHECK_U64(j->vgs[1].extent_size, 64ull << 20);
+                CHECK_INT(strv_length(j->filesystems[4].mkfs_options), 2);
+                CHECK_STR(j->filesystems[4].mkfs_options[1], "reflink=1");
+        }
+        _cleanup_spec_free_ struct spec *r = load("raid1-boot-raid10.yaml");
+        if (r) {
+                CHECK_INT(r->raids[0].level, 1);
+                CHECK_STR(r->raids[0].metadata, "1.0");
+                CHECK_STR(r->raids[0].bitmap, "none");
+                CHECK_INT(r->luks[0].key.source, SPEC_KEY_URL);
+                CHECK_STR(r->luks[0].key.sha256, "2e640b78bc078a4d768365fdc0b854e12c75d58a8092d10ec34f32043352c3c4");
+                CHECK_STR(r->luks[0].key.url, "http://boot.lab/keys/${uuid}.key");
+                CHECK(r->bench.cipher_mbps == 500);
+                CHECK_INT(r->bench.on_fail, SPEC_ON_FAIL_ABORT);
+        }
+        _cleanup_spec_free_ struct spec *d = load("single-disk.yaml");
+        if (d) {
+                CHECK_STR(d->disks[0].path, "/dev/vda");
+                CHECK_INT(d->disks[0].count, 1);
+                CHECK_INT(d->partitions[1].type, SPEC_PART_ESP);
+                CHECK_STR(spec_part_type_name(d->partitions[1].type), "esp");
+                CHECK_INT(d->filesystems[1].type, SPEC_FS_SWAP);
+                CHECK(d->filesystems[1].mount == NULL);
+                CHECK(!d->bench.present && !d->cloudstack.present);
+        }
+}
+
+static void test_inline(void) {
+        struct diags d = {};
+        _cleanup_spec_free_ struct spec *s = parse(
+                "version: 1\n"
+                "disks:\n"
+                "  - {id: a, path: /dev/sda}\n"
+                "  - {id: b, match: {serial: S1, wwn: '0x5000', model: 'Samsung*', transport: NVMe}}\n"
+                "  - {id: c, by_id: ata-X, rotational: false, max_size: 2T}\n"
+                "  - {id: e, rotational: true}\n"
+                "partitions:\n"
+                "  - {id: p1, on: c, size: 25%}\n"
+                "raid:\n"
+                "  - {id: r6, level: 6, layout: left-symmetric, members: [a, b, p1, e], spares: 0}\n"
+                "lvm: [{id: g, pvs: r6}]\n"
+                "volumes: [{id: v, vg: g, size: 40%FREE}]\n", &d);
+        diags_print(&d, stderr);
+        CHECK_INT(d.n, 0);
+        if (s) {
+                CHECK_STR(s->disks[1].serial, "S1");
+                CHECK_STR(s->disks[1].transport, "nvme");
+                CHECK_STR(s->disks[1].model, "Samsung*");
+                CHECK_INT(s->disks[1].match_mark.line, 4);
+                CHECK_INT(s->disks[1].match_mark.col, 20);
+                CHECK_STR(s->disks[2].by_id, "ata-X");
+                CHECK_INT(s->partitions[0].size.kind, SPEC_SIZE_PERCENT);
+                CHECK_INT(s->partitions[0].size.percent, 25);
+                CHECK_INT(s->raids[0].level, 6);
+                CHECK_INT(strv_length(s->raids[0].members), 4);
+                CHECK_INT(s->lvs[0].size.kind, SPEC_SIZE_PERCENT);
+                CHECK_INT(s->lvs[0].size.percent, 40);
+                CHECK_INT(s->finish, SPEC_FINISH_NONE);
+        }
+        diags_clear(&d);
+
+        /* errors: every one reported, nothing returned */
+        struct spec *bad = parse("version: 1\ndisks: [{id: d, count: 4}]\n"
+                                 "raid: [{id: m, level: 10, layout: n3, members: d, spares: 2}]\n", &d);
+        CHECK(bad == NULL);
+        CHECK_INT(d.n, 1);
+        if (d.n == 1) {
+                CHECK_INT(d.items[0].line, 3);
+                CHECK_STR(d.items[0].message,
+                          "raid 'm' (level 10 layout 'n3') needs at least 3 active members, but has 2 (4 devices, 2 spares)");
+        }
+        diags_clear(&d);
+
+        /* secrets never appear in diagnostics */
+        bad = parse("version: 1\ndisks: [{id: d}]\nluks: [{id: l, on: d, key: {passphrase: short}}]\n", &d);
+        CHECK(bad == NULL);
+        CHECK_INT(d.n, 1);
+        if (d.n == 1)
+                CHECK(strstr(d.items[0].message, "short") == NULL || strstr(d.items[0].message, "too short"));
+        diags_clear(&d);
+
+        /* oversize input is refused before parsing */
+        size_t big = SPEC_MAX_BYTES + 1;
+        char *buf = malloc(big);
+        memset(buf, '#', big);
+        CHECK_INT(spec_parse("big.yaml", buf, big, &bad, &d), -EINVAL);
+        CHECK_INT(d.n, 1);
+        free(buf);
+        diags_clear(&d);
+}
+
+static void test_expand(void) {
+        struct spec_vars v = { .mac = "52:54:00:12:34:56", .uuid = "u-1", .serial = "SER1", .hostname = "h" };
+        char *out = NULL;
+        CHECK_INT(spec_expand("kvm-${serial}.${hostname}/${mac}/${uuid}", &v, &out), 0);
+        CHECK_STR(out, "kvm-SER1.h/52:54:00:12:34:56/u-1");
+        free(out);
+        out = NULL;
+        CHECK_INT(spec_expand("plain $ and $x", &v, &out), 0);
+        CHECK_STR(out, "plain $ and $x");
+        free(out);
+        out = NULL;
+        CHECK_INT(spec_expand("", &v, &out), 0);
+        CHECK_STR(out, "");
+        free(out);
+        out = NULL;
+        CHECK_INT(spec_expand("x${nope}", &v, &out), -EINVAL);
+        CHECK_INT(spec_expand("x${mac", &v, &out), -EINVAL);
+        struct spec_vars none = {};
+        CHECK_INT(spec_expand("x${serial}", &none, &out), -ENODATA);
+        CHECK(out == NULL);
+}
+
+int main(void) {
+        test_luks_lvm();
+        test_lvm_luks();
+        test_other_templates();
+        test_inline();
+        test_expand();
+        return TEST_DONE();
+}
