@@ -32,6 +32,8 @@ static const struct command {
 
         { "bench", cmd_bench, "the crypt benchmark: ciphers through dm-crypt, raw and encrypted device I/O" },
 
+        { "register", cmd_register, "register a node with CloudStack / the webhook from a saved run report" },
+
         { "version", cmd_version, "print the version" },
 
         { "help", cmd_help, "this list" },

@@ -13,7 +13,8 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [[ $rc == 7 ]] || { cat "$T/log"; fail "never answering: exit $rc, not 7"; }
 grep -Eq "CloudStack at 'http://127.0.0.1:$PORT/client/api' did not answer listZones in time after [2-9] attempts \(last: Operation timed out" "$T/log" \
   || { cat "$T/log"; fail "never answering: unclear error"; }
-(( ms >= 4500 && ms < 8000 )) || fail "gave up after ${ms} ms; the limit was 5 s"
+# Slack above the limit for process start-up on a loaded machine (ASan builds).
+(( ms >= 4500 && ms < 10000 )) || fail "gave up after ${ms} ms; the limit was 5 s"
 [[ $(sql "SELECT count(*) FROM requests WHERE reason = 'hang: never answered'") -ge 2 ]] || fail "not retried: $(sql 'SELECT * FROM requests')"
 assert_no_secrets "$T/log" "$T/report.json"
 echo "ok: gave up after ${ms} ms (limit 5 s)"
