@@ -1,0 +1,121 @@
+#!/bin/bash
+# The static kiln binary (cmake -DKILN_STATIC=ON): fully static, stripped copy
+# for initramfs builders, and it runs on a userland that has none of its
+# libraries: an empty root (no libc at all) and a minimal Debian rootfs made
+# with mmdebstrap (cached in /var/cache/kiln), entered with chroot.
+set -euo pipefail
+[[ ${KILN_STATIC:-OFF} == ON ]] || { echo "skip: not a static build (KILN_STATIC=${KILN_STATIC:-})"; exit 77; }
+((EUID == 0)) || { echo "skip: needs root (chroot)"; exit 77; }
+: "${KILN:?}" "${SRC:?}" "${BUILD:?}"
+CACHE=${KILN_STATIC_CACHE:-/var/cache/kiln}
+
+fails=0
+ok()   { echo "ok - $*"; }
+fail() { echo "not ok - $*"; fails=$((fails + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi; }
+
+T=$(mktemp -d /tmp/kiln-static.XXXXXX)
+mounts=()
+cleanup() {
+  local i
+  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}" 2>/dev/null || true; done
+  rm -rf --one-file-system "$T"
+}
+trap cleanup EXIT
+
+# --- 1. the binary is static ---------------------------------------------
+desc=$(file -b "$KILN")
+echo "# file: $desc"
+check "file says statically linked" grep -q 'statically linked' <<<"$desc"
+check "file does not say dynamically linked / interpreter" bash -c '! grep -qE "dynamically linked|interpreter" <<<"$1"' _ "$desc"
+lddout=$(ldd "$KILN" 2>&1 || true)
+echo "# ldd: $lddout"
+check "ldd finds no shared library" bash -c '! grep -q "=>" <<<"$1" && grep -q "not a dynamic executable" <<<"$1"' _ "$lddout"
+check "no PT_INTERP / DT_NEEDED" bash -c '! readelf -lW "$1" | grep -q INTERP && ! readelf -dW "$1" 2>/dev/null | grep -q NEEDED' _ "$KILN"
+
+stripped=$BUILD/kiln.stripped
+check "kiln.stripped exists" test -x "$stripped"
+if [[ -x $stripped ]]; then
+  check "kiln.stripped is static and has no symbol table" \
+    bash -c 'file -b "$1" | grep -q "statically linked, stripped"' _ "$stripped"
+  size=$(stat -c %s "$stripped")
+  echo "# size: kiln $(stat -c %s "$KILN") bytes, stripped $size bytes ($((size / 1024)) KiB)"
+  # keep it small: Ignition's static binary is about 20 MB; stay well below.
+  check "stripped binary under 16 MiB" test "$size" -lt $((16 * 1024 * 1024))
+fi
+
+# which subcommands this build has (others land them over time)
+has_cmd() { "$KILN" help 2>/dev/null | grep -qE "^  $1 "; }
+template=
+for t in "$SRC"/examples/*.yaml "$SRC"/templates/*.yaml "$SRC"/docs/examples/*.yaml; do
+  [[ -f $t ]] && { template=$t; break; }
+done
+
+# run_in ROOT: copies kiln (stripped) and a template into ROOT, runs it with chroot
+run_in() {
+  local root=$1 label=$2 out rc
+  mkdir -p "$root/bin" "$root/tmp" "$root/proc" "$root/sys" "$root/dev" "$root/etc"
+  install -m755 "$stripped" "$root/kiln-static"
+  mount -t proc proc "$root/proc" && mounts+=("$root/proc")
+  mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys" && mounts+=("$root/sys")
+  mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev" && mounts+=("$root/dev")
+
+  out=$(chroot "$root" /kiln-static version 2>&1); rc=$?
+  check "$label: kiln version runs (rc=$rc: $out)" bash -c '(( $1 == 0 )) && grep -q "^kiln " <<<"$2"' _ "$rc" "$out"
+
+  if has_cmd validate && [[ -n $template ]]; then
+    cp "$template" "$root/tmp/spec.yaml"
+    out=$(chroot "$root" /kiln-static validate /tmp/spec.yaml 2>&1); rc=$?
+    check "$label: kiln validate $(basename "$template") exits 0 (rc=$rc: ${out:0:300})" test "$rc" -eq 0
+    printf 'version: 1\nhostname: [\n' >"$root/tmp/bad.yaml"
+    out=$(chroot "$root" /kiln-static validate /tmp/bad.yaml 2>&1); rc=$?
+    check "$label: kiln validate of a broken spec exits 2 with file:line:col (rc=$rc: ${out:0:300})" \
+      bash -c '(( $1 == 2 )) && grep -qE "bad\.yaml:[0-9]+:[0-9]+:" <<<"$2"' _ "$rc" "$out"
+  else
+    echo "# $label: validate not in this build (or no template) yet"
+  fi
+  if has_cmd inventory; then
+    out=$(chroot "$root" /kiln-static inventory --json 2>&1); rc=$?
+    check "$label: kiln inventory --json exits 0 and prints JSON (rc=$rc: ${out:0:200})" \
+      bash -c '(( $1 == 0 )) && jq -e "type == \"object\"" >/dev/null <<<"$2"' _ "$rc" "$out"
+    out=$(chroot "$root" /kiln-static inventory 2>&1); rc=$?
+    check "$label: kiln inventory exits 0 (rc=$rc)" test "$rc" -eq 0
+  else
+    echo "# $label: inventory not in this build yet"
+  fi
+  local i
+  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}"; done
+  mounts=()
+}
+
+# --- 2. an empty root: no libc, no NSS modules, no ld.so ------------------
+if [[ -x $stripped ]]; then
+  E=$T/empty
+  mkdir -p "$E/etc"
+  printf '127.0.0.1 localhost\n' >"$E/etc/hosts"
+  check "the empty root has no shared libraries" bash -c '! find "$1" -name "*.so*" | grep -q .' _ "$E"
+  run_in "$E" "empty root"
+fi
+
+# --- 3. a minimal Debian rootfs (mmdebstrap --variant=essential) -----------
+suite=$(bash "$SRC/initramfs/static/debian-sources.sh" deb | awk '{ for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i !~ /\]$/ && $i ~ /:\/\//) { print $(i + 1); exit } }')
+key=$(bash "$SRC/initramfs/static/debian-sources.sh" deb | sha256sum | cut -c1-12)
+tarball=$CACHE/rootfs-$suite-essential-$key.tar
+if [[ ! -s $tarball ]] && command -v mmdebstrap >/dev/null; then
+  echo "# making $tarball (once)"
+  mkdir -p "$CACHE"
+  bash "$SRC/initramfs/static/debian-sources.sh" deb \
+    | nice -n 10 mmdebstrap --variant=essential --quiet "$suite" "$tarball.tmp" - \
+    && mv "$tarball.tmp" "$tarball" || { rm -f "$tarball.tmp"; fail "mmdebstrap $suite"; }
+fi
+if [[ -s $tarball && -x $stripped ]]; then
+  D=$T/debian
+  mkdir -p "$D"
+  tar -C "$D" -xf "$tarball"
+  check "the Debian rootfs lacks kiln's libraries (libcurl, libcryptsetup, libparted, libyaml)" \
+    bash -c '! find "$1" \( -name "libcurl*" -o -name "libcryptsetup*" -o -name "libparted*" -o -name "libyaml*" \) | grep -q .' _ "$D"
+  run_in "$D" "debian $suite essential"
+fi
+
+echo "# $fails failed"
+((fails == 0))
