@@ -21,6 +21,7 @@ struct obj {
         unsigned mult;          /* how many block devices this id stands for */
         char *used_by;          /* first consumer, e.g. "raid 'md0'" */
         const void *user;       /* identity of the first consumer */
+        enum spec_obj_kind user_kind;   /* its kind; SPEC_OBJ_NONE for filesystems and the image */
         unsigned used_line;     /* where the first consumer refers to it */
         bool used_shared;       /* the consumer is a partition (several may share a disk) */
         int color;              /* cycle search: 0 new, 1 on stack, 2 done */
@@ -889,14 +890,17 @@ static const char *const pbkdf_types[] = {
 static void parse_luks_key(struct ctx *c, const struct ynode *m, const char *where, struct spec_luks *x) {
         static const char *const keys[] = { "passphrase", "url", "sha256", "generate", NULL };
         char f[256];
-        struct loc l = { where, "" }, lk = { where, "key." };
+        struct loc lk = { where, "key." };
         const struct ynode *k = map_get(m, "key");
         if (!k) {
                 emitn(c, m, "%s has no 'key' (give 'passphrase', 'url' with 'sha256', or 'generate: true')", where);
                 return;
         }
-        if (want_map(c, &l, "key", k) <= 0)
+        if (k->kind != YNODE_MAP) {
+                /* never echo the value: it may well be a passphrase */
+                emitn(c, k, "'key' of %s must be a mapping with 'passphrase', 'url' and 'sha256', or 'generate'", where);
                 return;
+        }
         x->key.mark = (struct spec_mark) { k->line, k->col };
         check_keys(c, k, &lk, keys);
         const struct ynode *pass = map_get(k, "passphrase"), *url = map_get(k, "url"),
@@ -1341,8 +1345,8 @@ static struct obj *resolve(struct ctx *c, const char *field, const char *where, 
 
 /* Records that consumer (e.g. "raid 'md0'", identity who) uses o; each device
  * has one user, except that any number of partitions may share a disk. */
-static void consume(struct ctx *c, struct obj *o, const void *who, const char *consumer, bool shared,
-                    struct spec_mark mark) {
+static void consume(struct ctx *c, struct obj *o, const void *who, enum spec_obj_kind who_kind,
+                    const char *consumer, bool shared, struct spec_mark mark) {
         char t[QUOTE_MAX + 4];
         if (!o)
                 return;
@@ -1359,6 +1363,7 @@ static void consume(struct ctx *c, struct obj *o, const void *who, const char *c
         if (!(o->used_by = strdup(consumer)))
                 c->error = -ENOMEM;
         o->user = who;
+        o->user_kind = who_kind;
         o->used_line = mark.line;
         o->used_shared = shared;
 }
@@ -1473,7 +1478,7 @@ static void cross_check(struct ctx *c) {
                 struct spec_partition *p = &s->partitions[i];
                 snprintf(where, sizeof where, "partition '%s'", p->id ? q(p->id, t) : "?");
                 struct obj *d = resolve(c, "on", where, p->on, p->on_mark, KIND_BIT(SPEC_OBJ_DISK));
-                consume(c, d, p, where, true, p->on_mark);
+                consume(c, d, p, SPEC_OBJ_PARTITION, where, true, p->on_mark);
                 struct obj *self = p->id ? find_obj(c, p->id) : NULL;
                 if (d && self && self->ptr == p)
                         self->mult = d->mult;
@@ -1518,7 +1523,7 @@ static void cross_check(struct ctx *c) {
                                 all = false;
                                 continue;
                         }
-                        consume(c, o, a, where, false, a->member_marks[j]);
+                        consume(c, o, a, SPEC_OBJ_RAID, where, false, a->member_marks[j]);
                         devices += o->mult;
                 }
                 if (all && a->level_mark.line && a->level <= 10) {
@@ -1543,14 +1548,14 @@ static void cross_check(struct ctx *c) {
                 snprintf(where, sizeof where, "luks '%s'", x->id ? q(x->id, t) : "?");
                 struct obj *o = resolve(c, "on", where, x->on, x->on_mark, BLOCK_KINDS);
                 single_device(c, o, "on", where, x->on_mark);
-                consume(c, o, x, where, false, x->on_mark);
+                consume(c, o, x, SPEC_OBJ_LUKS, where, false, x->on_mark);
         }
         for (size_t i = 0; i < s->n_vgs; i++) {
                 struct spec_vg *g = &s->vgs[i];
                 snprintf(where, sizeof where, "volume group '%s'", g->id ? q(g->id, t) : "?");
                 for (size_t j = 0; g->pvs && g->pvs[j]; j++) {
                         struct obj *o = resolve(c, "pvs", where, g->pvs[j], g->pv_marks[j], BLOCK_KINDS & ~KIND_BIT(SPEC_OBJ_LV));
-                        consume(c, o, g, where, false, g->pv_marks[j]);
+                        consume(c, o, g, SPEC_OBJ_VG, where, false, g->pv_marks[j]);
                 }
         }
         for (size_t i = 0; i < s->n_lvs; i++) {
@@ -1586,7 +1591,7 @@ static void cross_check(struct ctx *c) {
                         snprintf(where, sizeof where, "filesystem #%zu", i + 1);
                 struct obj *o = resolve(c, "on", where, fs->on, fs->on_mark, BLOCK_KINDS);
                 single_device(c, o, "on", where, fs->on_mark);
-                consume(c, o, fs, where, false, fs->on_mark);
+                consume(c, o, fs, SPEC_OBJ_NONE, where, false, fs->on_mark);
                 if (!fs->mount)
                         continue;
                 if (streq(fs->mount, "/"))
@@ -1604,11 +1609,29 @@ static void cross_check(struct ctx *c) {
         if (s->image.present && s->image.format == SPEC_IMAGE_RAW && s->image.target) {
                 struct obj *o = resolve(c, "target", "image", s->image.target, s->image.mark, BLOCK_KINDS);
                 single_device(c, o, "target", "image", s->image.mark);
-                consume(c, o, &s->image, "image", false, s->image.mark);
+                consume(c, o, &s->image, SPEC_OBJ_NONE, "image", false, s->image.mark);
         }
         if (s->image.present && s->image.format == SPEC_IMAGE_TAR && !root)
                 emit(c, s->image.mark.line, s->image.mark.col,
                      "image of format 'tar' needs a filesystem mounted at '/'");
+
+        /* partition types say what a partition is for */
+        for (size_t i = 0; i < c->n_objs; i++) {
+                const struct obj *o = &c->objs[i];
+                if (o->kind != SPEC_OBJ_PARTITION || !o->used_by)
+                        continue;
+                const struct spec_partition *p = o->ptr;
+                const char *want = NULL;
+                if (p->type == SPEC_PART_RAID && o->user_kind != SPEC_OBJ_RAID)
+                        want = "a raid";
+                else if (p->type == SPEC_PART_LVM && o->user_kind != SPEC_OBJ_VG)
+                        want = "a volume group";
+                else if (p->type == SPEC_PART_BIOS_GRUB)
+                        want = "the boot loader";
+                if (want)
+                        emit(c, p->mark.line, p->mark.col, "partition '%s' of type '%s' cannot be used by %s (it is for %s)",
+                             q(o->id, t), part_types[p->type], o->used_by, want);
+        }
 
         /* cycles (e.g. luks on a volume of a volume group on that luks) */
         _cleanup_free_ struct obj **path = calloc(c->n_objs + 1, sizeof *path);

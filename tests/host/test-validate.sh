@@ -34,6 +34,8 @@ for y in yaml-syntax.yaml many-errors.yaml key-ambiguous.yaml; do
   cmp -s "$tmp/err" "${y%.yaml}.expected" || bad "$y alone: stderr differs"
 done
 ((n >= 40)) || bad "only $n bad specs, want at least 40"
+# a value that may be a secret is never echoed
+grep -l 'hunter2' *.expected && bad "a diagnostic echoes a secret"
 echo "bad specs checked: $n"
 
 cd "$SRC" || exit 1
