@@ -10,6 +10,7 @@
 #include <math.h>
 
 #define ID_MAX 64
+#define SPEC_MAX_DIAGS 1000u    /* per file; a garbage file should not print a million lines */
 #define QUOTE_MAX 48
 
 /* Every object that has an id, for references, duplicates, consumers and cycles. */
@@ -31,9 +32,12 @@ struct ctx {
         const char *file;
         struct diags *d;
         int error;              /* first allocation failure */
+        size_t n_emitted;
         struct spec *s;
         struct obj *objs;
         size_t n_objs;
+        struct obj **index;     /* first object of each id, sorted by id */
+        size_t n_index;
 };
 
 /* Where a field lives, for messages: "'pbkdf.type' of luks 'c'". */
@@ -70,6 +74,14 @@ static const char *kind_name(enum spec_obj_kind k) {
 static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...) _printf_(4, 5);
 static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...) {
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        if (c->n_emitted >= SPEC_MAX_DIAGS) {
+                if (c->n_emitted++ == SPEC_MAX_DIAGS && diags_add(c->d, c->file, 0, 0,
+                                "more than %u problems; only the first %u are shown",
+                                SPEC_MAX_DIAGS, SPEC_MAX_DIAGS) < 0 && c->error == 0)
+                        c->error = -ENOMEM;
+                return;
+        }
+        c->n_emitted++;
         va_list ap;
         va_start(ap, fmt);
         int r = strbuf_vaddf(&sb, fmt, ap);
@@ -80,7 +92,13 @@ static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ..
                 c->error = r;
 }
 
-#define emitn(c, n, ...) emit((c), (n) ? (n)->line : 0, (n) ? (n)->col : 0, __VA_ARGS__)
+/* At a node; nothing more is said about a refused alias (no cascades). */
+#define emitn(c, n, ...)                                                                        \
+        do {                                                                                    \
+                const struct ynode *_n = (n);                                                   \
+                if (!_n || !_n->alias)                                                          \
+                        emit((c), _n ? _n->line : 0, _n ? _n->col : 0, __VA_ARGS__);            \
+        } while (0)
 
 /* Quote user text safely: printable ASCII only, bounded length. */
 static const char *q(const char *s, char buf[static QUOTE_MAX + 4]) {
@@ -1279,25 +1297,53 @@ static void parse_register(struct ctx *c, const struct ynode *m, struct spec *s)
 /* ---- cross-object checks ----------------------------------------------- */
 
 static void add_obj(struct ctx *c, const char *id, enum spec_obj_kind kind, const void *ptr, struct spec_mark mark) {
-        char t[QUOTE_MAX + 4];
         if (!id)
                 return;
-        for (size_t i = 0; i < c->n_objs; i++)
-                if (streq(c->objs[i].id, id)) {
-                        emit(c, mark.line, mark.col, "duplicate id '%s' (already used by the %s at line %u)",
-                             q(id, t), kind_name(c->objs[i].kind), c->objs[i].line);
-                        return;
-                }
         c->objs[c->n_objs++] = (struct obj) {
                 .id = id, .kind = kind, .ptr = ptr, .line = mark.line, .col = mark.col, .mult = 1,
         };
 }
 
-static struct obj *find_obj(struct ctx *c, const char *id) {
+static int obj_cmp(const void *a, const void *b) {
+        const struct obj *x = *(const struct obj *const *) a, *y = *(const struct obj *const *) b;
+        int r = strcmp(x->id, y->id);
+        if (r != 0)
+                return r;
+        return x < y ? -1 : x > y;      /* same id: file order */
+}
+
+/* Sorts the ids for lookups; every id after the first of its name is a duplicate. */
+static void index_objs(struct ctx *c) {
+        char t[QUOTE_MAX + 4];
+        _cleanup_free_ struct obj **all = calloc(c->n_objs + 1, sizeof *all);
+        c->index = calloc(c->n_objs + 1, sizeof *c->index);
+        if (!all || !c->index) {
+                c->error = -ENOMEM;
+                return;
+        }
         for (size_t i = 0; i < c->n_objs; i++)
-                if (streq(c->objs[i].id, id))
-                        return &c->objs[i];
-        return NULL;
+                all[i] = &c->objs[i];
+        qsort(all, c->n_objs, sizeof *all, obj_cmp);
+        for (size_t i = 0; i < c->n_objs; i++) {
+                struct obj *first = c->n_index ? c->index[c->n_index - 1] : NULL;
+                if (first && streq(first->id, all[i]->id)) {
+                        emit(c, all[i]->line, all[i]->col, "duplicate id '%s' (already used by the %s at line %u)",
+                             q(all[i]->id, t), kind_name(first->kind), first->line);
+                        continue;
+                }
+                c->index[c->n_index++] = all[i];
+        }
+}
+
+static int obj_key_cmp(const void *key, const void *elem) {
+        return strcmp(key, (*(const struct obj *const *) elem)->id);
+}
+
+static struct obj *find_obj(struct ctx *c, const char *id) {
+        if (!id || !c->index)
+                return NULL;
+        struct obj **o = bsearch(id, c->index, c->n_index, sizeof *c->index, obj_key_cmp);
+        return o ? *o : NULL;
 }
 
 static void kinds_text(unsigned mask, char buf[static 128]) {
@@ -1325,7 +1371,7 @@ static struct obj *resolve(struct ctx *c, const char *field, const char *where, 
         if (!o) {
                 const char *pick = NULL;
                 unsigned best = UINT32_MAX;
-                for (size_t i = 0; i < c->n_objs; i++)
+                for (size_t i = 0; c->n_emitted < 100 && i < c->n_objs; i++)
                         if ((kinds & KIND_BIT(c->objs[i].kind)) && close_enough(id, c->objs[i].id, &best))
                                 pick = c->objs[i].id;
                 char hint[128] = "";
@@ -1385,38 +1431,30 @@ static unsigned raid_min_members(const struct spec_raid *a) {
         }
 }
 
-/* Dependencies of an object: the ids it is built on. */
-static size_t obj_deps(const struct obj *o, const char *deps[], size_t max) {
-        size_t n = 0;
+/* The i-th id an object is built on, or NULL past the last. */
+static const char *obj_dep(const struct obj *o, size_t i) {
         switch (o->kind) {
         case SPEC_OBJ_PARTITION:
-                if (((const struct spec_partition *) o->ptr)->on)
-                        deps[n++] = ((const struct spec_partition *) o->ptr)->on;
-                break;
-        case SPEC_OBJ_RAID:
-                for (char **m = ((const struct spec_raid *) o->ptr)->members; m && *m && n < max; m++)
-                        deps[n++] = *m;
-                break;
-        case SPEC_OBJ_LUKS:
-                if (((const struct spec_luks *) o->ptr)->on)
-                        deps[n++] = ((const struct spec_luks *) o->ptr)->on;
-                break;
-        case SPEC_OBJ_VG:
-                for (char **p = ((const struct spec_vg *) o->ptr)->pvs; p && *p && n < max; p++)
-                        deps[n++] = *p;
-                break;
-        case SPEC_OBJ_LV:
-                if (((const struct spec_lv *) o->ptr)->vg)
-                        deps[n++] = ((const struct spec_lv *) o->ptr)->vg;
-                break;
-        default:
-                break;
+                return i == 0 ? ((const struct spec_partition *) o->ptr)->on : NULL;
+        case SPEC_OBJ_RAID: {
+                char **m = ((const struct spec_raid *) o->ptr)->members;
+                return m ? m[i] : NULL;      /* callers stop at the first NULL */
         }
-        return n;
+        case SPEC_OBJ_LUKS:
+                return i == 0 ? ((const struct spec_luks *) o->ptr)->on : NULL;
+        case SPEC_OBJ_VG: {
+                char **p = ((const struct spec_vg *) o->ptr)->pvs;
+                return p ? p[i] : NULL;
+        }
+        case SPEC_OBJ_LV:
+                return i == 0 ? ((const struct spec_lv *) o->ptr)->vg : NULL;
+        default:
+                return NULL;
+        }
 }
 
-#define MAX_DEPS 1024
-
+/* Depth-first; frames are small because chains (luks on a volume of a volume
+ * group on luks on ...) can be thousands of objects long. */
 static bool find_cycle(struct ctx *c, struct obj *o, struct obj **path, size_t depth) {
         if (o->color == 2)
                 return false;
@@ -1428,18 +1466,21 @@ static bool find_cycle(struct ctx *c, struct obj *o, struct obj **path, size_t d
                         k++;
                 _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
                 char t[QUOTE_MAX + 4];
-                for (size_t i = k; i <= depth; i++)
-                        (void) strbuf_addf(&sb, "%s'%s'", i > k ? " -> " : "", q(path[i]->id, t));
+                for (size_t i = k; i <= depth; i++) {
+                        if (i - k < 8 || i + 1 >= depth)
+                                (void) strbuf_addf(&sb, "%s'%s'", i > k ? " -> " : "", q(path[i]->id, t));
+                        else if (i - k == 8)
+                                (void) strbuf_addf(&sb, " -> ... (%zu more)", depth - k - 9);
+                }
                 emit(c, o->line, o->col, "reference cycle: %s", strbuf_str(&sb));
                 return true;
         }
         if (depth >= c->n_objs)
                 return false;
         o->color = 1;
-        const char *deps[MAX_DEPS];
-        size_t n = obj_deps(o, deps, MAX_DEPS);
-        for (size_t i = 0; i < n; i++) {
-                struct obj *d = find_obj(c, deps[i]);
+        const char *dep;
+        for (size_t i = 0; (dep = obj_dep(o, i)); i++) {
+                struct obj *d = find_obj(c, dep);
                 if (d && find_cycle(c, d, path, depth + 1))
                         return true;
         }
@@ -1468,6 +1509,9 @@ static void cross_check(struct ctx *c) {
                 add_obj(c, s->vgs[i].id, SPEC_OBJ_VG, &s->vgs[i], s->vgs[i].mark);
         for (size_t i = 0; i < s->n_lvs; i++)
                 add_obj(c, s->lvs[i].id, SPEC_OBJ_LV, &s->lvs[i], s->lvs[i].mark);
+        index_objs(c);
+        if (c->error < 0)
+                return;
 
         for (size_t i = 0; i < c->n_objs; i++)
                 if (c->objs[i].kind == SPEC_OBJ_DISK)
@@ -1745,6 +1789,7 @@ int spec_parse(const char *file, const char *data, size_t len, struct spec **ret
         for (size_t i = 0; i < c.n_objs; i++)
                 free(c.objs[i].used_by);
         free(c.objs);
+        free(c.index);
         if (c.error < 0)
                 return c.error;
         if (diags->n > before)

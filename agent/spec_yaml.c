@@ -120,6 +120,7 @@ int ytree_parse(const char *file, const char *data, size_t len, unsigned max_dep
                                 return -ENOMEM;
                         }
                         n->plain = true;
+                        n->alias = true;
                         break;
                 case YAML_SCALAR_EVENT:
                         anchor = ev.data.scalar.anchor;
@@ -186,7 +187,16 @@ int ytree_parse(const char *file, const char *data, size_t len, unsigned max_dep
                         ynode_free(root);
                         root = n;
                 } else {
-                        r = ynode_append(stack[depth - 1], n);
+                        struct ynode *parent = stack[depth - 1];
+                        size_t max = parent->kind == YNODE_MAP ? 2 * YTREE_MAX_KEYS : YTREE_MAX_ITEMS;
+                        if (parent->n >= max) {
+                                ynode_free(n);
+                                r = parent->kind == YNODE_MAP
+                                        ? diags_add(d, file, parent->line, parent->col, "more than %u keys in one mapping", YTREE_MAX_KEYS)
+                                        : diags_add(d, file, parent->line, parent->col, "more than %u entries in one list", YTREE_MAX_ITEMS);
+                                return r < 0 ? r : -EINVAL;
+                        }
+                        r = ynode_append(parent, n);
                         if (r < 0) {
                                 ynode_free(n);
                                 return r;

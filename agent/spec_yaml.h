@@ -7,6 +7,9 @@
 #include "diag.h"
 #include "util.h"
 
+#define YTREE_MAX_KEYS 256u     /* per mapping: keeps duplicate-key checks cheap */
+#define YTREE_MAX_ITEMS 1024u   /* per list: far more disks, members or volumes than a host has */
+
 enum ynode_kind {
         YNODE_SCALAR,
         YNODE_SEQ,
@@ -17,6 +20,7 @@ struct ynode {
         enum ynode_kind kind;
         unsigned line, col;     /* 1-based */
         bool plain;             /* scalar written without quotes */
+        bool alias;             /* stands in for a refused alias: already reported */
         char *value;            /* scalar text, NUL-terminated */
         size_t len;             /* scalar length (may differ from strlen if it holds a NUL) */
         struct ynode **items;   /* seq: the items; map: key, value, key, value, ... */
