@@ -38,6 +38,8 @@ static const struct command {
 
         { "boot", cmd_boot, "what the initramfs runs: fetch the spec named on the kernel command line, apply it" },
 
+        { "register", cmd_register, "register a node with CloudStack / the webhook from a saved run report" },
+
         { "version", cmd_version, "print the version" },
 
         { "help", cmd_help, "this list" },
