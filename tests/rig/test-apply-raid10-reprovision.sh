@@ -70,7 +70,7 @@ exec >/dev/console 2>&1
 mdadm --assemble /dev/md/md-data --run /dev/vda2 /dev/vdb2 /dev/vdc2 /dev/vdd2
 printf '%s' rig-passphrase-not-a-secret | cryptsetup open --key-file=- /dev/md/md-data crypt0
 lvm vgchange -ay kvm_vg
-echo "pre-init: mdstat:"; cat /proc/mdstat
+sed "s/^/pre-init: mdstat: /" /proc/mdstat
 echo "pre-init: dm:"; for d in /sys/block/dm-*/dm/name; do echo "pre-init: dm $(cat "$d")"; done
 /bin/busybox umount /dev /sys /proc
 exec /init
