@@ -1,5 +1,9 @@
 #include "apply.h"
 
+#include "bench.h"
+#include "image.h"
+#include "register.h"
+#include "report.h"
 #include "configure.h"
 #include "exec.h"
 #include "fetch.h"
@@ -14,6 +18,7 @@
 #include "paths.h"
 #include "wipe.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
@@ -36,7 +41,11 @@ struct apply_ctx {
         struct apply_key *keys;
         size_t n_keys;
         struct strbuf why;      /* the reason a step failed: helper stderr, library message */
+        struct bench_result bench;
+        struct report *report;  /* opts->report, or one apply_run made */
 };
+
+#define BENCH_DEFAULT_LEN (64ull * 1024 * 1024)
 
 static const char *const step_names[_PLAN_STEP_KIND_MAX] = {
         [PLAN_WIPE] = "wipe",
@@ -405,6 +414,15 @@ static int step_finish(struct apply_ctx *c, const struct plan_step *s) {
                 log_info("finish: '%s' is left to boot mode", f == SPEC_FINISH_REBOOT ? "reboot" : "poweroff");
                 return 0;
         }
+        /* The installed system keeps the report for `kiln register` at first boot. */
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/var/lib/kiln", kiln_paths.target);
+        if (c->report && mkdir_parents(path) >= 0 && (mkdir(path, 0700) >= 0 || errno == EEXIST)) {
+                snprintf(path, sizeof path, "%s/var/lib/kiln/report.json", kiln_paths.target);
+                int r = report_save(c->report, path);
+                if (r < 0)
+                        log_warning_errno(r, "failed to save the run report to '%s': %m", path);
+        }
         (void) mount_unmount_target();
         sync();
         if (reboot(f == SPEC_FINISH_REBOOT ? RB_AUTOBOOT : RB_POWER_OFF) < 0)
@@ -412,9 +430,101 @@ static int step_finish(struct apply_ctx *c, const struct plan_step *s) {
         return 0;
 }
 
-static int step_not_built(struct apply_ctx *c, const struct plan_step *s) {
-        strbuf_addf(&c->why, "the %s stage is not built into this kiln", apply_step_name(s->kind));
-        return -EOPNOTSUPP;
+static uint64_t bench_len(const struct apply_ctx *c) {
+        return c->opts->bench_len ? c->opts->bench_len : BENCH_DEFAULT_LEN;
+}
+
+static void bench_log_table(const struct bench_result *res) {
+        _cleanup_strbuf_ struct strbuf t = STRBUF_INIT;
+        if (bench_to_text(res, &t) < 0)
+                return;
+        for (char *line = t.buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                nl = strchr(line, '\n');
+                if (nl)
+                        *nl = 0;
+                log_info("bench: %s", line);
+        }
+}
+
+/* Before luksFormat: cipher speed on a zero-backed mapping and raw I/O on
+ * the device LUKS goes on, in the region luksFormat and mkfs overwrite. */
+static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_bench *policy = &c->plan->spec->bench;
+        int r = bench_raw(policy, s->device, 0, bench_len(c), &c->bench);
+        if (r < 0)
+                return strbuf_adds(&c->why, c->bench.error ? c->bench.error : "benchmark failed"), r;
+        return 0;
+}
+
+/* After luksOpen: the same I/O through dm-crypt, then the gate. */
+static int step_bench_crypt(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_bench *policy = &c->plan->spec->bench;
+        int r = bench_crypt(policy, s->device, 0, bench_len(c), &c->bench);
+        if (r < 0)
+                return strbuf_adds(&c->why, c->bench.error ? c->bench.error : "benchmark failed"), r;
+        bench_log_table(&c->bench);
+        const struct bench_cipher *ch = bench_chosen(&c->bench);
+        if (ch) {
+                (void) report_set_bench(c->report, "cipher_write_mbps", ch->write.mbps);
+                (void) report_set_bench(c->report, "cipher_read_mbps", ch->read.mbps);
+        }
+        (void) report_set_bench(c->report, "raw_write_mbps", c->bench.raw_write.mbps);
+        (void) report_set_bench(c->report, "raw_read_mbps", c->bench.raw_read.mbps);
+        (void) report_set_bench(c->report, "crypt_write_mbps", c->bench.crypt_write.mbps);
+        (void) report_set_bench(c->report, "crypt_read_mbps", c->bench.crypt_read.mbps);
+        (void) report_set_bench(c->report, "overhead_write", c->bench.overhead_write);
+        (void) report_set_bench(c->report, "overhead_read", c->bench.overhead_read);
+        (void) report_set_bench(c->report, "seconds", c->bench.seconds);
+
+        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+        r = bench_gate(policy, &c->bench, &why);
+        if (r == -ERANGE) {
+                (void) report_set_bench_verdict(c->report, policy->on_fail == SPEC_ON_FAIL_WARN ? REPORT_WARN : REPORT_FAIL,
+                                                strbuf_str(&why));
+                if (policy->on_fail == SPEC_ON_FAIL_WARN) {
+                        log_warning("benchmark gate missed (on_fail: warn): %s", strbuf_str(&why));
+                        return 0;
+                }
+                return strbuf_addf(&c->why, "benchmark gate: %s", strbuf_str(&why)), r;
+        }
+        if (r < 0)
+                return r;
+        (void) report_set_bench_verdict(c->report, REPORT_SUCCESS, "every floor met");
+        log_info("benchmark gate passed in %.1fs", c->bench.seconds);
+        return 0;
+}
+
+static int step_image(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_image *img = &c->plan->spec->image;
+        const char *target = img->format == SPEC_IMAGE_RAW ? s->device : kiln_paths.target;
+        if (!target)
+                return strbuf_adds(&c->why, "the plan names no image target"), -EINVAL;
+        struct image_progress_printer printer = { .what = "image" };
+        struct image_options io = { .progress = image_progress_print, .progress_userdata = &printer };
+        io.fetch.ca_file = c->opts->ca_file;
+        struct image_result res = {};
+        int r = image_install(img, target, &io, &res);
+        if (r < 0)
+                return strbuf_adds(&c->why, res.error[0] ? res.error : "image install failed"), r;
+        log_info("image: %" PRIu64 " bytes verified (sha256 %s), %" PRIu64 " entries, %u request(s)",
+                 res.downloaded, res.sha256, res.entries, res.attempts);
+        (void) report_set_image(c->report, img->url, res.sha256, res.downloaded, res.usec / 1e6);
+        return 0;
+}
+
+static int step_register(struct apply_ctx *c, const struct plan_step *s) {
+        struct register_options ro;
+        register_options_default(&ro);
+        ro.ca_file = c->opts->ca_file;
+        (void) report_finish(c->report, REPORT_SUCCESS, NULL, NULL);
+        _cleanup_free_ char *err = NULL;
+        int r = register_run(c->plan->spec, c->report, &ro, &err);
+        if (r == -ENOMSG)
+                return 0;
+        if (r < 0)
+                return strbuf_adds(&c->why, err ? err : "registration failed"), r;
+        log_info("registered with the controller");
+        return 0;
 }
 
 static int run_step(struct apply_ctx *c, const struct plan_step *s) {
@@ -431,11 +541,10 @@ static int run_step(struct apply_ctx *c, const struct plan_step *s) {
         case PLAN_MOUNT: return step_mount(c, s);
         case PLAN_CONFIGURE: return step_configure(c, s);
         case PLAN_FINISH: return step_finish(c, s);
-        case PLAN_BENCH_RAW:
-        case PLAN_BENCH_CRYPT:
-        case PLAN_IMAGE:
-        case PLAN_REGISTER:
-                return step_not_built(c, s);
+        case PLAN_BENCH_RAW: return step_bench_raw(c, s);
+        case PLAN_BENCH_CRYPT: return step_bench_crypt(c, s);
+        case PLAN_IMAGE: return step_image(c, s);
+        case PLAN_REGISTER: return step_register(c, s);
         default:
                 return -EINVAL;
         }
@@ -502,8 +611,16 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
         }
 
         luks_setup_logging();
-        struct apply_ctx c = { .plan = p, .opts = opts, .why = STRBUF_INIT };
+        struct apply_ctx c = { .plan = p, .opts = opts, .why = STRBUF_INIT, .report = opts->report, .bench = { .chosen = -1 } };
         c.why.max = 8192;
+        struct report *own_report = NULL;
+        if (!c.report) {
+                r = report_new(&own_report);
+                if (r < 0)
+                        return log_error_errno(r, "failed to start the run report: %m"), KILN_EXIT_FAILURE;
+                (void) report_set_node(own_report, p->inv, opts->hostname, NULL);
+                c.report = own_report;
+        }
         int code = KILN_EXIT_OK;
         uint64_t t0 = now_usec();
         for (size_t k = 0; k < p->n_steps; k++) {
@@ -534,5 +651,7 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
                 luks_key_free(c.keys[i].key);
         free(c.keys);
         strbuf_release(&c.why);
+        bench_result_done(&c.bench);
+        report_free(own_report);
         return code;
 }

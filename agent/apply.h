@@ -22,6 +22,8 @@ enum apply_event {
 typedef void (*apply_hook_t)(void *userdata, const struct plan_step *step, size_t index, size_t n_steps,
                              enum apply_event event, int error, uint64_t usec, const char *reason);
 
+struct report;
+
 struct apply_options {
         bool dry_run;           /* print the steps, change nothing */
         FILE *dry_run_out;      /* where dry run prints; NULL = stdout */
@@ -29,6 +31,9 @@ struct apply_options {
         const char *hostname;   /* already expanded; NULL = spec's if it has no ${…} */
         apply_hook_t hook;
         void *userdata;
+        struct report *report;  /* run report: bench, image and registration land here; NULL = apply makes one */
+        const char *ca_file;    /* extra CA for the image and the controller (kiln.ca) */
+        uint64_t bench_len;     /* bytes the benchmark writes on the raw and the dm-crypt device; 0 = 64 MiB */
 };
 
 /* Returns KILN_EXIT_OK, or the exit code of the step that failed:

@@ -17,9 +17,13 @@
 #include "log.h"
 #include "paths.h"
 #include "plan.h"
+#include "progress.h"
+#include "register.h"
+#include "report.h"
 #include "spec.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <getopt.h>
 #include <sys/stat.h>
 
@@ -216,16 +220,53 @@ int cmd_boot(int argc, char **argv) {
                 if (r < 0)
                         return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
         }
+        /* The run report: every step becomes a stage (and a webhook event
+         * when the spec has a webhook); bench, image and registration add
+         * their figures. It is saved, and a failed run is reported too. */
+        _cleanup_(report_freep) struct report *report = NULL;
+        r = report_new(&report);
+        if (r < 0)
+                return log_error_errno(r, "failed to start the run report: %m"), KILN_EXIT_FAILURE;
+        (void) report_set_node(report, inv, hostname, NULL);
+        struct register_options ro;
+        register_options_default(&ro);
+        ro.ca_file = fo.ca_file;
+        struct register_events ev;
+        if (!dry_run)
+                register_attach_events(report, &ev, spec, &ro);
+        else
+                ev = (struct register_events) {};
+
         struct apply_options ao = {
                 .dry_run = dry_run,
                 .finish = !dry_run && !no_finish,
                 .hostname = hostname,
+                .hook = progress_apply_hook,
+                .userdata = report,
+                .report = report,
+                .ca_file = fo.ca_file,
         };
         log_info("applying spec '%s' (%zu steps) on %s", url, plan->n_steps, hostname ? hostname : "this machine");
         t0 = now_usec();
         r = apply_run(plan, &ao);
+        if (r != KILN_EXIT_OK && !dry_run) {
+                /* apply_run said which step failed, on what, and why; tell the controller too */
+                (void) report_finish(report, REPORT_FAIL, NULL, NULL);
+                _cleanup_free_ char *err = NULL;
+                if (register_run(spec, report, &ro, &err) < 0 && err)
+                        log_warning("could not report the failure: %s", err);
+        }
+        if (!dry_run) {
+                char path[PATH_MAX];
+                snprintf(path, sizeof path, "%s/report.json", kiln_paths.run_dir);
+                (void) mkdir(kiln_paths.run_dir, 0700);
+                int k = report_save(report, path);
+                if (k < 0)
+                        log_warning_errno(k, "failed to save the run report to '%s': %m", path);
+        }
+        register_events_done(&ev);
         if (r != KILN_EXIT_OK)
-                return r;       /* apply_run said which step failed, on what, and why */
+                return r;
         log_info("spec '%s' applied in %.1f s; finish: %s", url, (now_usec() - t0) / 1e6,
                  dry_run ? "none (dry run)" : finish_name(spec->finish));
         return KILN_EXIT_OK;
