@@ -249,7 +249,7 @@ rig_boot() {
   fi
   local spec_url="$RIG_HTTP_URL/specs/\${mac}.yaml"
   local append="console=ttyS0,115200n8 loglevel=4 panic=-1 kiln.report=/dev/ttyS1 ${RIG_APPEND:-}$extra_append"
-  local net="user,id=n0,restrict=on,guestfwd=tcp:$RIG_HTTP_IP:80-cmd:$RIG_TMP/relay"
+  local net="user,id=n0,restrict=on,guestfwd=tcp:$RIG_HTTP_IP:80-cmd:$RIG_TMP/relay${RIG_NET_EXTRA:-}"
   local args=(-accel tcg,thread=multi -cpu max -m "$RIG_MEM" -smp "$RIG_SMP"
     -display none -monitor none -parallel none -no-reboot -nodefaults
     -smbios "type=1,manufacturer=kiln-rig,product=rig,serial=$RIG_SMBIOS_SERIAL,uuid=$RIG_SMBIOS_UUID"

@@ -1,0 +1,86 @@
+#!/bin/bash
+# The encrypted KVM host end to end, netbooted: storage (raid10 f2 + LUKS2 +
+# LVM + xfs), the crypt benchmark gate, the small base image streamed from
+# nginx and checked inside the guest against its manifest, and registration
+# with the stand-in CloudStack controller (plus webhook events). Run twice on
+# the same disks: the controller must still hold exactly one host.
+# Assertions read what the guest's kernel and the controller report.
+set -uo pipefail
+. "$SRC/tests/rig/lib.sh"
+rig_init
+command -v jq >/dev/null || rig_skip "no jq"
+
+# the small image and its manifest
+bash "$SRC/initramfs/base-image/build-small.sh" "$RIG_TMP/image" >"$RIG_TMP/image.log" 2>&1 \
+  || { cat "$RIG_TMP/image.log"; rig_die "could not build the small image"; }
+mkdir -p "$RIG_TMP/www/images"
+cp "$RIG_TMP/image/small.tar.zst" "$RIG_TMP/www/images/"
+RIG_VAR_IMAGE_SHA256=$(rig_sha256 "$RIG_TMP/image/small.tar.zst")
+
+# the guest-side check: an extra initramfs segment with a report hook
+seg=$RIG_TMP/hook-root
+mkdir -p "$seg/etc/kiln/report.d"
+cp "$SRC/initramfs/base-image/check-manifest.sh" "$seg/etc/kiln/check-manifest.sh"
+cp "$RIG_TMP/image/small.manifest" "$seg/etc/kiln/small.manifest"
+printf '%s\n' '[ -f /target/etc/kiln-image ] || { echo "no image on /target"; exit 0; }' \
+  'sh /etc/kiln/check-manifest.sh /target /etc/kiln/small.manifest && echo "manifest: all entries match"' \
+  >"$seg/etc/kiln/report.d/50-image-manifest"
+(cd "$seg" && find . | cpio -o -H newc --quiet) >"$RIG_TMP/hook.cpio"
+if [[ -n ${RIG_INITRD_EXTRA:-} ]]; then
+  cat "$RIG_INITRD_EXTRA" "$RIG_TMP/hook.cpio" >"$RIG_TMP/extra.cpio"
+  RIG_INITRD_EXTRA=$RIG_TMP/extra.cpio
+else
+  RIG_INITRD_EXTRA=$RIG_TMP/hook.cpio
+fi
+
+# the stand-in controller, reached by the guest at 10.0.2.101:80 through a relay
+ctl=$RIG_TMP/controller
+out=$(bash "$SRC/tests/controller/start.sh" "$ctl") || rig_die "the controller did not start"
+RIG_PIDS+=("$(cat "$ctl/pid")")
+ctl_port=$(cat "$ctl/port")
+printf '#!/bin/sh\nexec socat - TCP:127.0.0.1:%s\n' "$ctl_port" >"$RIG_TMP/relay-controller"
+chmod +x "$RIG_TMP/relay-controller"
+RIG_VAR_CONTROLLER_IP=10.0.2.101
+RIG_NET_EXTRA=",guestfwd=tcp:10.0.2.101:80-cmd:$RIG_TMP/relay-controller"
+RIG_VAR_API_KEY=$(jq -r .api_key "$ctl/config.json")
+RIG_VAR_SECRET_KEY=$(jq -r .secret_key "$ctl/config.json")
+RIG_VAR_HMAC_KEY=$(jq -r .hmac_key "$ctl/config.json")
+RIG_VAR_PASSPHRASE=rig-full-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+RIG_VAR_HOST_PASSWORD=host-pw-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+
+rig_disks 4 2G
+rig_spec specs/kvm-full.yaml
+rig_boot --pxe || rig_die "the guest did not finish (see the console above)"
+
+rig_expect_exit 0
+rig_expect_section mdadm-detail 'Layout : far=2' "raid10 far 2"
+rig_expect_section mdstat '\[4/4\] \[UUUU\]' "all four members active"
+rig_expect_section luksdump 'Cipher key:[[:space:]]+512 bits' "LUKS2, 512-bit key"
+rig_expect_section lvs '^ *kvm_vg\|root\|' "LV root"
+rig_expect_section mounts ' /target xfs ' "root mounted"
+rig_expect_section "hook 50-image-manifest" '^manifest: all entries match' "image extracted as in its manifest (checked in the guest)"
+rig_expect_no_section "hook 50-image-manifest" 'mismatch' "no manifest mismatch"
+rig_expect_section "kiln-file report.json" '"crypt_write_mbps"' "the run report holds the benchmark figures"
+
+dump() { python3 "$SRC/tests/controller/controller.py" --dump "$ctl/controller.db"; }
+dump >"$RIG_TMP/dump-1.json" || rig_die "no controller dump"
+rig_check "the controller holds exactly one host" jq -e '.hosts | length == 1' "$RIG_TMP/dump-1.json"
+rig_check "the host has the node's address" jq -e '.hosts[0].ipaddress == "10.0.2.15"' "$RIG_TMP/dump-1.json"
+rig_check "the host is KVM in cluster c1" jq -e '.hosts[0].hypervisor == "KVM"' "$RIG_TMP/dump-1.json"
+rig_check "webhook events arrived" jq -e '[.events[] | select(.type == "stage-end")] | length >= 10' "$RIG_TMP/dump-1.json"
+rig_check "the final report arrived with benchmark figures" \
+  jq -e '.reports | length == 1 and (.reports[0].body.bench.crypt_write_mbps > 0)' "$RIG_TMP/dump-1.json"
+for s in "$RIG_VAR_PASSPHRASE" "$RIG_VAR_SECRET_KEY" "$RIG_VAR_HMAC_KEY" "$RIG_VAR_HOST_PASSWORD"; do
+  if grep -qF -- "$s" "$RIG_TMP/dump-1.json" "$RIG_REPORT" "$RIG_SERIAL"; then
+    rig_not_ok "a secret from the spec appears in the console, the guest report or the controller"
+  fi
+done
+rig_ok "secrets checked against console, guest report and controller"
+
+# again, on the same disks: re-provisioned, still one host
+rig_boot --direct || rig_die "the second run did not finish"
+rig_expect_exit 0
+dump >"$RIG_TMP/dump-2.json" || rig_die "no controller dump"
+rig_check "a second run adds no second host" jq -e '.hosts | length == 1' "$RIG_TMP/dump-2.json"
+rig_check "the second run reported too" jq -e '.reports | length == 2' "$RIG_TMP/dump-2.json"
+rig_done
