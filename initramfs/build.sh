@@ -61,7 +61,7 @@ KILN_BIN=$(readlink -f "$KILN_BIN")
 
 mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"
-flock 9                         # several builds may share the cache
+flock 9                         # the kernel download/unpack is shared; images are not
 
 # --- the kernel -------------------------------------------------------------
 if [[ -z $KVER ]]; then
@@ -95,6 +95,7 @@ if [[ ! -e $KROOT/.done ]]; then
 fi
 KERNEL=$KROOT/boot/vmlinuz-$KVER
 [[ -r $KERNEL ]] || die "kernel image '$KERNEL' is missing"
+flock -u 9                      # images build in private stage dirs and land by rename
 
 # --- what goes in ------------------------------------------------------------
 MODS=()                     # .ko paths relative to $KROOT, in load order
@@ -160,8 +161,8 @@ IMG=$CACHE/initramfs-$KEY.img
 build_image() {  # build_image STAGE OUTPUT
   local stage=$1 out=$2
   (cd "$stage" && find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0 --reproducible) \
-    | zstd -q -19 -T0 -o "$out.tmp" -f
-  mv -f "$out.tmp" "$out"
+    | zstd -q -19 -T0 -o "$out.tmp.$$" -f
+  mv -f "$out.tmp.$$" "$out"
 }
 
 copy_file() {  # copy_file STAGE PATH: copy keeping the path (symlinks kept as symlinks)
@@ -175,10 +176,11 @@ if [[ ! -s $IMG ]]; then
   msg "building $IMG (kernel $KVER, ${#MODS[@]} modules, kiln $KILN_BIN)"
   ST=$(mktemp -d "$CACHE/stage.XXXXXX")
   trap 'rm -rf "$ST"' EXIT
-  mkdir -p "$ST"/{bin,sbin,usr/bin,usr/sbin,usr/lib,usr/lib64,etc/lvm,etc/kiln,proc,sys,dev,run,tmp,target,root,var/lib,usr/share/udhcpc}
+  mkdir -p "$ST"/{bin,usr/bin,usr/sbin,usr/lib,usr/lib64,etc/lvm,etc/kiln,proc,sys,dev,run,tmp,target,root,var/lib,usr/share/udhcpc}
   ln -s ../run "$ST/var/run"
   ln -s usr/lib "$ST/lib"         # merged /usr, as on Debian 12
   ln -s usr/lib64 "$ST/lib64"
+  ln -s usr/sbin "$ST/sbin"        # kiln_paths: /sbin/mdadm, /sbin/lvm ...
   chmod 1777 "$ST/tmp"
   install -m 0755 "$HERE/init" "$ST/init"
   install -m 0644 "$HERE/lvm.conf" "$ST/etc/lvm/lvm.conf"
@@ -214,8 +216,8 @@ if [[ ! -s $IMG ]]; then
   build_image "$ST" "$IMG"
   rm -rf "$ST"; trap - EXIT
   msg "built in $(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s"
-  # keep the cache small: the last 4 images
-  ls -1t "$CACHE"/initramfs-*.img 2>/dev/null | grep -v -- '-extra-' | tail -n +5 | xargs -r rm -f
+  # keep the cache small: the newest 8 images (the rig copies the one it boots)
+  ls -1t "$CACHE"/initramfs-*.img 2>/dev/null | grep -v -- '-extra-' | tail -n +9 | xargs -r rm -f
 else
   msg "reusing $IMG (inputs unchanged)"
 fi

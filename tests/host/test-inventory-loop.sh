@@ -11,7 +11,13 @@ losetup -f >/dev/null 2>&1 || { echo "no free loop device"; exit 77; }
 T=$(mktemp -d /tmp/kiln-inv.XXXXXX)
 LOOPS=()
 MNT=""
+# lvm (libdevmapper) makes /dev/mapper/control even on a kernel without
+# device-mapper; leave /dev as it was
+HAD_DM_CONTROL=0; [[ -e /dev/mapper/control ]] && HAD_DM_CONTROL=1
 cleanup() {
+  if ((!HAD_DM_CONTROL)) && ! grep -qw device-mapper /proc/misc 2>/dev/null; then
+    rm -f /dev/mapper/control; rmdir /dev/mapper 2>/dev/null || true
+  fi
   [[ -n $MNT ]] && umount "$MNT" 2>/dev/null || true
   # partitions added with partx keep a detached loop device alive: drop them first
   for l in "${LOOPS[@]}"; do partx -d "$l" 2>/dev/null || true; losetup -d "$l" 2>/dev/null || true; done

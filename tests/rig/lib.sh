@@ -15,13 +15,16 @@
 # serial port, see initramfs/init), never at kiln's own log.
 #
 # Knobs (environment): RIG_MEM (MiB, 1024), RIG_SMP (2), RIG_TIMEOUT (s, 600),
-# RIG_KEEP=1 keeps the temp dir, KILN_CACHE (initramfs cache), KILN_RIG_INITRD /
+# RIG_KEEP=1 keeps the temp dir, RIG_REPLAY=DIR checks a kept dir's reports
+# instead of booting, KILN_CACHE (initramfs cache), KILN_RIG_INITRD /
 # KILN_RIG_KERNEL (use these instead of building), RIG_APPEND (more kernel args).
 #
 # Everything the rig starts (nginx, QEMU) is stopped by PID on exit, and the
 # temp dir is removed, also when a test fails.
 
 RIG_MAC=${RIG_MAC:-52:54:00:6b:69:01}
+RIG_SMBIOS_SERIAL=${RIG_SMBIOS_SERIAL:-RIG0001}    # ${serial} in specs
+RIG_SMBIOS_UUID=${RIG_SMBIOS_UUID:-6b696c6e-0000-4000-8000-000000000001}  # ${uuid}
 RIG_HTTP_IP=10.0.2.100                  # the guest's view of the host's nginx
 RIG_MEM=${RIG_MEM:-1024}
 RIG_SMP=${RIG_SMP:-2}
@@ -66,10 +69,14 @@ rig_init() {
   : "${SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
   : "${KILN:=$SRC/out/build/kiln}"
   [[ -x $KILN ]] || rig_die "no kiln binary at '$KILN'"
+  "$KILN" help 2>/dev/null | grep -q '^  boot ' || rig_skip "this kiln has no 'boot' command yet"
   RIG_TMP=$(mktemp -d /tmp/kiln-rig.XXXXXX)
   trap rig_cleanup EXIT
   trap 'exit 130' INT TERM
   mkdir -p "$RIG_TMP/www/specs" "$RIG_TMP/www/images" "$RIG_TMP/www/keys" "$RIG_TMP/www/reports" "$RIG_TMP/tftp" "$RIG_TMP/nginx"
+  # nginx's workers run unprivileged: they traverse the temp dir, read www
+  # and may write reports (PUT)
+  chmod 0711 "$RIG_TMP"; chmod 0755 "$RIG_TMP/www" "$RIG_TMP/www"/*; chmod 0777 "$RIG_TMP/www/reports"
   rig_build_initramfs
   rig_http_start
 }
@@ -90,6 +97,8 @@ rig_build_initramfs() {
   RIG_INITRD=$(sed -n 's/^KILN_INITRD=//p' <<<"$out")
   RIG_INITRD_EXTRA=$(sed -n 's/^KILN_INITRD_EXTRA=//p' <<<"$out")
   RIG_INITRD_SIZE=$(sed -n 's/^KILN_INITRD_SIZE=//p' <<<"$out")
+  # a private copy: other builds sharing the cache prune old images
+  cp "$RIG_INITRD" "$RIG_TMP/initrd.img" && RIG_INITRD=$RIG_TMP/initrd.img
   rig_log "initramfs: $RIG_INITRD, $RIG_INITRD_SIZE bytes ($(awk "BEGIN{printf \"%.1f\", $RIG_INITRD_SIZE/1048576}") MiB), ready in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}") s"
 }
 
@@ -224,6 +233,11 @@ rig_boot() {
     esac
   done
   RIG_BOOT_N=$((${RIG_BOOT_N:-0} + 1))
+  if [[ -n ${RIG_REPLAY:-} ]]; then      # re-run a test's checks on a kept run's files
+    RIG_REPORT=$RIG_REPLAY/report-$RIG_BOOT_N.txt RIG_SERIAL=$RIG_REPLAY/serial-$RIG_BOOT_N.log
+    RIG_BOOT_SECONDS=replay RIG_INIT_SECONDS=replay
+    return 0
+  fi
   RIG_SERIAL=$RIG_TMP/serial-$RIG_BOOT_N.log
   RIG_REPORT=$RIG_TMP/report-$RIG_BOOT_N.txt
   : >"$RIG_SERIAL"; : >"$RIG_REPORT"
@@ -238,6 +252,7 @@ rig_boot() {
   local net="user,id=n0,restrict=on,guestfwd=tcp:$RIG_HTTP_IP:80-cmd:$RIG_TMP/relay"
   local args=(-accel tcg,thread=multi -cpu max -m "$RIG_MEM" -smp "$RIG_SMP"
     -display none -monitor none -parallel none -no-reboot -nodefaults
+    -smbios "type=1,manufacturer=kiln-rig,product=rig,serial=$RIG_SMBIOS_SERIAL,uuid=$RIG_SMBIOS_UUID"
     -serial "file:$RIG_SERIAL" -serial "file:$RIG_REPORT")
   if [[ $mode == pxe ]]; then
     cp "$RIG_KERNEL" "$RIG_TMP/tftp/vmlinuz"
@@ -311,6 +326,15 @@ rig_expect_section() {
     rig_not_ok "$d"
     echo "# section '$sec' of the report:" ; rig_report_section "$sec" | head -40 | sed 's/^/#   /'
   fi
+}
+# rig_expect_no_section NAME REGEX [DESCRIPTION]: no line of the section matches
+rig_expect_no_section() {
+  local sec=$1 re=$2 d=${3:-"$1 has no /$2/"}
+  if [[ -z $(rig_report_sections | grep -F -- "$sec") ]]; then rig_not_ok "$d (no section '$sec' in the report)"
+  elif rig_report_section "$sec" | grep -Eq -- "$re"; then
+    rig_not_ok "$d"
+    echo "# section '$sec' of the report:" ; rig_report_section "$sec" | grep -E -- "$re" | head -10 | sed 's/^/#   /'
+  else rig_ok "$d"; fi
 }
 rig_expect_exit() {
   local want=$1 got; got=$(rig_exit_code)

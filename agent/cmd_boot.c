@@ -1,0 +1,232 @@
+/* kiln boot [--cmdline FILE] [--inventory X] [--dry-run] [--no-finish]
+ *
+ * What the initramfs' /init runs: reads kiln.* from the kernel command line
+ * (cmdline.h), looks at this machine (inventory), fetches the host spec
+ * (kiln.spec=, ${mac} ${uuid} ${serial} ${hostname} expanded, pinned by
+ * kiln.spec.sha256=, extra CA from kiln.ca=), validates it, plans, runs the
+ * plan, and finishes as the spec says. With --no-finish the spec's finish
+ * (reboot, poweroff, none) is written to RUN_DIR/finish instead, so that
+ * /init can report first and then do it. Every failure is one line naming
+ * the stage, the subject and the reason, and a documented exit code. */
+#include "apply.h"
+#include "cmdline.h"
+#include "commands.h"
+#include "exitcode.h"
+#include "fetch.h"
+#include "inventory.h"
+#include "log.h"
+#include "paths.h"
+#include "plan.h"
+#include "spec.h"
+
+#include <fcntl.h>
+#include <getopt.h>
+#include <sys/stat.h>
+
+#define BOOT_CA_MAX_BYTES (1024u * 1024u)
+#define BOOT_FETCH_RETRIES 8            /* the network of a node that just booted may need a while */
+
+static void boot_usage(FILE *f) {
+        fprintf(f, "usage: kiln boot [--cmdline FILE] [--inventory FILE|DIR] [--dry-run] [--no-finish]\n"
+                   "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.debug from /proc/cmdline,\n"
+                   "  fetches the host spec and applies it (what the kiln initramfs runs)\n"
+                   "  --cmdline FILE   read the kernel command line from FILE\n"
+                   "  --inventory X    plan against a recorded inventory (with --dry-run)\n"
+                   "  --dry-run        fetch, validate and print the steps; change nothing\n"
+                   "  --no-finish      write the spec's finish to RUN_DIR/finish instead of doing it\n");
+}
+
+static const char *finish_name(enum spec_finish f) {
+        return f == SPEC_FINISH_REBOOT ? "reboot" : f == SPEC_FINISH_POWEROFF ? "poweroff" : "none";
+}
+
+static int write_finish(enum spec_finish f) {
+        _cleanup_free_ char *path = NULL;
+        if (mkdir(kiln_paths.run_dir, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        if (asprintf(&path, "%s/finish", kiln_paths.run_dir) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return -errno;
+        const char *s = finish_name(f);
+        if (dprintf(fd, "%s\n", s) != (int) strlen(s) + 1)
+                return -EIO;
+        return 0;
+}
+
+static bool is_url(const char *s) {
+        return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0 || strncmp(s, "file://", 7) == 0;
+}
+
+int cmd_boot(int argc, char **argv) {
+        static const struct option longopts[] = {
+                { "cmdline", required_argument, NULL, 'c' },
+                { "inventory", required_argument, NULL, 'i' },
+                { "dry-run", no_argument, NULL, 'n' },
+                { "no-finish", no_argument, NULL, 'F' },
+                { "help", no_argument, NULL, 'h' },
+                {}
+        };
+        const char *cmdline_file = NULL, *inv_path = NULL;
+        bool dry_run = false, no_finish = false;
+        int c, r;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) >= 0)
+                switch (c) {
+                case 'c': cmdline_file = optarg; break;
+                case 'i': inv_path = optarg; break;
+                case 'n': dry_run = true; break;
+                case 'F': no_finish = true; break;
+                case 'h': boot_usage(stdout); return KILN_EXIT_OK;
+                default: boot_usage(stderr); return KILN_EXIT_USAGE;
+                }
+        if (optind != argc) {
+                boot_usage(stderr);
+                return KILN_EXIT_USAGE;
+        }
+        if (inv_path && !dry_run) {
+                log_error("--inventory plans for another machine: it needs --dry-run");
+                return KILN_EXIT_USAGE;
+        }
+        log_set_timestamps(true);
+
+        /* 1. the kernel command line */
+        _cleanup_cmdline_ struct kiln_cmdline cl = {};
+        _cleanup_free_ char *bad = NULL, *cmdline_path = NULL;
+        if (!cmdline_file && asprintf(&cmdline_path, "%s/cmdline", kiln_paths.procfs) < 0)
+                return log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
+        const char *clp = cmdline_file ? cmdline_file : cmdline_path;
+        {
+                _cleanup_free_ char *text = NULL;
+                r = read_full_file(clp, CMDLINE_MAX_BYTES, &text, NULL);
+                if (r < 0)
+                        return log_error_errno(r, "failed to read the kernel command line '%s': %m", clp), KILN_EXIT_USAGE;
+                r = cmdline_parse(text, &cl, &bad);
+        }
+        if (r == -EINVAL && bad)
+                return log_error("invalid kernel command line option '%s' in '%s'", bad, clp), KILN_EXIT_USAGE;
+        if (r < 0)
+                return log_error_errno(r, "failed to parse the kernel command line '%s': %m", clp), KILN_EXIT_USAGE;
+        for (char **u = cl.unknown; u && *u; u++)
+                log_warning("ignoring unknown kernel command line option '%s'", *u);
+        if (!cl.spec)
+                return log_error("no kiln.spec= on the kernel command line '%s'", clp), KILN_EXIT_USAGE;
+
+        /* 2. this machine: the values ${mac} etc. expand to, and the disks to plan on */
+        _cleanup_inventory_free_ struct inventory *inv = NULL;
+        r = inv_path ? inventory_load(inv_path, &inv) : inventory_probe(NULL, &inv);
+        if (r < 0)
+                return log_error_errno(r, "failed to read the inventory of '%s': %m", inv_path ? inv_path : "this machine"),
+                       KILN_EXIT_FAILURE;
+        struct spec_vars vars = {
+                .mac = inventory_primary_mac(inv),
+                .uuid = inv->machine_uuid,
+                .serial = inv->serial,
+                .hostname = inv->hostname,
+        };
+
+        /* 3. the extra CA: a file on the initramfs, or fetched (it is then
+         * trusted on the strength of the system CAs alone) */
+        struct fetch_options fo = { .max_retries = BOOT_FETCH_RETRIES };
+        _cleanup_free_ char *ca_pem = NULL;
+        if (cl.ca) {
+                if (is_url(cl.ca)) {
+                        size_t len;
+                        struct fetch_result res = {};
+                        r = fetch_to_buffer_full(cl.ca, &fo, BOOT_CA_MAX_BYTES, NULL, &ca_pem, &len, &res);
+                        if (r < 0 && res.error[0])
+                                return log_error("failed to fetch the CA bundle '%s': %s", cl.ca, res.error), KILN_EXIT_FETCH;
+                        if (r < 0)
+                                return log_error_errno(r, "failed to fetch the CA bundle '%s': %m", cl.ca), KILN_EXIT_FETCH;
+                        fo.ca_pem = ca_pem;
+                } else {
+                        if (access(cl.ca, R_OK) < 0)
+                                return log_error_errno(-errno, "failed to read the CA bundle '%s': %m", cl.ca), KILN_EXIT_FETCH;
+                        fo.ca_file = cl.ca;
+                }
+        }
+
+        /* 4. the spec */
+        _cleanup_free_ char *url = NULL, *data = NULL;
+        size_t len = 0;
+        r = spec_expand(cl.spec, &vars, &url);
+        if (r < 0)
+                return log_error_errno(r, "failed to expand kiln.spec '%s' (known: ${mac} ${uuid} ${serial} ${hostname}): %m",
+                                       cl.spec), KILN_EXIT_USAGE;
+        log_info("fetching spec '%s'%s", url, cl.spec_sha256 ? " (sha256 pinned)" : "");
+        struct fetch_result res = {};
+        uint64_t t0 = now_usec();
+        r = fetch_to_buffer_full(url, &fo, SPEC_MAX_BYTES, cl.spec_sha256, &data, &len, &res);
+        if (r == -EBADMSG)
+                return log_error("spec '%s' does not match kiln.spec.sha256=%s (got %s)", url, cl.spec_sha256,
+                                 res.sha256[0] ? res.sha256 : "another digest"), KILN_EXIT_FETCH;
+        if (r == -EFBIG)
+                return log_error("spec '%s' is larger than %u bytes", url, SPEC_MAX_BYTES), KILN_EXIT_FETCH;
+        if (r < 0) {
+                if (res.error[0])
+                        return log_error("failed to fetch spec '%s' after %u attempt(s): %s", url, res.attempts, res.error),
+                               KILN_EXIT_FETCH;
+                return log_error_errno(r, "failed to fetch spec '%s': %m", url), KILN_EXIT_FETCH;
+        }
+        log_info("fetched spec '%s': %zu bytes in %.1f s, sha256 %s", url, len, (now_usec() - t0) / 1e6, res.sha256);
+
+        /* 5. validate */
+        struct diags diags = {};
+        _cleanup_spec_free_ struct spec *spec = NULL;
+        r = spec_parse(url, data, len, &spec, &diags);
+        if (r < 0) {
+                diags_print(&diags, stderr);
+                diags_clear(&diags);
+                if (r == -EINVAL)
+                        return log_error("spec '%s' is not valid", url), KILN_EXIT_BAD_SPEC;
+                return log_error_errno(r, "failed to parse spec '%s': %m", url), KILN_EXIT_BAD_SPEC;
+        }
+        diags_clear(&diags);
+        explicit_wipe(data, len);       /* it may hold passphrases; the spec keeps its own copy */
+        r = spec_register_secrets(spec);
+        if (r < 0)
+                return log_error_errno(r, "failed to register the spec's secrets: %m"), KILN_EXIT_FAILURE;
+
+        /* 6. plan: every refusal is made here, before anything is written */
+        _cleanup_plan_free_ struct plan *plan = NULL;
+        r = plan_build(spec, inv, &plan, &diags);
+        if (r < 0) {
+                diags_print(&diags, stderr);
+                diags_clear(&diags);
+                if (r == -EPERM)
+                        return log_error("refusing to apply spec '%s': nothing was written", url), KILN_EXIT_REFUSED;
+                if (r == -EINVAL)
+                        return log_error("spec '%s' cannot be planned on this machine", url), KILN_EXIT_BAD_SPEC;
+                return log_error_errno(r, "failed to plan spec '%s': %m", url), KILN_EXIT_FAILURE;
+        }
+        diags_clear(&diags);
+
+        _cleanup_free_ char *hostname = NULL;
+        if (spec->hostname) {
+                r = spec_expand(spec->hostname, &vars, &hostname);
+                if (r < 0)
+                        return log_error_errno(r, "failed to expand hostname '%s': %m", spec->hostname), KILN_EXIT_BAD_SPEC;
+        }
+
+        /* 7. run it, and finish */
+        if (!dry_run && no_finish) {
+                r = write_finish(spec->finish);
+                if (r < 0)
+                        return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
+        }
+        struct apply_options ao = {
+                .dry_run = dry_run,
+                .finish = !dry_run && !no_finish,
+                .hostname = hostname,
+        };
+        log_info("applying spec '%s' (%zu steps) on %s", url, plan->n_steps, hostname ? hostname : "this machine");
+        t0 = now_usec();
+        r = apply_run(plan, &ao);
+        if (r != KILN_EXIT_OK)
+                return r;       /* apply_run said which step failed, on what, and why */
+        log_info("spec '%s' applied in %.1f s; finish: %s", url, (now_usec() - t0) / 1e6,
+                 dry_run ? "none (dry run)" : finish_name(spec->finish));
+        return KILN_EXIT_OK;
+}

@@ -1,0 +1,140 @@
+/* kiln.* options from the kernel command line (agent/cmdline.c). */
+#include "cmdline.h"
+#include "tap.h"
+
+#define HASH "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static void test_typical(void) {
+        struct kiln_cmdline c;
+        char *bad = NULL;
+        CHECK_INT(cmdline_parse("BOOT_IMAGE=vmlinuz initrd=initrd.img console=ttyS0,115200n8 "
+                                "kiln.spec=http://10.0.2.100/specs/${mac}.yaml kiln.spec.sha256=" HASH
+                                " kiln.ca=/etc/kiln/ca.pem kiln.report=/dev/ttyS1 quiet\n", &c, &bad), 0);
+        CHECK_STR(c.spec, "http://10.0.2.100/specs/${mac}.yaml");
+        CHECK_STR(c.spec_sha256, HASH);
+        CHECK_STR(c.ca, "/etc/kiln/ca.pem");
+        CHECK_STR(c.report, "/dev/ttyS1");
+        CHECK(!c.debug);
+        CHECK(!c.unknown);
+        CHECK(!bad);
+        cmdline_done(&c);
+        CHECK(!c.spec);
+}
+
+static void test_none(void) {
+        struct kiln_cmdline c;
+        CHECK_INT(cmdline_parse("", &c, NULL), 0);
+        CHECK(!c.spec && !c.ca && !c.report && !c.spec_sha256 && !c.debug);
+        cmdline_done(&c);
+        CHECK_INT(cmdline_parse("  \t\n root=/dev/sda1 ro kilnspec=x kiln=1 ", &c, NULL), 0);
+        CHECK(!c.spec);
+        cmdline_done(&c);
+}
+
+static void test_debug(void) {
+        struct kiln_cmdline c;
+        char *bad = NULL;
+        CHECK_INT(cmdline_parse("kiln.debug", &c, NULL), 0);
+        CHECK(c.debug);
+        cmdline_done(&c);
+        CHECK_INT(cmdline_parse("kiln.debug=1", &c, NULL), 0);
+        CHECK(c.debug);
+        cmdline_done(&c);
+        CHECK_INT(cmdline_parse("kiln.debug kiln.debug=off", &c, NULL), 0);
+        CHECK(!c.debug);
+        cmdline_done(&c);
+        CHECK_INT(cmdline_parse("kiln.debug=maybe", &c, &bad), -EINVAL);
+        CHECK_STR(bad, "kiln.debug=maybe");
+        free(bad);
+}
+
+static void test_quotes_and_last_wins(void) {
+        struct kiln_cmdline c;
+        char *bad = NULL;
+        CHECK_INT(cmdline_parse("kiln.spec=http://a/1 kiln.spec=\"http://b/with space.yaml\" x", &c, NULL), 0);
+        CHECK_STR(c.spec, "http://b/with space.yaml");
+        cmdline_done(&c);
+        CHECK_INT(cmdline_parse("\"kiln.ca=/a b/ca.pem\"", &c, NULL), 0);
+        CHECK_STR(c.ca, "/a b/ca.pem");
+        cmdline_done(&c);
+        CHECK_INT(cmdline_parse("kiln.spec=\"http://unterminated", &c, &bad), -EINVAL);
+        CHECK_STR(bad, "kiln.spec=\"http://unterminated");
+        free(bad);
+}
+
+static void test_bad_values(void) {
+        struct kiln_cmdline c;
+        char *bad = NULL;
+        CHECK_INT(cmdline_parse("quiet kiln.spec= ro", &c, &bad), -EINVAL);
+        CHECK_STR(bad, "kiln.spec=");
+        free(bad), bad = NULL;
+        CHECK_INT(cmdline_parse("kiln.spec", &c, &bad), -EINVAL);
+        CHECK_STR(bad, "kiln.spec");
+        free(bad), bad = NULL;
+        CHECK_INT(cmdline_parse("kiln.spec=x kiln.spec.sha256=abc", &c, &bad), -EINVAL);
+        CHECK_STR(bad, "kiln.spec.sha256=abc");
+        free(bad), bad = NULL;
+        /* 64 characters but not hex */
+        CHECK_INT(cmdline_parse("kiln.spec.sha256=" "g123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", &c, &bad), -EINVAL);
+        free(bad), bad = NULL;
+        /* upper case is accepted and normalised */
+        CHECK_INT(cmdline_parse("kiln.spec.sha256=0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF", &c, &bad), 0);
+        CHECK_STR(c.spec_sha256, HASH);
+        cmdline_done(&c);
+        CHECK_INT(cmdline_parse(NULL, &c, NULL), -EINVAL);
+}
+
+static void test_unknown(void) {
+        struct kiln_cmdline c;
+        CHECK_INT(cmdline_parse("kiln.spce=http://x kiln.foo kiln.spce=y", &c, NULL), 0);
+        CHECK(c.unknown && c.unknown[0] && c.unknown[1] && !c.unknown[2]);
+        CHECK_STR(c.unknown[0], "kiln.spce");
+        CHECK_STR(c.unknown[1], "kiln.foo");
+        CHECK(!c.spec);
+        cmdline_done(&c);
+}
+
+static void test_limits(void) {
+        struct kiln_cmdline c;
+        size_t n = CMDLINE_MAX_BYTES + 2;
+        char *big = malloc(n);
+        memset(big, 'a', n - 1);
+        big[n - 1] = 0;
+        CHECK_INT(cmdline_parse(big, &c, NULL), -E2BIG);
+        memcpy(big, "kiln.spec=", 10);
+        big[CMDLINE_MAX_BYTES] = 0;
+        CHECK_INT(cmdline_parse(big, &c, NULL), 0);
+        CHECK_INT(strlen(c.spec), CMDLINE_MAX_BYTES - 10);
+        cmdline_done(&c);
+        free(big);
+}
+
+static void test_read(void) {
+        char dir[] = "/tmp/kiln-cmdline.XXXXXX";
+        CHECK(mkdtemp(dir));
+        char path[64];
+        snprintf(path, sizeof path, "%s/cmdline", dir);
+        FILE *f = fopen(path, "we");
+        fputs("console=ttyS0 kiln.spec=http://h/s.yaml kiln.debug\n", f);
+        fclose(f);
+        struct kiln_cmdline c;
+        CHECK_INT(cmdline_read(dir, &c, NULL), 0);
+        CHECK_STR(c.spec, "http://h/s.yaml");
+        CHECK(c.debug);
+        cmdline_done(&c);
+        unlink(path);
+        CHECK_INT(cmdline_read(dir, &c, NULL), -ENOENT);
+        rmdir(dir);
+}
+
+int main(void) {
+        test_typical();
+        test_none();
+        test_debug();
+        test_quotes_and_last_wins();
+        test_bad_values();
+        test_unknown();
+        test_limits();
+        test_read();
+        return TEST_DONE();
+}
