@@ -2,6 +2,8 @@
 
 #include "configure.h"
 #include "exec.h"
+#include "fetch.h"
+#include "inventory.h"
 #include "log.h"
 #include "luks.h"
 #include "lvm.h"
@@ -20,6 +22,7 @@
 #define MD_WAIT_USEC (30ull * 1000000ull)
 #define NODE_WAIT_USEC (10ull * 1000000ull)
 #define LUKS_GENERATED_KEY_BYTES 64
+#define LUKS_MAX_KEY_FETCH (8u * 1024u)
 
 /* Keys made or fetched at format time, kept (locked) until the open. */
 struct apply_key {
@@ -84,18 +87,6 @@ static const struct spec_vg *find_vg(const struct spec *s, const char *id) {
         return NULL;
 }
 
-static const char *disk_rule_of(const struct spec *s, const struct plan_step *step) {
-        if (!step->id)
-                return NULL;
-        for (size_t i = 0; i < s->n_disks; i++)
-                if (streq(s->disks[i].id, step->id))
-                        return s->disks[i].id;
-        for (size_t i = 0; i < s->n_partitions; i++)
-                if (streq(s->partitions[i].id, step->id))
-                        return s->partitions[i].on;
-        return NULL;
-}
-
 static const char *luks_name(const struct spec_luks *l) {
         return l->name ? l->name : l->id;
 }
@@ -117,24 +108,21 @@ static int step_wipe(struct apply_ctx *c, const struct plan_step *s) {
 }
 
 static int step_partition(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec *spec = c->plan->spec;
-        const char *disk_id = disk_rule_of(spec, s);
-        if (!disk_id)
-                return strbuf_addf(&c->why, "no disk '%s' in the spec", s->id ? s->id : "(none)"), -EINVAL;
-        _cleanup_free_ struct partition_request *req = calloc(spec->n_partitions ? spec->n_partitions : 1, sizeof *req);
+        if (s->n_parts == 0)
+                return strbuf_adds(&c->why, "the plan lists no partitions"), -EINVAL;
+        _cleanup_free_ struct partition_request *req = calloc(s->n_parts, sizeof *req);
         if (!req)
                 return -ENOMEM;
-        size_t n = 0;
-        for (size_t i = 0; i < spec->n_partitions; i++) {
-                const struct spec_partition *p = &spec->partitions[i];
-                if (!streq(p->on, disk_id))
-                        continue;
-                req[n++] = (struct partition_request) {
-                        .name = p->name ? p->name : p->id,
-                        .type = p->type,
-                        .size_kind = p->size.kind,
-                        .bytes = p->size.bytes,
-                        .percent = p->size.percent,
+        size_t n = s->n_parts;
+        for (size_t i = 0; i < n; i++) {
+                const struct plan_part *pp = &s->parts[i];
+                if (pp->number != i + 1)
+                        return strbuf_addf(&c->why, "partition numbers are not 1..%zu", n), -EINVAL;
+                req[i] = (struct partition_request) {
+                        .name = pp->part->name ? pp->part->name : pp->part->id,
+                        .type = pp->part->type,
+                        .start = pp->start,
+                        .size = pp->size,
                 };
         }
         _cleanup_strv_free_ char **paths = NULL;
@@ -162,6 +150,7 @@ static int step_md_create(struct apply_ctx *c, const struct plan_step *s) {
                 return -EINVAL;
         struct md_create_params p = {
                 .name = raid->name ? raid->name : raid->id,
+                .homehost = c->opts->hostname,
                 .level = raid->level,
                 .layout = raid->layout,
                 .chunk = raid->chunk,
@@ -196,6 +185,41 @@ static struct apply_key *key_slot(struct apply_ctx *c, const struct spec_luks *l
         return NULL;
 }
 
+/* The key file as served (like cryptsetup --key-file: every byte counts),
+ * pinned by its sha256, copied into locked memory; the transfer buffer is wiped. */
+static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks_key **ret) {
+        const struct inventory *inv = c->plan->inv;
+        struct spec_vars vars = {
+                .mac = inv ? inventory_primary_mac(inv) : NULL,
+                .uuid = inv ? inv->machine_uuid : NULL,
+                .serial = inv ? inv->serial : NULL,
+                .hostname = c->opts->hostname ? c->opts->hostname : inv ? inv->hostname : NULL,
+        };
+        _cleanup_free_ char *url = NULL;
+        int r = spec_expand(l->key.url, &vars, &url);
+        if (r < 0)
+                return strbuf_addf(&c->why, "cannot expand the key URL '%s'", l->key.url), r;
+        struct fetch_options fo = { 0 };
+        const char *ca = c->plan->spec->ca;
+        if (ca && strstr(ca, "-----BEGIN"))
+                fo.ca_pem = ca;
+        else if (ca && ca[0] == '/')
+                fo.ca_file = ca;
+        char *buf = NULL;
+        size_t len = 0;
+        struct fetch_result res = { 0 };
+        r = fetch_to_buffer_full(url, &fo, LUKS_MAX_KEY_FETCH, l->key.sha256, &buf, &len, &res);
+        if (r < 0)
+                return strbuf_addf(&c->why, "key from '%s': %s", url, res.error[0] ? res.error : strerror(-r)), r;
+        (void) log_register_secret(buf);
+        r = len ? luks_key_new(buf, len, ret) : -EINVAL;
+        explicit_wipe(buf, len);
+        free(buf);
+        if (r < 0)
+                return strbuf_addf(&c->why, "key from '%s' is empty or cannot be locked in memory", url), r;
+        return 0;
+}
+
 static int key_get(struct apply_ctx *c, const struct spec_luks *l, const struct luks_key **ret) {
         struct apply_key *k = key_slot(c, l);
         if (k) {
@@ -214,8 +238,10 @@ static int key_get(struct apply_ctx *c, const struct spec_luks *l, const struct 
                 r = luks_key_generate(LUKS_GENERATED_KEY_BYTES, &key);
                 break;
         case SPEC_KEY_URL:
-                strbuf_adds(&c->why, "key from a URL: fetching keys is not built in");
-                return -EOPNOTSUPP;
+                r = key_fetch(c, l, &key);
+                if (r < 0)
+                        return r;
+                break;
         default:
                 strbuf_adds(&c->why, "no key given");
                 return -EINVAL;
@@ -310,21 +336,9 @@ static int step_vgcreate(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_vg *vg = s->obj;
         if (!vg)
                 return -EINVAL;
-        _cleanup_strv_free_ char **pvs = NULL;
-        char *const *use = s->inputs;
-        if (!use || !use[0]) {
-                /* fall back to the PVs created for the ids the VG lists */
-                for (size_t i = 0; i < c->plan->n_steps; i++) {
-                        const struct plan_step *p = &c->plan->steps[i];
-                        if (p->kind == PLAN_PVCREATE && p->id && strv_contains(vg->pvs, p->id)) {
-                                char *d = strdup(p->device);
-                                if (!d || strv_push(&pvs, d) < 0)
-                                        return free(d), -ENOMEM;
-                        }
-                }
-                use = pvs;
-        }
-        return lvm_vgcreate(vg->name ? vg->name : vg->id, use, vg->extent_size, &c->why);
+        if (!s->inputs || !s->inputs[0])
+                return strbuf_adds(&c->why, "the plan lists no PVs"), -EINVAL;
+        return lvm_vgcreate(vg->name ? vg->name : vg->id, s->inputs, vg->extent_size, &c->why);
 }
 
 static int step_lvcreate(struct apply_ctx *c, const struct plan_step *s) {

@@ -3,19 +3,9 @@
  * step (what, on which device, how long) and the one failure that stops the
  * run (step, device, reason), and returns a documented exit code.
  *
- * What it expects from plan_build() (agent/plan.h):
- *   PLAN_WIPE        device = whole disk
- *   PLAN_PARTITION   device = whole disk, id = the spec disk id (its partitions
- *                    are the spec's partitions with `on` = id, numbered 1.. in
- *                    spec order; /dev/vda1, /dev/nvme0n1p1)
- *   PLAN_MD_CREATE   obj = spec_raid, inputs = members (spares last), device = /dev/md/NAME
- *   PLAN_LUKS_FORMAT obj = spec_luks, device = the device to encrypt
- *   PLAN_LUKS_OPEN   obj = spec_luks, inputs[0] (or device, if not under
- *                    /dev/mapper) = the LUKS device; opened as /dev/mapper/NAME
- *   PLAN_PVCREATE    device = the PV
- *   PLAN_VGCREATE    obj = spec_vg, inputs = PV devices
- *   PLAN_LVCREATE    obj = spec_lv
- *   PLAN_MKFS, PLAN_MOUNT  obj = spec_filesystem, device = the block device
+ * It relies on the step fields documented in plan.h; in addition, wipe finds
+ * the holders to stop in sysfs itself (top layer first), so a holder the
+ * inventory missed is still torn down.
  * A run of consecutive PLAN_MOUNT steps is mounted parents first. */
 #pragma once
 #include "exitcode.h"

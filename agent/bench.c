@@ -17,14 +17,18 @@
 #define AF_ALG 38
 #endif
 
-/* Time budget (microseconds). The whole gate stays under 10 s: the cipher
- * phase shares CIPHER_BUDGET between its candidates, each device test gets
- * IO_SLICE, and nothing new starts once GATE_LIMIT is spent. */
-#define CIPHER_BUDGET_USEC (3000u * 1000)
+/* Time budget (microseconds from the start of bench_raw). The whole gate
+ * stays under 10 s: the dm-crypt candidates share CIPHER_BUDGET (the first
+ * always runs; with tuning the rest stop at CIPHER_PHASE_END);
+ * crypt_benchmark() runs only while before CIPHER_PHASE_END; the six device
+ * tests get IO_SLICE each, shortened to what is left of GATE_LIMIT. */
+#define CIPHER_BUDGET_USEC (2000u * 1000)
 #define CIPHER_SLICE_MIN_USEC (150u * 1000)
-#define CIPHER_SLICE_MAX_USEC (500u * 1000)
-#define IO_SLICE_USEC (700u * 1000)
-#define GATE_LIMIT_USEC (9500u * 1000)
+#define CIPHER_SLICE_MAX_USEC (400u * 1000)
+#define CIPHER_PHASE_END_USEC (3500u * 1000)
+#define IO_SLICE_USEC (550u * 1000)
+#define IO_SLICE_MIN_USEC (100u * 1000)
+#define GATE_LIMIT_USEC (9000u * 1000)
 #define ZERO_SECTORS (2ull * 1024 * 1024 * 2)  /* a 2 GiB zero target: costs nothing */
 #define LAT_SAMPLES_PER_THREAD 65536u
 
@@ -460,57 +464,27 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
                                                                            : (char *const *) default_ciphers;
         bool tune = policy && policy->tune;
         int r;
-        for (size_t i = 0; list[i]; i++) {
-                _cleanup_free_ char *c = NULL;
-                unsigned ks;
-                if ((r = bench_parse_cipher(list[i], &c, &ks)) < 0) {
-                        set_error(res, "bad cipher '%s' (expected e.g. aes-xts-plain64:512)", list[i]);
-                        return r;
-                }
-                if (!tune) {
-                        if ((r = add_candidate(res, c, ks, 4096, false)) < 0)
+        /* With tuning, every cipher's plain configuration (4096-byte sectors,
+         * workqueues on) comes first, so that the variants are what the time
+         * budget cuts, never a whole cipher. */
+        for (int pass = 0; pass < (tune ? 2 : 1); pass++)
+                for (size_t i = 0; list[i]; i++) {
+                        _cleanup_free_ char *c = NULL;
+                        unsigned ks;
+                        if ((r = bench_parse_cipher(list[i], &c, &ks)) < 0) {
+                                set_error(res, "bad cipher '%s' (expected e.g. aes-xts-plain64:512)", list[i]);
                                 return r;
-                        continue;
-                }
-                for (unsigned sect = 512; sect <= 4096; sect *= 8)
-                        for (int nowq = 0; nowq <= 1; nowq++)
-                                if ((r = add_candidate(res, c, ks, sect, nowq)) < 0)
-                                        return r;
-        }
-
-        /* crypt_benchmark() through AF_ALG, once per cipher and key size */
-        if (!have_af_alg() && !(res->kernel_api_missing = strdup("the kernel has " AF_ALG_MISSING)))
-                return -ENOMEM;
-        for (size_t i = 0; !res->kernel_api_missing && i < res->n_ciphers; i++) {
-                struct bench_cipher *c = &res->ciphers[i];
-                bool seen = false;
-                for (size_t k = 0; k < i; k++)
-                        if (streq(res->ciphers[k].cipher, c->cipher) && res->ciphers[k].key_size == c->key_size) {
-                                c->kernel_enc_mbps = res->ciphers[k].kernel_enc_mbps;
-                                c->kernel_dec_mbps = res->ciphers[k].kernel_dec_mbps;
-                                seen = true;
                         }
-                if (seen)
-                        continue;
-                char cipher[64], mode[64];
-                if (split_cipher(c->cipher, cipher, sizeof cipher, mode, sizeof mode) < 0)
-                        continue;
-                double enc = 0, dec = 0;
-                r = crypt_benchmark(NULL, cipher, mode, c->key_size / 8, strstr(mode, "ecb") ? 0 : 16, 1024 * 1024, &enc,
-                                    &dec);
-                if (r == -ENOTSUP || r == -ENOENT) {
-                        if (asprintf(&res->kernel_api_missing,
-                                     "the kernel's AF_ALG has no skcipher interface for '%s' (algif_skcipher), so "
-                                     "libcryptsetup's crypt_benchmark() cannot run",
-                                     c->cipher) < 0)
-                                return -ENOMEM;
-                        break;
+                        if (pass == 0) {
+                                if ((r = add_candidate(res, c, ks, 4096, false)) < 0)
+                                        return r;
+                                continue;
+                        }
+                        if ((r = add_candidate(res, c, ks, 4096, true)) < 0 ||
+                            (r = add_candidate(res, c, ks, 512, false)) < 0 ||
+                            (r = add_candidate(res, c, ks, 512, true)) < 0)
+                                return r;
                 }
-                if (r >= 0) {
-                        c->kernel_enc_mbps = enc * 1.048576;    /* MiB/s → MB/s */
-                        c->kernel_dec_mbps = dec * 1.048576;
-                }
-        }
 
         /* the dm-crypt path */
         char zname[64];
@@ -532,7 +506,7 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
         double best = -1;
         for (size_t i = 0; i < res->n_ciphers; i++) {
                 struct bench_cipher *c = &res->ciphers[i];
-                if (now_usec() - res->start_usec > GATE_LIMIT_USEC / 2) {
+                if (i > 0 && now_usec() - res->start_usec > CIPHER_PHASE_END_USEC) {
                         c->error = strdup("skipped: the benchmark's time budget is spent");
                         continue;
                 }
@@ -554,12 +528,66 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
         zero_remove(zname);
         if (r == -ENOMEM)
                 return r;
+
+        /* crypt_benchmark() through AF_ALG, once per cipher and key size */
+        if (!have_af_alg() && !(res->kernel_api_missing = strdup("the kernel has " AF_ALG_MISSING)))
+                return -ENOMEM;
+        for (size_t i = 0; !res->kernel_api_missing && i < res->n_ciphers; i++) {
+                struct bench_cipher *c = &res->ciphers[i];
+                bool seen = false;
+                for (size_t k = 0; k < i; k++)
+                        if (streq(res->ciphers[k].cipher, c->cipher) && res->ciphers[k].key_size == c->key_size) {
+                                c->kernel_enc_mbps = res->ciphers[k].kernel_enc_mbps;
+                                c->kernel_dec_mbps = res->ciphers[k].kernel_dec_mbps;
+                                seen = true;
+                        }
+                if (seen)
+                        continue;
+                if (i > 0 && now_usec() - res->start_usec > CIPHER_PHASE_END_USEC)
+                        continue;       /* out of time: no AF_ALG figure for this one */
+                char cipher[64], mode[64];
+                if (split_cipher(c->cipher, cipher, sizeof cipher, mode, sizeof mode) < 0)
+                        continue;
+                /* as `cryptsetup benchmark` asks: the mode without its IV generator
+                 * ("xts", not "xts-plain64"), and the IV size that mode takes */
+                char *dash = strchr(mode, '-');
+                if (dash)
+                        *dash = 0;
+                size_t iv = streq(mode, "ecb") ? 0 : streq(mode, "adiantum") ? 32 : 16;
+                double enc = 0, dec = 0;
+                r = crypt_benchmark(NULL, cipher, mode, c->key_size / 8, iv, 1024 * 1024, &enc, &dec);
+                if (r == -ENOTSUP || r == -ENOENT) {
+                        if (asprintf(&res->kernel_api_missing,
+                                     "the kernel's AF_ALG has no skcipher interface for '%s' (algif_skcipher), so "
+                                     "libcryptsetup's crypt_benchmark() cannot run",
+                                     c->cipher) < 0)
+                                return -ENOMEM;
+                        break;
+                }
+                if (r >= 0) {
+                        c->kernel_enc_mbps = enc * 1.048576;    /* MiB/s → MB/s */
+                        c->kernel_dec_mbps = dec * 1.048576;
+                }
+        }
+
         if (res->chosen < 0) {
                 set_error(res, "no candidate cipher could be measured through dm-crypt (first: %s)",
                           res->ciphers[0].error ? res->ciphers[0].error : "unknown");
                 return -ENOTSUP;
         }
         return 0;
+}
+
+/* One device test's share of what is left of the gate's time, with n tests to go. */
+static uint64_t io_slice(const struct bench_result *res, unsigned n) {
+        uint64_t spent = now_usec() - res->start_usec;
+        uint64_t left = spent < GATE_LIMIT_USEC ? GATE_LIMIT_USEC - spent : 0;
+        uint64_t slice = left / n;
+        if (slice > IO_SLICE_USEC)
+                slice = IO_SLICE_USEC;
+        if (slice < IO_SLICE_MIN_USEC)
+                slice = IO_SLICE_MIN_USEC;
+        return slice;
 }
 
 int bench_raw(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len,
@@ -585,7 +613,7 @@ int bench_raw_ex(const struct spec_bench *policy, const char *device, uint64_t o
                 else {
                         res->offset = offset;
                         res->len = len;
-                        r = device_tests(device, offset, len, write, IO_SLICE_USEC, &res->raw_write, &res->raw_read,
+                        r = device_tests(device, offset, len, write, io_slice(res, 6), &res->raw_write, &res->raw_read,
                                          &res->raw_rand, res);
                 }
         }
@@ -612,13 +640,7 @@ int bench_crypt_ex(const struct spec_bench *policy, const char *crypt_device, ui
         free(res->crypt_device);
         if (!(res->crypt_device = strdup(crypt_device)))
                 return -ENOMEM;
-        /* whatever is left of the gate's budget, split over three tests */
-        uint64_t spent = t0 - res->start_usec;
-        uint64_t slice = IO_SLICE_USEC;
-        if (spent < GATE_LIMIT_USEC && (GATE_LIMIT_USEC - spent) / 3 < slice)
-                slice = (GATE_LIMIT_USEC - spent) / 3;
-        if (spent >= GATE_LIMIT_USEC || slice < 100000)
-                slice = 100000;
+        uint64_t slice = io_slice(res, 3);
         int r = device_tests(crypt_device, offset, len ? len : res->len, write, slice, &res->crypt_write,
                              &res->crypt_read, &res->crypt_rand, res);
         if (r >= 0) {

@@ -33,8 +33,6 @@ static int fd_write(const void *data, size_t len, void *userdata) {
 
 static int fd_restart(void *userdata) {
         struct fd_sink *s = userdata;
-        if (!s->seekable)
-                return -ESPIPE;
         if (lseek(s->fd, 0, SEEK_SET) < 0 || ftruncate(s->fd, 0) < 0)
                 return -errno;
         return 0;
@@ -106,7 +104,8 @@ int cmd_fetch(int argc, char **argv) {
         }
         s.seekable = lseek(s.fd, 0, SEEK_CUR) >= 0;
 
-        struct fetch_sink sink = { .write = fd_write, .restart = fd_restart, .userdata = &s };
+        /* A pipe cannot start over: then fetch drops the repeated bytes itself. */
+        struct fetch_sink sink = { .write = fd_write, .restart = s.seekable ? fd_restart : NULL, .userdata = &s };
         struct fetch_result res;
         r = fetch_url(url, &o, &sink, &res);
         if (r < 0) {

@@ -14,7 +14,7 @@ static const char *const exec_env[] = {
         NULL,
 };
 
-static void exec_child(const char *const *argv, int out_fd, int err_fd) {
+static void exec_child(const char *prog, const char *const *argv, int out_fd, int err_fd) {
         int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0)
                 _exit(127);
@@ -25,7 +25,7 @@ static void exec_child(const char *const *argv, int out_fd, int err_fd) {
         /* Everything kiln opens is O_CLOEXEC; this also catches library descriptors. */
         (void) close_range(3, ~0U, 0);
         signal(SIGPIPE, SIG_DFL);
-        execve(argv[0], (char *const *) argv, (char *const *) exec_env);
+        execve(prog, (char *const *) argv, (char *const *) exec_env);
         _exit(127);
 }
 
@@ -47,14 +47,35 @@ static int capture_append(struct strbuf *sb, const char *buf, size_t n, bool kee
         return strbuf_add(sb, buf, n);
 }
 
+/* The configured path, or, if nothing is there (a /sbin that is not merged
+ * into /usr), the same program name in the usual directories. */
+static const char *resolve_program(const char *path, char *buf, size_t len) {
+        static const char *const dirs[] = { "/usr/sbin", "/usr/bin", "/sbin", "/bin" };
+        if (access(path, X_OK) == 0)
+                return path;
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                snprintf(buf, len, "%s/%s", dirs[i], base);
+                if (access(buf, X_OK) == 0)
+                        return buf;
+        }
+        return NULL;
+}
+
 int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret_status) {
         static const struct exec_options no_opts = { 0 };
         if (!argv || !argv[0])
                 return -EINVAL;
         if (!opts)
                 opts = &no_opts;
-        if (access(argv[0], X_OK) < 0)
-                return -errno;
+        char resolved[4096];
+        const char *prog = resolve_program(argv[0], resolved, sizeof resolved);
+        if (!prog) {
+                if (opts->err)
+                        (void) strbuf_addf(opts->err, "cannot execute '%s'", argv[0]);
+                return -ENOENT;
+        }
 
         int out_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
         if (opts->out && pipe2(out_pipe, O_CLOEXEC) < 0)
@@ -80,7 +101,7 @@ int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret
                 return r;
         }
         if (pid == 0)
-                exec_child(argv, out_pipe[1], err_pipe[1]);
+                exec_child(prog, argv, out_pipe[1], err_pipe[1]);
 
         close(err_pipe[1]);
         if (out_pipe[1] >= 0)
@@ -146,8 +167,6 @@ int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret
                 return -ETIMEDOUT;
         if (r < 0)
                 return r;
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && access(argv[0], X_OK) < 0)
-                return -ENOENT;
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 return -EIO;
         return 0;

@@ -40,6 +40,7 @@ struct transfer {
         bool first_write;       /* per attempt */
         int64_t range_start;    /* from Content-Range of the current response; -1 = none */
         int abort_err;          /* set by a callback that aborted the transfer */
+        uint64_t skip;          /* bytes of this response to drop (restart without sink->restart) */
         unsigned restarts;
 };
 
@@ -52,7 +53,7 @@ int fetch_check_url(const char *url) {
         u = curl_url();
         if (!u)
                 return -ENOMEM;
-        if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
+        if (curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
                 return -EINVAL;
         if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK)
                 return -EINVAL;
@@ -212,16 +213,17 @@ static int transfer_begin_body(struct transfer *t) {
                                         return -EPROTO;
                         } else if (code == 200) {
                                 /* The server ignored Range: the body starts at 0 again. */
-                                if (!t->sink->restart)
-                                        return -ESPIPE;
-                                r = t->sink->restart(t->sink->userdata);
-                                if (r < 0)
-                                        return r;
-                                r = transfer_reset_hash(t);
-                                if (r < 0)
-                                        return r;
-                                t->offset = 0;
                                 t->restarts++;
+                                if (t->sink->restart) {
+                                        r = t->sink->restart(t->sink->userdata);
+                                        if (r < 0)
+                                                return r;
+                                        r = transfer_reset_hash(t);
+                                        if (r < 0)
+                                                return r;
+                                        t->offset = 0;
+                                } else
+                                        t->skip = t->offset;    /* drop what was delivered already */
                         } else
                                 return -EPROTO;
                 } else if (code == 206 && t->range_start != 0)
@@ -229,7 +231,7 @@ static int transfer_begin_body(struct transfer *t) {
         }
 
         if (cl >= 0) {
-                t->total = t->offset + (uint64_t) cl;
+                t->total = t->offset - t->skip + (uint64_t) cl;
                 if (t->opts->max_size && t->total > t->opts->max_size)
                         return -EFBIG;
                 if (t->sink->length)
@@ -237,6 +239,8 @@ static int transfer_begin_body(struct transfer *t) {
         }
         return 0;
 }
+
+static size_t write_cb_deliver(struct transfer *t, char *data, size_t n);
 
 static size_t write_cb(char *data, size_t size, size_t nmemb, void *userdata) {
         struct transfer *t = userdata;
@@ -251,6 +255,26 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userdata) {
         }
         if (n == 0)
                 return 0;
+        if (t->skip > 0) {
+                size_t k = t->skip < n ? (size_t) t->skip : n;
+                t->skip -= k;
+                data += k;
+                if (k == n)
+                        return n;
+                n -= k;
+                /* what curl handed us counts as consumed, skipped or not */
+                size_t w = write_cb_deliver(t, data, n);
+                return w == n ? w + k : w;
+        }
+        return write_cb_deliver(t, data, n);
+abort:
+        t->abort_err = r;
+        return CURL_WRITEFUNC_ERROR;
+}
+
+static size_t write_cb_deliver(struct transfer *t, char *data, size_t n) {
+        int r;
+
         if (t->opts->max_size && t->offset + n > t->opts->max_size) {
                 r = -EFBIG;
                 goto abort;
@@ -442,6 +466,7 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                         (void) curl_easy_setopt(curl, CURLOPT_RANGE, NULL);
                 t.first_write = true;
                 t.range_start = -1;
+                t.skip = 0;
                 t.abort_err = 0;
                 errbuf[0] = 0;
                 rr->attempts++;

@@ -10,8 +10,7 @@
  * max_retries; 4xx, TLS verification failures, bad URLs and size-limit
  * violations are final. A retry after bytes were delivered resumes with an
  * HTTP Range request from the last byte delivered; a server that answers the
- * Range request with the whole body (200) restarts cleanly: the sink's
- * restart() is called and the stream starts again at offset 0.
+ * Range request with the whole body (200) restarts cleanly (see fetch_sink).
  * sha256 is computed over the delivered bytes while streaming. */
 #pragma once
 #include "backoff.h"
@@ -34,9 +33,12 @@ struct fetch_options {
 };
 
 /* Where the bytes go. write() returns 0 or -errno (aborts the transfer,
- * final). restart() (may be NULL: then a restart fails with -ESPIPE) is
- * called before bytes from offset 0 are delivered again. length() (may be
- * NULL) is told the total size as soon as the server announces it. */
+ * final). When a server ignores Range and sends the whole body again:
+ * with restart() set, it is called and bytes are delivered again from 0
+ * (the hash starts over); with restart() NULL, the bytes already delivered
+ * are read again and dropped, so the sink sees one continuous stream (the
+ * hash continues, so a changed file still fails verification).
+ * length() (may be NULL) is told the total size as soon as it is known. */
 struct fetch_sink {
         int (*write)(const void *data, size_t len, void *userdata);
         int (*restart)(void *userdata);

@@ -26,13 +26,19 @@ static const struct command {
 
         { "inventory", cmd_inventory, "show this machine's disks, NICs, CPU and memory" },
 
-        // { "plan", cmd_plan, "show the steps apply would run, and what each destroys" },
+        { "plan", cmd_plan, "show the steps apply would run, and what each destroys" },
 
         { "fetch", cmd_fetch, "fetch one URL (retries, resume, TLS with kiln.ca), to stdout or -o FILE" },
 
+        { "image", cmd_image, "stream an image (tar or raw) onto a directory or block device, verified" },
+
         { "bench", cmd_bench, "the crypt benchmark: ciphers through dm-crypt, raw and encrypted device I/O" },
 
+        { "apply", cmd_apply, "run the plan: wipe, partition, md, LUKS, LVM, mkfs, mount (--dry-run, --yes)" },
+
         { "boot", cmd_boot, "what the initramfs runs: fetch the spec named on the kernel command line, apply it" },
+
+        { "register", cmd_register, "register a node with CloudStack / the webhook from a saved run report" },
 
         { "version", cmd_version, "print the version" },
 

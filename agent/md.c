@@ -34,7 +34,7 @@ int md_create_argv(const struct md_create_params *p, char ***ret) {
         r = r ?: push_fmt(&v, "%s/md/%s", kiln_paths.devfs, p->name);
         r = r ?: push_fmt(&v, "--run");
         r = r ?: push_fmt(&v, "--name=%s", p->name);
-        r = r ?: push_fmt(&v, "--homehost=any");
+        r = r ?: push_fmt(&v, "--homehost=%s", p->homehost ? p->homehost : "any");
         r = r ?: push_fmt(&v, "--level=%u", p->level);
         r = r ?: push_fmt(&v, "--raid-devices=%zu", n - p->spares);
         if (p->spares)

@@ -5,6 +5,7 @@
 
 struct md_create_params {
         const char *name;               /* array name: /dev/md/NAME */
+        const char *homehost;           /* recorded as the array's home (the node's hostname); NULL = "any" */
         unsigned level;                 /* 0 1 4 5 6 10 */
         const char *layout;             /* f2, n2, left-symmetric ...; NULL = default */
         uint64_t chunk;                 /* bytes; 0 = default */

@@ -75,32 +75,19 @@ static int set_type(PedPartition *part, enum spec_part_type type) {
 static int write_table(PedDevice *dev, const char *disk, const struct partition_request *req, size_t n) {
         long long ss = dev->sector_size;
         PedSector align = ALIGN_BYTES / ss;
-        /* last usable sector of GPT, rounded down so the next MiB would start past it */
+        /* the backup GPT (entries + header) lives in the last sectors */
         PedSector backup = (PedSector) GPT_BACKUP_SECTORS * 512 / ss + 1;
-        PedSector limit = (dev->length - backup) / align * align;   /* first sector not usable */
-        PedSector start = align;
+        PedSector limit = dev->length - backup;        /* first sector not usable */
 
         const PedDiskType *gpt = ped_disk_type_get("gpt");
         _cleanup_(ped_disk_destroyp) PedDisk *pdisk = gpt ? ped_disk_new_fresh(dev, gpt) : NULL;
         if (!pdisk)
                 return -EIO;
         for (size_t i = 0; i < n; i++) {
-                PedSector len;
-                switch (req[i].size_kind) {
-                case SPEC_SIZE_BYTES:
-                        len = (PedSector) (req[i].bytes / ss);
-                        break;
-                case SPEC_SIZE_PERCENT:
-                        len = (PedSector) ((unsigned __int128) dev->length * req[i].percent / 100);
-                        break;
-                case SPEC_SIZE_REST:
-                        len = limit - start;
-                        break;
-                default:
-                        return -EINVAL;
-                }
-                len = len / align * align;
-                if (len <= 0 || start + len > limit) {
+                PedSector start = (PedSector) (req[i].start / (uint64_t) ss);
+                PedSector len = (PedSector) (req[i].size / (uint64_t) ss);
+                if (len <= 0 || start < align || start % align || req[i].start % (uint64_t) ss ||
+                    start + len > limit) {
                         snprintf(last_error, sizeof last_error, "partition %zu ('%s') does not fit on %s",
                                  i + 1, req[i].name, disk);
                         return -ENOSPC;
@@ -120,7 +107,6 @@ static int write_table(PedDevice *dev, const char *disk, const struct partition_
                 int r = set_type(part, req[i].type);
                 if (r < 0)
                         return r;
-                start += len;
         }
         if (!ped_disk_commit_to_dev(pdisk))
                 return -EIO;

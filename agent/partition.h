@@ -7,14 +7,13 @@
 struct partition_request {
         const char *name;               /* GPT partition name */
         enum spec_part_type type;
-        enum spec_size_kind size_kind;  /* BYTES, PERCENT (of the disk) or REST */
-        uint64_t bytes;
-        unsigned percent;
+        uint64_t start, size;           /* bytes; multiples of 1 MiB (plan_build lays them out) */
 };
 
 /* Replace the disk's table with a fresh GPT holding exactly these partitions
  * (numbers 1..n in order), commit it to the disk and the kernel, and wait
- * for the nodes. *ret_paths (may be NULL) gets the partition paths. */
+ * for the nodes. *ret_paths (may be NULL) gets the partition paths. Fails
+ * with -ENOSPC if a partition is not aligned or does not fit the GPT. */
 int partition_disk(const char *disk, const struct partition_request *req, size_t n, char ***ret_paths);
 
 /* /dev/vda + 1 → /dev/vda1; /dev/nvme0n1 + 1 → /dev/nvme0n1p1. */

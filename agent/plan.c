@@ -69,21 +69,6 @@ const char *plan_step_kind_name(enum plan_step_kind k) {
         return (unsigned) k < _PLAN_STEP_KIND_MAX ? kind_names[k] : NULL;
 }
 
-static const char *part_type_name(enum spec_part_type t) {
-        static const char *const names[] = {
-                [SPEC_PART_LINUX] = "linux", [SPEC_PART_RAID] = "raid", [SPEC_PART_LVM] = "lvm",
-                [SPEC_PART_BIOS_GRUB] = "bios_grub", [SPEC_PART_ESP] = "esp", [SPEC_PART_SWAP] = "swap",
-        };
-        return (unsigned) t < ELEMENTSOF(names) && names[t] ? names[t] : "?";
-}
-
-static const char *fs_type_name(enum spec_fs_type t) {
-        static const char *const names[] = {
-                [SPEC_FS_XFS] = "xfs", [SPEC_FS_EXT4] = "ext4", [SPEC_FS_SWAP] = "swap", [SPEC_FS_VFAT] = "vfat",
-        };
-        return (unsigned) t < ELEMENTSOF(names) && names[t] ? names[t] : "?";
-}
-
 /* Exact: the largest binary unit that divides the value ("2049 MiB", not "2.0 GiB"). */
 static const char *size_exact(uint64_t bytes, char *buf, size_t len) {
         static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
@@ -142,6 +127,8 @@ static int finding(struct builder *b, bool refusal, struct spec_mark m, const ch
 #define refuse(b, m, ...) finding((b), true, (m), __VA_ARGS__)
 #define invalid(b, m, ...) finding((b), false, (m), __VA_ARGS__)
 
+static int add_list(struct strbuf *sb, char **v, size_t from, size_t to);
+
 /* --- steps ---------------------------------------------------------------- */
 
 static struct plan_step *step_add(struct builder *b, enum plan_step_kind kind, const char *id, const void *obj, unsigned index) {
@@ -187,6 +174,7 @@ struct plan *plan_free(struct plan *p) {
                 step_clear(&p->steps[i]);
         free(p->steps);
         free(p->disks);
+        free(p->hostname);
         free(p);
         return NULL;
 }
@@ -564,9 +552,12 @@ static int emit_wipes(struct builder *b) {
                         return -ENOMEM;
                 st->inputs = TAKE_PTR(holders);
                 st->size = d->size;
-                if ((r = step_text(st, disk_path(d), strbuf_detach(&desc),
-                                   strdupf("%s%s%s", nsig ? strbuf_str(&what) : "", nsig && st->inputs ? "; " : "",
-                                           st->inputs ? "the arrays and mappings stopped above" : ""))) < 0)
+                if (st->inputs) {
+                        if ((r = strbuf_addf(&what, "%sall data on ", what.len ? "; " : "")) < 0 ||
+                            (r = add_list(&what, st->inputs, 0, strv_length(st->inputs))) < 0)
+                                return r;
+                }
+                if ((r = step_text(st, disk_path(d), strbuf_detach(&desc), strbuf_detach(&what))) < 0)
                         return r;
         }
         return 0;
@@ -1075,7 +1066,7 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                         return 0;
                 devs[i] = n->devs[0];
                 _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
-                r = strbuf_addf(&desc, "%s %s", f->type == SPEC_FS_SWAP ? "mkswap" : "mkfs", fs_type_name(f->type));
+                r = strbuf_addf(&desc, "%s %s", f->type == SPEC_FS_SWAP ? "mkswap" : "mkfs", spec_fs_type_name(f->type));
                 if (r >= 0)
                         r = strbuf_addf(&desc, " on %s", devs[i]);
                 if (r >= 0 && f->label)
@@ -1165,7 +1156,7 @@ static int emit_tail(struct builder *b) {
                 return -ENOMEM;
         if ((r = step_text(st, NULL, strdupf("configure %s: fstab%s%s, hostname '%s'", target,
                                              s->n_luks ? ", crypttab" : "", s->n_raids ? ", mdadm.conf" : "",
-                                             s->hostname ? s->hostname : ""), NULL)) < 0)
+                                             b->plan->hostname ? b->plan->hostname : s->hostname ? s->hostname : ""), NULL)) < 0)
                 return r;
         if (s->cloudstack.present) {
                 const struct spec_cloudstack *c = &s->cloudstack;
@@ -1198,6 +1189,16 @@ int plan_build(const struct spec *spec, const struct inventory *inv, struct plan
         struct builder b = { .spec = spec, .inv = inv, .diags = diags, .plan = p };
         _cleanup_free_ const char **fsdevs = calloc(spec->n_filesystems ? spec->n_filesystems : 1, sizeof *fsdevs);
         int r = fsdevs ? 0 : -ENOMEM;
+
+        if (r >= 0 && spec->hostname) {
+                const struct spec_vars vars = {
+                        .mac = inventory_primary_mac(inv), .uuid = inv->machine_uuid,
+                        .serial = inv->serial, .hostname = inv->hostname,
+                };
+                r = spec_expand(spec->hostname, &vars, &p->hostname);
+                if (r == -ENODATA || r == -EINVAL)
+                        r = 0;  /* a value the inventory lacks: shown unexpanded */
+        }
 
         if (r >= 0)
                 r = select_disks(&b);
@@ -1256,7 +1257,13 @@ int plan_to_text(const struct plan *p, struct strbuf *out) {
         _cleanup_free_ const struct inv_disk **disks = sorted_disks(p->inv);
         if (!disks)
                 return -ENOMEM;
-        int r = strbuf_addf(out, "hostname: %s\ndisks:\n", s->hostname ? s->hostname : "");
+        int r;
+        if (p->hostname && s->hostname && !streq(p->hostname, s->hostname))
+                r = strbuf_addf(out, "hostname: %s (from '%s')\ndisks:\n", p->hostname, s->hostname);
+        else if (p->hostname || !s->hostname)
+                r = strbuf_addf(out, "hostname: %s\ndisks:\n", p->hostname ? p->hostname : "");
+        else
+                r = strbuf_addf(out, "hostname: '%s' (not expanded: the inventory lacks a value)\ndisks:\n", s->hostname);
         for (size_t i = 0; r >= 0 && i < p->inv->n_disks; i++) {
                 const struct inv_disk *d = disks[i];
                 const struct plan_disk *pd = plan_disk_of(p, d);
@@ -1292,7 +1299,7 @@ int plan_to_text(const struct plan *p, struct strbuf *out) {
                         if (!q)
                                 return -ENOMEM;
                         r = strbuf_addf(out, "                   %s  %-9s  %-*s  start %s  size %s\n", pp->device,
-                                        part_type_name(pp->part->type), wname, q, SIZE(pp->start), SIZE(pp->size));
+                                        spec_part_type_name(pp->part->type), wname, q, SIZE(pp->start), SIZE(pp->size));
                 }
                 if (r >= 0 && st->destroys)
                         r = strbuf_addf(out, "                 destroys: %s\n", st->destroys);
@@ -1314,7 +1321,9 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
                 return -ENOMEM;
         int r = strbuf_adds(out, "{");
         if (r >= 0)
-                r = json_kv_str(out, "hostname", s->hostname, false);
+                r = json_kv_str(out, "hostname", p->hostname, false);
+        if (r >= 0)
+                r = json_kv_str(out, "hostname_template", s->hostname, true);
         if (r >= 0)
                 r = strbuf_adds(out, ",\"disks\":[");
         for (size_t i = 0; r >= 0 && i < p->inv->n_disks; i++) {
@@ -1368,7 +1377,7 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
                                 if (r >= 0)
                                         r = json_kv_str(out, "device", pp->device, true);
                                 if (r >= 0)
-                                        r = json_kv_str(out, "type", part_type_name(pp->part->type), true);
+                                        r = json_kv_str(out, "type", spec_part_type_name(pp->part->type), true);
                                 if (r >= 0)
                                         r = json_kv_str(out, "name", pp->part->name ? pp->part->name : pp->part->id, true);
                                 if (r >= 0)

@@ -77,6 +77,8 @@ struct plan_disk {
 struct plan {
         const struct spec *spec;
         const struct inventory *inv;
+        char *hostname;         /* spec hostname with ${mac} ${uuid} ${serial} ${hostname} from the
+                                 * inventory; NULL if the inventory lacks a value it needs */
         struct plan_disk *disks; size_t n_disks;
         struct plan_step *steps; size_t n_steps;
 };

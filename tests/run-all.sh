@@ -1,7 +1,7 @@
 #!/bin/bash
 # The one test command (README, .ci/run): installs dependencies, builds kiln
-# normally and with ASan+UBSan, and runs every test in both builds.
-# Rig (QEMU) tests run once, against the normal build.
+# normally, with ASan+UBSan and fully static, and runs every test in all three.
+# Rig (QEMU) tests run once, against the static build (what the initramfs ships).
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 cd "$SRC"
@@ -19,6 +19,11 @@ build() {  # build DIR CMAKE_ARGS...
 mkdir -p "$SRC/out"
 build "$SRC/out/build" || exit 1
 build "$SRC/out/build-asan" -DKILN_SANITIZE=ON || exit 1
+# The static kiln (what the initramfs ships): its archives are built once from
+# Debian source packages and cached in /var/cache/kiln (initramfs/static/).
+STATIC_PREFIX=$(bash "$SRC/initramfs/static/build.sh" 2>"$SRC/out/static-deps.log" | tail -1) \
+  || { echo "static deps failed:"; tail -40 "$SRC/out/static-deps.log"; exit 1; }
+build "$SRC/out/build-static" -DKILN_STATIC=ON -DKILN_STATIC_PREFIX="$STATIC_PREFIX" || exit 1
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:suppressions=$SRC/tests/asan.supp
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -41,7 +46,9 @@ suite() {  # suite NAME BUILD_DIR CTEST_ARGS...
 }
 suite unit+host "$SRC/out/build" -j"$JOBS" -LE rig
 suite asan "$SRC/out/build-asan" -j"$JOBS" -LE rig
-suite rig "$SRC/out/build" -L rig
+suite static "$SRC/out/build-static" -j"$JOBS" -LE rig
+# the rig boots the static binary, stripped, as the initramfs ships it
+KILN_RIG_BINARY=$SRC/out/build-static/kiln.stripped suite rig "$SRC/out/build-static" -L rig
 
 echo "$passed passed, $failed failed, $skipped skipped"
 if ((fail)); then echo "run-all: FAILED"; exit 1; fi

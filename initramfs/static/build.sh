@@ -101,6 +101,7 @@ for dsc in "$TOP"/dl/*.dsc; do
   name=$(basename "$dsc" .dsc); name=${name%%_*}
   [[ -e $TOP/stamp/extract-$name ]] && continue
   rm -rf "$TOP/src/$name"
+  # apt-get source checked every file against the signed Sources index
   dpkg-source --no-check -x "$dsc" "$TOP/src/$name" >>"$TOP/log/extract.log" 2>&1 \
     || { tail -20 "$TOP/log/extract.log" >&2; die "dpkg-source -x $dsc failed"; }
   touch "$TOP/stamp/extract-$name"

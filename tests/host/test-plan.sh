@@ -29,10 +29,17 @@ same() {  # same EXPECTED ACTUAL WHAT
 }
 
 # --- templates ---------------------------------------------------------------
+# tests/expected/templates.map: "TEMPLATE INVENTORY [EXPECTED]"; EXPECTED
+# defaults to TEMPLATE. Every template needs at least one line.
 for t in templates/*.yaml; do
         name=$(basename "$t" .yaml)
-        inv=$(awk -v n="$name" '$1 == n { print $2 }' tests/expected/templates.map)
-        [[ -n $inv ]] || { bad "template $name has no inventory in tests/expected/templates.map"; continue; }
+        awk -v n="$name" '$1 == n { f = 1 } END { exit !f }' tests/expected/templates.map \
+                || bad "template $name has no inventory in tests/expected/templates.map"
+done
+while read -r tname inv ename; do
+        [[ -z $tname || $tname == \#* ]] && continue
+        t=templates/$tname.yaml name=${ename:-$tname}
+        [[ -f $t ]] || { bad "templates.map names $t, which does not exist"; continue; }
         invf=tests/inventories/$inv.json
         "$KILN" plan "$t" --inventory "$invf" >"$tmp/$name.plan" 2>"$tmp/$name.err"
         rc=$?
@@ -51,6 +58,15 @@ for t in templates/*.yaml; do
                 jq -e --arg k "$k" 'any(.steps[]; .kind == $k)' "$tmp/$name.json" >/dev/null || bad "$name: no $k step"
         done
         jq -e '.steps[-1].kind == "finish"' "$tmp/$name.json" >/dev/null || bad "$name: last step is not finish"
+        # a disk with signatures or holders is wiped before it is partitioned
+        for d in $(jq -r '.disks[] | select(.selected) | .path' "$tmp/$name.json"); do
+                if jq -e --arg d "$d" '.disks[] | select(.path == $d)' "$invf" >/dev/null &&
+                   jq -e --arg d "$d" '.disks[] | select(.path == $d) | (.signatures | length) + ([.partitions[] | .signatures[]] | length) + (.holders | length) + ([.partitions[] | .holders[]] | length) > 0' "$invf" >/dev/null; then
+                        jq -e --arg d "$d" '(first(.steps[] | select(.device == $d and .kind == "wipe")) | .n) as $w
+                                | ($w != null) and ([.steps[] | select(.device == $d and .kind == "partition") | .n] | all(. > $w))' \
+                                "$tmp/$name.json" >/dev/null || bad "$name: $d holds data but is not wiped first"
+                fi
+        done
         # no step names a disk the plan leaves untouched (nor its partitions)
         for d in $(jq -r '.disks[] | select(.selected | not) | .path' "$tmp/$name.json"); do
                 jq -e --arg d "$d" '[.steps[] | (.device // ""), .inputs[], (.partitions // [] | .[].device), .description, (.destroys // "")
@@ -59,11 +75,12 @@ for t in templates/*.yaml; do
                 grep -qE "^  $d .*: untouched\$" "$tmp/$name.plan" || bad "$name: $d not listed as untouched"
         done
         checked=$((checked + 1))
-done
+done < tests/expected/templates.map
 
-# --- the fifth disk of the QEMU rig is never touched by the KVM templates ------
-for t in templates/kvm-*.yaml; do
-        [[ -f $t ]] || continue
+# --- the fifth disk of the QEMU rig is never touched by the rig's templates ----
+for name in $(awk '$2 == "qemu-4disk" { print $1 }' tests/expected/templates.map); do
+        t=templates/$name.yaml
+        [[ -f $t ]] || { bad "templates.map names $t, which does not exist"; continue; }
         "$KILN" plan "$t" --inventory tests/inventories/qemu-4disk.json --json >"$tmp/five.json" 2>/dev/null \
                 || { bad "$t does not plan on qemu-4disk"; continue; }
         jq -e '[.steps[] | tostring | select(test("vde"))] | length == 0' "$tmp/five.json" >/dev/null \

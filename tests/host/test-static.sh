@@ -16,8 +16,10 @@ check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi;
 
 T=$(mktemp -d /tmp/kiln-static.XXXXXX)
 mounts=()
+srv=
 cleanup() {
   local i
+  [[ -z $srv ]] || kill "$srv" 2>/dev/null || true
   for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}" 2>/dev/null || true; done
   rm -rf --one-file-system "$T"
 }
@@ -37,7 +39,7 @@ stripped=$BUILD/kiln.stripped
 check "kiln.stripped exists" test -x "$stripped"
 if [[ -x $stripped ]]; then
   check "kiln.stripped is static and has no symbol table" \
-    bash -c 'file -b "$1" | grep -q "statically linked, stripped"' _ "$stripped"
+    bash -c 'file -b "$1" | grep -q "statically linked" && file -b "$1" | grep -q ", stripped$"' _ "$stripped"
   size=$(stat -c %s "$stripped")
   echo "# size: kiln $(stat -c %s "$KILN") bytes, stripped $size bytes ($((size / 1024)) KiB)"
   # keep it small: Ignition's static binary is about 20 MB; stay well below.
@@ -46,10 +48,8 @@ fi
 
 # which subcommands this build has (others land them over time)
 has_cmd() { "$KILN" help 2>/dev/null | grep -qE "^  $1 "; }
-template=
-for t in "$SRC"/examples/*.yaml "$SRC"/templates/*.yaml "$SRC"/docs/examples/*.yaml; do
-  [[ -f $t ]] && { template=$t; break; }
-done
+templates=()
+for t in "$SRC"/templates/*.yaml; do [[ -f $t ]] && templates+=("$t"); done
 
 # run_in ROOT: copies kiln (stripped) and a template into ROOT, runs it with chroot
 run_in() {
@@ -60,25 +60,28 @@ run_in() {
   mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys" && mounts+=("$root/sys")
   mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev" && mounts+=("$root/dev")
 
-  out=$(chroot "$root" /kiln-static version 2>&1); rc=$?
+  rc=0; out=$(chroot "$root" /kiln-static version 2>&1) || rc=$?
   check "$label: kiln version runs (rc=$rc: $out)" bash -c '(( $1 == 0 )) && grep -q "^kiln " <<<"$2"' _ "$rc" "$out"
 
-  if has_cmd validate && [[ -n $template ]]; then
-    cp "$template" "$root/tmp/spec.yaml"
-    out=$(chroot "$root" /kiln-static validate /tmp/spec.yaml 2>&1); rc=$?
-    check "$label: kiln validate $(basename "$template") exits 0 (rc=$rc: ${out:0:300})" test "$rc" -eq 0
+  if has_cmd validate && ((${#templates[@]})); then
+    local t
+    for t in "${templates[@]}"; do
+      cp "$t" "$root/tmp/spec.yaml"
+      rc=0; out=$(chroot "$root" /kiln-static validate /tmp/spec.yaml 2>&1) || rc=$?
+      check "$label: kiln validate templates/$(basename "$t") exits 0 (rc=$rc: ${out:0:300})" test "$rc" -eq 0
+    done
     printf 'version: 1\nhostname: [\n' >"$root/tmp/bad.yaml"
-    out=$(chroot "$root" /kiln-static validate /tmp/bad.yaml 2>&1); rc=$?
+    rc=0; out=$(chroot "$root" /kiln-static validate /tmp/bad.yaml 2>&1) || rc=$?
     check "$label: kiln validate of a broken spec exits 2 with file:line:col (rc=$rc: ${out:0:300})" \
       bash -c '(( $1 == 2 )) && grep -qE "bad\.yaml:[0-9]+:[0-9]+:" <<<"$2"' _ "$rc" "$out"
   else
     echo "# $label: validate not in this build (or no template) yet"
   fi
   if has_cmd inventory; then
-    out=$(chroot "$root" /kiln-static inventory --json 2>&1); rc=$?
+    rc=0; out=$(chroot "$root" /kiln-static inventory --json 2>&1) || rc=$?
     check "$label: kiln inventory --json exits 0 and prints JSON (rc=$rc: ${out:0:200})" \
       bash -c '(( $1 == 0 )) && jq -e "type == \"object\"" >/dev/null <<<"$2"' _ "$rc" "$out"
-    out=$(chroot "$root" /kiln-static inventory 2>&1); rc=$?
+    rc=0; out=$(chroot "$root" /kiln-static inventory 2>&1) || rc=$?
     check "$label: kiln inventory exits 0 (rc=$rc)" test "$rc" -eq 0
   else
     echo "# $label: inventory not in this build yet"
@@ -95,6 +98,54 @@ if [[ -x $stripped ]]; then
   printf '127.0.0.1 localhost\n' >"$E/etc/hosts"
   check "the empty root has no shared libraries" bash -c '! find "$1" -name "*.so*" | grep -q .' _ "$E"
   run_in "$E" "empty root"
+fi
+
+# --- 2b. name resolution and TLS from the empty root ------------------------
+# No NSS modules, no resolver library, no CA bundle in there: names come from
+# /etc/hosts through c-ares, TLS trusts only what --ca gives.
+if [[ -x $stripped ]] && has_cmd fetch && command -v python3 >/dev/null && command -v openssl >/dev/null; then
+  W=$T/www; mkdir -p "$W"
+  head -c 300000 /dev/urandom >"$W/blob"
+  want=$(sha256sum <"$W/blob" | cut -d' ' -f1)
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=kiln-spec.test" \
+    -addext "subjectAltName=DNS:kiln-spec.test" -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null
+  cat >"$T/srv.py" <<'PY'
+import http.server, ssl, sys, functools, threading
+root, tls, portfile = sys.argv[1], sys.argv[2], sys.argv[3]
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
+plain = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
+secure = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(tls + "/cert.pem", tls + "/key.pem")
+secure.socket = ctx.wrap_socket(secure.socket, server_side=True)
+threading.Thread(target=secure.serve_forever, daemon=True).start()
+open(portfile + ".tmp", "w").write("%d %d\n" % (plain.server_address[1], secure.server_address[1]))
+import os; os.rename(portfile + ".tmp", portfile)
+plain.serve_forever()
+PY
+  python3 "$T/srv.py" "$W" "$T" "$T/ports" 2>"$T/srv.log" &
+  srv=$!
+  for _ in $(seq 50); do [[ -s $T/ports ]] && break; sleep 0.1; done
+  read -r hport sport <"$T/ports"
+  E=$T/empty
+  printf '127.0.0.1 localhost kiln-spec.test\n' >"$E/etc/hosts"
+  cp "$T/cert.pem" "$E/ca.pem"
+  fetch_ok() {  # fetch_ok LABEL URL [ARGS...]
+    local label=$1 url=$2; shift 2
+    rm -f "$E/tmp/out"; rc=0
+    out=$(chroot "$E" /kiln-static fetch "$url" -o /tmp/out "$@" 2>&1) || rc=$?
+    check "$label (rc=$rc: ${out:0:200})" bash -c '(( $1 == 0 )) && [[ $(sha256sum <"$2" | cut -d" " -f1) == "$3" ]]' _ "$rc" "$E/tmp/out" "$want"
+  }
+  fetch_ok "empty root: http by dotted IP" "http://127.0.0.1:$hport/blob"
+  fetch_ok "empty root: http by name from /etc/hosts (c-ares, no NSS)" "http://kiln-spec.test:$hport/blob"
+  fetch_ok "empty root: https by name with --ca, verified" "https://kiln-spec.test:$sport/blob" --ca /ca.pem
+  rm -f "$E/tmp/out"; rc=0
+  out=$(chroot "$E" /kiln-static fetch "https://kiln-spec.test:$sport/blob" -o /tmp/out 2>&1) || rc=$?
+  check "empty root: https without a trusted CA is refused with exit 8, no bytes written (rc=$rc: ${out:0:200})" \
+    bash -c '(( $1 == 8 )) && [[ ! -s $2 ]] && grep -qiE "certificate|SSL" <<<"$3"' _ "$rc" "$E/tmp/out" "$out"
+  rc=0; out=$(chroot "$E" /kiln-static fetch "http://no-such-host.test:$hport/blob" --retries 0 -o /tmp/out 2>&1) || rc=$?
+  check "empty root: an unknown name fails with exit 8 (rc=$rc: ${out:0:200})" test "$rc" -eq 8
+  kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null || true
+  srv=
 fi
 
 # --- 3. a minimal Debian rootfs (mmdebstrap --variant=essential) -----------

@@ -200,7 +200,7 @@ static void test_kvm_layout(void) {
                 CHECK_STR(p->steps[0].inputs[0], "/dev/md127");
                 CHECK_STR(p->steps[0].description, "wipe /dev/vdb: stop /dev/md127, then remove 2 signatures");
                 CHECK_STR(p->steps[0].destroys, "gpt at offset 512, linux_raid_member 'old:1' on /dev/vdb1 at offset 4096; "
-                                                "the arrays and mappings stopped above");
+                                                "all data on /dev/md127");
                 CHECK_INT(p->steps[1].kind, PLAN_PARTITION);
                 p = plan_free(p);
         }

@@ -39,7 +39,7 @@ static void test_luks_lvm(void) {
         CHECK_INT(s->n_disks, 1);
         CHECK_STR(s->disks[0].id, "d");
         CHECK_INT(s->disks[0].count, 4);
-        CHECK_U64(s->disks[0].min_size, 1ull << 30);
+        CHECK_U64(s->disks[0].min_size, 2ull << 30);
         CHECK_INT(s->disks[0].rotational, -1);
         CHECK(s->disks[0].wipe);
         CHECK_INT(s->disks[0].match_mark.line, 14);

@@ -1,0 +1,85 @@
+/* Streaming image install: HTTP(S)/file → sha256 → libarchive → target.
+ *
+ * A fetch thread (fetch.c: retries, Range resume; a server that ignores
+ * Range is read again from 0 and the bytes already delivered are dropped, so
+ * libarchive sees one continuous stream) feeds a bounded
+ * ring buffer; libarchive reads from it in the calling thread, so neither a
+ * temporary file nor the whole image in memory is needed (memory is bounded
+ * by the ring, IMAGE_RING_SIZE, plus the decompressor's window).
+ *
+ * tar: the compression (zstd, xz, gzip, bzip2 or none) is detected from the
+ * data; entries are extracted into the target directory with numeric owners
+ * (no name lookups: there is no passwd to ask), modes, mtimes, ACLs, xattrs,
+ * file flags, hard links, symlinks, device nodes and sparse files. Entries
+ * that would escape the target ("..", absolute paths, through a symlink) are
+ * refused and fail the install.
+ * raw: the (optionally compressed) stream is written to a block device with
+ * large aligned writes, then fsync'ed.
+ *
+ * The sha256 of the downloaded bytes is checked at the end. Until the install
+ * is verified the target is marked incomplete: tar: <target>/.kiln-incomplete;
+ * raw: <run_dir>/image-incomplete (naming the device). The marker is removed
+ * only after a verified, fully written install; on any failure it stays. */
+#pragma once
+#include "fetch.h"
+#include "spec.h"
+#include "util.h"
+
+#define IMAGE_INCOMPLETE_MARKER ".kiln-incomplete"
+#define IMAGE_RAW_INCOMPLETE_MARKER "image-incomplete"
+#define IMAGE_DEFAULT_MAX_SIZE (64ull << 30)    /* when the spec sets no max_size */
+#define IMAGE_RING_SIZE (8u << 20)
+
+struct image_progress {
+        uint64_t downloaded;    /* bytes received in the current stream */
+        uint64_t total;         /* announced size; 0 = unknown */
+        uint64_t written;       /* bytes extracted / written to the device */
+        uint64_t elapsed_usec;
+        double rate;            /* download rate, bytes per second */
+        int64_t eta_sec;        /* -1 = unknown */
+        bool done;              /* the last call, after verification */
+};
+
+typedef void (*image_progress_t)(const struct image_progress *p, void *userdata);
+
+struct image_options {
+        struct fetch_options fetch;     /* CA, timeouts, retries; max_size is taken from the image */
+        image_progress_t progress;      /* may be NULL; called from the installing thread */
+        void *progress_userdata;
+        unsigned progress_interval_ms;  /* 0 = 1000 */
+        bool no_sync;                   /* skip syncfs()/fsync() at the end (benchmarks only) */
+};
+
+struct image_result {
+        uint64_t downloaded;    /* bytes of the verified stream */
+        uint64_t written;       /* file content bytes extracted, or bytes written to the device */
+        uint64_t entries;       /* tar entries */
+        unsigned attempts;      /* HTTP requests made */
+        unsigned restarts;      /* times a server ignored Range (the repeated bytes were dropped) */
+        unsigned warnings;      /* non-fatal libarchive warnings (e.g. xattrs unsupported) */
+        uint64_t usec;
+        char sha256[65];
+        /* The only field also filled on failure: what went wrong, for the
+         * caller's one log line (e.g. "sha256 mismatch: expected …, got …"). */
+        char error[512];
+};
+
+/* img->url and img->sha256 are required; img->format picks tar or raw;
+ * target: the mounted root directory (tar) or the block device (raw).
+ * opts may be NULL. ret may be NULL.
+ * Errors: -EBADMSG sha256 mismatch or corrupt/truncated archive, -EPERM an
+ * entry was refused (escapes the target), -EFBIG larger than max_size,
+ * -ENOTDIR / -ENOTBLK wrong kind of target, fetch errors (see fetch.h),
+ * -errno from writing. */
+int image_install(const struct spec_image *img, const char *target, const struct image_options *opts,
+                  struct image_result *ret);
+
+/* A progress callback for terminals and logs: a single updating line on a
+ * TTY, otherwise a log line every 10 s (and one at the end).
+ * userdata: a struct image_progress_printer, zero-initialised. */
+struct image_progress_printer {
+        const char *what;       /* label; NULL = "image" */
+        uint64_t last_log_usec;
+        int tty;                /* 0 = not decided yet, 1 = yes, -1 = no */
+};
+void image_progress_print(const struct image_progress *p, void *userdata);

@@ -1,0 +1,146 @@
+#!/bin/bash
+# kiln apply on real loop devices: refusal without --yes, dry run, refusal
+# of a disk with old signatures and no wipe, then a real run that wipes old
+# filesystems and a GPT, partitions, makes filesystems and mounts them under
+# a temporary target; a re-run over kiln's own earlier layout; a wipe-only
+# run that leaves nothing blkid can see. An unselected disk never changes.
+# Assertions read the disks (parted, blkid, findmnt), not kiln's log.
+set -uo pipefail
+: "${KILN:?}" "${SRC:?}"
+[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
+for t in losetup parted blkid mkfs.xfs mkfs.ext4 findmnt sha256sum; do
+  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
+done
+"$KILN" help | grep -q '^  apply ' || { echo "SKIP: kiln has no apply command yet"; exit 77; }
+
+T=$(mktemp -d /tmp/kiln-apply.XXXXXX)
+LOOPS=()
+cleanup() {
+  local rc=$?
+  umount -R "$T/target" 2>/dev/null
+  for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
+  rm -rf "$T"
+  exit $rc
+}
+trap cleanup EXIT
+FAILS=0
+fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
+ok() { echo "ok: $*"; }
+attach() { ATTACHED=$(losetup -P -f --show "$1") || exit 1; LOOPS+=("$ATTACHED"); }
+hashes() { sha256sum "$T"/a.img "$T"/b.img "$T"/c.img; }
+
+truncate -s 512M "$T/a.img"; truncate -s 400M "$T/b.img"; truncate -s 64M "$T/c.img"
+attach "$T/a.img"; A=$ATTACHED; attach "$T/b.img"; B=$ATTACHED; attach "$T/c.img"; C=$ATTACHED
+# old contents: an xfs on a, a GPT with an ext4 partition on b, an ext4 on the unselected c
+mkfs.xfs -q -f "$A"
+parted -s "$B" mklabel gpt mkpart old 1MiB 100MiB && mkfs.ext4 -q -F "${B}p1"
+mkfs.ext4 -q -F -L keepme "$C"
+OLD_A_UUID=$(blkid -o value -s UUID "$A")
+C_HASH=$(sha256sum <"$T/c.img")
+export KILN_INVENTORY_INCLUDE_LOOP=1 KILN_TARGET="$T/target"
+
+spec() { # $1 = wipe true|false
+cat <<YAML
+version: 1
+hostname: kiln-apply-test
+disks:
+  - {id: a, match: {path: $A}, wipe: $1}
+  - {id: b, match: {path: $B}, wipe: $1}
+partitions:
+  - {id: boot, on: a, size: 64M, type: linux, name: kiln-boot}
+  - {id: swap, on: a, size: 32M, type: swap}
+  - {id: root, on: a, size: rest, type: linux}
+  - {id: data, on: b, size: rest, type: linux}
+filesystems:
+  - {on: data, type: xfs, label: data, mount: /srv/data}
+  - {on: boot, type: ext4, label: boot, mount: /boot}
+  - {on: root, type: xfs, label: root, mount: /, mount_options: noatime}
+  - {on: swap, type: swap}
+finish: none
+YAML
+}
+spec true >"$T/spec.yaml"
+spec false >"$T/nowipe.yaml"
+
+# 1. without --yes: refused, exit 3, nothing written
+before=$(hashes)
+out=$("$KILN" apply "$T/spec.yaml" 2>&1); rc=$?
+[[ $rc == 3 ]] || fail "apply without --yes exited $rc, expected 3: $out"
+grep -q -- "without --yes" <<<"$out" || fail "refusal does not mention --yes: $out"
+grep -q "destroy" <<<"$out" || fail "refusal does not list what would be destroyed: $out"
+[[ $(hashes) == "$before" ]] && ok "refusal without --yes wrote nothing" || fail "refusal without --yes changed a disk"
+
+# 2. dry run: prints the plan, exit 0, nothing written
+out=$("$KILN" apply --dry-run "$T/spec.yaml" 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "dry run exited $rc: $out"
+grep -q "partition" <<<"$out" && grep -q "mkfs" <<<"$out" && grep -q "wipe" <<<"$out" || fail "dry run does not show the steps: $out"
+[[ $(hashes) == "$before" ]] && ok "dry run wrote nothing" || fail "dry run changed a disk"
+
+# 3. old signatures and no wipe: refused by the plan before any write
+out=$("$KILN" apply --yes "$T/nowipe.yaml" 2>&1); rc=$?
+[[ $rc == 3 ]] || fail "apply over old signatures without wipe exited $rc, expected 3: $out"
+grep -q "$A" <<<"$out" || fail "refusal does not name $A: $out"
+[[ $(hashes) == "$before" ]] && ok "refusal of old signatures wrote nothing" || fail "refusal without wipe changed a disk"
+
+# 4. the real run
+out=$("$KILN" apply --yes "$T/spec.yaml" 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "apply exited $rc: $out"
+grep -Eq "step [0-9]+/[0-9]+ mkfs .* done in [0-9.]+s" <<<"$out" || fail "steps are not logged with their duration: $out"
+pa=$(parted -m -s "$A" unit MiB print)
+grep -q ":gpt:" <<<"$pa" || fail "no GPT on $A: $pa"
+grep -q '^1:1.00MiB:65.0MiB:64.0MiB:ext4:kiln-boot:;' <<<"$pa" || fail "partition 1 on $A wrong: $pa"
+grep -q '^2:65.0MiB:97.0MiB:32.0MiB:linux-swap(v1):swap:swap;' <<<"$pa" || fail "partition 2 on $A wrong: $pa"
+grep -q '^3:97.0MiB:.*:xfs:root:;' <<<"$pa" || fail "partition 3 on $A wrong: $pa"
+pb=$(parted -m -s "$B" unit MiB print)
+grep -q '^1:1.00MiB:.*:xfs:data:;' <<<"$pb" || fail "partition on $B wrong: $pb"
+grep -q '^2:' <<<"$pb" && fail "old partition layout left on $B: $pb"
+# every partition is 1 MiB aligned (start and size)
+for l in "$A" "$B"; do
+  parted -m -s "$l" unit s print | awk -F: '/^[0-9]+:/ { s=$2+0; z=$4+0; if (s % 2048 || z % 2048) { print "unaligned: " $0; bad=1 } } END { exit bad }' \
+    || fail "unaligned partitions on $l"
+done
+[[ $(blkid -o value -s TYPE "${A}p1") == ext4 && $(blkid -o value -s LABEL "${A}p1") == boot ]] || fail "no ext4 'boot' on ${A}p1"
+[[ $(blkid -o value -s TYPE "${A}p2") == swap ]] || fail "no swap on ${A}p2"
+[[ $(blkid -o value -s TYPE "${A}p3") == xfs ]] || fail "no xfs on ${A}p3"
+[[ $(blkid -o value -s UUID "${A}p3") != "$OLD_A_UUID" ]] || fail "old xfs still on $A"
+[[ $(blkid -o value -s LABEL "${B}p1") == data ]] || fail "no xfs 'data' on ${B}p1"
+blkid -p "$A" | grep -q 'TYPE="xfs"' && fail "old whole-disk xfs still visible on $A"
+[[ $(findmnt -n -o SOURCE "$T/target") == "${A}p3" ]] || fail "root not mounted on $T/target"
+[[ $(findmnt -n -o SOURCE "$T/target/boot") == "${A}p1" ]] || fail "/boot not mounted"
+[[ $(findmnt -n -o SOURCE "$T/target/srv/data") == "${B}p1" ]] || fail "/srv/data not mounted"
+findmnt -n -o OPTIONS "$T/target" | grep -q noatime || fail "root is not mounted noatime"
+grep -q "^UUID=$(blkid -o value -s UUID "${A}p3") / xfs noatime 0 0$" "$T/target/etc/fstab" || fail "fstab lacks root: $(cat "$T/target/etc/fstab")"
+grep -q "^UUID=$(blkid -o value -s UUID "${A}p2") none swap sw 0 0$" "$T/target/etc/fstab" || fail "fstab lacks swap"
+[[ $(cat "$T/target/etc/hostname") == kiln-apply-test ]] || fail "hostname not written"
+[[ $(sha256sum <"$T/c.img") == "$C_HASH" ]] && ok "unselected disk unchanged" || fail "unselected disk $C changed"
+((FAILS == 0)) && ok "provisioned two loop disks"
+
+# 5. again over kiln's own earlier layout (unmounted first)
+umount -R "$T/target"
+old_root=$(blkid -o value -s UUID "${A}p3")
+out=$("$KILN" apply --yes "$T/spec.yaml" 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "re-apply exited $rc: $out"
+[[ -n $(blkid -o value -s UUID "${A}p3") && $(blkid -o value -s UUID "${A}p3") != "$old_root" ]] || fail "re-apply did not make a new root filesystem"
+umount -R "$T/target"
+
+# 6. wipe only: nothing left that blkid can see, no GPT at either end
+cat >"$T/wipe.yaml" <<YAML
+version: 1
+hostname: kiln-apply-test
+disks:
+  - {id: a, match: {path: $A}, wipe: true}
+  - {id: b, match: {path: $B}, wipe: true}
+finish: none
+YAML
+out=$("$KILN" apply --yes "$T/wipe.yaml" 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "wipe-only apply exited $rc: $out"
+for l in "$A" "$B"; do
+  [[ -z $(blkid -p "$l" 2>/dev/null) ]] || fail "signatures left on $l: $(blkid -p "$l")"
+  ls "$l"p* >/dev/null 2>&1 && fail "partition nodes left on $l"
+done
+tail -c $((33 * 512)) "$T/a.img" | grep -aq "EFI PART" && fail "backup GPT header left at the end of $A"
+[[ $(sha256sum <"$T/c.img") == "$C_HASH" ]] || fail "unselected disk $C changed"
+((FAILS == 0)) && ok "wipe left nothing behind"
+
+((FAILS == 0)) || { echo "$FAILS failure(s)"; exit 1; }
+echo "all ok"

@@ -1,0 +1,88 @@
+/* The run report: stages with times and results, events through the hook,
+ * the failure's log tail, save/load round trip, and no secret in any of it. */
+#include "log.h"
+#include "report.h"
+#include "tap.h"
+
+#include <stdlib.h>
+
+#define SECRET "s3cr3t-cloudstack-key-XYZ"
+
+static struct strbuf events = STRBUF_INIT;
+
+static void hook(struct report *r, const char *kind, json_object *ev, void *userdata) {
+        (void) r;
+        (*(int *) userdata)++;
+        strbuf_addf(&events, "%s %s\n", kind, json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN));
+}
+
+int main(void) {
+        struct report *r = NULL;
+        int n_events = 0;
+        char dir[] = "/tmp/kiln-test-report-XXXXXX";
+
+        log_set_max_level(LOG_LEVEL_ERR);
+        CHECK_INT(log_register_secret(SECRET), 0);
+        CHECK_INT(report_new(&r), 0);
+        CHECK(r && report_run_id(r) && strlen(report_run_id(r)) == 36);
+        report_set_event_hook(r, hook, &n_events);
+        CHECK_INT(report_set_node_field(r, "mac", "52:54:00:12:34:56"), 0);
+        CHECK_STR(report_node_field(r, "id"), "52:54:00:12:34:56");
+        CHECK_INT(report_set_node_field(r, "uuid", "0b7e5b4e-1111-2222-3333-444455556666"), 0);
+        CHECK_STR(report_node_field(r, "id"), "0b7e5b4e-1111-2222-3333-444455556666");
+        CHECK_INT(report_set_node_field(r, "ip", "10.0.2.15"), 0);
+
+        CHECK_INT(report_stage_begin(r, "storage"), 0);
+        CHECK_INT(report_add_storage(r, "raid", "md1", "/dev/md/md1", "raid10 f2 over 4 disks"), 0);
+        CHECK_INT(report_stage_end(r, "storage", REPORT_SUCCESS, NULL), 0);
+        CHECK_INT(report_set_bench(r, "crypt_write_mbps", 123.5), 0);
+        CHECK_INT(report_stage_begin(r, "image"), 0);
+        /* A secret that reaches an error message is redacted on the way in. */
+        log_error("failed to fetch image with key '%s': Connection refused", SECRET);
+        CHECK_INT(report_finish(r, REPORT_FAIL, "image", "image failed for key " SECRET), 0);
+        CHECK_INT(n_events, 4);         /* begin, end, begin, run-end (the open stage is closed as FAIL) */
+        CHECK_INT(report_get_result(r), REPORT_FAIL);
+
+        struct strbuf js = STRBUF_INIT;
+        CHECK_INT(report_to_json(r, &js), 0);
+        CHECK(strstr(strbuf_str(&js), SECRET) == NULL);
+        CHECK(strstr(strbuf_str(&js), "[redacted]") != NULL);
+        CHECK(strstr(strbuf_str(&js), "\"failed_stage\":\"image\"") != NULL);
+        CHECK(strstr(strbuf_str(&js), "failed to fetch image") != NULL);   /* log tail */
+        CHECK(strstr(strbuf_str(&js), "\"crypt_write_mbps\":123.5") != NULL);
+        CHECK(strstr(strbuf_str(&events), SECRET) == NULL);
+        CHECK(strstr(strbuf_str(&events), "stage-end") != NULL);
+        CHECK(strstr(strbuf_str(&events), "\"result\":\"SUCCESS\"") != NULL);
+
+        CHECK(mkdtemp(dir) != NULL);
+        char path[128];
+        snprintf(path, sizeof path, "%s/sub/report.json", dir);
+        CHECK_INT(report_save(r, path), 0);
+        struct report *l = NULL;
+        CHECK_INT(report_load(path, &l), 0);
+        CHECK_STR(l ? report_run_id(l) : NULL, report_run_id(r));
+        CHECK_STR(l ? report_node_field(l, "ip") : NULL, "10.0.2.15");
+        CHECK_INT(l ? (int) report_get_result(l) : -1, REPORT_FAIL);
+        _cleanup_free_ char *data = NULL;
+        size_t len;
+        CHECK_INT(read_full_file(path, 1 << 20, &data, &len), 0);
+        CHECK(data && !strstr(data, SECRET));
+
+        /* Not a report. */
+        snprintf(path, sizeof path, "%s/bad.json", dir);
+        FILE *f = fopen(path, "we");
+        fputs("{\"hello\": 1}", f);
+        fclose(f);
+        struct report *bad = NULL;
+        CHECK_INT(report_load(path, &bad), -EBADMSG);
+
+        char cmd[200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        CHECK_INT(system(cmd), 0);
+        report_free(l);
+        report_free(r);
+        strbuf_release(&js);
+        strbuf_release(&events);
+        log_forget_secrets();
+        return TEST_DONE();
+}
