@@ -43,6 +43,7 @@ struct apply_ctx {
         struct strbuf why;      /* the reason a step failed: helper stderr, library message */
         struct bench_result bench;
         struct report *report;  /* opts->report, or one apply_run made */
+        bool registered;        /* register_run covers every target at once */
 };
 
 #define BENCH_DEFAULT_LEN (64ull * 1024 * 1024)
@@ -513,6 +514,9 @@ static int step_image(struct apply_ctx *c, const struct plan_step *s) {
 }
 
 static int step_register(struct apply_ctx *c, const struct plan_step *s) {
+        if (c->registered)
+                return 0;       /* the plan lists one step per target; one run serves all */
+        c->registered = true;
         struct register_options ro;
         register_options_default(&ro);
         ro.ca_file = c->opts->ca_file;
