@@ -12,10 +12,10 @@
 # mounts, and the image, benchmark and registration results when the spec
 # has them.
 #
-# DEMO_WITH="image bench" keeps those sections of the template (the image is
-# a small tarball made here and served by the demo's nginx); the
-# registration section needs a controller and is left out. Takes a few
-# minutes; the first run also downloads the Debian kernel package.
+# The image is the small test image (initramfs/base-image/build-small.sh),
+# the controller the stand-in CloudStack (tests/controller/), both on
+# 127.0.0.1. Takes a few minutes; the first run also downloads the Debian
+# kernel package.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 cd "$SRC"
@@ -41,31 +41,30 @@ step "boot one QEMU node by PXE"
 rig_init
 rig_disks 4 2G
 
-with=" ${DEMO_WITH:-} "
-if [[ $with == *" image "* ]]; then
-  img=$RIG_TMP/imgsrc
-  mkdir -p "$img/etc"
-  printf 'PRETTY_NAME="kiln demo image"\nID=kiln-demo\n' >"$img/etc/os-release"
-  echo "provisioned by the kiln demo" >"$img/etc/motd"
-  tar -C "$img" -cf - . | zstd -q >"$RIG_TMP/www/images/demo.tar.zst"
-  RIG_VAR_IMAGE_SHA256=$(sha256sum "$RIG_TMP/www/images/demo.tar.zst" | cut -d' ' -f1)
-fi
-# The template, pointed at the demo's server; sections the demo cannot serve dropped.
-awk -v with="$with" -v http="$RIG_HTTP_URL" -v sha="${RIG_VAR_IMAGE_SHA256:-}" '
-  /^[a-z_]+:/ {
-    sec = $1; sub(":", "", sec)
-    skip = (sec == "register") || (sec == "image" && index(with, " image ") == 0) ||
-           (sec == "bench" && index(with, " bench ") == 0)
-  }
-  skip { next }
-  /^finish:/ { print "finish: poweroff"; next }
-  sec == "image" && /^  url:/ { print "  url: \"" http "/images/demo.tar.zst\""; next }
-  sec == "image" && /^  sha256:/ { print "  sha256: \"" sha "\""; next }
-  sec == "bench" && /^  on_fail:/ { print "  on_fail: warn"; next }
-  { print }' templates/kvm-raid10-luks-lvm.yaml >"$RIG_TMP/demo-spec.yaml"
-"$KILN" validate "$RIG_TMP/demo-spec.yaml"
-rig_spec "$RIG_TMP/demo-spec.yaml"
-echo "spec: $RIG_TMP/www/specs/$RIG_MAC.yaml (template templates/kvm-raid10-luks-lvm.yaml)"
+# The small base image (built here, with its manifest) and the stand-in
+# CloudStack controller on 127.0.0.1, reached by the node through a relay.
+bash "$SRC/initramfs/base-image/build-small.sh" "$RIG_TMP/image" >"$RIG_TMP/image.log" 2>&1 \
+  || { cat "$RIG_TMP/image.log"; exit 1; }
+mkdir -p "$RIG_TMP/www/images"
+cp "$RIG_TMP/image/small.tar.zst" "$RIG_TMP/www/images/"
+RIG_VAR_IMAGE_SHA256=$(sha256sum "$RIG_TMP/image/small.tar.zst" | cut -d' ' -f1)
+ctl=$RIG_TMP/controller
+bash "$SRC/tests/controller/start.sh" "$ctl" >/dev/null
+RIG_PIDS+=("$(cat "$ctl/pid")")
+printf '#!/bin/sh\nexec socat - TCP:127.0.0.1:%s\n' "$(cat "$ctl/port")" >"$RIG_TMP/relay-controller"
+chmod +x "$RIG_TMP/relay-controller"
+RIG_NET_EXTRA=",guestfwd=tcp:10.0.2.101:80-cmd:$RIG_TMP/relay-controller"
+RIG_VAR_CONTROLLER_IP=10.0.2.101
+RIG_VAR_API_KEY=$(jq -r .api_key "$ctl/config.json")
+RIG_VAR_SECRET_KEY=$(jq -r .secret_key "$ctl/config.json")
+RIG_VAR_HMAC_KEY=$(jq -r .hmac_key "$ctl/config.json")
+RIG_VAR_PASSPHRASE=demo-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+RIG_VAR_HOST_PASSWORD=demo-host-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+# tests/rig/specs/kvm-full.yaml: the template's storage with its image, bench
+# and register sections pointed at the demo's servers
+rig_spec specs/kvm-full.yaml
+"$KILN" validate "$RIG_SPEC"
+echo "spec: $RIG_SPEC (storage of templates/kvm-raid10-luks-lvm.yaml)"
 booted=0
 rig_boot --pxe && booted=1
 
@@ -92,6 +91,11 @@ show "filesystems:" blkid 'TYPE="(xfs|ext4|vfat|swap)"'
 show "target /etc/fstab:" "target /etc/fstab" .
 show "target /etc/crypttab:" "target /etc/crypttab" .
 show "image (target root):" target-ls .
+printf '\nwhat the controller recorded:\n'
+python3 "$SRC/tests/controller/controller.py" --dump "$ctl/controller.db" | jq -r '
+  (.hosts[] | "    host \(.name // "-") ip \(.ipaddress) hypervisor \(.hypervisor) state \(.state) zone \(.zone_id)"),
+  "    webhook events: \(.events | length), reports: \(.reports | length)",
+  (.reports[-1].body.bench // {} | to_entries[] | select(.value|type == "number") | "    bench \(.key): \(.value)")' || true
 for f in $(rig_report_sections | sed -n 's/^kiln-file //p'); do show "kiln $f:" "kiln-file $f" .; done
 cat <<EOF
 

@@ -245,7 +245,10 @@ rig_boot() {
   local initrd=$RIG_INITRD
   if [[ -n ${RIG_INITRD_EXTRA:-} ]]; then
     initrd=$RIG_TMP/initrd-combined.img
-    cat "$RIG_INITRD" "$RIG_INITRD_EXTRA" >"$initrd"
+    # The kernel finds a further archive only at a 4-byte boundary; NUL
+    # padding between archives is skipped.
+    local pad=$(( (4 - $(stat -c %s "$RIG_INITRD") % 4) % 4 ))
+    { cat "$RIG_INITRD"; head -c "$pad" /dev/zero; cat "$RIG_INITRD_EXTRA"; } >"$initrd"
   fi
   local spec_url="$RIG_HTTP_URL/specs/\${mac}.yaml"
   local append="console=ttyS0,115200n8 loglevel=4 panic=-1 kiln.report=/dev/ttyS1 ${RIG_APPEND:-}$extra_append"

@@ -34,7 +34,8 @@ if [ -s /tmp/manifest.bad ]; then cat /tmp/manifest.bad; else echo "manifest: al
 HOOK
 (cd "$seg" && find . | cpio -o -H newc --quiet) >"$RIG_TMP/hook.cpio"
 if [[ -n ${RIG_INITRD_EXTRA:-} ]]; then
-  cat "$RIG_INITRD_EXTRA" "$RIG_TMP/hook.cpio" >"$RIG_TMP/extra.cpio"
+  pad=$(( (4 - $(stat -c %s "$RIG_INITRD_EXTRA") % 4) % 4 ))
+  { cat "$RIG_INITRD_EXTRA"; head -c "$pad" /dev/zero; cat "$RIG_TMP/hook.cpio"; } >"$RIG_TMP/extra.cpio"
   RIG_INITRD_EXTRA=$RIG_TMP/extra.cpio
 else
   RIG_INITRD_EXTRA=$RIG_TMP/hook.cpio
@@ -76,7 +77,7 @@ rig_check "the host has the node's address" jq -e '.hosts[0].ipaddress == "10.0.
 rig_check "the host is KVM in cluster c1" jq -e '.hosts[0].hypervisor == "KVM"' "$RIG_TMP/dump-1.json"
 rig_check "webhook events arrived" jq -e '[.events[] | select(.type == "stage-end")] | length >= 10' "$RIG_TMP/dump-1.json"
 rig_check "the final report arrived with benchmark figures" \
-  jq -e '.reports | length == 1 and (.reports[0].body.bench.crypt_write_mbps > 0)' "$RIG_TMP/dump-1.json"
+  jq -e '(.reports | length) == 1 and (.reports[0].body.bench.crypt_write_mbps > 0)' "$RIG_TMP/dump-1.json"
 for s in "$RIG_VAR_PASSPHRASE" "$RIG_VAR_SECRET_KEY" "$RIG_VAR_HMAC_KEY" "$RIG_VAR_HOST_PASSWORD"; do
   if grep -qF -- "$s" "$RIG_TMP/dump-1.json" "$RIG_REPORT" "$RIG_SERIAL"; then
     rig_not_ok "a secret from the spec appears in the console, the guest report or the controller"
