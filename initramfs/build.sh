@@ -140,6 +140,12 @@ closure() {
   done | sort -u
 }
 LIBS=$(closure "${BINS[@]}")
+# glibc dlopen()s libgcc_s for pthread_exit/cancellation (argon2's threads in
+# cryptsetup): ldd never lists it, and without it luksOpen aborts
+# ("libgcc_s.so.1 must be installed for pthread_exit to work").
+gcc_s=$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ {print $NF; exit}')
+[[ -n $gcc_s ]] || die "libgcc_s.so.1 not found (apt-get install libgcc-s1)"
+LIBS=$(printf '%s\n%s\n%s\n' "$LIBS" "$(readlink -f "$(dirname "$gcc_s")")/libgcc_s.so.1" "$(readlink -f "$gcc_s")" | sort -u)
 
 EXTRA_BINS=() EXTRA_LIBS=
 if [[ $EXTRA == fio ]]; then
