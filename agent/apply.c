@@ -48,27 +48,10 @@ struct apply_ctx {
 
 #define BENCH_DEFAULT_LEN (64ull * 1024 * 1024)
 
-static const char *const step_names[_PLAN_STEP_KIND_MAX] = {
-        [PLAN_WIPE] = "wipe",
-        [PLAN_PARTITION] = "partition",
-        [PLAN_MD_CREATE] = "md-create",
-        [PLAN_LUKS_FORMAT] = "luks-format",
-        [PLAN_LUKS_OPEN] = "luks-open",
-        [PLAN_PVCREATE] = "pvcreate",
-        [PLAN_VGCREATE] = "vgcreate",
-        [PLAN_LVCREATE] = "lvcreate",
-        [PLAN_MKFS] = "mkfs",
-        [PLAN_MOUNT] = "mount",
-        [PLAN_BENCH_RAW] = "bench-raw",
-        [PLAN_BENCH_CRYPT] = "bench-crypt",
-        [PLAN_IMAGE] = "image",
-        [PLAN_CONFIGURE] = "configure",
-        [PLAN_REGISTER] = "register",
-        [PLAN_FINISH] = "finish",
-};
 
 const char *apply_step_name(enum plan_step_kind kind) {
-        return kind < _PLAN_STEP_KIND_MAX && step_names[kind] ? step_names[kind] : "unknown";
+        const char *n = plan_step_kind_name(kind);   /* one table of names, in plan.c */
+        return n ? n : "unknown";
 }
 
 enum kiln_exit apply_exit_code(enum plan_step_kind kind) {
