@@ -24,6 +24,7 @@
 # unpacks both) it adds fio for the benchmark comparison without bloating
 # the image nodes boot from.
 set -euo pipefail
+trap 'echo "initramfs: error: line $LINENO: a command failed (status $?)" >&2' ERR
 umask 022
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
@@ -65,11 +66,11 @@ flock 9                         # the kernel download/unpack is shared; images a
 
 # --- the kernel -------------------------------------------------------------
 if [[ -z $KVER ]]; then
-  KVER=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: linux-image-\([0-9].*-amd64\)$/\1/p' | head -1)
+  KVER=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: linux-image-\([0-9].*-amd64\)$/\1/p' | sed -n 1p)
   if [[ -z $KVER ]]; then
     # an apt index may be missing on a fresh machine
     apt-get update -qq >/dev/null 2>&1 || true
-    KVER=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: linux-image-\([0-9].*-amd64\)$/\1/p' | head -1)
+    KVER=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: linux-image-\([0-9].*-amd64\)$/\1/p' | sed -n 1p)
   fi
   if [[ -z $KVER ]]; then     # offline: the newest kernel already in the cache
     KVER=$(ls -1d "$CACHE"/kernel-*/.done 2>/dev/null | sed 's,.*/kernel-\(.*\)/.done,\1,' | sort -V | tail -1)
@@ -143,7 +144,9 @@ LIBS=$(closure "${BINS[@]}")
 # glibc dlopen()s libgcc_s for pthread_exit/cancellation (argon2's threads in
 # cryptsetup): ldd never lists it, and without it luksOpen aborts
 # ("libgcc_s.so.1 must be installed for pthread_exit to work").
-gcc_s=$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ {print $NF; exit}')
+# (awk reads to the end: quitting early would SIGPIPE ldconfig, and pipefail
+# would then end this script without a word)
+gcc_s=$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ && !f {print $NF; f = 1}')
 [[ -n $gcc_s ]] || die "libgcc_s.so.1 not found (apt-get install libgcc-s1)"
 LIBS=$(printf '%s\n%s\n%s\n' "$LIBS" "$(readlink -f "$(dirname "$gcc_s")")/libgcc_s.so.1" "$(readlink -f "$gcc_s")" | sort -u)
 
