@@ -1195,7 +1195,7 @@ int plan_build(const struct spec *spec, const struct inventory *inv, struct plan
                         .mac = inventory_primary_mac(inv), .uuid = inv->machine_uuid,
                         .serial = inv->serial, .hostname = inv->hostname,
                 };
-                r = spec_expand(spec->hostname, &vars, &p->hostname);
+                r = spec_expand_full(spec->hostname, &vars, &p->hostname, &p->hostname_missing);
                 if (r == -ENODATA || r == -EINVAL)
                         r = 0;  /* a value the inventory lacks: shown unexpanded */
         }
@@ -1263,7 +1263,8 @@ int plan_to_text(const struct plan *p, struct strbuf *out) {
         else if (p->hostname || !s->hostname)
                 r = strbuf_addf(out, "hostname: %s\ndisks:\n", p->hostname ? p->hostname : "");
         else
-                r = strbuf_addf(out, "hostname: '%s' (not expanded: the inventory lacks a value)\ndisks:\n", s->hostname);
+                r = strbuf_addf(out, "hostname: '%s' (not expanded: the inventory has no %s)\ndisks:\n", s->hostname,
+                                p->hostname_missing ? p->hostname_missing : "value for it");
         for (size_t i = 0; r >= 0 && i < p->inv->n_disks; i++) {
                 const struct inv_disk *d = disks[i];
                 const struct plan_disk *pd = plan_disk_of(p, d);
