@@ -955,6 +955,7 @@ int bench_to_json(const struct bench_result *res, struct strbuf *out) {
         JADD(root, "crypt", json_object_get(enc));
         JADD(root, "overhead", json_object_get(ovh));
         JADD(root, "seconds", jdouble(res->seconds));
+        JADD(root, "cipher_seconds", jdouble(res->cipher_seconds));
         JADD(root, "error", jstr_or_null(res->error));
 #undef JADD
         if (r >= 0) {
