@@ -1485,6 +1485,23 @@ static bool find_cycle(struct ctx *c, struct obj *o, struct obj **path, size_t d
         return false;
 }
 
+/* The luks with a generated key that o is built on, if any. The key is kept
+ * nowhere (docs/spec.md), so whatever the node must find again after a
+ * reboot cannot sit on it. Called only on a graph without cycles. */
+static const struct obj *generated_key_below(struct ctx *c, const struct obj *o) {
+        if (!o)
+                return NULL;
+        if (o->kind == SPEC_OBJ_LUKS && ((const struct spec_luks *) o->ptr)->key.source == SPEC_KEY_GENERATE)
+                return o;
+        const char *dep;
+        for (size_t i = 0; (dep = obj_dep(o, i)); i++) {
+                const struct obj *g = generated_key_below(c, find_obj(c, dep));
+                if (g)
+                        return g;
+        }
+        return NULL;
+}
+
 static void cross_check(struct ctx *c) {
         struct spec *s = c->s;
         char where[128], t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
@@ -1680,9 +1697,33 @@ static void cross_check(struct ctx *c) {
                 c->error = -ENOMEM;
                 return;
         }
+        bool cycle = false;
         for (size_t i = 0; i < c->n_objs; i++)
-                if (c->objs[i].color == 0)
-                        (void) find_cycle(c, &c->objs[i], path, 0);
+                if (c->objs[i].color == 0 && find_cycle(c, &c->objs[i], path, 0))
+                        cycle = true;
+        if (cycle)
+                return;
+
+        /* a filesystem in fstab (mounted, or swap) on a generated key would
+         * stop the node's next boot at a passphrase prompt nobody can answer */
+        for (size_t i = 0; i < s->n_filesystems; i++) {
+                const struct spec_filesystem *fs = &s->filesystems[i];
+                if (!fs->on || (!fs->mount && fs->type != SPEC_FS_SWAP))
+                        continue;
+                const struct obj *g = generated_key_below(c, find_obj(c, fs->on));
+                if (!g)
+                        continue;
+                const struct spec_luks *x = g->ptr;
+                char use[QUOTE_MAX + 32], t3[QUOTE_MAX + 4];
+                if (fs->mount)
+                        snprintf(use, sizeof use, "mounted at '%s'", q(fs->mount, t2));
+                else
+                        snprintf(use, sizeof use, "used as swap");
+                emit(c, x->key.mark.line, x->key.mark.col,
+                     "luks '%s' has a generated key, which is kept nowhere, but the filesystem on '%s' (%s) "
+                     "must be opened again after a reboot; give the luks a key 'url' or 'passphrase'",
+                     q(g->id, t), q(fs->on, t3), use);
+        }
 }
 
 /* ---- entry points ------------------------------------------------------ */

@@ -167,7 +167,7 @@ static void test_other_templates(void) {
                 CHECK_STR(j->raids[2].members[0], "hdd");
                 CHECK_STR(j->raids[2].layout, "n2");
                 CHECK_STR(j->raids[1].bitmap, "internal");
-                CHECK_INT(j->luks[0].key.source, SPEC_KEY_GENERATE);
+                CHECK_INT(j->luks[0].key.source, SPEC_KEY_URL);
                 CHECK_U64(j->vgs[1].extent_size, 64ull << 20);
                 CHECK_INT(strv_length(j->filesystems[4].mkfs_options), 2);
                 CHECK_STR(j->filesystems[4].mkfs_options[1], "reflink=1");
@@ -292,11 +292,39 @@ static void test_expand(void) {
         free(out);
 }
 
+/* A generated key is kept nowhere: fine under a scratch filesystem nobody
+ * mounts at boot, refused under one that fstab would open again. */
+static void test_generated_key(void) {
+        static const char base[] =
+                "version: 1\n"
+                "disks: [{id: d, path: /dev/vdb}]\n"
+                "luks: [{id: c, on: d, key: {generate: true}}]\n"
+                "lvm: [{id: g, pvs: c}]\n"
+                "volumes: [{id: v, vg: g, size: 100%FREE}]\n";
+        char text[512];
+        struct diags d = {};
+        snprintf(text, sizeof text, "%sfilesystems: [{on: v, type: xfs}]\n", base);
+        _cleanup_spec_free_ struct spec *ok = parse(text, &d);
+        CHECK(ok != NULL);
+        CHECK_INT(d.n, 0);
+        diags_clear(&d);
+        snprintf(text, sizeof text, "%sfilesystems: [{on: v, type: swap}]\n", base);
+        _cleanup_spec_free_ struct spec *swap = parse(text, &d);
+        CHECK(swap == NULL);
+        CHECK_INT(d.n, 1);
+        if (d.n == 1) {
+                CHECK_INT(d.items[0].line, 3);
+                CHECK(strstr(d.items[0].message, "(used as swap)") != NULL);
+        }
+        diags_clear(&d);
+}
+
 int main(void) {
         test_luks_lvm();
         test_lvm_luks();
         test_other_templates();
         test_inline();
         test_expand();
+        test_generated_key();
         return TEST_DONE();
 }
