@@ -19,6 +19,7 @@
 #include "wipe.h"
 
 #include <inttypes.h>
+#include <libcryptsetup.h>
 #include <limits.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
@@ -42,6 +43,10 @@ struct apply_ctx {
         size_t n_keys;
         struct strbuf why;      /* the reason a step failed: helper stderr, library message */
         struct bench_result bench;
+        /* what bench_raw decided for the LUKS object it ran for (tuning's choice or the spec's) */
+        const struct spec_luks *bench_luks;
+        struct bench_luks_choice bench_choice;
+        char *bench_choice_cipher;      /* owns bench_choice.cipher */
         struct report *report;  /* opts->report, or one apply_run made */
         bool registered;        /* register_run covers every target at once */
         bool target_ready;      /* configure ran: the target's /var/lib/kiln takes the report */
@@ -289,6 +294,18 @@ static int key_get(struct apply_ctx *c, const struct spec_luks *l, const struct 
         return 0;
 }
 
+/* The benchmark's decision for l when there is one (tuning may change the
+ * cipher, key size, sector size and perf flags), else the spec's values. */
+static struct bench_luks_choice luks_choice(const struct apply_ctx *c, const struct spec_luks *l) {
+        if (c->bench_luks == l)
+                return c->bench_choice;
+        return (struct bench_luks_choice) { .cipher = l->cipher ? l->cipher : "aes-xts-plain64",
+                                            .key_size = l->key_size ? l->key_size : 512,
+                                            .sector_size = l->sector_size,
+                                            .flags = luks_flags_from_spec(l),
+                                            .candidate = -1 };
+}
+
 static int step_luks_format(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_luks *l = s->obj;
         if (!l)
@@ -297,28 +314,29 @@ static int step_luks_format(struct apply_ctx *c, const struct plan_step *s) {
         int r = key_get(c, l, &key);
         if (r < 0)
                 return r;
+        struct bench_luks_choice ch = luks_choice(c, l);
         struct luks_format_params p = {
-                .cipher = l->cipher,
-                .key_size = l->key_size,
-                .sector_size = l->sector_size,
+                .cipher = ch.cipher,
+                .key_size = ch.key_size,
+                .sector_size = ch.sector_size,
                 .label = l->label,
                 .pbkdf = l->pbkdf.type,
                 .time_ms = l->pbkdf.time_ms,
                 .iterations = l->pbkdf.iterations,
                 .max_memory = l->pbkdf.max_memory,
                 .parallel = l->pbkdf.parallel,
-                .flags = luks_flags_from_spec(l),
+                .flags = ch.flags,
         };
         uint32_t mem_kb = 0;
         r = luks_format(s->device, &p, key, &mem_kb);
         if (r < 0)
                 return r;
         if (mem_kb)
-                log_info("LUKS2 on %s: %s, %u-bit key, PBKDF memory %u KiB", s->device,
-                         l->cipher ? l->cipher : "aes-xts-plain64", l->key_size ? l->key_size : 512, mem_kb);
+                log_info("LUKS2 on %s: %s, %u-bit key, PBKDF memory %u KiB%s", s->device, ch.cipher, ch.key_size, mem_kb,
+                         ch.candidate >= 0 ? " (tuned by the benchmark)" : "");
         else
-                log_info("LUKS2 on %s: %s, %u-bit key, pbkdf2", s->device,
-                         l->cipher ? l->cipher : "aes-xts-plain64", l->key_size ? l->key_size : 512);
+                log_info("LUKS2 on %s: %s, %u-bit key, pbkdf2%s", s->device, ch.cipher, ch.key_size,
+                         ch.candidate >= 0 ? " (tuned by the benchmark)" : "");
         return 0;
 }
 
@@ -344,7 +362,7 @@ static int step_luks_open(struct apply_ctx *c, const struct plan_step *s) {
         int r = key_get(c, l, &key);
         if (r < 0)
                 return r;
-        r = luks_open(dev, luks_name(l), key, luks_flags_from_spec(l));
+        r = luks_open(dev, luks_name(l), key, luks_choice(c, l).flags);
         if (r < 0)
                 return r;
         char node[PATH_MAX];
@@ -489,9 +507,51 @@ static void bench_log_table(const struct bench_result *res) {
  * the device LUKS goes on, in the region luksFormat and mkfs overwrite. */
 static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_bench *policy = &c->plan->spec->bench;
-        int r = bench_raw(policy, s->device, 0, bench_len(c), &c->bench);
+        const struct spec_luks *l = s->obj;
+        if (!l)
+                return -EINVAL;
+        /* without a candidate list, the LUKS object's own cipher is measured */
+        struct spec_bench own = *policy;
+        _cleanup_free_ char *spec_cipher = NULL;
+        char *own_list[2] = {};
+        if (!policy->ciphers || !policy->ciphers[0]) {
+                if (asprintf(&spec_cipher, "%s:%u", l->cipher ? l->cipher : "aes-xts-plain64",
+                             l->key_size ? l->key_size : 512) < 0)
+                        return -ENOMEM;
+                own_list[0] = spec_cipher;
+                own.ciphers = own_list;
+        }
+        c->bench_luks = NULL;
+        free(c->bench_choice_cipher);
+        c->bench_choice_cipher = NULL;
+        int r = bench_raw(&own, s->device, 0, bench_len(c), &c->bench);
         if (r < 0)
                 return strbuf_adds(&c->why, c->bench.error ? c->bench.error : "benchmark failed"), r;
+
+        struct bench_luks_choice ch;
+        bool tuned = bench_choose_for_luks(policy, l, &c->bench, &ch) > 0;
+        if (!(c->bench_choice_cipher = strdup(ch.cipher)))
+                return -ENOMEM;
+        ch.cipher = c->bench_choice_cipher;
+        c->bench_choice = ch;
+        c->bench_luks = l;
+        bool nowq = ch.flags & (CRYPT_ACTIVATE_NO_READ_WORKQUEUE | CRYPT_ACTIVATE_NO_WRITE_WORKQUEUE);
+        char sector[32] = "default";
+        if (ch.sector_size)
+                snprintf(sector, sizeof sector, "%u-byte", ch.sector_size);
+        _cleanup_free_ char *text = NULL;
+        if (asprintf(&text, "%s: %s, %u-bit key, %s sectors, workqueues %s; luksFormat uses this",
+                     tuned ? "tuned" : policy->tune ? "the spec's (tuning measured nothing the spec allows)" : "the spec's",
+                     ch.cipher, ch.key_size, sector, nowq ? "off" : "on") < 0) {
+                text = NULL;
+                return -ENOMEM;
+        }
+        (void) report_set_bench_text(c->report, "luks_choice", text);
+        (void) report_set_bench_text(c->report, "luks_cipher", ch.cipher);
+        (void) report_set_bench(c->report, "luks_key_size", ch.key_size);
+        (void) report_set_bench(c->report, "luks_sector_size", ch.sector_size);
+        (void) report_set_bench_text(c->report, "luks_workqueues", nowq ? "off" : "on");
+        log_info("benchmark: LUKS '%s' gets %s", l->id, text);
         return 0;
 }
 
@@ -719,6 +779,7 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
         free(c.keys);
         strbuf_release(&c.why);
         bench_result_done(&c.bench);
+        free(c.bench_choice_cipher);
         report_free(own_report);
         return code;
 }

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <linux/if_alg.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -16,19 +17,27 @@
 #ifndef AF_ALG
 #define AF_ALG 38
 #endif
+#ifndef SOL_ALG
+#define SOL_ALG 279
+#endif
 
-/* Time budget (microseconds from the start of bench_raw). The whole gate
- * stays under 10 s: the dm-crypt candidates share CIPHER_BUDGET (the first
- * always runs; with tuning the rest stop at CIPHER_PHASE_END);
- * crypt_benchmark() runs only while before CIPHER_PHASE_END; the six device
- * tests get IO_SLICE each, shortened to what is left of GATE_LIMIT. */
-#define CIPHER_BUDGET_USEC (2000u * 1000)
-#define CIPHER_SLICE_MIN_USEC (150u * 1000)
-#define CIPHER_SLICE_MAX_USEC (400u * 1000)
-#define CIPHER_PHASE_END_USEC (3500u * 1000)
-#define IO_SLICE_USEC (550u * 1000)
-#define IO_SLICE_MIN_USEC (100u * 1000)
-#define GATE_LIMIT_USEC (9000u * 1000)
+/* Time budget (microseconds from the start of bench_raw). Short samples,
+ * no ramp-up: each dm-crypt candidate writes and reads for one cipher slice
+ * (the candidates share CIPHER_BUDGET; the first always runs, with tuning
+ * the rest stop at CIPHER_PHASE_END); the AF_ALG figure encrypts and
+ * decrypts for ALG_SLICE each (once per cipher and key size); the six
+ * device tests get IO_SLICE each, shortened to what is left of GATE_LIMIT.
+ * One cipher: about 2 x 200 + 2 x 100 + 6 x 150 ms = 1.5 s plus setup. */
+#define CIPHER_BUDGET_USEC (1600u * 1000)
+#define CIPHER_SLICE_MIN_USEC (100u * 1000)
+#define CIPHER_SLICE_MAX_USEC (200u * 1000)
+#define ALG_SLICE_USEC (100u * 1000)
+#define CIPHER_PHASE_END_USEC (3000u * 1000)
+#define IO_SLICE_USEC (150u * 1000)
+#define IO_SLICE_MIN_USEC (60u * 1000)
+#define GATE_LIMIT_USEC (5000u * 1000)
+#define ALG_BUFFER (1024u * 1024)       /* as `cryptsetup benchmark`: 1 MiB ... */
+#define ALG_REQUEST (64u * 1024)        /* ... in 64 KiB requests, one IV each */
 #define ZERO_SECTORS (2ull * 1024 * 1024 * 2)  /* a 2 GiB zero target: costs nothing */
 #define LAT_SAMPLES_PER_THREAD 65536u
 
@@ -65,6 +74,54 @@ const struct bench_cipher *bench_chosen(const struct bench_result *res) {
         return &res->ciphers[res->chosen];
 }
 
+static double cipher_score(const struct bench_cipher *c);
+
+int bench_choose_for_luks(const struct spec_bench *policy, const struct spec_luks *l, struct bench_result *res,
+                          struct bench_luks_choice *ret) {
+        const char *cipher = l->cipher ? l->cipher : "aes-xts-plain64";
+        unsigned key_size = l->key_size ? l->key_size : 512;
+        uint32_t spec_flags = luks_flags_from_spec(l);
+        bool spec_nowq = l->no_read_workqueue || l->no_write_workqueue;
+        int best = -1;
+        double best_score = -1;
+        for (size_t i = 0; i < res->n_ciphers; i++) {
+                const struct bench_cipher *c = &res->ciphers[i];
+                double s = cipher_score(c);
+                if (s < 0)
+                        continue;
+                if (!(policy && policy->tune)) {
+                        if (streq(c->cipher, cipher) && c->key_size == key_size) {
+                                best = (int) i;
+                                break;
+                        }
+                        continue;
+                }
+                if (l->sector_size && c->sector_size != l->sector_size)
+                        continue;
+                if (spec_nowq && !c->no_workqueue)
+                        continue;
+                if (s > best_score) {
+                        best_score = s;
+                        best = (int) i;
+                }
+        }
+        if (best >= 0)
+                res->chosen = best;
+        if (!(policy && policy->tune) || best < 0) {
+                *ret = (struct bench_luks_choice) { .cipher = cipher, .key_size = key_size,
+                                                    .sector_size = l->sector_size, .flags = spec_flags,
+                                                    .candidate = -1 };
+                return 0;
+        }
+        const struct bench_cipher *c = &res->ciphers[best];
+        uint32_t flags = spec_flags;
+        if (c->no_workqueue)
+                flags |= CRYPT_ACTIVATE_NO_READ_WORKQUEUE | CRYPT_ACTIVATE_NO_WRITE_WORKQUEUE;
+        *ret = (struct bench_luks_choice) { .cipher = c->cipher, .key_size = c->key_size, .sector_size = c->sector_size,
+                                            .flags = flags, .candidate = best };
+        return 1;
+}
+
 /* ---------- kernel checks ---------- */
 
 /* /proc/misc lists "device-mapper" once dm-mod is loaded. (The node
@@ -81,7 +138,7 @@ static bool have_device_mapper(void) {
         return false;
 }
 
-#define AF_ALG_MISSING "no AF_ALG sockets (CONFIG_CRYPTO_USER_API_SKCIPHER) for libcryptsetup's crypt_benchmark()"
+#define AF_ALG_MISSING "no AF_ALG sockets (CONFIG_CRYPTO_USER_API_SKCIPHER) for the in-memory cipher figure (libcryptsetup's crypt_benchmark() method)"
 
 static bool have_af_alg(void) {
         int fd = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -210,20 +267,20 @@ static int cmp_u32(const void *a, const void *b) {
 }
 
 /* Run one pattern on an open O_DIRECT fd for about usec microseconds. */
-static int io_run(int fd, bool write, bool random, unsigned bs, uint64_t base, uint64_t span, uint64_t usec,
-                  struct bench_io *ret) {
-        if (span < bs)
+static int io_run(int fd, bool write, bool random, unsigned bs, unsigned depth, uint64_t base, uint64_t span,
+                  uint64_t usec, struct bench_io *ret) {
+        if (span < bs || depth == 0 || depth > BENCH_DEPTH_MAX)
                 return -EINVAL;
         span -= span % bs;
         struct io_job job = { .fd = fd, .write = write, .random = random, .bs = bs, .base = base, .span = span };
-        struct io_thread th[BENCH_DEPTH] = {};
+        struct io_thread th[BENCH_DEPTH_MAX] = {};
         _cleanup_free_ uint8_t *pattern = NULL;
         int r = 0;
         unsigned started = 0;
         uint64_t seed0;
         if (getrandom(&seed0, sizeof seed0, 0) != sizeof seed0)
                 seed0 = now_usec();
-        for (unsigned i = 0; i < BENCH_DEPTH; i++) {
+        for (unsigned i = 0; i < depth; i++) {
                 th[i].job = &job;
                 th[i].seed = seed0 ^ ((uint64_t) (i + 1) * 0x9e3779b97f4a7c15ull);
                 if (!th[i].seed)
@@ -242,7 +299,7 @@ static int io_run(int fd, bool write, bool random, unsigned bs, uint64_t base, u
         }
         uint64_t t0 = now_usec();
         job.deadline = t0 + usec;
-        for (; started < BENCH_DEPTH; started++)
+        for (; started < depth; started++)
                 if (pthread_create(&th[started].tid, NULL, io_worker, &th[started]) != 0) {
                         atomic_store(&job.error, EAGAIN);
                         break;
@@ -254,9 +311,9 @@ static int io_run(int fd, bool write, bool random, unsigned bs, uint64_t base, u
                 r = -atomic_load(&job.error);
                 goto out_free;
         }
-        struct bench_io io = { .done = true, .block_size = bs, .depth = BENCH_DEPTH };
+        struct bench_io io = { .done = true, .block_size = bs, .depth = depth };
         size_t n_lat = 0;
-        for (unsigned i = 0; i < BENCH_DEPTH; i++) {
+        for (unsigned i = 0; i < depth; i++) {
                 io.ios += th[i].ios;
                 io.bytes += th[i].bytes;
                 n_lat += th[i].n_lat;
@@ -273,7 +330,7 @@ static int io_run(int fd, bool write, bool random, unsigned bs, uint64_t base, u
                         goto out_free;
                 }
                 size_t k = 0;
-                for (unsigned i = 0; i < BENCH_DEPTH; i++) {
+                for (unsigned i = 0; i < depth; i++) {
                         memcpy(all + k, th[i].lat, th[i].n_lat * sizeof *all);
                         k += th[i].n_lat;
                 }
@@ -285,7 +342,7 @@ static int io_run(int fd, bool write, bool random, unsigned bs, uint64_t base, u
         }
         *ret = io;
 out_free:
-        for (unsigned i = 0; i < BENCH_DEPTH; i++) {
+        for (unsigned i = 0; i < depth; i++) {
                 free(th[i].buf);
                 free(th[i].lat);
         }
@@ -315,7 +372,7 @@ static int open_direct(const char *path, bool write, uint64_t *ret_size) {
 }
 
 /* Sequential write (if allowed), sequential read, 4K random read of [offset, offset+len). */
-static int device_tests(const char *dev, uint64_t offset, uint64_t len, bool write, uint64_t slice,
+static int device_tests(const char *dev, uint64_t offset, uint64_t len, bool write, uint64_t slice, unsigned depth,
                         struct bench_io *w, struct bench_io *rd, struct bench_io *rnd, struct bench_result *res) {
         uint64_t size = 0;
         _cleanup_close_ int fd = open_direct(dev, write, &size);
@@ -331,23 +388,114 @@ static int device_tests(const char *dev, uint64_t offset, uint64_t len, bool wri
         if (len == 0 || len > size - offset)
                 len = size - offset;
         len -= len % BENCH_SEQ_BLOCK;
-        if (len < BENCH_SEQ_BLOCK * BENCH_DEPTH) {
+        if (len < (uint64_t) BENCH_SEQ_BLOCK * depth) {
                 set_error(res, "benchmark region of '%s' is too small (%" PRIu64 " bytes)", dev, len);
                 return -EINVAL;
         }
         int r;
-        if (write && (r = io_run(fd, true, false, BENCH_SEQ_BLOCK, offset, len, slice, w)) < 0) {
+        if (write && (r = io_run(fd, true, false, BENCH_SEQ_BLOCK, depth, offset, len, slice, w)) < 0) {
                 set_error(res, "sequential write to '%s' failed: %s", dev, strerror(-r));
                 return r;
         }
-        if ((r = io_run(fd, false, false, BENCH_SEQ_BLOCK, offset, len, slice, rd)) < 0) {
+        if ((r = io_run(fd, false, false, BENCH_SEQ_BLOCK, depth, offset, len, slice, rd)) < 0) {
                 set_error(res, "sequential read from '%s' failed: %s", dev, strerror(-r));
                 return r;
         }
-        if ((r = io_run(fd, false, true, BENCH_RAND_BLOCK, offset, len, slice, rnd)) < 0) {
+        if ((r = io_run(fd, false, true, BENCH_RAND_BLOCK, depth, offset, len, slice, rnd)) < 0) {
                 set_error(res, "random read from '%s' failed: %s", dev, strerror(-r));
                 return r;
         }
+        return 0;
+}
+
+/* ---------- AF_ALG: the cipher in memory, as crypt_benchmark() measures it ---------- */
+
+/* One request: the whole of buf through the cipher in place, IV all zero. */
+static int alg_request(int op, bool encrypt, uint8_t *buf, size_t len, size_t iv_len) {
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(uint32_t)) + CMSG_SPACE(sizeof(struct af_alg_iv) + 64)];
+        } control = {};
+        if (iv_len > 64)
+                return -EINVAL;
+        struct iovec iov = { .iov_base = buf, .iov_len = len };
+        struct msghdr msg = {
+                .msg_control = control.buf,
+                .msg_controllen = CMSG_SPACE(sizeof(uint32_t)) + (iv_len ? CMSG_SPACE(sizeof(struct af_alg_iv) + iv_len) : 0),
+                .msg_iov = &iov,
+                .msg_iovlen = 1,
+        };
+        struct cmsghdr *h = CMSG_FIRSTHDR(&msg);
+        h->cmsg_level = SOL_ALG;
+        h->cmsg_type = ALG_SET_OP;
+        h->cmsg_len = CMSG_LEN(sizeof(uint32_t));
+        uint32_t type = encrypt ? ALG_OP_ENCRYPT : ALG_OP_DECRYPT;
+        memcpy(CMSG_DATA(h), &type, sizeof type);
+        if (iv_len) {
+                h = CMSG_NXTHDR(&msg, h);
+                h->cmsg_level = SOL_ALG;
+                h->cmsg_type = ALG_SET_IV;
+                h->cmsg_len = CMSG_LEN(sizeof(struct af_alg_iv) + iv_len);
+                uint32_t n = (uint32_t) iv_len;
+                memcpy(CMSG_DATA(h), &n, sizeof n);    /* af_alg_iv.ivlen; the IV bytes stay zero */
+        }
+        ssize_t k = sendmsg(op, &msg, 0);
+        if (k != (ssize_t) len)
+                return k < 0 ? -errno : -EIO;
+        k = read(op, buf, len);
+        if (k != (ssize_t) len)
+                return k < 0 ? -errno : -EIO;
+        return 0;
+}
+
+/* Encrypt, then decrypt, a 1 MiB buffer in 64 KiB requests for usec each,
+ * through the kernel's skcipher "mode(cipher)" -- what libcryptsetup's
+ * crypt_benchmark() (and so `cryptsetup benchmark`) does, but bounded: it
+ * runs each direction for at least a second. MB/s (10^6). -ENOENT when the
+ * kernel has no such skcipher for AF_ALG. */
+static int alg_perf(const char *cipher, const char *mode, size_t key_len, size_t iv_len, uint64_t usec, double *ret_enc,
+                    double *ret_dec) {
+        struct sockaddr_alg sa = { .salg_family = AF_ALG };
+        memcpy(sa.salg_type, "skcipher", sizeof "skcipher");
+        int n = snprintf((char *) sa.salg_name, sizeof sa.salg_name, "%s(%s)", mode, cipher);
+        if (n < 0 || (size_t) n >= sizeof sa.salg_name)
+                return -EINVAL;
+        uint8_t key[128];
+        if (key_len > sizeof key)
+                return -EINVAL;
+        if (getrandom(key, key_len, 0) != (ssize_t) key_len)
+                return -EIO;
+        _cleanup_close_ int tfm = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (tfm < 0)
+                return -errno;
+        int r = 0;
+        if (bind(tfm, (struct sockaddr *) &sa, sizeof sa) < 0 ||
+            setsockopt(tfm, SOL_ALG, ALG_SET_KEY, key, (socklen_t) key_len) < 0)
+                r = -errno;
+        explicit_wipe(key, sizeof key);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int op = accept4(tfm, NULL, NULL, SOCK_CLOEXEC);
+        if (op < 0)
+                return -errno;
+        _cleanup_free_ uint8_t *buf = NULL;
+        if (posix_memalign((void **) &buf, 4096, ALG_BUFFER) != 0)
+                return -ENOMEM;
+        memset(buf, 0x5a, ALG_BUFFER);
+        double mbps[2];
+        for (int dir = 0; dir < 2; dir++) {
+                uint64_t bytes = 0, t0 = now_usec(), t;
+                do {
+                        for (size_t done = 0; done < ALG_BUFFER; done += ALG_REQUEST)
+                                if ((r = alg_request(op, dir == 0, buf + done, ALG_REQUEST, iv_len)) < 0)
+                                        return r;
+                        bytes += ALG_BUFFER;
+                        t = now_usec();
+                } while (t - t0 < usec);
+                mbps[dir] = (double) bytes / (double) (t - t0);    /* bytes per microsecond = MB/s */
+        }
+        *ret_enc = mbps[0];
+        *ret_dec = mbps[1];
         return 0;
 }
 
@@ -393,7 +541,7 @@ static inline void crypt_freep(struct crypt_device **cd) {
 }
 
 /* One candidate on a plain dm-crypt mapping (random key) over the zero target. */
-static int cipher_run(const char *zero_dev, struct bench_cipher *bc, uint64_t slice) {
+static int cipher_run(const char *zero_dev, struct bench_cipher *bc, uint64_t slice, unsigned depth) {
         char cipher[64], mode[64];
         int r = split_cipher(bc->cipher, cipher, sizeof cipher, mode, sizeof mode);
         if (r < 0)
@@ -427,9 +575,9 @@ static int cipher_run(const char *zero_dev, struct bench_cipher *bc, uint64_t sl
                 r = fd;
         else {
                 uint64_t span = 512ull * 1024 * 1024;
-                r = io_run(fd, true, false, BENCH_SEQ_BLOCK, 0, span, slice, &bc->write);
+                r = io_run(fd, true, false, BENCH_SEQ_BLOCK, depth, 0, span, slice, &bc->write);
                 if (r >= 0)
-                        r = io_run(fd, false, false, BENCH_SEQ_BLOCK, 0, span, slice, &bc->read);
+                        r = io_run(fd, false, false, BENCH_SEQ_BLOCK, depth, 0, span, slice, &bc->read);
                 close(fd);
         }
         int q = crypt_deactivate(cd, name);
@@ -503,6 +651,8 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
                 slice = CIPHER_SLICE_MIN_USEC;
         if (slice > CIPHER_SLICE_MAX_USEC)
                 slice = CIPHER_SLICE_MAX_USEC;
+        if (res->slice_ms)
+                slice = (uint64_t) res->slice_ms * 1000;
         double best = -1;
         for (size_t i = 0; i < res->n_ciphers; i++) {
                 struct bench_cipher *c = &res->ciphers[i];
@@ -510,7 +660,7 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
                         c->error = strdup("skipped: the benchmark's time budget is spent");
                         continue;
                 }
-                r = cipher_run(zdev, c, slice);
+                r = cipher_run(zdev, c, slice, res->depth);
                 if (r == -ENOMEM)
                         break;
                 if (r < 0) {
@@ -529,7 +679,7 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
         if (r == -ENOMEM)
                 return r;
 
-        /* crypt_benchmark() through AF_ALG, once per cipher and key size */
+        /* the cipher in memory through AF_ALG, once per cipher and key size */
         if (!have_af_alg() && !(res->kernel_api_missing = strdup("the kernel has " AF_ALG_MISSING)))
                 return -ENOMEM;
         for (size_t i = 0; !res->kernel_api_missing && i < res->n_ciphers; i++) {
@@ -555,20 +705,23 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
                         *dash = 0;
                 size_t iv = streq(mode, "ecb") ? 0 : streq(mode, "adiantum") ? 32 : 16;
                 double enc = 0, dec = 0;
-                r = crypt_benchmark(NULL, cipher, mode, c->key_size / 8, iv, 1024 * 1024, &enc, &dec);
-                if (r == -ENOTSUP || r == -ENOENT) {
+                r = alg_perf(cipher, mode, c->key_size / 8, iv, ALG_SLICE_USEC, &enc, &dec);
+                if (r == -ENOENT || r == -EAFNOSUPPORT) {
                         if (asprintf(&res->kernel_api_missing,
-                                     "the kernel's AF_ALG has no skcipher interface for '%s' (algif_skcipher), so "
-                                     "libcryptsetup's crypt_benchmark() cannot run",
-                                     c->cipher) < 0)
+                                     "the kernel's AF_ALG has no skcipher '%s(%s)' (algif_skcipher and the cipher's "
+                                     "module are needed)",
+                                     mode, cipher) < 0)
                                 return -ENOMEM;
                         break;
                 }
+                if (r == -ENOMEM)
+                        return r;
                 if (r >= 0) {
-                        c->kernel_enc_mbps = enc * 1.048576;    /* MiB/s → MB/s */
-                        c->kernel_dec_mbps = dec * 1.048576;
+                        c->kernel_enc_mbps = enc;
+                        c->kernel_dec_mbps = dec;
                 }
         }
+        res->cipher_seconds = (double) (now_usec() - res->start_usec) / 1e6;
 
         if (res->chosen < 0) {
                 set_error(res, "no candidate cipher could be measured through dm-crypt (first: %s)",
@@ -580,6 +733,8 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
 
 /* One device test's share of what is left of the gate's time, with n tests to go. */
 static uint64_t io_slice(const struct bench_result *res, unsigned n) {
+        if (res->slice_ms)
+                return (uint64_t) res->slice_ms * 1000;
         uint64_t spent = now_usec() - res->start_usec;
         uint64_t left = spent < GATE_LIMIT_USEC ? GATE_LIMIT_USEC - spent : 0;
         uint64_t slice = left / n;
@@ -592,13 +747,18 @@ static uint64_t io_slice(const struct bench_result *res, unsigned n) {
 
 int bench_raw(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len,
               struct bench_result *res) {
-        return bench_raw_ex(policy, device, offset, len, true, res);
+        return bench_raw_ex(policy, device, offset, len, &(struct bench_options) { .write = true }, res);
 }
 
-int bench_raw_ex(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len, bool write,
-                 struct bench_result *res) {
+int bench_raw_ex(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len,
+                 const struct bench_options *o, struct bench_result *res) {
         bench_result_done(res);
         res->start_usec = now_usec();
+        res->depth = o->depth ? o->depth : BENCH_DEPTH;
+        res->slice_ms = o->slice_ms;
+        bool write = o->write;
+        if (res->depth > BENCH_DEPTH_MAX)
+                return -EINVAL;
         _cleanup_free_ char *why = NULL;
         int r = bench_check_kernel(&why);
         if (r < 0) {
@@ -613,7 +773,7 @@ int bench_raw_ex(const struct spec_bench *policy, const char *device, uint64_t o
                 else {
                         res->offset = offset;
                         res->len = len;
-                        r = device_tests(device, offset, len, write, io_slice(res, 6), &res->raw_write, &res->raw_read,
+                        r = device_tests(device, offset, len, write, io_slice(res, 6), res->depth, &res->raw_write, &res->raw_read,
                                          &res->raw_rand, res);
                 }
         }
@@ -629,19 +789,22 @@ static double overhead(const struct bench_io *raw, const struct bench_io *enc) {
 
 int bench_crypt(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len,
                 struct bench_result *res) {
-        return bench_crypt_ex(policy, crypt_device, offset, len, true, res);
+        return bench_crypt_ex(policy, crypt_device, offset, len, &(struct bench_options) { .write = true }, res);
 }
 
-int bench_crypt_ex(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len, bool write,
-                   struct bench_result *res) {
+int bench_crypt_ex(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len,
+                   const struct bench_options *o, struct bench_result *res) {
         uint64_t t0 = now_usec();
+        bool write = o->write;
+        if (!res->depth)
+                res->depth = o->depth ? o->depth : BENCH_DEPTH;
         if (!res->start_usec)
                 res->start_usec = t0;
         free(res->crypt_device);
         if (!(res->crypt_device = strdup(crypt_device)))
                 return -ENOMEM;
         uint64_t slice = io_slice(res, 3);
-        int r = device_tests(crypt_device, offset, len ? len : res->len, write, slice, &res->crypt_write,
+        int r = device_tests(crypt_device, offset, len ? len : res->len, write, slice, res->depth, &res->crypt_write,
                              &res->crypt_read, &res->crypt_rand, res);
         if (r >= 0) {
                 res->overhead_write = overhead(&res->raw_write, &res->crypt_write);
@@ -792,6 +955,7 @@ int bench_to_json(const struct bench_result *res, struct strbuf *out) {
         JADD(root, "crypt", json_object_get(enc));
         JADD(root, "overhead", json_object_get(ovh));
         JADD(root, "seconds", jdouble(res->seconds));
+        JADD(root, "cipher_seconds", jdouble(res->cipher_seconds));
         JADD(root, "error", jstr_or_null(res->error));
 #undef JADD
         if (r >= 0) {

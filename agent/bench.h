@@ -3,8 +3,9 @@
  *   bench_raw()    before luksFormat: the candidate ciphers through the real
  *                  dm-crypt path (a temporary plain dm-crypt mapping with a
  *                  random key over a device-mapper `zero` target, O_DIRECT,
- *                  several requests in flight), libcryptsetup's
- *                  crypt_benchmark() beside it where the kernel has AF_ALG,
+ *                  several requests in flight), the in-memory figure
+ *                  through AF_ALG beside it where the kernel has it
+ *                  (libcryptsetup's crypt_benchmark() method, time-bounded),
  *                  and the raw device: sequential write and read (1 MiB) and
  *                  4 KiB random read, in [offset, offset+len) — a region the
  *                  caller is about to overwrite anyway;
@@ -12,7 +13,8 @@
  *                  and the overhead against the raw figures;
  *   bench_gate()   the spec's floors decide.
  *
- * Bounded: the three together take at most about 10 seconds. The module is
+ * Bounded: short samples; one cipher and the six device tests take about
+ * 2 s under QEMU, never more than about 5 s (docs/benchmarks.md). The module is
  * silent; failures come back as -errno with res->error saying why. */
 #pragma once
 #include "spec.h"
@@ -20,7 +22,15 @@
 
 #define BENCH_SEQ_BLOCK (1024u * 1024)
 #define BENCH_RAND_BLOCK 4096u
-#define BENCH_DEPTH 4u                  /* requests in flight (one thread each) */
+#define BENCH_DEPTH 4u                  /* requests in flight (one thread each), by default */
+#define BENCH_DEPTH_MAX 16u
+
+/* How kiln bench runs it (kiln apply: the defaults, {} is fine). */
+struct bench_options {
+        bool write;                     /* also write (destroys the region) */
+        unsigned depth;                 /* requests in flight; 0 = BENCH_DEPTH */
+        unsigned slice_ms;              /* each dm-crypt and device test runs this long; 0 = the budget's */
+};
 
 struct bench_io {
         bool done;
@@ -38,14 +48,14 @@ struct bench_cipher {
         unsigned sector_size;           /* dm-crypt sector size, 512 or 4096 */
         bool no_workqueue;              /* no_read_workqueue + no_write_workqueue */
         struct bench_io write, read;    /* through dm-crypt over the zero target */
-        double kernel_enc_mbps, kernel_dec_mbps;   /* crypt_benchmark(); 0 = not measured */
+        double kernel_enc_mbps, kernel_dec_mbps;   /* AF_ALG, as crypt_benchmark() measures; 0 = not measured */
         char *error;                    /* this candidate could not be measured */
 };
 
 struct bench_result {
         struct bench_cipher *ciphers; size_t n_ciphers;
         int chosen;                     /* index into ciphers of the fastest allowed; -1 = none */
-        char *kernel_api_missing;       /* why there are no crypt_benchmark() figures; NULL = there are */
+        char *kernel_api_missing;       /* why there are no AF_ALG figures; NULL = there are */
         char *device;                   /* the raw device */
         uint64_t offset, len;
         struct bench_io raw_write, raw_read, raw_rand;
@@ -53,6 +63,9 @@ struct bench_result {
         struct bench_io crypt_write, crypt_read, crypt_rand;
         double overhead_write, overhead_read, overhead_rand;  /* 1 - crypt/raw, when both ran */
         uint64_t start_usec;            /* when bench_raw began (bounds the whole gate) */
+        unsigned depth;                 /* requests in flight, for bench_crypt as for bench_raw */
+        unsigned slice_ms;              /* 0 = from the time budget */
+        double cipher_seconds;          /* of which the ciphers (dm-crypt and AF_ALG) */
         double seconds;                 /* time spent so far in bench_raw + bench_crypt */
         char *error;                    /* why the last call failed */
 };
@@ -67,20 +80,40 @@ int bench_check_kernel(char **why);
  * device may be NULL: ciphers only. len 0: ciphers only, no raw device I/O. */
 int bench_raw(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len,
               struct bench_result *res);
-/* The same, reads only unless write (kiln bench on its own). */
-int bench_raw_ex(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len, bool write,
-                 struct bench_result *res);
+/* The same with options (kiln bench on its own: reads only unless o->write). */
+int bench_raw_ex(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len,
+                 const struct bench_options *o, struct bench_result *res);
 /* The dm-crypt device opened over res->device; the same region size from offset. */
 int bench_crypt(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len,
                 struct bench_result *res);
-int bench_crypt_ex(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len, bool write,
-                   struct bench_result *res);
+int bench_crypt_ex(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len,
+                   const struct bench_options *o, struct bench_result *res);
 /* 0 if every floor in the policy is met; -ERANGE and *why (appended, one
  * reason per line) otherwise. policy->on_fail is the caller's to apply. */
 int bench_gate(const struct spec_bench *policy, const struct bench_result *res, struct strbuf *why);
 
 /* The candidate chosen by bench_raw (what luksFormat should use with tune), or NULL. */
 const struct bench_cipher *bench_chosen(const struct bench_result *res);
+
+/* What luksFormat and the open use for one LUKS object. */
+struct bench_luks_choice {
+        const char *cipher;             /* borrowed from res or from the spec */
+        unsigned key_size;              /* bits */
+        unsigned sector_size;           /* 0 = libcryptsetup's default */
+        uint32_t flags;                 /* CRYPT_ACTIVATE_*: persistent flags and the open's */
+        int candidate;                  /* index into res->ciphers this came from; -1 = the spec's values */
+};
+
+/* The LUKS parameters for l after bench_raw. Without policy->tune: l's own
+ * values, and res->chosen becomes the candidate measured with l's cipher and
+ * key size (so the gate judges what will be used). With tune: the fastest
+ * measured candidate that l allows -- its cipher and key size are from the
+ * candidate list (the allowed list), its sector size is l's when l sets one,
+ * and perf flags l sets stay on (tuning may add them, never drop them); it
+ * becomes res->chosen. Returns 1 when *ret is a tuned choice, 0 when it is
+ * l's own values (no tuning, or no measured candidate l allows). */
+int bench_choose_for_luks(const struct spec_bench *policy, const struct spec_luks *l, struct bench_result *res,
+                          struct bench_luks_choice *ret);
 
 int bench_to_json(const struct bench_result *res, struct strbuf *out);
 int bench_to_text(const struct bench_result *res, struct strbuf *out);

@@ -8,14 +8,17 @@
 
 static int help(void) {
         printf("usage: kiln bench [--json] [--cipher SPEC]... [--tune] [--offset SIZE] [--size SIZE] [--write]\n"
-               "                  [--crypt DEV] [--min-cipher MB/s] [--min-write MB/s] [--min-read MB/s]\n"
-               "                  [--max-overhead FRACTION] [DEVICE]\n\n"
+               "                  [--crypt DEV] [--depth N] [--slice MS] [--min-cipher MB/s] [--min-write MB/s]\n"
+               "                  [--min-read MB/s] [--max-overhead FRACTION] [DEVICE]\n\n"
                "The crypt benchmark on its own: each cipher (default aes-xts-plain64:512) through a\n"
-               "temporary dm-crypt mapping over a device-mapper zero target, with libcryptsetup's\n"
-               "crypt_benchmark() beside it where the kernel has AF_ALG; then, with DEVICE, sequential\n"
-               "and 4 KiB random direct I/O on DEVICE and (--crypt) on a dm-crypt device over it.\n"
-               "Reads only, unless --write: that overwrites SIZE bytes of DEVICE (and of --crypt DEV)\n"
-               "from OFFSET. With floors given, exits 6 when one is missed.\n");
+               "temporary dm-crypt mapping over a device-mapper zero target, with the in-memory AF_ALG\n"
+               "figure beside it (measured as libcryptsetup's crypt_benchmark() does) where the kernel\n"
+               "has AF_ALG; then, with DEVICE, sequential and 4 KiB random direct I/O on DEVICE and\n"
+               "(--crypt) on a dm-crypt device over it. --depth: requests in flight (default %u);\n"
+               "--slice: run each dm-crypt and device test this many milliseconds (default: the\n"
+               "gate's time budget). Reads only, unless --write: that overwrites SIZE bytes of DEVICE\n"
+               "(and of --crypt DEV) from OFFSET. With floors given, exits 6 when one is missed.\n",
+               BENCH_DEPTH);
         return KILN_EXIT_OK;
 }
 
@@ -42,10 +45,13 @@ int cmd_bench(int argc, char **argv) {
                 { "min-write", required_argument, NULL, 2 },
                 { "min-read", required_argument, NULL, 3 },
                 { "max-overhead", required_argument, NULL, 4 },
+                { "depth", required_argument, NULL, 5 },
+                { "slice", required_argument, NULL, 6 },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        bool json = false, write = false;
+        bool json = false;
+        struct bench_options bo = {};
         uint64_t offset = 0, size = 256ull * 1024 * 1024;
         const char *crypt_dev = NULL;
         _cleanup_strv_free_ char **ciphers = NULL;
@@ -57,7 +63,21 @@ int cmd_bench(int argc, char **argv) {
                 switch (c) {
                 case 'j': json = true; break;
                 case 't': policy.tune = true; break;
-                case 'w': write = true; break;
+                case 'w': bo.write = true; break;
+                case 5:
+                case 6: {
+                        unsigned v;
+                        if (safe_atou(optarg, &v) < 0 || v == 0 || (c == 5 && v > BENCH_DEPTH_MAX) || (c == 6 && v > 60000)) {
+                                log_error("bad --%s '%s' (expected %s)", c == 5 ? "depth" : "slice", optarg,
+                                          c == 5 ? "1 to 16" : "1 to 60000 milliseconds");
+                                return KILN_EXIT_USAGE;
+                        }
+                        if (c == 5)
+                                bo.depth = v;
+                        else
+                                bo.slice_ms = v;
+                        break;
+                }
                 case 'C': crypt_dev = optarg; break;
                 case 'c': {
                         _cleanup_free_ char *name = NULL;
@@ -106,9 +126,9 @@ int cmd_bench(int argc, char **argv) {
         policy.ciphers = ciphers;
 
         struct bench_result res = { .chosen = -1 };
-        r = bench_raw_ex(&policy, device, offset, device ? size : 0, write, &res);
+        r = bench_raw_ex(&policy, device, offset, device ? size : 0, &bo, &res);
         if (r >= 0 && crypt_dev)
-                r = bench_crypt_ex(&policy, crypt_dev, offset, size, write, &res);
+                r = bench_crypt_ex(&policy, crypt_dev, offset, size, &bo, &res);
         if (r < 0) {
                 if (r == -ENODEV)
                         log_error("crypt benchmark cannot run: %s", res.error ?: strerror(-r));

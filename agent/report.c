@@ -365,6 +365,13 @@ int report_set_bench(struct report *r, const char *name, double value) {
         return jset(b, name, json_object_new_double(value));
 }
 
+int report_set_bench_text(struct report *r, const char *name, const char *value) {
+        json_object *b = jget_or_add(r->root, "bench", json_type_object);
+        if (!b)
+                return -ENOMEM;
+        return jset_str(b, name, value);
+}
+
 int report_set_bench_verdict(struct report *r, enum report_result result, const char *text) {
         json_object *b = jget_or_add(r->root, "bench", json_type_object);
         if (!b)

@@ -65,6 +65,8 @@ int report_add_storage(struct report *r, const char *kind, const char *id, const
 int report_set_image(struct report *r, const char *url, const char *sha256, uint64_t bytes, double seconds);
 /* Benchmark figures: "cipher_mbps", "raw_write_mbps", "crypt_write_mbps", "overhead" ... */
 int report_set_bench(struct report *r, const char *name, double value);
+/* A text member of "bench" (e.g. what luksFormat uses after tuning). */
+int report_set_bench_text(struct report *r, const char *name, const char *value);
 /* The bench verdict text ("passed", "failed: write 80 MB/s < 150 MB/s"). */
 int report_set_bench_verdict(struct report *r, enum report_result result, const char *text);
 /* Registration outcome, an object under "registration": key "cloudstack" or "webhook". */

@@ -43,23 +43,10 @@ rig_disks 4 2G
 
 # The small base image (built here, with its manifest) and the stand-in
 # CloudStack controller on 127.0.0.1, reached by the node through a relay.
-bash "$SRC/initramfs/base-image/build-small.sh" "$RIG_TMP/image" >"$RIG_TMP/image.log" 2>&1 \
-  || { cat "$RIG_TMP/image.log"; exit 1; }
-mkdir -p "$RIG_TMP/www/images"
-cp "$RIG_TMP/image/small.tar.zst" "$RIG_TMP/www/images/"
-RIG_VAR_IMAGE_SHA256=$(sha256sum "$RIG_TMP/image/small.tar.zst" | cut -d' ' -f1)
-ctl=$RIG_TMP/controller
-bash "$SRC/tests/controller/start.sh" "$ctl" >/dev/null
-RIG_PIDS+=("$(cat "$ctl/pid")")
-printf '#!/bin/sh\nexec socat - TCP:127.0.0.1:%s\n' "$(cat "$ctl/port")" >"$RIG_TMP/relay-controller"
-chmod +x "$RIG_TMP/relay-controller"
-RIG_NET_EXTRA=",guestfwd=tcp:10.0.2.101:80-cmd:$RIG_TMP/relay-controller"
-RIG_VAR_CONTROLLER_IP=10.0.2.101
-RIG_VAR_API_KEY=$(jq -r .api_key "$ctl/config.json")
-RIG_VAR_SECRET_KEY=$(jq -r .secret_key "$ctl/config.json")
-RIG_VAR_HMAC_KEY=$(jq -r .hmac_key "$ctl/config.json")
-RIG_VAR_PASSPHRASE=demo-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
-RIG_VAR_HOST_PASSWORD=demo-host-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+rig_small_image
+rig_controller
+RIG_VAR_PASSPHRASE=$(rig_secret demo-)
+RIG_VAR_HOST_PASSWORD=$(rig_secret demo-host-)
 # tests/rig/specs/kvm-full.yaml: the template's storage with its image, bench
 # and register sections pointed at the demo's servers
 rig_spec specs/kvm-full.yaml
@@ -92,10 +79,11 @@ show "target /etc/fstab:" "target /etc/fstab" .
 show "target /etc/crypttab:" "target /etc/crypttab" .
 show "image (target root):" target-ls .
 printf '\nwhat the controller recorded:\n'
-python3 "$SRC/tests/controller/controller.py" --dump "$ctl/controller.db" | jq -r '
+rig_controller_dump "$RIG_TMP/controller.json" || true
+jq -r '
   (.hosts[] | "    host \(.name // "-") ip \(.ipaddress) hypervisor \(.hypervisor) state \(.state) zone \(.zone_id)"),
   "    webhook events: \(.events | length), reports: \(.reports | length)",
-  (.reports[-1].body.bench // {} | to_entries[] | select(.value|type == "number") | "    bench \(.key): \(.value)")' || true
+  (.reports[-1].body.bench // {} | to_entries[] | select(.value|type == "number") | "    bench \(.key): \(.value)")' "$RIG_TMP/controller.json" || true
 for f in $(rig_report_sections | sed -n 's/^kiln-file //p'); do show "kiln $f:" "kiln-file $f" .; done
 cat <<EOF
 

@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 if python3 -c 'import socket; socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0)' 2>/dev/null; then
   alg=""
 else
-  alg=" and no AF_ALG sockets (CONFIG_CRYPTO_USER_API_SKCIPHER) for libcryptsetup's crypt_benchmark()"
+  alg=" and no AF_ALG sockets (CONFIG_CRYPTO_USER_API_SKCIPHER) for the in-memory cipher figure (libcryptsetup's crypt_benchmark() method)"
 fi
 want="error: crypt benchmark cannot run: the kernel has no device-mapper (no 'device-mapper' in /proc/misc; dm-mod and dm-crypt are needed)$alg"
 

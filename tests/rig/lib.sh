@@ -174,6 +174,51 @@ EOF
   rig_log "nginx on 127.0.0.1:$RIG_HTTP_PORT (pid $RIG_NGINX_PID), docroot $RIG_TMP/www"
 }
 
+# rig_controller [OPTIONS...]: the stand-in CloudStack controller
+# (tests/controller/, OPTIONS go to controller.py, e.g. --fail-503 2) on
+# 127.0.0.1 and a free port, reached by the guest at 10.0.2.101:80 through a
+# guestfwd relay (added to RIG_NET_EXTRA). Sets RIG_CTL_DIR, RIG_CTL_PORT and,
+# for @NAME@ in specs, RIG_VAR_CONTROLLER_IP, RIG_VAR_API_KEY,
+# RIG_VAR_SECRET_KEY, RIG_VAR_HMAC_KEY. Stopped by PID on exit.
+rig_controller() {
+  local out
+  RIG_CTL_DIR=$RIG_TMP/controller
+  out=$(bash "$SRC/tests/controller/start.sh" "$RIG_CTL_DIR" "$@" 2>&1) \
+    || { printf '%s\n' "$out" >&2; rig_die "the stand-in controller did not start"; }
+  RIG_PIDS+=("$(cat "$RIG_CTL_DIR/pid")")
+  RIG_CTL_PORT=$(cat "$RIG_CTL_DIR/port")
+  printf '#!/bin/sh\nexec socat - TCP:127.0.0.1:%s\n' "$RIG_CTL_PORT" >"$RIG_TMP/relay-controller"
+  chmod +x "$RIG_TMP/relay-controller"
+  RIG_VAR_CONTROLLER_IP=10.0.2.101
+  RIG_NET_EXTRA+=",guestfwd=tcp:$RIG_VAR_CONTROLLER_IP:80-cmd:$RIG_TMP/relay-controller"
+  RIG_VAR_API_KEY=$(rig_ctl_config api_key) RIG_VAR_SECRET_KEY=$(rig_ctl_config secret_key) \
+    RIG_VAR_HMAC_KEY=$(rig_ctl_config hmac_key)
+  rig_log "stand-in controller on 127.0.0.1:$RIG_CTL_PORT (pid $(cat "$RIG_CTL_DIR/pid")), guest sees $RIG_VAR_CONTROLLER_IP:80"
+}
+rig_ctl_config() {  # one string field of the controller's config.json
+  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$RIG_CTL_DIR/config.json" "$1"
+}
+# rig_controller_dump FILE: what the controller recorded (hosts, events,
+# reports), as JSON
+rig_controller_dump() {
+  python3 "$SRC/tests/controller/controller.py" --dump "$RIG_CTL_DIR/controller.db" >"$1"
+}
+
+# rig_small_image: the small base image (initramfs/base-image/build-small.sh)
+# served at @HTTP@/images/small.tar.zst; sets RIG_VAR_IMAGE_SHA256 and
+# RIG_IMAGE_MANIFEST (its manifest, for a check inside the guest).
+rig_small_image() {
+  bash "$SRC/initramfs/base-image/build-small.sh" "$RIG_TMP/image" >"$RIG_TMP/image.log" 2>&1 \
+    || { cat "$RIG_TMP/image.log" >&2; rig_die "could not build the small image"; }
+  cp "$RIG_TMP/image/small.tar.zst" "$RIG_TMP/www/images/"
+  RIG_VAR_IMAGE_SHA256=$(rig_sha256 "$RIG_TMP/image/small.tar.zst")
+  RIG_IMAGE_MANIFEST=$RIG_TMP/image/small.manifest
+}
+
+# rig_secret PREFIX: PREFIX followed by 16 random hex digits (a throwaway
+# passphrase or password that a test then looks for where it must not be)
+rig_secret() { printf '%s%s\n' "$1" "$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"; }
+
 # rig_disks N [SIZE]: N blank sparse disks, disk0..disk(N-1), appended to RIG_DISK.
 rig_disks() {
   local n=$1 size=${2:-2G} i

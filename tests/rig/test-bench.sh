@@ -1,60 +1,152 @@
 #!/bin/bash
-# The crypt benchmark on a real kernel (QEMU): kiln bench measures the cipher
-# through dm-crypt over a zero target, reports crypt_benchmark() beside it
-# (AF_ALG is there), measures the raw disk and the LUKS device over it with
-# the overhead, stays inside its time bound, leaves no mapping behind, and an
-# impossible floor fails with exit code 6. The same run measures `cryptsetup
-# benchmark` and fio for docs/benchmarks.md (numbers printed at the end).
+# The crypt benchmark on a real kernel (QEMU), in one netbooted guest run:
+#  1. kiln bench measures the cipher through dm-crypt over a zero target and
+#     through AF_ALG, the raw disk and the LUKS device over it with the
+#     overhead, inside its time bound, leaving no mapping behind; an
+#     impossible floor exits 6. ROUNDS alternating rounds of kiln against
+#     `cryptsetup benchmark` and fio (same direction, block size, requests in
+#     flight, region, duration) give the medians for docs/benchmarks.md
+#     (printed at the end).
+#  2. Then the real `kiln boot` with tests/rig/specs/bench-floor.yaml: tuning
+#     picks the LUKS parameters and luksFormat uses them (the guest's
+#     luksDump against the run report), then the impossible floor aborts
+#     with exit code 6, the report names the threshold, and the stand-in
+#     controller holds no host and got no addHost (only the failure report).
 set -euo pipefail
 . "$SRC/tests/rig/lib.sh"
 RIG_EXTRA=fio
+ROUNDS=${KILN_BENCH_ROUNDS:-5}
 rig_init
+command -v jq >/dev/null || rig_skip "no jq"
 rig_disks 2 1G
-# first in PATH: the wrapper that runs the benchmark instead of provisioning
+# first in PATH: the wrapper that runs the comparison before `kiln boot`
 W=$RIG_TMP/overlay
 mkdir -p "$W/usr/sbin"
 install -m 0755 "$SRC/tests/rig/bench/kiln-wrapper.sh" "$W/usr/sbin/kiln"
 (cd "$W" && find . | cpio -o -H newc --quiet | gzip -1) >"$RIG_TMP/overlay.cpio.gz"
 if [[ -n ${RIG_INITRD_EXTRA:-} ]]; then
-  cat "$RIG_INITRD_EXTRA" "$RIG_TMP/overlay.cpio.gz" >"$RIG_TMP/extra.img"
+  pad=$(( (4 - $(stat -c %s "$RIG_INITRD_EXTRA") % 4) % 4 ))
+  { cat "$RIG_INITRD_EXTRA"; head -c "$pad" /dev/zero; cat "$RIG_TMP/overlay.cpio.gz"; } >"$RIG_TMP/extra.img"
 else
   cp "$RIG_TMP/overlay.cpio.gz" "$RIG_TMP/extra.img"
 fi
 RIG_INITRD_EXTRA=$RIG_TMP/extra.img
-rig_boot --direct || rig_die "the guest did not finish"
 
-kv() { rig_report_section "kiln-file report-bench.txt" | sed -n "s/^$1=//p" | head -1; }
-J=$RIG_TMP/bench.json
-rig_report_section "kiln-file bench.json" >"$J"
-rig_check "kiln bench exit 0" test "$(kv kiln_bench_rc)" = 0
-rig_check "kiln bench JSON parses" jq -e . "$J" >/dev/null
+# the stand-in controller, reached by the guest at 10.0.2.101:80
+rig_controller
+RIG_VAR_HOST_PASSWORD=$(rig_secret host-pw-)
+rig_spec specs/bench-floor.yaml
+rig_boot --pxe --append "kiln.rig.rounds=$ROUNDS" || rig_die "the guest did not finish"
+
+kv() { rig_report_section "kiln-file report-bench.txt" | sed -n "s/^$1=//p"; }
+kjson() { rig_report_section "kiln-file $1.json"; }
+J=$RIG_TMP/bench-1.json
+kjson bench-1 >"$J"
+
+# --- 1. kiln bench and the comparison ----------------------------------------
+rig_check "rounds ran ($(kv rounds))" test "$(kv rounds)" = "$ROUNDS"
+fails=0
+for ((i = 1; i <= ROUNDS; i++)); do
+  [[ $(kv "kiln_bench_rc_$i") == 0 && $(kv "kiln_depth1_rc_$i") == 0 && $(kv "cryptsetup_rc_$i") == 0 ]] || fails=$((fails + 1))
+  kjson "bench-$i" | jq -e . >/dev/null || fails=$((fails + 1))
+done
+rig_check "kiln bench and cryptsetup benchmark exit 0 in every round" test "$fails" = 0
 jqc() { jq -e "$1" "$J" >/dev/null; }
 rig_check "aes-xts-plain64 512 measured through dm-crypt and chosen" \
   jqc '.ciphers[0] | .cipher == "aes-xts-plain64" and .key_size == 512 and .chosen and .write.mbps > 0 and .read.mbps > 0 and .error == null'
-rig_check "crypt_benchmark() figures beside it (AF_ALG present)" \
+rig_check "AF_ALG figures beside it" \
   jqc '.kernel_api_missing == null and .ciphers[0].kernel_enc_mbps > 0 and .ciphers[0].kernel_dec_mbps > 0'
 rig_check "raw device figures" jqc '.raw.device == "/dev/vdb" and .raw.seq_write.mbps > 0 and .raw.seq_read.mbps > 0 and .raw.rand_read.iops > 0 and .raw.rand_read.lat_p99_us >= .raw.rand_read.lat_p50_us'
 rig_check "encrypted device figures" jqc '.crypt.device == "/dev/mapper/bc" and .crypt.seq_write.mbps > 0 and .crypt.seq_read.mbps > 0 and .crypt.rand_read.iops > 0'
 rig_check "overhead reported" jqc '.overhead.write != null and .overhead.read != null and .overhead.write < 1'
-rig_check "the gate took at most 10 s (kiln: $(jq .seconds "$J") s, wall $(kv kiln_gate_seconds) s)" \
-  awk "BEGIN{exit !($(kv kiln_gate_seconds) <= 10.5 && $(jq .seconds "$J") <= 10)}"
+rig_check "depth 1 when asked" test "$(kjson bench-depth1-1 | jq '.ciphers[0].write.depth')" = 1
+rig_check "the gate took at most 5 s (kiln: $(jq .seconds "$J") s, wall $(kv kiln_gate_seconds_1) s)" \
+  awk "BEGIN{exit !($(kv kiln_gate_seconds_1) <= 5.5 && $(jq .seconds "$J") <= 5)}"
 rig_check "tuning ran (exit $(kv kiln_tune_rc))" test "$(kv kiln_tune_rc)" = 0
-chosen_count() { rig_report_section "kiln-file report-bench-tune.txt" | grep -c -- '<- chosen'; }
-rig_check "tuning chose exactly one candidate" test "$(chosen_count)" = 1
+rig_check "tuning chose exactly one candidate" test "$(kjson bench-tune | jq '[.ciphers[] | select(.chosen)] | length')" = 1
 rig_check "an impossible floor exits 6 (got $(kv kiln_floor_rc))" test "$(kv kiln_floor_rc)" = 6
 rig_expect_section "kiln-file report-bench-floor.txt" "^error: crypt benchmark gate failed:$" "the floor failure says why"
 rig_expect_section "kiln-file report-bench-floor.txt" "^cipher aes-xts-plain64 through dm-crypt: [0-9.]+ MB/s is below the floor of 1000000.0 MB/s$"
 rig_check "no benchmark mapping left behind ($(kv dm_after))" bash -c "! grep -q kiln-bench <<<'$(kv dm_after)'"
 
-echo "# --- numbers for docs/benchmarks.md"
-echo "# kernel $(kv kernel)"
-echo "# kiln cipher aes-xts-plain64 512 via dm-crypt/zero: write $(jq .ciphers[0].write.mbps "$J") MB/s, read $(jq .ciphers[0].read.mbps "$J") MB/s; crypt_benchmark enc $(jq .ciphers[0].kernel_enc_mbps "$J") dec $(jq .ciphers[0].kernel_dec_mbps "$J") MB/s"
-rig_report_section "kiln-file report-bench-cryptsetup.txt" | sed 's/^/# cryptsetup: /'
-echo "# kiln gate $(kv kiln_gate_seconds) s wall (kiln says $(jq .seconds "$J") s); cryptsetup benchmark $(kv cryptsetup_seconds) s; tune $(kv kiln_tune_seconds) s"
-for d in raw crypt; do
-  echo "# kiln $d: seq write $(jq .$d.seq_write.mbps "$J") MB/s, seq read $(jq .$d.seq_read.mbps "$J") MB/s, 4k randread $(jq .$d.rand_read.iops "$J") IOPS (p50 $(jq .$d.rand_read.lat_p50_us "$J") us, p99 $(jq .$d.rand_read.lat_p99_us "$J") us)"
+# --- 2. the real run: tuning's choice in the LUKS header, the floor aborts, nothing registered
+rig_expect_exit 6
+R=$RIG_TMP/report.json
+kjson report >"$R"
+rig_check "the run report says the bench failed" jq -e '.result == "FAIL" and .bench.result == "FAIL"' "$R"
+rig_check "the report names the threshold ($(jq -r .bench.verdict "$R"))" \
+  jq -e '.bench.verdict | test("^encrypted sequential write: [0-9.]+ MB/s is below the floor of 1000000.0 MB/s$")' "$R"
+rig_check "the report says tuning chose what luksFormat uses ($(jq -r .bench.luks_choice "$R"))" \
+  jq -e '.bench.luks_choice | test("^tuned: aes-xts-plain64, (256|512)-bit key, (512|4096)-byte sectors, workqueues (on|off); luksFormat uses this$")' "$R"
+dump=$(rig_report_section "luksdump /dev/vdb")
+want_bits=$(jq -r .bench.luks_key_size "$R")
+want_sector=$(jq -r .bench.luks_sector_size "$R")
+want_wq=$(jq -r .bench.luks_workqueues "$R")
+rig_check "luksDump: cipher aes-xts-plain64" grep -Eq "^[[:space:]]+cipher:[[:space:]]+aes-xts-plain64$" <<<"$dump"
+rig_check "luksDump: volume key ${want_bits} bits" grep -Eq "^[[:space:]]+Key:[[:space:]]+${want_bits} bits$" <<<"$dump"
+rig_check "luksDump: sector ${want_sector}" grep -Eq "^[[:space:]]+sector:[[:space:]]+${want_sector} \[bytes\]$" <<<"$dump"
+if [[ $want_wq == off ]]; then
+  rig_check "luksDump: perf flags stored (workqueues off)" grep -Eq "^Flags:.*no-read-workqueue no-write-workqueue" <<<"$dump"
+else
+  rig_check "luksDump: no perf flags (workqueues on)" grep -Eq "^Flags:[[:space:]]+\(no flags\)$" <<<"$dump"
+fi
+rig_controller_dump "$RIG_TMP/dump.json" || rig_die "no controller dump"
+rig_check "the controller holds no host" jq -e '.hosts | length == 0' "$RIG_TMP/dump.json"
+rig_check "the controller got no addHost (nor any other CloudStack API call)" \
+  jq -e '[.requests[] | select((.command == "addHost") or (.path | startswith("/client/api")))] | length == 0' "$RIG_TMP/dump.json"
+rig_check "the controller was reachable: it got the failure report" \
+  jq -e '(.reports | length) == 1 and .reports[0].body.result == "FAIL"' "$RIG_TMP/dump.json"
+
+# --- the numbers for docs/benchmarks.md: medians over the rounds ---------------
+median() { sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+per_round() {  # per_round JSON-NAME JQ-EXPR: one value per round
+  local i; for ((i = 1; i <= ROUNDS; i++)); do kjson "$1-$i" | jq -r "$2"; done
+}
+kv_rounds() { local i; for ((i = 1; i <= ROUNDS; i++)); do kv "$1_$i"; done; }
+spread() { sort -g | awk '{a[NR] = $1} END {printf "%s..%s", a[1], a[NR]}'; }
+row() {  # row LABEL KILN-VALUES REF-VALUES (newline-separated, one per round, in round order)
+  local k r pr; k=$(median <<<"$2"); r=$(median <<<"$3")
+  # the ratio within each round (kiln and the reference ran back to back) and its median
+  pr=$(paste -d' ' <(printf '%s\n' "$2") <(printf '%s\n' "$3") | awk '$2 > 0 {printf "%.2f\n", $1 / $2}')
+  printf '# | %s | %s (%s) | %s (%s) | %s | %s (%s) |\n' "$1" "$k" "$(spread <<<"$2")" "$r" "$(spread <<<"$3")" \
+    "$(awk "BEGIN{if ($r > 0) printf \"%.2f\", $k / $r; else print \"-\"}")" "$(median <<<"$pr")" "$(spread <<<"$pr")"
+}
+mib() { awk '{printf "%.2f\n", $1 * 1.048576}'; }        # MiB/s -> MB/s
+fio_mb() { kv_rounds "fio_$1" | awk '{printf "%.2f\n", $1 * 1024 / 1e6}'; }   # KiB/s -> MB/s
+fio_iops() { kv_rounds "fio_$1" | awk '{print $2}'; }
+cs_enc=$(kv_rounds cryptsetup_enc_mibps | mib); cs_dec=$(kv_rounds cryptsetup_dec_mibps | mib)
+echo "# --- numbers for docs/benchmarks.md: $ROUNDS alternating rounds, medians (min..max), kernel $(kv kernel)"
+echo "# | figure | kiln | reference | ratio of medians | median of per-round ratios (min..max) |"
+echo "# | --- | --- | --- | --- | --- |"
+row "AF_ALG encrypt MB/s (kiln, 100 ms) vs cryptsetup benchmark" "$(per_round bench .ciphers[0].kernel_enc_mbps)" "$cs_enc"
+row "AF_ALG decrypt MB/s (kiln, 100 ms) vs cryptsetup benchmark" "$(per_round bench .ciphers[0].kernel_dec_mbps)" "$cs_dec"
+row "dm-crypt/zero write, depth 1, MB/s vs cryptsetup encrypt" "$(per_round bench-depth1 .ciphers[0].write.mbps)" "$cs_enc"
+row "dm-crypt/zero read, depth 1, MB/s vs cryptsetup decrypt" "$(per_round bench-depth1 .ciphers[0].read.mbps)" "$cs_dec"
+row "dm-crypt/zero write, depth 4 (the gate's), MB/s vs cryptsetup encrypt" "$(per_round bench .ciphers[0].write.mbps)" "$cs_enc"
+row "dm-crypt/zero read, depth 4 (the gate's), MB/s vs cryptsetup decrypt" "$(per_round bench .ciphers[0].read.mbps)" "$cs_dec"
+for d in raw:vdb crypt:bc; do
+  k=${d%%:*} f=${d#*:}
+  row "$k seq write 1M MB/s vs fio" "$(per_round bench ".$k.seq_write.mbps")" "$(fio_mb "${f}_write")"
+  row "$k seq read 1M MB/s vs fio" "$(per_round bench ".$k.seq_read.mbps")" "$(fio_mb "${f}_read")"
+  row "$k rand read 4k IOPS vs fio" "$(per_round bench ".$k.rand_read.iops")" "$(fio_iops "${f}_randread")"
 done
-echo "# kiln overhead: $(jq -c .overhead "$J")"
-rig_report_section "kiln-file report-bench.txt" | grep '^fio_' | sed 's/^/# /'
-rig_report_section "kiln-file report-bench-tune.txt" | sed 's/^/# tune: /'
+row "whole gate (wall s) vs cryptsetup benchmark, one cipher (wall s)" "$(kv_rounds kiln_gate_seconds)" "$(kv_rounds cryptsetup_seconds)"
+row "gate's cipher part (s) vs cryptsetup benchmark, one cipher (wall s)" "$(per_round bench .cipher_seconds)" "$(kv_rounds cryptsetup_seconds)"
+row "tune, 3 ciphers x 4 variants, no device (wall s) vs cryptsetup benchmark for the 3 (wall s)" "$(kv kiln_tune_seconds)" "$(kv cryptsetup3_seconds)"
+echo "# 50 ms samples (kiln bench --slice 50: every sample, AF_ALG too), the same rounds:"
+row "s50: whole gate (wall s) vs cryptsetup benchmark, one cipher (wall s)" "$(kv_rounds kiln_s50_seconds)" "$(kv_rounds cryptsetup_seconds)"
+row "s50: dm-crypt/zero write, depth 4, MB/s vs the 150/200 ms gate" "$(per_round bench-s50 .ciphers[0].write.mbps)" "$(per_round bench .ciphers[0].write.mbps)"
+row "s50: crypt seq write MB/s vs the 150 ms gate" "$(per_round bench-s50 .crypt.seq_write.mbps)" "$(per_round bench .crypt.seq_write.mbps)"
+row "s50: crypt seq read MB/s vs the 150 ms gate" "$(per_round bench-s50 .crypt.seq_read.mbps)" "$(per_round bench .crypt.seq_read.mbps)"
+row "s50: raw seq write MB/s vs the 150 ms gate" "$(per_round bench-s50 .raw.seq_write.mbps)" "$(per_round bench .raw.seq_write.mbps)"
+ratio() { awk "BEGIN{printf \"%.2f\", $(median <<<"$1") / $(median <<<"$2")}"; }
+# a sanity bound, not the 15 % target (TCG on a shared host): kiln's AF_ALG
+# figure uses the same method as cryptsetup's, so a unit or counting error
+# (MiB vs MB, bytes per pass) would show as a factor, not as noise
+r=$(ratio "$(per_round bench .ciphers[0].kernel_enc_mbps)" "$cs_enc")
+rig_check "kiln's AF_ALG figure is the same measurement as cryptsetup benchmark's (median ratio $r within 0.5..2)" \
+  awk "BEGIN{exit !($r >= 0.5 && $r <= 2)}"
+rig_report_section "kiln-file report-bench-cryptsetup3.txt" | sed 's/^/# cryptsetup (3 ciphers): /'
+kjson bench-tune | jq -r '.ciphers[] | "# tune: \(.cipher) \(.key_size) \(.sector_size) nowq=\(.no_workqueue) w=\(.write.mbps // "-") r=\(.read.mbps // "-") chosen=\(.chosen) \(.error // "")"'
+echo "# full run: $(jq -r .bench.luks_choice "$R"); gate: $(jq -r .bench.verdict "$R")"
 rig_done

@@ -11,17 +11,13 @@ rig_init
 command -v jq >/dev/null || rig_skip "no jq"
 
 # the small image and its manifest
-bash "$SRC/initramfs/base-image/build-small.sh" "$RIG_TMP/image" >"$RIG_TMP/image.log" 2>&1 \
-  || { cat "$RIG_TMP/image.log"; rig_die "could not build the small image"; }
-mkdir -p "$RIG_TMP/www/images"
-cp "$RIG_TMP/image/small.tar.zst" "$RIG_TMP/www/images/"
-RIG_VAR_IMAGE_SHA256=$(rig_sha256 "$RIG_TMP/image/small.tar.zst")
+rig_small_image
 
 # the guest-side check: an extra initramfs segment with a report hook
 seg=$RIG_TMP/hook-root
 mkdir -p "$seg/etc/kiln/report.d"
 cp "$SRC/initramfs/base-image/check-manifest.sh" "$seg/etc/kiln/check-manifest.sh"
-cp "$RIG_TMP/image/small.manifest" "$seg/etc/kiln/small.manifest"
+cp "$RIG_IMAGE_MANIFEST" "$seg/etc/kiln/small.manifest"
 # What kiln itself changes after the image is in place is left out: the files
 # the configure step writes (hostname, fstab, crypttab, mdadm.conf), and the
 # mtimes of their directory and of mount points' parents.
@@ -42,19 +38,9 @@ else
 fi
 
 # the stand-in controller, reached by the guest at 10.0.2.101:80 through a relay
-ctl=$RIG_TMP/controller
-out=$(bash "$SRC/tests/controller/start.sh" "$ctl") || rig_die "the controller did not start"
-RIG_PIDS+=("$(cat "$ctl/pid")")
-ctl_port=$(cat "$ctl/port")
-printf '#!/bin/sh\nexec socat - TCP:127.0.0.1:%s\n' "$ctl_port" >"$RIG_TMP/relay-controller"
-chmod +x "$RIG_TMP/relay-controller"
-RIG_VAR_CONTROLLER_IP=10.0.2.101
-RIG_NET_EXTRA=",guestfwd=tcp:10.0.2.101:80-cmd:$RIG_TMP/relay-controller"
-RIG_VAR_API_KEY=$(jq -r .api_key "$ctl/config.json")
-RIG_VAR_SECRET_KEY=$(jq -r .secret_key "$ctl/config.json")
-RIG_VAR_HMAC_KEY=$(jq -r .hmac_key "$ctl/config.json")
-RIG_VAR_PASSPHRASE=rig-full-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
-RIG_VAR_HOST_PASSWORD=host-pw-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+rig_controller
+RIG_VAR_PASSPHRASE=$(rig_secret rig-full-)
+RIG_VAR_HOST_PASSWORD=$(rig_secret host-pw-)
 
 rig_disks 4 2G
 rig_spec specs/kvm-full.yaml
@@ -70,8 +56,7 @@ rig_expect_section "hook 50-image-manifest" '^manifest: all entries match' "imag
 rig_expect_no_section "hook 50-image-manifest" 'mismatch' "no manifest mismatch"
 rig_expect_section "kiln-file report.json" '"crypt_write_mbps"' "the run report holds the benchmark figures"
 
-dump() { python3 "$SRC/tests/controller/controller.py" --dump "$ctl/controller.db"; }
-dump >"$RIG_TMP/dump-1.json" || rig_die "no controller dump"
+rig_controller_dump "$RIG_TMP/dump-1.json" || rig_die "no controller dump"
 rig_check "the controller holds exactly one host" jq -e '.hosts | length == 1' "$RIG_TMP/dump-1.json"
 rig_check "the host has the node's address" jq -e '.hosts[0].ipaddress == "10.0.2.15"' "$RIG_TMP/dump-1.json"
 rig_check "the host is KVM in cluster c1" jq -e '.hosts[0].hypervisor == "KVM"' "$RIG_TMP/dump-1.json"
@@ -88,7 +73,7 @@ rig_ok "secrets checked against console, guest report and controller"
 # again, on the same disks: re-provisioned, still one host
 rig_boot --direct || rig_die "the second run did not finish"
 rig_expect_exit 0
-dump >"$RIG_TMP/dump-2.json" || rig_die "no controller dump"
+rig_controller_dump "$RIG_TMP/dump-2.json" || rig_die "no controller dump"
 rig_check "a second run adds no second host" jq -e '.hosts | length == 1' "$RIG_TMP/dump-2.json"
 rig_check "the second run reported too" jq -e '.reports | length == 2' "$RIG_TMP/dump-2.json"
 rig_done

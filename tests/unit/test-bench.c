@@ -4,6 +4,7 @@
 #include "tap.h"
 
 #include <json-c/json.h>
+#include <libcryptsetup.h>
 
 static struct bench_io io(double mbps) {
         return (struct bench_io) { .done = true, .block_size = 1 << 20, .depth = 4, .mbps = mbps, .iops = mbps,
@@ -123,8 +124,82 @@ static void test_output(void) {
         bench_result_done(&r);
 }
 
+static struct bench_cipher cand(const char *cipher, unsigned ks, unsigned sector, bool nowq, double mbps) {
+        return (struct bench_cipher) { .cipher = strdup(cipher), .key_size = ks, .sector_size = sector,
+                                       .no_workqueue = nowq, .write = io(mbps), .read = io(mbps) };
+}
+
+/* Tuning's choice is what luksFormat gets, within what the LUKS object allows. */
+static void test_choose(void) {
+        struct bench_result r = { .chosen = 0 };
+        r.n_ciphers = 7;
+        r.ciphers = calloc(r.n_ciphers, sizeof *r.ciphers);
+        r.ciphers[0] = cand("aes-xts-plain64", 512, 4096, false, 20);
+        r.ciphers[1] = cand("aes-xts-plain64", 256, 4096, false, 30);
+        r.ciphers[2] = cand("aes-xts-plain64", 512, 4096, true, 25);
+        r.ciphers[3] = cand("aes-xts-plain64", 512, 512, false, 22);
+        r.ciphers[4] = cand("aes-xts-plain64", 256, 4096, true, 35);
+        r.ciphers[5] = cand("aes-xts-plain64", 256, 512, true, 40);
+        r.ciphers[6] = cand("xchacha12,aes-adiantum-plain64", 256, 4096, true, 99);
+        free(r.ciphers[6].error);
+        r.ciphers[6].error = strdup("dm-crypt could not run it");   /* fastest on paper, but not measured */
+
+        struct spec_luks l = { .id = "crypt0", .cipher = "aes-xts-plain64", .key_size = 512, .sector_size = 4096,
+                               .discard = true };
+        struct spec_bench tune = { .present = true, .tune = true }, plain = { .present = true };
+        struct bench_luks_choice ch;
+        const uint32_t nowq = CRYPT_ACTIVATE_NO_READ_WORKQUEUE | CRYPT_ACTIVATE_NO_WRITE_WORKQUEUE;
+
+        /* the spec pins 4096-byte sectors: the fastest 4096 candidate wins, flags added to discard */
+        CHECK_INT(bench_choose_for_luks(&tune, &l, &r, &ch), 1);
+        CHECK_INT(ch.candidate, 4);
+        CHECK_INT(r.chosen, 4);
+        CHECK_STR(ch.cipher, "aes-xts-plain64");
+        CHECK_INT(ch.key_size, 256);
+        CHECK_INT(ch.sector_size, 4096);
+        CHECK_INT(ch.flags, nowq | CRYPT_ACTIVATE_ALLOW_DISCARDS);
+
+        /* sector size left open: 512-byte sectors may win */
+        l.sector_size = 0;
+        CHECK_INT(bench_choose_for_luks(&tune, &l, &r, &ch), 1);
+        CHECK_INT(ch.candidate, 5);
+        CHECK_INT(ch.sector_size, 512);
+
+        /* perf flags the spec sets stay on: a candidate with workqueues cannot win */
+        r.ciphers[5].write.mbps = r.ciphers[5].read.mbps = 1;
+        r.ciphers[1].write.mbps = r.ciphers[1].read.mbps = 50;
+        l.no_read_workqueue = true;
+        CHECK_INT(bench_choose_for_luks(&tune, &l, &r, &ch), 1);
+        CHECK_INT(ch.candidate, 4);
+        CHECK(ch.flags & CRYPT_ACTIVATE_NO_READ_WORKQUEUE && ch.flags & CRYPT_ACTIVATE_NO_WRITE_WORKQUEUE);
+        /* ... and without them it may */
+        l.no_read_workqueue = false;
+        CHECK_INT(bench_choose_for_luks(&tune, &l, &r, &ch), 1);
+        CHECK_INT(ch.candidate, 1);
+        CHECK_INT(ch.flags, CRYPT_ACTIVATE_ALLOW_DISCARDS);
+
+        /* without tuning: the spec's values, and the gate judges the spec's cipher */
+        l.sector_size = 4096;
+        r.chosen = 1;
+        CHECK_INT(bench_choose_for_luks(&plain, &l, &r, &ch), 0);
+        CHECK_INT(ch.candidate, -1);
+        CHECK_INT(r.chosen, 0);
+        CHECK_INT(ch.key_size, 512);
+        CHECK_INT(ch.sector_size, 4096);
+        CHECK_INT(ch.flags, CRYPT_ACTIVATE_ALLOW_DISCARDS);
+
+        /* tuning with nothing the spec allows measured: the spec's values */
+        l.sector_size = 1024;
+        CHECK_INT(bench_choose_for_luks(&tune, &l, &r, &ch), 0);
+        CHECK_INT(ch.candidate, -1);
+        CHECK_INT(ch.sector_size, 1024);
+        CHECK_STR(ch.cipher, "aes-xts-plain64");
+        bench_result_done(&r);
+}
+
 int main(void) {
         test_parse();
+        test_choose();
         test_gate();
         test_output();
         return TEST_DONE();
