@@ -83,6 +83,12 @@ int cmd_apply(int argc, char **argv) {
         }
         diags_clear(&diags);
 
+        if (!dry_run && spec->hostname && !plan->hostname) {
+                log_error("refusing to apply '%s': hostname '%s' needs ${%s}, which this machine's inventory lacks; "
+                          "nothing was written", spec_path, spec->hostname,
+                          plan->hostname_missing ? plan->hostname_missing : "?");
+                return KILN_EXIT_BAD_SPEC;
+        }
         if (!dry_run && !yes) {
                 bool destroys = false;
                 for (size_t i = 0; i < plan->n_steps; i++)
@@ -97,19 +103,7 @@ int cmd_apply(int argc, char **argv) {
                 return KILN_EXIT_REFUSED;
         }
 
-        struct apply_options opts = { .dry_run = dry_run };
-        _cleanup_free_ char *hostname = NULL;
-        if (spec->hostname) {
-                struct spec_vars vars = {
-                        .mac = inventory_primary_mac(inv),
-                        .uuid = inv->machine_uuid,
-                        .serial = inv->serial,
-                        .hostname = inv->hostname,
-                };
-                r = spec_expand(spec->hostname, &vars, &hostname);
-                if (r < 0)
-                        return log_error_errno(r, "failed to expand hostname '%s': %m", spec->hostname), KILN_EXIT_BAD_SPEC;
-                opts.hostname = hostname;
-        }
+        /* the hostname as plan_build expanded it: a dry run shows what `kiln plan` shows */
+        struct apply_options opts = { .dry_run = dry_run, .hostname = plan->hostname };
         return apply_run(plan, &opts);
 }

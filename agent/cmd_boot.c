@@ -207,12 +207,11 @@ int cmd_boot(int argc, char **argv) {
         }
         diags_clear(&diags);
 
-        _cleanup_free_ char *hostname = NULL;
-        if (spec->hostname) {
-                r = spec_expand(spec->hostname, &vars, &hostname);
-                if (r < 0)
-                        return log_error_errno(r, "failed to expand hostname '%s': %m", spec->hostname), KILN_EXIT_BAD_SPEC;
-        }
+        const char *hostname = plan->hostname;  /* expanded by plan_build, as `kiln plan` shows it */
+        if (!dry_run && spec->hostname && !hostname)
+                return log_error("refusing to apply spec '%s': hostname '%s' needs ${%s}, which this machine's inventory "
+                                 "lacks; nothing was written", url, spec->hostname,
+                                 plan->hostname_missing ? plan->hostname_missing : "?"), KILN_EXIT_BAD_SPEC;
 
         /* 7. run it, and finish */
         if (!dry_run && no_finish) {

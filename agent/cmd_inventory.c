@@ -56,6 +56,12 @@ int cmd_inventory(int argc, char **argv) {
                         log_error_errno(r, "failed to read inventory '%s': %m", subject);
                 return KILN_EXIT_FAILURE;
         }
+        _cleanup_strv_free_ char **warnings = NULL;
+        r = inventory_warnings(inv, &warnings);
+        if (r < 0)
+                return log_error_errno(r, "failed to check the inventory: %m"), KILN_EXIT_FAILURE;
+        for (size_t i = 0; warnings && warnings[i]; i++)
+                log_warning("%s", warnings[i]);
         _cleanup_strbuf_ struct strbuf out = STRBUF_INIT;
         r = json ? inventory_to_json(inv, &out) : inventory_to_text(inv, &out);
         if (r < 0) {

@@ -91,6 +91,46 @@ const char *inventory_primary_mac(const struct inventory *inv) {
         return NULL;
 }
 
+size_t inventory_count_serial(const struct inventory *inv, const char *serial) {
+        size_t n = 0;
+        for (size_t i = 0; !strempty(serial) && i < inv->n_disks; i++)
+                if (inv->disks[i].serial && streq(inv->disks[i].serial, serial))
+                        n++;
+        return n;
+}
+
+int inventory_warnings(const struct inventory *inv, char ***ret) {
+        _cleanup_strv_free_ char **w = NULL;
+        for (size_t i = 0; i < inv->n_disks; i++) {
+                const char *serial = inv->disks[i].serial;
+                if (strempty(serial) || inventory_count_serial(inv, serial) < 2)
+                        continue;
+                bool first = true;      /* one message per serial, at its first disk */
+                for (size_t j = 0; first && j < i; j++)
+                        first = !(inv->disks[j].serial && streq(inv->disks[j].serial, serial));
+                if (!first)
+                        continue;
+                _cleanup_strbuf_ struct strbuf sb = { .max = 64 * 1024 };
+                int r = strbuf_adds(&sb, "disks ");
+                for (size_t j = i, k = 0, n = inventory_count_serial(inv, serial); r >= 0 && j < inv->n_disks; j++)
+                        if (inv->disks[j].serial && streq(inv->disks[j].serial, serial))
+                                r = strbuf_addf(&sb, "%s%s", k++ == 0 ? "" : k == n ? " and " : ", ",
+                                                inv->disks[j].path ? inv->disks[j].path : inv->disks[j].name);
+                if (r >= 0)
+                        r = strbuf_addf(&sb, " report the same serial '%s' (a USB bridge or virtual disks?): "
+                                             "a spec cannot select them by serial; use path, by_id or wwn", serial);
+                if (r < 0)
+                        return r;
+                char *m = strbuf_detach(&sb);
+                if (!m || strv_push(&w, m) < 0) {
+                        free(m);
+                        return -ENOMEM;
+                }
+        }
+        *ret = TAKE_PTR(w);
+        return 0;
+}
+
 bool inv_disk_has_signatures(const struct inv_disk *d) {
         if (d->n_sigs > 0)
                 return true;

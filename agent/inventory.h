@@ -85,6 +85,13 @@ struct inventory *inventory_free(struct inventory *inv);
 DEFINE_CLEANUP(inventory_free, struct inventory *)
 #define _cleanup_inventory_free_ _cleanup_(inventory_freep)
 
+/* How many disks report this serial (cheap USB bridges and some virtual
+ * disks repeat one); 0 for NULL or "". */
+size_t inventory_count_serial(const struct inventory *inv, const char *serial);
+/* What is odd about this machine, one message a line, e.g. "disks /dev/sda
+ * and /dev/sdb report the same serial 'X'...". *ret is NULL if nothing is. */
+int inventory_warnings(const struct inventory *inv, char ***ret);
+
 /* The MAC of the boot NIC (first NIC that is up with a MAC, else first with a MAC). */
 const char *inventory_primary_mac(const struct inventory *inv);
 /* True if the disk or any partition has a signature, holder or mount, or could not be read. */

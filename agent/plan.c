@@ -330,6 +330,22 @@ static int check_selected_disk(struct builder *b, const struct spec_disk *rule, 
         return 0;
 }
 
+/* Disks that repeat a serial cannot be told apart by it: naming one by serial
+ * would pick whichever the kernel lists first. */
+static int refuse_serial_twins(struct builder *b, const struct spec_disk *rule) {
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        size_t n = inventory_count_serial(b->inv, rule->serial), k = 0;
+        int r = 0;
+        for (size_t j = 0; r >= 0 && j < b->n_sorted; j++)
+                if (b->sorted[j]->serial && streq(b->sorted[j]->serial, rule->serial))
+                        r = strbuf_addf(&sb, "%s%s", k++ == 0 ? "" : k == n ? " and " : ", ", disk_path(b->sorted[j]));
+        if (r < 0)
+                return r;
+        return refuse(b, rule->match_mark.line ? rule->match_mark : rule->mark,
+                      "disk rule '%s' selects serial '%s', which %zu disks report (%s); a serial that is not unique "
+                      "cannot select a disk: use path, by_id or wwn", rule->id, rule->serial, n, strbuf_str(&sb));
+}
+
 static int select_disks(struct builder *b) {
         const struct spec *s = b->spec;
         const struct inventory *inv = b->inv;
@@ -354,6 +370,12 @@ static int select_disks(struct builder *b) {
                 const struct spec_disk *rule = &s->disks[i];
                 unsigned want = rule->count ? rule->count : 1;
                 unsigned n = 0;
+                if (rule->serial && inventory_count_serial(inv, rule->serial) > 1) {
+                        r = refuse_serial_twins(b, rule);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 _cleanup_strbuf_ struct strbuf matched = STRBUF_INIT, reasons = STRBUF_INIT;
                 for (size_t j = 0; j < b->n_sorted; j++) {
                         const struct inv_disk *d = b->sorted[j];
@@ -1195,7 +1217,7 @@ int plan_build(const struct spec *spec, const struct inventory *inv, struct plan
                         .mac = inventory_primary_mac(inv), .uuid = inv->machine_uuid,
                         .serial = inv->serial, .hostname = inv->hostname,
                 };
-                r = spec_expand(spec->hostname, &vars, &p->hostname);
+                r = spec_expand_full(spec->hostname, &vars, &p->hostname, &p->hostname_missing);
                 if (r == -ENODATA || r == -EINVAL)
                         r = 0;  /* a value the inventory lacks: shown unexpanded */
         }
@@ -1263,7 +1285,8 @@ int plan_to_text(const struct plan *p, struct strbuf *out) {
         else if (p->hostname || !s->hostname)
                 r = strbuf_addf(out, "hostname: %s\ndisks:\n", p->hostname ? p->hostname : "");
         else
-                r = strbuf_addf(out, "hostname: '%s' (not expanded: the inventory lacks a value)\ndisks:\n", s->hostname);
+                r = strbuf_addf(out, "hostname: '%s' (not expanded: the inventory has no %s)\ndisks:\n", s->hostname,
+                                p->hostname_missing ? p->hostname_missing : "value for it");
         for (size_t i = 0; r >= 0 && i < p->inv->n_disks; i++) {
                 const struct inv_disk *d = disks[i];
                 const struct plan_disk *pd = plan_disk_of(p, d);

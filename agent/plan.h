@@ -78,7 +78,10 @@ struct plan {
         const struct spec *spec;
         const struct inventory *inv;
         char *hostname;         /* spec hostname with ${mac} ${uuid} ${serial} ${hostname} from the
-                                 * inventory; NULL if the inventory lacks a value it needs */
+                                 * inventory (the one place it is expanded); NULL if the inventory
+                                 * lacks a value it needs: */
+        const char *hostname_missing;   /* then the variable it lacks ("serial"): a plan and a
+                                         * dry run show the template, a real run refuses */
         struct plan_disk *disks; size_t n_disks;
         struct plan_step *steps; size_t n_steps;
 };

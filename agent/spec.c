@@ -1902,6 +1902,10 @@ enum spec_obj_kind spec_lookup(const struct spec *s, const char *id, const void 
 }
 
 int spec_expand(const char *in, const struct spec_vars *vars, char **ret) {
+        return spec_expand_full(in, vars, ret, NULL);
+}
+
+int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, const char **reterr_var) {
         _cleanup_strbuf_ struct strbuf sb = { .max = 64 * 1024 };
         int r;
         if (!in)
@@ -1921,20 +1925,22 @@ int spec_expand(const char *in, const struct spec_vars *vars, char **ret) {
                 if (!e)
                         return -EINVAL;
                 size_t n = (size_t) (e - d - 2);
-                const char *val = NULL;
-                bool known = false;
-                const char *names[] = { "mac", "uuid", "serial", "hostname" };
+                const char *val = NULL, *name = NULL;
+                static const char *const names[] = { "mac", "uuid", "serial", "hostname" };
                 const char *vals[] = { vars ? vars->mac : NULL, vars ? vars->uuid : NULL,
                                        vars ? vars->serial : NULL, vars ? vars->hostname : NULL };
                 for (size_t i = 0; i < ELEMENTSOF(names); i++)
                         if (strlen(names[i]) == n && strncmp(names[i], d + 2, n) == 0) {
-                                known = true;
+                                name = names[i];
                                 val = vals[i];
                         }
-                if (!known)
+                if (!name)
                         return -EINVAL;
-                if (!val)
+                if (!val) {
+                        if (reterr_var)
+                                *reterr_var = name;
                         return -ENODATA;
+                }
                 r = strbuf_adds(&sb, val);
                 if (r < 0)
                         return r;

@@ -276,6 +276,9 @@ struct spec_vars {
         const char *mac, *uuid, *serial, *hostname;
 };
 int spec_expand(const char *in, const struct spec_vars *vars, char **ret);
+/* The same; on -ENODATA (a variable without a value in vars) *reterr_var
+ * names that variable ("serial"). */
+int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, const char **reterr_var);
 
 const char *spec_part_type_name(enum spec_part_type t);
 const char *spec_fs_type_name(enum spec_fs_type t);

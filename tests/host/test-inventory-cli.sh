@@ -18,6 +18,17 @@ for f in "$INV"/*.json; do
   "$KILN" inventory --sysroot "$f" --json | cmp - "$f" || fail "$f does not round-trip"
 done
 
+# disks that repeat a serial (cheap USB bridges, some virtual disks): a
+# warning naming them all, on stderr; the inventory itself is unchanged
+jq '.disks[2].serial = "kiln-disk0" | .disks[3].serial = "kiln-disk0"' "$INV/qemu-4disk.json" >"$T/twins.json"
+"$KILN" inventory --sysroot "$T/twins.json" --json >"$T/twins.out" 2>"$T/twins.err" || fail "twins: kiln inventory failed"
+[[ "$(cat "$T/twins.err")" == "warning: disks /dev/vda, /dev/vdc and /dev/vdd report the same serial 'kiln-disk0' (a USB bridge or virtual disks?): a spec cannot select them by serial; use path, by_id or wwn" ]] \
+  || fail "twins: stderr [$(cat "$T/twins.err")]"
+[[ "$(jq -c '[.disks[].serial]' "$T/twins.out")" == '["kiln-disk0","kiln-disk1","kiln-disk0","kiln-disk0","kiln-extra"]' ]] \
+  || fail "twins: serials changed: $(jq -c '[.disks[].serial]' "$T/twins.out")"
+"$KILN" inventory --sysroot "$INV/qemu-4disk.json" >/dev/null 2>"$T/e" || fail "qemu-4disk: kiln inventory failed"
+[[ ! -s $T/e ]] || fail "qemu-4disk: unexpected stderr [$(cat "$T/e")]"
+
 check_err() {  # check_err WANT_RC WANT_STDERR ARGS...
   local want_rc=$1 want=$2; shift 2
   local rc=0

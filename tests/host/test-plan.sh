@@ -89,6 +89,30 @@ for name in $(awk '$2 == "qemu-4disk" { print $1 }' tests/expected/templates.map
                 || bad "$t: /dev/vde is selected"
 done
 
+# --- kiln plan and kiln apply --dry-run: one hostname, one set of steps ---------
+# qemu-4disk records no machine serial: both show 'kvm-${serial}' unexpanded; a
+# real apply refuses before it writes (exit 2, before the --yes check, so a
+# regression cannot reach the recorded disks). With a serial, both expand it.
+t=templates/kvm-raid10-luks-lvm.yaml
+jq '.serial = "SN-TEST-42"' tests/inventories/qemu-4disk.json >"$tmp/with-serial.json"
+for inv in tests/inventories/qemu-4disk.json "$tmp/with-serial.json"; do
+        "$KILN" plan "$t" --inventory "$inv" >"$tmp/h.plan" 2>"$tmp/h.err" || { bad "plan on $inv failed:"; cat "$tmp/h.err"; }
+        "$KILN" apply --dry-run "$t" --inventory "$inv" >"$tmp/h.dry" 2>"$tmp/h.err"; rc=$?
+        [[ $rc == 0 ]] || { bad "apply --dry-run on $inv exited $rc:"; cat "$tmp/h.err"; continue; }
+        sed -nE 's/^ *[0-9]+  ([a-z-]+) +(.*)/\1 \2/p' "$tmp/h.plan" | sed -E 's/ +/ /g' >"$tmp/h.plan.steps"
+        sed -nE 's/^ *[0-9]+\. ([a-z-]+) +(.*)/\1 \2/p' "$tmp/h.dry" | sed -E 's/ +/ /g' >"$tmp/h.dry.steps"
+        [[ -s $tmp/h.plan.steps ]] || bad "no steps read from the plan on $inv"
+        diff -u "$tmp/h.plan.steps" "$tmp/h.dry.steps" >"$tmp/diff" || { bad "plan and apply --dry-run list different steps on $inv:"; cat "$tmp/diff"; }
+        checked=$((checked + 1))
+done
+grep -qxF "hostname: 'kvm-\${serial}' (not expanded: the inventory has no serial)" "$tmp/h.plan" && bad "serial given, hostname not expanded"
+grep -qxF "hostname: kvm-SN-TEST-42 (from 'kvm-\${serial}')" "$tmp/h.plan" || { bad "hostname not expanded from the serial:"; head -1 "$tmp/h.plan"; }
+grep -qF "hostname 'kvm-SN-TEST-42'" "$tmp/h.dry.steps" || bad "apply --dry-run does not configure hostname kvm-SN-TEST-42"
+"$KILN" apply "$t" --inventory tests/inventories/qemu-4disk.json >"$tmp/h.out" 2>"$tmp/h.err"; rc=$?
+[[ $rc == 2 ]] || bad "apply without a serial for the hostname exited $rc, expected 2"
+grep -qF "refusing to apply '$t': hostname 'kvm-\${serial}' needs \${serial}, which this machine's inventory lacks; nothing was written" "$tmp/h.err" \
+        || { bad "apply without a serial: wrong message:"; cat "$tmp/h.err"; }
+
 # --- refusals and bad input ---------------------------------------------------
 for c in tests/plan/*.yaml; do
         [[ -f $c ]] || continue

@@ -224,6 +224,37 @@ static void test_sysroot(void) {
         CHECK_STR(strbuf_str(&out), exp);
 }
 
+/* Disks repeating a serial: counted, and one warning per serial naming them all. */
+static void test_serial_twins(void) {
+        static const char text[] =
+                "{\"version\": 1, \"disks\": ["
+                "{\"name\": \"sda\", \"path\": \"/dev/sda\", \"serial\": \"X1\"},"
+                "{\"name\": \"sdb\", \"path\": \"/dev/sdb\", \"serial\": \"\"},"
+                "{\"name\": \"sdc\", \"path\": \"/dev/sdc\", \"serial\": \"Y2\"},"
+                "{\"name\": \"sdd\", \"path\": \"/dev/sdd\", \"serial\": \"\"},"
+                "{\"name\": \"sde\", \"path\": \"/dev/sde\", \"serial\": \"X1\"},"
+                "{\"name\": \"sdf\", \"path\": \"/dev/sdf\", \"serial\": \"X1\"}]}";
+        _cleanup_inventory_free_ struct inventory *inv = NULL;
+        CHECK_INT(inventory_from_json_string(text, strlen(text), &inv, NULL), 0);
+        if (!inv)
+                return;
+        CHECK_INT((int) inventory_count_serial(inv, "X1"), 3);
+        CHECK_INT((int) inventory_count_serial(inv, "Y2"), 1);
+        CHECK_INT((int) inventory_count_serial(inv, ""), 0);    /* no serial is not a shared serial */
+        CHECK_INT((int) inventory_count_serial(inv, NULL), 0);
+        _cleanup_strv_free_ char **w = NULL;
+        CHECK_INT(inventory_warnings(inv, &w), 0);
+        CHECK_INT((int) strv_length(w), 1);
+        if (w)
+                CHECK_STR(w[0], "disks /dev/sda, /dev/sde and /dev/sdf report the same serial 'X1' (a USB bridge or "
+                                "virtual disks?): a spec cannot select them by serial; use path, by_id or wwn");
+        _cleanup_inventory_free_ struct inventory *one = NULL;
+        CHECK_INT(inventory_from_json_string("{\"version\": 1}", 14, &one, NULL), 0);
+        _cleanup_strv_free_ char **none = NULL;
+        CHECK_INT(inventory_warnings(one, &none), 0);
+        CHECK(none == NULL);
+}
+
 static void test_missing(void) {
         _cleanup_inventory_free_ struct inventory *inv = NULL;
         CHECK_INT(inventory_load("/nonexistent/kiln-inventory.json", &inv), -ENOENT);
@@ -237,5 +268,6 @@ int main(void) {
         test_bad_json();
         test_sysroot();
         test_missing();
+        test_serial_twins();
         return TEST_DONE();
 }

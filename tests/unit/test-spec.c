@@ -279,6 +279,17 @@ static void test_expand(void) {
         struct spec_vars none = {};
         CHECK_INT(spec_expand("x${serial}", &none, &out), -ENODATA);
         CHECK(out == NULL);
+        /* the variable without a value is named (plan shows it, apply refuses with it) */
+        const char *missing = NULL;
+        struct spec_vars only_mac = { .mac = "52:54:00:12:34:56" };
+        CHECK_INT(spec_expand_full("${mac}-${uuid}-${serial}", &only_mac, &out, &missing), -ENODATA);
+        CHECK_STR(missing, "uuid");
+        CHECK(out == NULL);
+        missing = NULL;
+        CHECK_INT(spec_expand_full("${mac}", &only_mac, &out, &missing), 0);
+        CHECK(missing == NULL);
+        CHECK_STR(out, "52:54:00:12:34:56");
+        free(out);
 }
 
 int main(void) {
