@@ -1,6 +1,7 @@
 #include "bench.h"
 #include "luks.h"
 #include "paths.h"
+#include "procfs.h"
 
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -127,15 +128,7 @@ int bench_choose_for_luks(const struct spec_bench *policy, const struct spec_luk
 /* /proc/misc lists "device-mapper" once dm-mod is loaded. (The node
  * /dev/mapper/control proves nothing: libdevmapper creates it on demand.) */
 static bool have_device_mapper(void) {
-        _cleanup_free_ char *p = NULL, *misc = NULL;
-        if (asprintf(&p, "%s/misc", kiln_paths.procfs) < 0)
-                return false;
-        if (read_full_file(p, 1024 * 1024, &misc, NULL) < 0)
-                return false;
-        for (const char *q = misc; (q = strstr(q, "device-mapper")); q++)
-                if ((q == misc || q[-1] == ' ') && (q[13] == '\n' || q[13] == 0))
-                        return true;
-        return false;
+        return procfs_misc_has(kiln_paths.procfs, "device-mapper") > 0;
 }
 
 #define AF_ALG_MISSING "no AF_ALG sockets (CONFIG_CRYPTO_USER_API_SKCIPHER) for the in-memory cipher figure (libcryptsetup's crypt_benchmark() method)"

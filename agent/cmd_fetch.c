@@ -1,6 +1,8 @@
 /* kiln fetch URL [--sha256 HEX] [--ca FILE] [--max SIZE] [--retries N] [-o FILE]
  * Fetches one URL with kiln's own fetcher (retries, resume, TLS with the
- * extra CA) and writes it to stdout or a file; for operators and tests. */
+ * extra CA) and writes it to stdout or a file; for operators and tests.
+ * -o FILE: written to a temporary file beside it and renamed over FILE only
+ * when the fetch (and the sha256) succeeded; on failure FILE is untouched. */
 #include "commands.h"
 #include "exitcode.h"
 #include "fetch.h"
@@ -9,6 +11,8 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <libgen.h>
+#include <sys/stat.h>
 
 struct fd_sink {
         int fd;
@@ -28,6 +32,30 @@ static int fd_write(const void *data, size_t len, void *userdata) {
                 p += n;
                 len -= (size_t) n;
         }
+        return 0;
+}
+
+/* The temporary file, removed unless it was renamed into place. */
+static void unlink_freep(char **p) {
+        if (*p) {
+                (void) unlink(*p);
+                free(*p);
+        }
+}
+
+/* "DIR/.BASE.XXXXXX" beside path, created 0600, O_CLOEXEC. */
+static int tmpfile_beside(const char *path, char **ret_path, int *ret_fd) {
+        _cleanup_free_ char *d = strdup(path), *b = strdup(path);
+        if (!d || !b)
+                return -ENOMEM;
+        _cleanup_free_ char *tmp = NULL;
+        if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(d), basename(b)) < 0)
+                return -ENOMEM;
+        int fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        *ret_path = TAKE_PTR(tmp);
+        *ret_fd = fd;
         return 0;
 }
 
@@ -95,11 +123,12 @@ int cmd_fetch(int argc, char **argv) {
         const char *url = argv[optind];
 
         _cleanup_close_ int fd = -1;
+        _cleanup_(unlink_freep) char *tmp = NULL;
         struct fd_sink s = { .fd = STDOUT_FILENO };
         if (out) {
-                fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-                if (fd < 0)
-                        return log_error_errno(-errno, "failed to open '%s': %m", out), KILN_EXIT_FAILURE;
+                r = tmpfile_beside(out, &tmp, &fd);
+                if (r < 0)
+                        return log_error_errno(r, "failed to create a temporary file beside '%s': %m", out), KILN_EXIT_FAILURE;
                 s.fd = fd;
         }
         s.seekable = lseek(s.fd, 0, SEEK_CUR) >= 0;
@@ -117,6 +146,15 @@ int cmd_fetch(int argc, char **argv) {
         if (sha && !sha256_hex_equal(sha, res.sha256)) {
                 log_error("sha256 mismatch for '%s': expected %s, got %s", url, sha, res.sha256);
                 return KILN_EXIT_FETCH;
+        }
+        if (out) {
+                mode_t mask = umask(0);
+                umask(mask);
+                if (fchmod(fd, 0666 & ~mask) < 0 || fsync(fd) < 0)
+                        return log_error_errno(-errno, "failed to write '%s': %m", tmp), KILN_EXIT_FAILURE;
+                if (rename(tmp, out) < 0)
+                        return log_error_errno(-errno, "failed to rename '%s' to '%s': %m", tmp, out), KILN_EXIT_FAILURE;
+                free(TAKE_PTR(tmp));
         }
         return KILN_EXIT_OK;
 }

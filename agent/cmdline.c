@@ -56,14 +56,6 @@ static int parse_bool(const char *v) {
         return -EINVAL;
 }
 
-static bool is_sha256_hex(const char *s) {
-        size_t n = 0;
-        for (; s[n]; n++)
-                if (!isxdigit((unsigned char) s[n]))
-                        return false;
-        return n == 64;
-}
-
 static int set_str(char **field, const char *v) {
         char *c = strdup(v);
         if (!c)
@@ -129,7 +121,7 @@ int cmdline_parse(const char *text, struct kiln_cmdline *ret, char **ret_bad) {
                         }
                         continue;
                 }
-                if (strempty(v) || (field == &c.spec_sha256 && !is_sha256_hex(v))) {
+                if (strempty(v) || (field == &c.spec_sha256 && !hex_valid(v, 64))) {
                         r = -EINVAL;
                         goto bad;
                 }

@@ -1,10 +1,12 @@
 #include "image.h"
 #include "log.h"
 #include "paths.h"
+#include "ring.h"
 
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/fs.h>
@@ -14,72 +16,59 @@
 
 #define IMAGE_BLOCK_SIZE (256u << 10)   /* what one libarchive read gets */
 #define IMAGE_RAW_WRITE_SIZE (4u << 20) /* raw: writes of this size, aligned */
+#define IMAGE_LINKSET_MAX_BYTES (2u << 20) /* symlink guard; beyond it libarchive checks every path */
 
 DEFINE_CLEANUP(archive_read_free, struct archive *)
 DEFINE_CLEANUP(archive_write_free, struct archive *)
 
-/* ---- the ring between the fetch thread (producer) and libarchive (consumer) ---- */
+/* ---- three threads, two rings ----
+ *
+ * fetch thread:      fetch_url (curl, sha256, retries) → ring `in` (as downloaded)
+ * decompress thread: libarchive, filters only (detected from the data) → ring `out`
+ * installing thread: libarchive tar reader + write_disk (or raw writes) from `out`
+ *
+ * like `curl | zstd -dc | tar -x`: decompression overlaps the file writes.
+ * A failure anywhere cancels both rings, so every thread ends. */
 
 struct stream {
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        uint8_t *ring;
-        size_t cap, head, len;
-        bool eof;               /* the producer finished */
-        int fetch_err;          /* its result */
-        bool cancel;            /* the consumer gave up */
-        uint64_t downloaded, total;
+        struct ring in, out;
+        uint64_t total;         /* announced size (atomic) */
 
-        /* producer side */
+        /* fetch thread */
         const char *url;
         struct fetch_options fopts;
         struct fetch_result fres;
+        int fetch_err;          /* read after the join */
 
-        /* consumer side (installing thread only) */
-        uint8_t *block;
-        int read_err;           /* why the last read failed, if it did */
+        /* decompress thread */
+        size_t in_borrowed;
+        int in_err;             /* why reading `in` failed (the fetch error, or cancelled) */
+        char decomp_error[256]; /* set when the data itself is bad; read after `out` ends */
+
+        /* installing thread */
+        size_t out_borrowed;
+        int read_err;           /* why the last read of `out` failed, if it did */
         uint64_t written;
         const struct image_options *opts;
         uint64_t start_usec, last_progress_usec;
 };
 
+static void stream_done(struct stream *s) {
+        ring_done(&s->in);
+        ring_done(&s->out);
+}
+
 static int stream_write(const void *data, size_t n, void *userdata) {
         struct stream *s = userdata;
-        const uint8_t *p = data;
-
-        pthread_mutex_lock(&s->lock);
-        while (n > 0) {
-                while (s->len == s->cap && !s->cancel)
-                        pthread_cond_wait(&s->cond, &s->lock);
-                if (s->cancel) {
-                        pthread_mutex_unlock(&s->lock);
-                        return -ECANCELED;
-                }
-                size_t tail = (s->head + s->len) % s->cap;
-                size_t chunk = s->cap - s->len;
-                if (chunk > s->cap - tail)
-                        chunk = s->cap - tail;
-                if (chunk > n)
-                        chunk = n;
-                memcpy(s->ring + tail, p, chunk);
-                s->len += chunk;
-                s->downloaded += chunk;
-                p += chunk;
-                n -= chunk;
-                pthread_cond_broadcast(&s->cond);
-        }
-        pthread_mutex_unlock(&s->lock);
-        return 0;
+        return ring_put(&s->in, data, n);
 }
 
 static void stream_length(uint64_t total, void *userdata) {
         struct stream *s = userdata;
-        pthread_mutex_lock(&s->lock);
-        s->total = total;
-        pthread_mutex_unlock(&s->lock);
+        __atomic_store_n(&s->total, total, __ATOMIC_RELAXED);
 }
 
-static void *stream_producer(void *userdata) {
+static void *fetch_thread(void *userdata) {
         struct stream *s = userdata;
         struct fetch_sink sink = {
                 .write = stream_write,
@@ -87,49 +76,109 @@ static void *stream_producer(void *userdata) {
                 .length = stream_length,
                 .userdata = s,
         };
-        int r = fetch_url(s->url, &s->fopts, &sink, &s->fres);
-        pthread_mutex_lock(&s->lock);
-        s->eof = true;
-        s->fetch_err = r;
-        pthread_cond_broadcast(&s->cond);
-        pthread_mutex_unlock(&s->lock);
+        s->fetch_err = fetch_url(s->url, &s->fopts, &sink, &s->fres);
+        ring_finish(&s->in, s->fetch_err);
         return NULL;
 }
 
-/* Up to max bytes; 0 at the end of a complete stream; the fetch error when
- * the download failed. */
-static ssize_t stream_read(struct stream *s, void *buf, size_t max) {
-        ssize_t r;
-        pthread_mutex_lock(&s->lock);
-        for (;;) {
-                if (s->len > 0) {
-                        size_t chunk = s->len;
-                        if (chunk > s->cap - s->head)
-                                chunk = s->cap - s->head;
-                        if (chunk > max)
-                                chunk = max;
-                        memcpy(buf, s->ring + s->head, chunk);
-                        s->head = (s->head + chunk) % s->cap;
-                        s->len -= chunk;
-                        pthread_cond_broadcast(&s->cond);
-                        r = (ssize_t) chunk;
-                        break;
-                }
-                if (s->eof) {
-                        r = s->fetch_err < 0 ? s->fetch_err : 0;
-                        break;
-                }
-                pthread_cond_wait(&s->cond, &s->lock);
-        }
-        pthread_mutex_unlock(&s->lock);
-        return r;
+static const char *archive_err(struct archive *a) {
+        const char *e = archive_error_string(a);
+        return e ? e : "unknown error";
 }
 
-static void stream_cancel(struct stream *s) {
-        pthread_mutex_lock(&s->lock);
-        s->cancel = true;
-        pthread_cond_broadcast(&s->cond);
-        pthread_mutex_unlock(&s->lock);
+static la_ssize_t in_read_cb(struct archive *a, void *userdata, const void **ret_buf) {
+        struct stream *s = userdata;
+        if (s->in_borrowed > 0) {
+                ring_consume(&s->in, s->in_borrowed);
+                s->in_borrowed = 0;
+        }
+        ssize_t n = ring_peek(&s->in, ret_buf, IMAGE_BLOCK_SIZE);
+        if (n < 0) {
+                s->in_err = (int) n;
+                archive_set_error(a, EIO, "download interrupted");
+                return -1;
+        }
+        s->in_borrowed = (size_t) n;
+        return n;
+}
+
+static int in_close_cb(struct archive *a, void *userdata) {
+        struct stream *s = userdata;
+        if (s->in_borrowed > 0) {
+                ring_consume(&s->in, s->in_borrowed);
+                s->in_borrowed = 0;
+        }
+        return ARCHIVE_OK;
+}
+
+/* The data's own fault: remembered for the installing thread's message. */
+static int decompress_failed(struct stream *s, struct archive *a) {
+        if (s->in_err < 0)
+                return s->in_err;
+        snprintf(s->decomp_error, sizeof(s->decomp_error), "%s", archive_err(a));
+        return -EBADMSG;
+}
+
+static int decompress(struct stream *s) {
+        _cleanup_(archive_read_freep) struct archive *a = archive_read_new();
+        struct archive_entry *e;
+        int r;
+
+        if (!a)
+                return -ENOMEM;
+        /* Compression is detected from the data. Only filters built into
+         * libarchive: no fallback to external programs. Format "raw": the
+         * (decompressed) bytes as they are, the tar is read downstream. */
+        if (archive_read_support_filter_gzip(a) != ARCHIVE_OK ||
+            archive_read_support_filter_xz(a) != ARCHIVE_OK ||
+            archive_read_support_filter_zstd(a) != ARCHIVE_OK ||
+            archive_read_support_filter_bzip2(a) != ARCHIVE_OK ||
+            archive_read_support_format_raw(a) != ARCHIVE_OK)
+                return -EOPNOTSUPP;
+        if (archive_read_open(a, s, NULL, in_read_cb, in_close_cb) != ARCHIVE_OK)
+                return decompress_failed(s, a);
+        r = archive_read_next_header(a, &e);
+        if (r == ARCHIVE_EOF)
+                return 0;
+        if (r < ARCHIVE_WARN)
+                return decompress_failed(s, a);
+        for (;;) {
+                const void *buf;
+                size_t size;
+                la_int64_t off;
+                r = archive_read_data_block(a, &buf, &size, &off);
+                if (r == ARCHIVE_EOF)
+                        return 0;
+                if (r < ARCHIVE_WARN)
+                        return decompress_failed(s, a);
+                r = ring_put(&s->out, buf, size);
+                if (r < 0)
+                        return r;
+        }
+}
+
+static void *decompress_thread(void *userdata) {
+        struct stream *s = userdata;
+        int r = decompress(s);
+        /* the hash covers trailing bytes too (e.g. padding after the last frame) */
+        while (r == 0) {
+                const void *p;
+                ssize_t n = ring_peek(&s->in, &p, SIZE_MAX);
+                if (n <= 0) {
+                        r = (int) n;
+                        break;
+                }
+                ring_consume(&s->in, (size_t) n);
+        }
+        if (r < 0)
+                ring_cancel(&s->in, r);         /* ends the download */
+        ring_finish(&s->out, r);
+        return NULL;
+}
+
+static void stream_cancel(struct stream *s, int err) {
+        ring_cancel(&s->out, err);
+        ring_cancel(&s->in, err);
 }
 
 static void stream_progress(struct stream *s, bool done) {
@@ -143,10 +192,8 @@ static void stream_progress(struct stream *s, bool done) {
         s->last_progress_usec = now;
 
         struct image_progress p = { .written = s->written, .elapsed_usec = now - s->start_usec, .eta_sec = -1, .done = done };
-        pthread_mutex_lock(&s->lock);
-        p.downloaded = s->downloaded;
-        p.total = s->total;
-        pthread_mutex_unlock(&s->lock);
+        p.downloaded = ring_total_in(&s->in);
+        p.total = __atomic_load_n(&s->total, __ATOMIC_RELAXED);
         if (p.elapsed_usec > 0)
                 p.rate = (double) p.downloaded * 1e6 / (double) p.elapsed_usec;
         if (p.total > 0 && p.rate > 0 && p.total >= p.downloaded)
@@ -154,17 +201,40 @@ static void stream_progress(struct stream *s, bool done) {
         o->progress(&p, o->progress_userdata);
 }
 
-static la_ssize_t archive_read_cb(struct archive *a, void *userdata, const void **ret_buf) {
-        struct stream *s = userdata;
-        ssize_t n = stream_read(s, s->block, IMAGE_BLOCK_SIZE);
+/* Borrows up to max decompressed bytes: the count, 0 at the end, or an error
+ * (read_err says which). The previous borrow is given back first. */
+static ssize_t out_peek(struct stream *s, const void **ret, size_t max) {
+        if (s->out_borrowed > 0) {
+                ring_consume(&s->out, s->out_borrowed);
+                s->out_borrowed = 0;
+        }
+        ssize_t n = ring_peek(&s->out, ret, max);
         if (n < 0) {
                 s->read_err = (int) n;
-                archive_set_error(a, EIO, "download interrupted");
+                return n;
+        }
+        s->out_borrowed = (size_t) n;
+        stream_progress(s, false);
+        return n;
+}
+
+static la_ssize_t out_read_cb(struct archive *a, void *userdata, const void **ret_buf) {
+        struct stream *s = userdata;
+        ssize_t n = out_peek(s, ret_buf, IMAGE_BLOCK_SIZE);
+        if (n < 0) {
+                archive_set_error(a, EIO, "%s", s->decomp_error[0] ? s->decomp_error : "download interrupted");
                 return -1;
         }
-        stream_progress(s, false);
-        *ret_buf = s->block;
         return n;
+}
+
+static int out_close_cb(struct archive *a, void *userdata) {
+        struct stream *s = userdata;
+        if (s->out_borrowed > 0) {
+                ring_consume(&s->out, s->out_borrowed);
+                s->out_borrowed = 0;
+        }
+        return ARCHIVE_OK;
 }
 
 /* ---- formatting errors ---- */
@@ -178,81 +248,289 @@ static int set_error(struct image_result *res, int r, const char *fmt, ...) {
         return r;
 }
 
-static const char *archive_err(struct archive *a) {
-        const char *e = archive_error_string(a);
-        return e ? e : "unknown error";
+/* A failed read of the decompressed stream: bad data is explained here, a
+ * download error is returned for the caller to report. */
+static int read_failed(struct stream *s, struct archive *a, struct image_result *res, const char *what) {
+        if (s->read_err < 0 && !s->decomp_error[0])
+                return s->read_err;
+        return set_error(res, -EBADMSG, "%s: %s", what, s->read_err < 0 ? s->decomp_error : archive_err(a));
+}
+
+/* ---- the symlink guard ----
+ *
+ * libarchive's ARCHIVE_EXTRACT_SECURE_SYMLINKS lstat()s every component of
+ * every path (six syscalls per entry, most of kiln's extraction time on a
+ * root filesystem). When the target holds no symlink at the start, the only
+ * symlinks are those this archive creates, so kiln remembers their paths
+ * instead and refuses an entry (or a hard link target) below one of them, as
+ * libarchive would; an entry replacing such a symlink removes it first, as
+ * libarchive does. When the target already holds symlinks, or the set would
+ * outgrow IMAGE_LINKSET_MAX_BYTES, or a path is too long to check here,
+ * libarchive's own check is switched on instead. */
+
+#define LINKSET_TOMB ((char *) 1)
+
+struct linkset {
+        char **slot;
+        size_t cap, used;       /* used: live + tombstones */
+        size_t bytes;
+        bool off;               /* not (or no longer) in use: libarchive checks */
+};
+
+static void linkset_free(struct linkset *ls) {
+        for (size_t i = 0; i < ls->cap; i++)
+                if (ls->slot[i] != LINKSET_TOMB)
+                        free(ls->slot[i]);
+        free(ls->slot);
+        *ls = (struct linkset) { .off = true };
+}
+
+static uint64_t hash_bytes(const char *p, size_t n) {
+        uint64_t h = 0xcbf29ce484222325ull;     /* FNV-1a */
+        for (size_t i = 0; i < n; i++)
+                h = (h ^ (uint8_t) p[i]) * 0x100000001b3ull;
+        return h;
+}
+
+/* The slot holding p[0..n), or NULL. */
+static char **linkset_find(struct linkset *ls, const char *p, size_t n) {
+        if (ls->cap == 0)
+                return NULL;
+        for (size_t i = hash_bytes(p, n) & (ls->cap - 1);; i = (i + 1) & (ls->cap - 1)) {
+                char *x = ls->slot[i];
+                if (!x)
+                        return NULL;
+                if (x != LINKSET_TOMB && strncmp(x, p, n) == 0 && x[n] == 0)
+                        return &ls->slot[i];
+        }
+}
+
+static int linkset_grow(struct linkset *ls) {
+        size_t cap = ls->cap ? ls->cap * 2 : 1024;
+        char **slot = calloc(cap, sizeof(char *));
+        if (!slot)
+                return -ENOMEM;
+        size_t used = 0;
+        for (size_t i = 0; i < ls->cap; i++) {
+                char *x = ls->slot[i];
+                if (!x || x == LINKSET_TOMB)
+                        continue;
+                size_t j = hash_bytes(x, strlen(x)) & (cap - 1);
+                while (slot[j])
+                        j = (j + 1) & (cap - 1);
+                slot[j] = x;
+                used++;
+        }
+        free(ls->slot);
+        ls->slot = slot;
+        ls->cap = cap;
+        ls->used = used;
+        return 0;
+}
+
+/* 0, or -E2BIG when the set is full (the caller switches the guard off). */
+static int linkset_add(struct linkset *ls, const char *path) {
+        if (linkset_find(ls, path, strlen(path)))
+                return 0;
+        size_t need = strlen(path) + 1 + 2 * sizeof(char *);
+        if (ls->bytes + need + (ls->cap ? ls->cap : 1024) * 2 * sizeof(char *) > IMAGE_LINKSET_MAX_BYTES)
+                return -E2BIG;
+        if ((ls->used + 1) * 10 > ls->cap * 7) {
+                int r = linkset_grow(ls);
+                if (r < 0)
+                        return r;
+        }
+        char *x = strdup(path);
+        if (!x)
+                return -ENOMEM;
+        size_t i = hash_bytes(x, strlen(x)) & (ls->cap - 1);
+        while (ls->slot[i] && ls->slot[i] != LINKSET_TOMB)
+                i = (i + 1) & (ls->cap - 1);
+        if (!ls->slot[i])
+                ls->used++;
+        ls->slot[i] = x;
+        ls->bytes += need;
+        return 0;
+}
+
+static void linkset_remove(struct linkset *ls, char **slot) {
+        ls->bytes -= strlen(*slot) + 1 + 2 * sizeof(char *);
+        free(*slot);
+        *slot = LINKSET_TOMB;
+}
+
+/* libarchive's reading of an entry path: "./a//b/./c/" is "a/b/c".
+ * 1: normalised into buf; 0: nothing to check (libarchive refuses absolute
+ * paths and "..", the root itself is no entry to guard); -ENAMETOOLONG. */
+static int path_normalize(const char *in, char *buf, size_t size) {
+        size_t n = 0;
+        if (!in || in[0] == '/')
+                return 0;
+        for (const char *p = in; *p;) {
+                const char *end = strchrnul(p, '/');
+                size_t len = (size_t) (end - p);
+                if (len == 2 && p[0] == '.' && p[1] == '.')
+                        return 0;
+                if (len > 0 && !(len == 1 && p[0] == '.')) {
+                        if (n + (n > 0) + len + 1 > size)
+                                return -ENAMETOOLONG;
+                        if (n > 0)
+                                buf[n++] = '/';
+                        memcpy(buf + n, p, len);
+                        n += len;
+                }
+                p = *end ? end + 1 : end;
+        }
+        buf[n] = 0;
+        return n > 0;
+}
+
+/* The first proper prefix of path that is a remembered symlink, or NULL. */
+static const char *linkset_parent(struct linkset *ls, const char *path) {
+        for (const char *p = strchr(path, '/'); p; p = strchr(p + 1, '/')) {
+                char **x = linkset_find(ls, path, (size_t) (p - path));
+                if (x)
+                        return *x;
+        }
+        return NULL;
+}
+
+static int has_symlink_cb(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        return type == FTW_SL || type == FTW_SLN;
+}
+
+/* Whether the working directory (the target) holds a symlink anywhere. */
+static int target_has_symlinks(void) {
+        int r = nftw(".", has_symlink_cb, 16, FTW_PHYS | FTW_MOUNT);
+        if (r < 0)
+                return -errno;
+        return r > 0;
+}
+
+/* Before writing entry e: refuse it (-EPERM, explained in res) when it or its
+ * hard link target lies below a symlink the archive made; remove a symlink
+ * the entry replaces. *ret_is_link: the entry makes a symlink (a symlink
+ * entry, or a hard link to one) to remember after it was written; the
+ * normalised path is left in path_buf. 1: a path this guard cannot check,
+ * the caller switches to libarchive's check. */
+static int guard_entry(struct linkset *ls, struct archive_entry *e, char *path_buf, size_t size,
+                       bool *ret_is_link, struct image_result *res) {
+        char link_buf[PATH_MAX];
+        const char *path = archive_entry_pathname(e), *hardlink = archive_entry_hardlink(e), *bad;
+        bool is_link = archive_entry_filetype(e) == AE_IFLNK && !hardlink;
+        int r;
+
+        *ret_is_link = false;
+        r = path_normalize(path, path_buf, size);
+        if (r == 0)
+                return 0;       /* libarchive refuses it, or there is nothing to guard */
+        if (r < 0)
+                return 1;
+        if (hardlink) {
+                int k = path_normalize(hardlink, link_buf, sizeof(link_buf));
+                if (k < 0)
+                        return 1;
+                if (k > 0) {
+                        bad = linkset_parent(ls, link_buf);
+                        if (bad)
+                                return set_error(res, -EPERM, "refused entry '%s': its hard link target '%s' "
+                                                 "is below the symlink '%s'", path, hardlink, bad);
+                        is_link = linkset_find(ls, link_buf, strlen(link_buf)) != NULL;
+                }
+        }
+        bad = linkset_parent(ls, path_buf);
+        if (bad)
+                return set_error(res, -EPERM, "refused entry '%s': it would be written through the symlink '%s'",
+                                 path, bad);
+        char **self = linkset_find(ls, path_buf, strlen(path_buf));
+        if (self) {
+                if (unlink(path_buf) < 0 && errno != ENOENT)
+                        return set_error(res, -errno, "cannot remove the symlink '%s' that entry '%s' replaces: %s",
+                                         path_buf, path, strerror(errno));
+                linkset_remove(ls, self);
+        }
+        *ret_is_link = is_link;
+        return 0;
 }
 
 /* ---- tar ---- */
 
-/* *a is the caller's (freed by it), so a failed open can still be explained. */
-static int open_reader(struct stream *s, bool raw, struct archive **a_out) {
-        struct archive *a = *a_out = archive_read_new();
-        if (!a)
-                return -ENOMEM;
-        /* Compression is detected from the data. Only filters built into
-         * libarchive: no fallback to external programs. */
-        if (archive_read_support_filter_gzip(a) != ARCHIVE_OK ||
-            archive_read_support_filter_xz(a) != ARCHIVE_OK ||
-            archive_read_support_filter_zstd(a) != ARCHIVE_OK ||
-            archive_read_support_filter_bzip2(a) != ARCHIVE_OK)
-                return -EOPNOTSUPP;
-        if ((raw ? archive_read_support_format_raw(a) : archive_read_support_format_tar(a)) != ARCHIVE_OK)
-                return -EOPNOTSUPP;
-        if (archive_read_open(a, s, NULL, archive_read_cb, NULL) != ARCHIVE_OK)
-                return -EBADMSG;
-        return 0;
-}
-
-/* A failed libarchive call: the stream's own error (the download) wins. */
-static int reader_failed(struct stream *s, struct archive *a, struct image_result *res, const char *what) {
-        if (s->read_err < 0)
-                return s->read_err;     /* the caller reports the fetch error */
-        return set_error(res, -EBADMSG, "%s: %s", what, archive_err(a));
-}
-
 static int extract_tar(struct stream *s, struct image_result *res) {
         _cleanup_(archive_read_freep) struct archive *a = NULL;
         _cleanup_(archive_write_freep) struct archive *w = NULL;
+        _cleanup_(linkset_free) struct linkset ls = {};
+        /* Numeric owners only: no archive_write_disk_set_standard_lookup(). */
+        int flags = ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
+                ARCHIVE_EXTRACT_ACL | ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_FFLAGS |
+                ARCHIVE_EXTRACT_SPARSE | ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS;
+        char norm[PATH_MAX];
         struct archive_entry *e;
         int r;
 
         s->read_err = 0;
-        r = open_reader(s, false, &a);
+        s->written = 0;
+        res->entries = 0;
+        r = target_has_symlinks();
         if (r < 0)
-                return r == -EBADMSG ? reader_failed(s, a, res, "cannot read the archive") : r;
+                return set_error(res, r, "cannot look for symlinks in the target: %s", strerror(-r));
+        if (r > 0) {
+                ls.off = true;
+                flags |= ARCHIVE_EXTRACT_SECURE_SYMLINKS;
+        }
 
+        a = archive_read_new();
         w = archive_write_disk_new();
-        if (!w)
+        if (!a || !w)
                 return -ENOMEM;
-        /* Numeric owners only: no archive_write_disk_set_standard_lookup(). */
-        if (archive_write_disk_set_options(w,
-                        ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
-                        ARCHIVE_EXTRACT_ACL | ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_FFLAGS |
-                        ARCHIVE_EXTRACT_SPARSE | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-                        ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS) != ARCHIVE_OK)
+        if (archive_read_support_format_tar(a) != ARCHIVE_OK)
+                return -EOPNOTSUPP;
+        if (archive_read_open(a, s, NULL, out_read_cb, out_close_cb) != ARCHIVE_OK)
+                return read_failed(s, a, res, "cannot read the archive");
+        if (archive_write_disk_set_options(w, flags) != ARCHIVE_OK)
                 return -EINVAL;
 
-        res->entries = 0;
-        s->written = 0;
         for (;;) {
+                bool is_link = false;
+
                 r = archive_read_next_header(a, &e);
                 if (r == ARCHIVE_EOF)
                         break;
                 if (r < ARCHIVE_WARN)
-                        return reader_failed(s, a, res, "corrupt or truncated archive");
+                        return read_failed(s, a, res, res->entries == 0 ? "cannot read the archive" :
+                                           "corrupt or truncated archive");
                 if (r == ARCHIVE_WARN)
                         res->warnings++;
                 res->entries++;
 
                 const char *path = archive_entry_pathname(e);
+                if (!ls.off) {
+                        r = guard_entry(&ls, e, norm, sizeof(norm), &is_link, res);
+                        if (r < 0)
+                                return r;
+                        if (r > 0) {
+                                linkset_free(&ls);
+                                flags |= ARCHIVE_EXTRACT_SECURE_SYMLINKS;
+                                if (archive_write_disk_set_options(w, flags) != ARCHIVE_OK)
+                                        return -EINVAL;
+                        }
+                }
                 r = archive_write_header(w, e);
                 if (r < ARCHIVE_WARN)
                         return set_error(res, r == ARCHIVE_FATAL ? -EIO : -EPERM, "refused entry '%s': %s",
                                          path ? path : "", archive_err(w));
                 if (r == ARCHIVE_WARN)
                         res->warnings++;
-                if (r >= ARCHIVE_WARN && archive_entry_size(e) > 0) {
+                if (is_link && !ls.off) {
+                        r = linkset_add(&ls, norm);
+                        if (r == -E2BIG) {
+                                linkset_free(&ls);
+                                flags |= ARCHIVE_EXTRACT_SECURE_SYMLINKS;
+                                if (archive_write_disk_set_options(w, flags) != ARCHIVE_OK)
+                                        return -EINVAL;
+                        } else if (r < 0)
+                                return r;
+                }
+                if (archive_entry_size(e) > 0) {
                         for (;;) {
                                 const void *buf;
                                 size_t size;
@@ -261,7 +539,7 @@ static int extract_tar(struct stream *s, struct image_result *res) {
                                 if (r == ARCHIVE_EOF)
                                         break;
                                 if (r < ARCHIVE_WARN)
-                                        return reader_failed(s, a, res, "corrupt or truncated archive");
+                                        return read_failed(s, a, res, "corrupt or truncated archive");
                                 la_ssize_t n = archive_write_data_block(w, buf, size, off);
                                 if (n < ARCHIVE_WARN)
                                         return set_error(res, -EIO, "cannot write '%s': %s", path ? path : "",
@@ -301,28 +579,23 @@ static int write_all_at(int fd, const uint8_t *p, size_t n, uint64_t off) {
 }
 
 static int extract_raw(struct stream *s, int fd, uint64_t dev_size, uint8_t *buf, const char *target,
-                            struct image_result *res) {
-        _cleanup_(archive_read_freep) struct archive *a = NULL;
-        struct archive_entry *e;
+                       struct image_result *res) {
         uint64_t off = 0;
         size_t fill = 0;
         int r;
 
         s->read_err = 0;
         s->written = 0;
-        r = open_reader(s, true, &a);
-        if (r < 0)
-                return r == -EBADMSG ? reader_failed(s, a, res, "cannot read the image") : r;
-        r = archive_read_next_header(a, &e);
-        if (r == ARCHIVE_EOF)
-                return set_error(res, -EBADMSG, "the image is empty");
-        if (r < ARCHIVE_WARN)
-                return reader_failed(s, a, res, "cannot read the image");
-
         for (;;) {
-                la_ssize_t n = archive_read_data(a, buf + fill, IMAGE_RAW_WRITE_SIZE - fill);
-                if (n < 0)
-                        return reader_failed(s, a, res, "corrupt or truncated image");
+                const void *p;
+                ssize_t n = out_peek(s, &p, IMAGE_RAW_WRITE_SIZE - fill);
+                if (n < 0) {
+                        if (!s->decomp_error[0])
+                                return (int) n;
+                        return set_error(res, -EBADMSG, "%s: %s", off + fill == 0 ? "cannot read the image" :
+                                         "corrupt or truncated image", s->decomp_error);
+                }
+                memcpy(buf + fill, p, (size_t) n);
                 fill += (size_t) n;
                 if (fill == IMAGE_RAW_WRITE_SIZE || (n == 0 && fill > 0)) {
                         if (off + fill > dev_size)
@@ -339,14 +612,14 @@ static int extract_raw(struct stream *s, int fd, uint64_t dev_size, uint8_t *buf
                 if (n == 0)
                         break;
         }
+        if (off == 0)
+                return set_error(res, -EBADMSG, "the image is empty");
         return 0;
 }
-
-/* ---- the install ---- */
-
 static int drain(struct stream *s) {
         for (;;) {
-                ssize_t n = stream_read(s, s->block, IMAGE_BLOCK_SIZE);
+                const void *p;
+                ssize_t n = out_peek(s, &p, SIZE_MAX);
                 if (n <= 0)
                         return (int) n;
         }
@@ -393,7 +666,7 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
         _cleanup_close_ int target_fd = -1, marker_dir = -1, old_cwd = -1;
         _cleanup_free_ uint8_t *rawbuf = NULL;
         uint64_t dev_size = 0;
-        pthread_t thread;
+        pthread_t fetcher, decompressor;
         struct stat st;
         int r;
 
@@ -438,8 +711,16 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
         }
 
         s->start_usec = s->last_progress_usec = now_usec();
-        r = -pthread_create(&thread, NULL, stream_producer, s);
+        r = -pthread_create(&fetcher, NULL, fetch_thread, s);
         if (r < 0) {
+                if (old_cwd >= 0)
+                        (void) fchdir(old_cwd);
+                return r;
+        }
+        r = -pthread_create(&decompressor, NULL, decompress_thread, s);
+        if (r < 0) {
+                stream_cancel(s, r);
+                pthread_join(fetcher, NULL);
                 if (old_cwd >= 0)
                         (void) fchdir(old_cwd);
                 return r;
@@ -448,8 +729,9 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
         if (r == 0)
                 r = drain(s);   /* the hash covers trailing padding too */
         if (r < 0)
-                stream_cancel(s);
-        pthread_join(thread, NULL);
+                stream_cancel(s, r);
+        pthread_join(decompressor, NULL);
+        pthread_join(fetcher, NULL);
         if (old_cwd >= 0 && fchdir(old_cwd) < 0 && r >= 0)
                 r = -errno;
 
@@ -484,7 +766,6 @@ int image_install(const struct spec_image *img, const char *target, const struct
         static const struct image_options defaults = {};
         struct image_result scratch, *res = ret ? ret : &scratch;
         _cleanup_free_ char *ca = NULL;
-        _cleanup_free_ uint8_t *ring = NULL, *block = NULL;
         int r;
 
         if (!opts)
@@ -499,10 +780,7 @@ int image_install(const struct spec_image *img, const char *target, const struct
                 return set_error(res, r, "%s '%s'", r == -EPROTONOSUPPORT ?
                                  "unsupported URL scheme (only http, https and file):" : "not a valid URL:", img->url);
 
-        struct stream s = {
-                .lock = PTHREAD_MUTEX_INITIALIZER,
-                .cond = PTHREAD_COND_INITIALIZER,
-                .cap = IMAGE_RING_SIZE,
+        _cleanup_(stream_done) struct stream s = {
                 .url = img->url,
                 .fopts = opts->fetch,
                 .opts = opts,
@@ -515,12 +793,8 @@ int image_install(const struct spec_image *img, const char *target, const struct
                         return set_error(res, -errno, "cannot find CA file '%s': %s", s.fopts.ca_file, strerror(errno));
                 s.fopts.ca_file = ca;
         }
-        ring = malloc(s.cap);
-        block = malloc(IMAGE_BLOCK_SIZE);
-        if (!ring || !block)
+        if (ring_init(&s.in, IMAGE_RING_SIZE) < 0 || ring_init(&s.out, IMAGE_RING_SIZE) < 0)
                 return -ENOMEM;
-        s.ring = ring;
-        s.block = block;
 
         uint64_t start = now_usec();
         r = install(&s, img, target, res);

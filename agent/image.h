@@ -2,17 +2,22 @@
  *
  * A fetch thread (fetch.c: retries, Range resume; a server that ignores
  * Range is read again from 0 and the bytes already delivered are dropped, so
- * libarchive sees one continuous stream) feeds a bounded
- * ring buffer; libarchive reads from it in the calling thread, so neither a
- * temporary file nor the whole image in memory is needed (memory is bounded
- * by the ring, IMAGE_RING_SIZE, plus the decompressor's window).
+ * libarchive sees one continuous stream) feeds a bounded ring buffer; a
+ * decompress thread (libarchive's filters) feeds a second one; the calling
+ * thread reads the tar from that and writes the files, so download,
+ * decompression and writing overlap like `curl | zstd -dc | tar -x`. Neither
+ * a temporary file nor the whole image in memory is needed (memory is bounded
+ * by the rings, 2 x IMAGE_RING_SIZE, plus the decompressor's window).
  *
  * tar: the compression (zstd, xz, gzip, bzip2 or none) is detected from the
  * data; entries are extracted into the target directory with numeric owners
  * (no name lookups: there is no passwd to ask), modes, mtimes, ACLs, xattrs,
  * file flags, hard links, symlinks, device nodes and sparse files. Entries
  * that would escape the target ("..", absolute paths, through a symlink) are
- * refused and fail the install.
+ * refused and fail the install. Symlinks are checked by libarchive per path
+ * component only when the target already holds symlinks; into an empty
+ * target kiln remembers the symlinks the archive makes and checks against
+ * those (no syscalls per entry).
  * raw: the (optionally compressed) stream is written to a block device with
  * large aligned writes, then fsync'ed.
  *
@@ -28,7 +33,7 @@
 #define IMAGE_INCOMPLETE_MARKER ".kiln-incomplete"
 #define IMAGE_RAW_INCOMPLETE_MARKER "image-incomplete"
 #define IMAGE_DEFAULT_MAX_SIZE (64ull << 30)    /* when the spec sets no max_size */
-#define IMAGE_RING_SIZE (8u << 20)
+#define IMAGE_RING_SIZE (4u << 20)      /* each of the two rings (downloaded, decompressed) */
 
 struct image_progress {
         uint64_t downloaded;    /* bytes received in the current stream */

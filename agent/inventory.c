@@ -5,6 +5,7 @@
  * form written here is read back by inventory_load_json(). */
 #include "inventory.h"
 #include "paths.h"
+#include "procfs.h"
 #include "sigprobe.h"
 
 #include <arpa/inet.h>
@@ -376,6 +377,24 @@ static int list_dir(const char *path, bool (*want)(const struct dirent *de, void
         return 0;
 }
 
+/* list_dir for the probe: at most max names (else -E2BIG); a failure names
+ * the directory in c's error subject. *ret_n is the count. */
+static int probe_list(struct probe_ctx *c, const char *path, bool (*want)(const struct dirent *de, void *u), void *u,
+                      size_t max, char ***ret, size_t *ret_n) {
+        _cleanup_strv_free_ char **v = NULL;
+        int r = list_dir(path, want, u, &v);
+        size_t n = strv_length(v);
+        if (r >= 0 && n > max)
+                r = -E2BIG;
+        if (r < 0) {
+                set_err(c, path);
+                return r;
+        }
+        *ret = TAKE_PTR(v);
+        *ret_n = n;
+        return 0;
+}
+
 static int read_holders(const char *dir, char ***ret) {
         _cleanup_free_ char *p = NULL;
         if (asprintf(&p, "%s/holders", dir) < 0)
@@ -659,16 +678,9 @@ static int probe_disk(struct probe_ctx *c, const char *blockdir, const char *nam
                 return r;
 
         _cleanup_strv_free_ char **parts = NULL;
-        r = list_dir(dir, want_part, dir, &parts);
-        if (r < 0) {
-                set_err(c, dir);
+        size_t np;
+        if ((r = probe_list(c, dir, want_part, dir, INVENTORY_MAX_PARTS, &parts, &np)) < 0)
                 return r;
-        }
-        size_t np = strv_length(parts);
-        if (np > INVENTORY_MAX_PARTS) {
-                set_err(c, dir);
-                return -E2BIG;
-        }
         if (np > 0) {
                 d->parts = calloc(np, sizeof *d->parts);
                 if (!d->parts)
@@ -698,16 +710,10 @@ static int probe_disks(struct probe_ctx *c, struct inventory *inv) {
         if (asprintf(&blockdir, "%s/block", c->sysfs) < 0)
                 return -ENOMEM;
         _cleanup_strv_free_ char **names = NULL;
-        int r = list_dir(blockdir, NULL, NULL, &names);
-        if (r < 0) {
-                set_err(c, blockdir);
+        size_t n;
+        int r = probe_list(c, blockdir, NULL, NULL, INVENTORY_MAX_DISKS, &names, &n);
+        if (r < 0)
                 return r;
-        }
-        size_t n = strv_length(names);
-        if (n > INVENTORY_MAX_DISKS) {
-                set_err(c, blockdir);
-                return -E2BIG;
-        }
         if (n == 0)
                 return 0;
         inv->disks = calloc(n, sizeof *inv->disks);
@@ -745,16 +751,10 @@ static int probe_nics(struct probe_ctx *c, struct inventory *inv) {
         if (asprintf(&netdir, "%s/class/net", c->sysfs) < 0)
                 return -ENOMEM;
         _cleanup_strv_free_ char **names = NULL;
-        int r = list_dir(netdir, NULL, NULL, &names);
-        if (r < 0) {
-                set_err(c, netdir);
+        size_t n;
+        int r = probe_list(c, netdir, NULL, NULL, INVENTORY_MAX_NICS, &names, &n);
+        if (r < 0)
                 return r;
-        }
-        size_t n = strv_length(names);
-        if (n > INVENTORY_MAX_NICS) {
-                set_err(c, netdir);
-                return -E2BIG;
-        }
         if (n == 0)
                 return 0;
         _cleanup_free_ struct nic_sort *tmp = calloc(n, sizeof *tmp);
@@ -819,96 +819,36 @@ static int probe_nics(struct probe_ctx *c, struct inventory *inv) {
         return r;
 }
 
-static int probe_cpu(struct probe_ctx *c, struct inventory *inv) {
-        _cleanup_free_ char *p = NULL, *buf = NULL;
-        if (asprintf(&p, "%s/cpuinfo", c->procfs) < 0)
-                return -ENOMEM;
-        int r = read_full_file(p, 16u * 1024 * 1024, &buf, NULL);
+/* A /proc file that is not there (a recorded tree without it) leaves the fields empty. */
+static int proc_err(struct probe_ctx *c, int r, const char *name) {
         if (r == -ENOENT)
                 return 0;
-        if (r < 0) {
+        _cleanup_free_ char *p = NULL;
+        if (asprintf(&p, "%s/%s", c->procfs, name) >= 0)
                 set_err(c, p);
-                return r;
-        }
-        bool flags_seen = false;
-        for (char *line = buf; line && *line;) {
-                char *nl = strchr(line, '\n');
-                if (nl)
-                        *nl = 0;
-                char *colon = strchr(line, ':');
-                if (colon) {
-                        char *key_end = colon;
-                        while (key_end > line && (key_end[-1] == ' ' || key_end[-1] == '\t'))
-                                key_end--;
-                        size_t kl = (size_t) (key_end - line);
-                        const char *val = colon + 1;
-                        while (*val == ' ' || *val == '\t')
-                                val++;
-                        if (kl == 9 && strncmp(line, "processor", 9) == 0)
-                                inv->cpus++;
-                        else if (kl == 10 && strncmp(line, "model name", 10) == 0 && !inv->cpu_model) {
-                                if (!(inv->cpu_model = strdup(val)))
-                                        return -ENOMEM;
-                        } else if (kl == 5 && strncmp(line, "flags", 5) == 0 && !flags_seen) {
-                                flags_seen = true;
-                                for (const char *q = val; *q;) {
-                                        while (*q == ' ')
-                                                q++;
-                                        size_t l = strcspn(q, " ");
-                                        if (l == 3 && strncmp(q, "aes", 3) == 0)
-                                                inv->cpu_aes = true;
-                                        else if (l == 4 && strncmp(q, "vaes", 4) == 0)
-                                                inv->cpu_vaes = true;
-                                        else if (l == 4 && strncmp(q, "avx2", 4) == 0)
-                                                inv->cpu_avx2 = true;
-                                        q += l;
-                                }
-                        }
-                }
-                line = nl ? nl + 1 : NULL;
-        }
+        return r;
+}
+
+static int probe_cpu(struct probe_ctx *c, struct inventory *inv) {
+        struct procfs_cpuinfo ci;
+        int r = procfs_read_cpuinfo(c->procfs, &ci);
+        if (r < 0)
+                return proc_err(c, r, "cpuinfo");
+        inv->cpus = ci.cpus;
+        inv->cpu_model = ci.model;
+        inv->cpu_aes = ci.aes;
+        inv->cpu_vaes = ci.vaes;
+        inv->cpu_avx2 = ci.avx2;
         return 0;
 }
 
 static int probe_memory(struct probe_ctx *c, struct inventory *inv) {
-        _cleanup_free_ char *p = NULL, *buf = NULL;
-        if (asprintf(&p, "%s/meminfo", c->procfs) < 0)
-                return -ENOMEM;
-        int r = read_full_file(p, 1024 * 1024, &buf, NULL);
-        if (r == -ENOENT)
-                return 0;
-        if (r < 0) {
-                set_err(c, p);
-                return r;
-        }
-        for (char *line = buf; line && *line;) {
-                char *nl = strchr(line, '\n');
-                if (nl)
-                        *nl = 0;
-                uint64_t *field = NULL;
-                const char *rest = NULL;
-                if (strncmp(line, "MemTotal:", 9) == 0) {
-                        field = &inv->mem_total;
-                        rest = line + 9;
-                } else if (strncmp(line, "MemAvailable:", 13) == 0) {
-                        field = &inv->mem_available;
-                        rest = line + 13;
-                }
-                if (field) {
-                        while (*rest == ' ')
-                                rest++;
-                        char num[32];
-                        size_t l = strspn(rest, "0123456789");
-                        uint64_t kb;
-                        if (l > 0 && l < sizeof num) {
-                                memcpy(num, rest, l);
-                                num[l] = 0;
-                                if (safe_atou64(num, &kb) >= 0 && kb <= UINT64_MAX / 1024)
-                                        *field = kb * 1024;
-                        }
-                }
-                line = nl ? nl + 1 : NULL;
-        }
+        struct procfs_meminfo m;
+        int r = procfs_read_meminfo(c->procfs, &m);
+        if (r < 0)
+                return proc_err(c, r, "meminfo");
+        inv->mem_total = m.total;
+        inv->mem_available = m.available;
         return 0;
 }
 
@@ -973,15 +913,28 @@ int inventory_probe(const char *sysroot, struct inventory **ret) {
 
 /* ---------- JSON out ---------- */
 
+/* The JSON writers below share one error idiom: r starts at 0, and once a
+ * call fails it is negative and every later call only frees what it got, so
+ * a block of json_put*() calls needs one check at its end. A NULL object or
+ * value (allocation failed) is -ENOMEM. */
 static void json_put(struct json_object *o, const char *key, struct json_object *v, int *r) {
-        if (*r < 0) {
+        if (*r < 0 || !o) {
                 json_object_put(v);
+                *r = *r < 0 ? *r : -ENOMEM;
                 return;
         }
         if (!v || json_object_object_add(o, key, v) < 0) {
                 json_object_put(v);
                 *r = -ENOMEM;
         }
+}
+
+/* Appends v to the array a (taken; freed on failure), the same way. */
+static void json_append(struct json_object *a, struct json_object *v, int *r) {
+        if (*r >= 0 && (!a || !v || json_object_array_add(a, v) < 0))
+                *r = -ENOMEM;
+        if (*r < 0)
+                json_object_put(v);
 }
 
 static struct json_object *jstr(const char *s) {
@@ -993,60 +946,60 @@ static void json_put_str(struct json_object *o, const char *key, const char *s, 
         if (*r < 0)
                 return;
         if (!s) {
-                if (json_object_object_add(o, key, NULL) < 0)
+                if (!o || json_object_object_add(o, key, NULL) < 0)
                         *r = -ENOMEM;
                 return;
         }
         json_put(o, key, jstr(s), r);
 }
 
+/* a, or NULL (and a freed) if building it failed */
+static struct json_object *jdone(struct json_object *a, int r) {
+        if (r >= 0)
+                return a;
+        json_object_put(a);
+        return NULL;
+}
+
 static struct json_object *jstrv(char *const *v) {
         struct json_object *a = json_object_new_array();
-        if (!a)
-                return NULL;
-        for (size_t i = 0; v && v[i]; i++) {
-                struct json_object *s = json_object_new_string(v[i]);
-                if (!s || json_object_array_add(a, s) < 0) {
-                        json_object_put(s);
-                        json_object_put(a);
-                        return NULL;
-                }
-        }
-        return a;
+        int r = 0;
+        for (size_t i = 0; v && v[i] && r >= 0; i++)
+                json_append(a, json_object_new_string(v[i]), &r);
+        return jdone(a, r);
 }
 
 static struct json_object *jsigs(const struct inv_signature *s, size_t n) {
         struct json_object *a = json_object_new_array();
-        if (!a)
-                return NULL;
         int r = 0;
         for (size_t i = 0; i < n && r >= 0; i++) {
                 struct json_object *o = json_object_new_object();
-                if (!o) {
-                        r = -ENOMEM;
-                        break;
-                }
                 json_put_str(o, "type", s[i].type, &r);
                 json_put_str(o, "usage", s[i].usage, &r);
                 json_put_str(o, "uuid", s[i].uuid, &r);
                 json_put_str(o, "label", s[i].label, &r);
                 json_put(o, "offset", json_object_new_uint64(s[i].offset), &r);
-                if (r < 0 || json_object_array_add(a, o) < 0) {
-                        json_object_put(o);
-                        r = -ENOMEM;
-                }
+                json_append(a, o, &r);
         }
-        if (r < 0) {
-                json_object_put(a);
-                return NULL;
-        }
-        return a;
+        return jdone(a, r);
+}
+
+static struct json_object *jpart(const struct inv_partition *p) {
+        struct json_object *o = json_object_new_object();
+        int r = 0;
+        json_put_str(o, "name", p->name, &r);
+        json_put_str(o, "path", p->path, &r);
+        json_put(o, "number", json_object_new_uint64(p->number), &r);
+        json_put(o, "start", json_object_new_uint64(p->start), &r);
+        json_put(o, "size", json_object_new_uint64(p->size), &r);
+        json_put(o, "signatures", jsigs(p->sigs, p->n_sigs), &r);
+        json_put(o, "holders", jstrv(p->holders), &r);
+        json_put_str(o, "mountpoint", p->mountpoint, &r);
+        return jdone(o, r);
 }
 
 static struct json_object *jdisk(const struct inv_disk *d) {
         struct json_object *o = json_object_new_object();
-        if (!o)
-                return NULL;
         int r = 0;
         json_put_str(o, "name", d->name, &r);
         json_put_str(o, "path", d->path, &r);
@@ -1067,32 +1020,20 @@ static struct json_object *jdisk(const struct inv_disk *d) {
         json_put_str(o, "mountpoint", d->mountpoint, &r);
         json_put(o, "unreadable", json_object_new_boolean(d->unreadable), &r);
         struct json_object *parts = json_object_new_array();
-        for (size_t i = 0; parts && i < d->n_parts && r >= 0; i++) {
-                const struct inv_partition *p = &d->parts[i];
-                struct json_object *po = json_object_new_object();
-                if (!po) {
-                        r = -ENOMEM;
-                        break;
-                }
-                json_put_str(po, "name", p->name, &r);
-                json_put_str(po, "path", p->path, &r);
-                json_put(po, "number", json_object_new_uint64(p->number), &r);
-                json_put(po, "start", json_object_new_uint64(p->start), &r);
-                json_put(po, "size", json_object_new_uint64(p->size), &r);
-                json_put(po, "signatures", jsigs(p->sigs, p->n_sigs), &r);
-                json_put(po, "holders", jstrv(p->holders), &r);
-                json_put_str(po, "mountpoint", p->mountpoint, &r);
-                if (r < 0 || json_object_array_add(parts, po) < 0) {
-                        json_object_put(po);
-                        r = -ENOMEM;
-                }
-        }
+        for (size_t i = 0; i < d->n_parts && r >= 0; i++)
+                json_append(parts, jpart(&d->parts[i]), &r);
         json_put(o, "partitions", parts, &r);
-        if (r < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
+        return jdone(o, r);
+}
+
+static struct json_object *jnic(const struct inv_nic *n) {
+        struct json_object *o = json_object_new_object();
+        int r = 0;
+        json_put_str(o, "name", n->name, &r);
+        json_put_str(o, "mac", n->mac, &r);
+        json_put(o, "up", json_object_new_boolean(n->up), &r);
+        json_put(o, "ipv4", jstrv(n->ipv4), &r);
+        return jdone(o, r);
 }
 
 int inventory_to_json(const struct inventory *inv, struct strbuf *out) {
@@ -1105,45 +1046,23 @@ int inventory_to_json(const struct inventory *inv, struct strbuf *out) {
         json_put_str(root, "machine_uuid", inv->machine_uuid, &r);
         json_put_str(root, "serial", inv->serial, &r);
         struct json_object *cpu = json_object_new_object();
-        if (cpu) {
-                json_put_str(cpu, "model", inv->cpu_model, &r);
-                json_put(cpu, "count", json_object_new_uint64(inv->cpus), &r);
-                json_put(cpu, "aes", json_object_new_boolean(inv->cpu_aes), &r);
-                json_put(cpu, "vaes", json_object_new_boolean(inv->cpu_vaes), &r);
-                json_put(cpu, "avx2", json_object_new_boolean(inv->cpu_avx2), &r);
-        }
+        json_put_str(cpu, "model", inv->cpu_model, &r);
+        json_put(cpu, "count", json_object_new_uint64(inv->cpus), &r);
+        json_put(cpu, "aes", json_object_new_boolean(inv->cpu_aes), &r);
+        json_put(cpu, "vaes", json_object_new_boolean(inv->cpu_vaes), &r);
+        json_put(cpu, "avx2", json_object_new_boolean(inv->cpu_avx2), &r);
         json_put(root, "cpu", cpu, &r);
         struct json_object *mem = json_object_new_object();
-        if (mem) {
-                json_put(mem, "total", json_object_new_uint64(inv->mem_total), &r);
-                json_put(mem, "available", json_object_new_uint64(inv->mem_available), &r);
-        }
+        json_put(mem, "total", json_object_new_uint64(inv->mem_total), &r);
+        json_put(mem, "available", json_object_new_uint64(inv->mem_available), &r);
         json_put(root, "memory", mem, &r);
         struct json_object *disks = json_object_new_array();
-        for (size_t i = 0; disks && i < inv->n_disks && r >= 0; i++) {
-                struct json_object *d = jdisk(&inv->disks[i]);
-                if (!d || json_object_array_add(disks, d) < 0) {
-                        json_object_put(d);
-                        r = -ENOMEM;
-                }
-        }
+        for (size_t i = 0; i < inv->n_disks && r >= 0; i++)
+                json_append(disks, jdisk(&inv->disks[i]), &r);
         json_put(root, "disks", disks, &r);
         struct json_object *nics = json_object_new_array();
-        for (size_t i = 0; nics && i < inv->n_nics && r >= 0; i++) {
-                struct json_object *n = json_object_new_object();
-                if (!n) {
-                        r = -ENOMEM;
-                        break;
-                }
-                json_put_str(n, "name", inv->nics[i].name, &r);
-                json_put_str(n, "mac", inv->nics[i].mac, &r);
-                json_put(n, "up", json_object_new_boolean(inv->nics[i].up), &r);
-                json_put(n, "ipv4", jstrv(inv->nics[i].ipv4), &r);
-                if (r < 0 || json_object_array_add(nics, n) < 0) {
-                        json_object_put(n);
-                        r = -ENOMEM;
-                }
-        }
+        for (size_t i = 0; i < inv->n_nics && r >= 0; i++)
+                json_append(nics, jnic(&inv->nics[i]), &r);
         json_put(root, "nics", nics, &r);
         if (r >= 0) {
                 const char *s = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |

@@ -157,6 +157,25 @@ static int step_text(struct plan_step *s, const char *device, char *description,
         return 0;
 }
 
+/* The shape of most steps: one input device (or none), a size, a device and
+ * the texts (taken, as by step_text, also on failure). */
+static int step_emit(struct builder *b, enum plan_step_kind kind, const char *id, const void *obj, unsigned index,
+                     const char *input, uint64_t size, bool approx, const char *device, char *description,
+                     char *destroys) {
+        struct plan_step *st = step_add(b, kind, id, obj, index);
+        if (!st) {
+                free(description);
+                free(destroys);
+                return -ENOMEM;
+        }
+        st->size = size;
+        st->size_approx = approx;
+        int r = step_text(st, device, description, destroys);
+        if (r >= 0 && input)
+                r = strv_pushdup(&st->inputs, input);
+        return r;
+}
+
 static void step_clear(struct plan_step *s) {
         free(s->device);
         strv_free(s->inputs);
@@ -824,7 +843,7 @@ static const char *key_source_name(enum spec_key_source k) {
         switch (k) {
         case SPEC_KEY_PASSPHRASE: return "passphrase from the spec";
         case SPEC_KEY_URL: return "key fetched from a URL (sha256 pinned)";
-        case SPEC_KEY_GENERATE: return "key generated on the node";
+        case SPEC_KEY_GENERATE: return "key generated on the node and kept nowhere (cannot be opened after a reboot)";
         default: return "no key";
         }
 }
@@ -840,19 +859,12 @@ static int emit_luks(struct builder *b, struct node *n) {
         n->size = under->size > LUKS2_DEFAULT_HEADER ? under->size - LUKS2_DEFAULT_HEADER : 0;
         n->size_max = under->size_max > LUKS2_DEFAULT_HEADER ? under->size_max - LUKS2_DEFAULT_HEADER : 0;
         n->approx = under->approx;
-        struct plan_step *st;
 
-        if (s->bench.present) {
-                if (!(st = step_add(b, PLAN_BENCH_RAW, x->id, x, 0)))
-                        return -ENOMEM;
-                if ((r = strv_pushdup(&st->inputs, dev)) < 0)
-                        return r;
-                st->size = under->size;
-                st->size_approx = under->approx;
-                if ((r = step_text(st, dev, strdupf("benchmark ciphers and raw I/O on %s before luksFormat", dev),
-                                   strdupf("data on %s (benchmark writes)", dev))) < 0)
-                        return r;
-        }
+        if (s->bench.present &&
+            (r = step_emit(b, PLAN_BENCH_RAW, x->id, x, 0, dev, under->size, under->approx, dev,
+                           strdupf("benchmark ciphers and raw I/O on %s before luksFormat", dev),
+                           strdupf("data on %s (benchmark writes)", dev))) < 0)
+                return r;
 
         _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
         r = strbuf_addf(&desc, "luksFormat %s as LUKS2: cipher %s, key %u bits", dev,
@@ -867,45 +879,23 @@ static int emit_luks(struct builder *b, struct node *n) {
                 r = strbuf_addf(&desc, ", label '%s'", x->label);
         if (r >= 0)
                 r = strbuf_addf(&desc, ", %s", key_source_name(x->key.source));
-        if (r < 0)
-                return r;
-        if (!(st = step_add(b, PLAN_LUKS_FORMAT, x->id, x, 0)))
-                return -ENOMEM;
-        if ((r = strv_pushdup(&st->inputs, dev)) < 0)
-                return r;
-        st->size = n->size;
-        st->size_approx = n->approx;
-        if ((r = step_text(st, dev, strbuf_detach(&desc), strdupf("contents of %s", dev))) < 0)
+        if (r < 0 || (r = step_emit(b, PLAN_LUKS_FORMAT, x->id, x, 0, dev, n->size, n->approx, dev, strbuf_detach(&desc),
+                                    strdupf("contents of %s", dev))) < 0)
                 return r;
 
         r = strbuf_addf(&desc, "open %s as %s", dev, n->devs[0]);
         if (r >= 0 && (x->no_read_workqueue || x->no_write_workqueue || x->discard))
                 r = strbuf_addf(&desc, " with%s%s%s", x->no_read_workqueue ? " no_read_workqueue" : "",
                                 x->no_write_workqueue ? " no_write_workqueue" : "", x->discard ? " discard" : "");
-        if (r < 0)
-                return r;
-        if (!(st = step_add(b, PLAN_LUKS_OPEN, x->id, x, 0)))
-                return -ENOMEM;
-        if ((r = strv_pushdup(&st->inputs, dev)) < 0)
-                return r;
-        st->size = n->size;
-        st->size_approx = n->approx;
-        if ((r = step_text(st, n->devs[0], strbuf_detach(&desc), NULL)) < 0)
+        if (r < 0 || (r = step_emit(b, PLAN_LUKS_OPEN, x->id, x, 0, dev, n->size, n->approx, n->devs[0],
+                                    strbuf_detach(&desc), NULL)) < 0)
                 return r;
 
-        if (s->bench.present) {
-                if (!(st = step_add(b, PLAN_BENCH_CRYPT, x->id, x, 0)))
-                        return -ENOMEM;
-                if ((r = strv_pushdup(&st->inputs, dev)) < 0)
-                        return r;
-                st->size = n->size;
-                st->size_approx = n->approx;
-                if ((r = step_text(st, n->devs[0],
-                                   strdupf("benchmark I/O through %s against %s, then the gate (%s on failure)", n->devs[0], dev,
-                                           s->bench.on_fail == SPEC_ON_FAIL_WARN ? "warn" : "abort"),
-                                   strdupf("data on %s (benchmark writes)", n->devs[0]))) < 0)
-                        return r;
-        }
+        if (s->bench.present)
+                return step_emit(b, PLAN_BENCH_CRYPT, x->id, x, 0, dev, n->size, n->approx, n->devs[0],
+                                 strdupf("benchmark I/O through %s against %s, then the gate (%s on failure)", n->devs[0],
+                                         dev, s->bench.on_fail == SPEC_ON_FAIL_WARN ? "warn" : "abort"),
+                                 strdupf("data on %s (benchmark writes)", n->devs[0]));
         return 0;
 }
 
@@ -964,14 +954,8 @@ static int emit_lvs(struct builder *b, struct node *vgn, uint64_t extent) {
                 n->size_max = x->size.kind == SPEC_SIZE_BYTES ? sz : vgn->size_max;
                 n->approx = approx;
                 n->state = 2;
-                struct plan_step *st = step_add(b, PLAN_LVCREATE, x->id, x, 0);
-                if (!st)
-                        return -ENOMEM;
-                if ((r = strv_pushdup(&st->inputs, vgn->vg_path)) < 0)
-                        return r;
-                st->size = sz;
-                st->size_approx = approx;
-                if ((r = step_text(st, n->devs[0], strdupf("lvcreate %s in %s: %s", n->devs[0], vg_name(vg), strbuf_str(&what)), NULL)) < 0)
+                if ((r = step_emit(b, PLAN_LVCREATE, x->id, x, 0, vgn->vg_path, sz, approx, n->devs[0],
+                                   strdupf("lvcreate %s in %s: %s", n->devs[0], vg_name(vg), strbuf_str(&what)), NULL)) < 0)
                         return r;
         }
         return 0;
@@ -1004,10 +988,8 @@ static int emit_vg(struct builder *b, struct node *n) {
         if (npv == 0)
                 return invalid(b, x->pvs_mark, "volume group '%s' has no physical volumes", x->id);
         for (size_t i = 0; i < npv; i++) {
-                struct plan_step *st = step_add(b, PLAN_PVCREATE, x->id, x, (unsigned) i);
-                if (!st)
-                        return -ENOMEM;
-                if ((r = step_text(st, pvs[i], strdupf("pvcreate %s", pvs[i]), strdupf("contents of %s", pvs[i]))) < 0)
+                if ((r = step_emit(b, PLAN_PVCREATE, x->id, x, (unsigned) i, NULL, 0, false, pvs[i],
+                                   strdupf("pvcreate %s", pvs[i]), strdupf("contents of %s", pvs[i]))) < 0)
                         return r;
         }
         _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
@@ -1097,12 +1079,8 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                         r = strbuf_addf(&desc, "%s%s", k ? " " : ", options: ", f->mkfs_options[k]);
                 if (r < 0)
                         return r;
-                struct plan_step *st = step_add(b, PLAN_MKFS, f->on, f, 0);
-                if (!st)
-                        return -ENOMEM;
-                st->size = n->size;
-                st->size_approx = n->approx;
-                if ((r = step_text(st, devs[i], strbuf_detach(&desc), strdupf("contents of %s", devs[i]))) < 0)
+                if ((r = step_emit(b, PLAN_MKFS, f->on, f, 0, NULL, n->size, n->approx, devs[i], strbuf_detach(&desc),
+                                   strdupf("contents of %s", devs[i]))) < 0)
                         return r;
         }
         return 0;
@@ -1132,10 +1110,7 @@ static int emit_mounts(struct builder *b, const char **devs) {
                                 deeper = true;
                         if (dd != depth)
                                 continue;
-                        struct plan_step *st = step_add(b, PLAN_MOUNT, f->on, f, 0);
-                        if (!st)
-                                return -ENOMEM;
-                        if ((r = step_text(st, devs[i],
+                        if ((r = step_emit(b, PLAN_MOUNT, f->on, f, 0, NULL, 0, false, devs[i],
                                            strdupf("mount %s on %s%s (%s)", devs[i], target, streq(f->mount, "/") ? "" : f->mount,
                                                    f->mount_options ? f->mount_options : "defaults"),
                                            NULL)) < 0)
@@ -1149,7 +1124,6 @@ static int emit_mounts(struct builder *b, const char **devs) {
 static int emit_tail(struct builder *b) {
         const struct spec *s = b->spec;
         const char *target = kiln_paths.target;
-        struct plan_step *st;
         int r;
         if (s->image.present) {
                 const struct spec_image *im = &s->image;
@@ -1162,44 +1136,37 @@ static int emit_tail(struct builder *b) {
                                 return 0;
                         dev = n->devs[0];
                 }
-                if (!(st = step_add(b, PLAN_IMAGE, NULL, im, 0)))
-                        return -ENOMEM;
                 if (dev)
-                        r = step_text(st, dev, strdupf("write raw image %s (sha256 %.12s) to %s", im->url ? im->url : "",
-                                                       im->sha256 ? im->sha256 : "none", dev),
+                        r = step_emit(b, PLAN_IMAGE, NULL, im, 0, NULL, 0, false, dev,
+                                      strdupf("write raw image %s (sha256 %.12s) to %s", im->url ? im->url : "",
+                                              im->sha256 ? im->sha256 : "none", dev),
                                       strdupf("contents of %s", dev));
                 else
-                        r = step_text(st, NULL, strdupf("unpack tar image %s (sha256 %.12s) into %s", im->url ? im->url : "",
-                                                        im->sha256 ? im->sha256 : "none", target), NULL);
+                        r = step_emit(b, PLAN_IMAGE, NULL, im, 0, NULL, 0, false, NULL,
+                                      strdupf("unpack tar image %s (sha256 %.12s) into %s", im->url ? im->url : "",
+                                              im->sha256 ? im->sha256 : "none", target), NULL);
                 if (r < 0)
                         return r;
         }
-        if (!(st = step_add(b, PLAN_CONFIGURE, NULL, s, 0)))
-                return -ENOMEM;
-        if ((r = step_text(st, NULL, strdupf("configure %s: fstab%s%s, hostname '%s'", target,
-                                             s->n_luks ? ", crypttab" : "", s->n_raids ? ", mdadm.conf" : "",
-                                             b->plan->hostname ? b->plan->hostname : s->hostname ? s->hostname : ""), NULL)) < 0)
+        if ((r = step_emit(b, PLAN_CONFIGURE, NULL, s, 0, NULL, 0, false, NULL,
+                           strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks ? ", crypttab" : "",
+                                   s->n_raids ? ", mdadm.conf" : "",
+                                   b->plan->hostname ? b->plan->hostname : s->hostname ? s->hostname : ""), NULL)) < 0)
                 return r;
-        if (s->cloudstack.present) {
-                const struct spec_cloudstack *c = &s->cloudstack;
-                if (!(st = step_add(b, PLAN_REGISTER, NULL, c, 0)))
-                        return -ENOMEM;
-                if ((r = step_text(st, NULL, strdupf("register with CloudStack at %s (zone %s, pod %s, cluster %s)",
-                                                     c->endpoint ? c->endpoint : "", c->zone ? c->zone : "-",
-                                                     c->pod ? c->pod : "-", c->cluster ? c->cluster : "-"), NULL)) < 0)
-                        return r;
-        }
-        if (s->webhook.present) {
-                if (!(st = step_add(b, PLAN_REGISTER, NULL, &s->webhook, 1)))
-                        return -ENOMEM;
-                if ((r = step_text(st, NULL, strdupf("report to webhook %s%s", s->webhook.url ? s->webhook.url : "",
-                                                     s->webhook.hmac_key ? " (HMAC signed)" : ""), NULL)) < 0)
-                        return r;
-        }
-        if (!(st = step_add(b, PLAN_FINISH, NULL, s, 0)))
-                return -ENOMEM;
-        return step_text(st, NULL, strdup(s->finish == SPEC_FINISH_REBOOT ? "reboot" :
-                                          s->finish == SPEC_FINISH_POWEROFF ? "power off" : "stay up (finish: none)"), NULL);
+        const struct spec_cloudstack *c = &s->cloudstack;
+        if (c->present &&
+            (r = step_emit(b, PLAN_REGISTER, NULL, c, 0, NULL, 0, false, NULL,
+                           strdupf("register with CloudStack at %s (zone %s, pod %s, cluster %s)", c->endpoint ? c->endpoint : "",
+                                   c->zone ? c->zone : "-", c->pod ? c->pod : "-", c->cluster ? c->cluster : "-"), NULL)) < 0)
+                return r;
+        if (s->webhook.present &&
+            (r = step_emit(b, PLAN_REGISTER, NULL, &s->webhook, 1, NULL, 0, false, NULL,
+                           strdupf("report to webhook %s%s", s->webhook.url ? s->webhook.url : "",
+                                   s->webhook.hmac_key ? " (HMAC signed)" : ""), NULL)) < 0)
+                return r;
+        return step_emit(b, PLAN_FINISH, NULL, s, 0, NULL, 0, false, NULL,
+                         strdup(s->finish == SPEC_FINISH_REBOOT ? "reboot" :
+                                s->finish == SPEC_FINISH_POWEROFF ? "power off" : "stay up (finish: none)"), NULL);
 }
 
 int plan_build(const struct spec *spec, const struct inventory *inv, struct plan **ret, struct diags *diags) {

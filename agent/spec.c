@@ -652,12 +652,9 @@ static int get_sha256(struct ctx *c, const struct loc *l, const char *key, const
         int r = get_str(c, l, key, v, ret);
         if (r <= 0)
                 return r;
-        bool ok = strlen(*ret) == 64;
-        for (char *p = *ret; ok && *p; p++) {
-                if (!isxdigit((unsigned char) *p))
-                        ok = false;
+        bool ok = hex_valid(*ret, 64);
+        for (char *p = *ret; ok && *p; p++)
                 *p = (char) tolower((unsigned char) *p);
-        }
         if (!ok) {
                 emitn(c, v, "%s must be 64 hexadecimal digits", fld(l, key, f));
                 return -1;

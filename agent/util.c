@@ -181,3 +181,22 @@ int read_one_line(const char *path, char **ret) {
         *ret = s;
         return 0;
 }
+
+void hex_encode(const void *data, size_t len, char *out) {
+        static const char digits[] = "0123456789abcdef";
+        const unsigned char *p = data;
+        for (size_t i = 0; i < len; i++) {
+                out[2 * i] = digits[p[i] >> 4];
+                out[2 * i + 1] = digits[p[i] & 15];
+        }
+        out[2 * len] = 0;
+}
+
+bool hex_valid(const char *s, size_t n) {
+        if (!s || strlen(s) != n)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!isxdigit((unsigned char) s[i]))
+                        return false;
+        return true;
+}

@@ -48,6 +48,11 @@ bool strv_contains(char *const *v, const char *s);
 
 char *strdup_or_null(const char *s);
 
+/* Lower-case hex of len bytes into out, which must hold 2 * len + 1 bytes. */
+void hex_encode(const void *data, size_t len, char *out);
+/* s is exactly n hex digits (either case): a sha256 is hex_valid(s, 64). */
+bool hex_valid(const char *s, size_t n);
+
 /* Checked unsigned parsing: whole string, base 10, no sign, no overflow. */
 int safe_atou64(const char *s, uint64_t *ret);
 int safe_atou(const char *s, unsigned *ret);

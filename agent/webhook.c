@@ -11,8 +11,7 @@ int webhook_sign(const char *key, const void *body, size_t len, char *hex) {
                 return -EINVAL;
         if (!HMAC(EVP_sha256(), key, (int) strlen(key), body, len, mac, &mac_len) || mac_len != 32)
                 return -EIO;
-        for (unsigned i = 0; i < mac_len; i++)
-                snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+        hex_encode(mac, mac_len, hex);
         explicit_wipe(mac, sizeof mac);
         return 0;
 }

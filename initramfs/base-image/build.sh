@@ -2,13 +2,33 @@
 # Builds the real KVM host base image from Debian packages with mmdebstrap:
 #   initramfs/base-image/build.sh OUTDIR [SUITE]
 # Writes OUTDIR/kvm-host-SUITE.tar.zst and .sha256 (sha256sum format), for
-# the spec's image: {url: …, sha256: …}. Needs root, mmdebstrap, zstd and
-# access to the Debian package registry through apt. Big (several hundred
-# MB): the tests and the demo use build-small.sh instead.
+# the spec's image: {url: …, sha256: …}. Needs root and the host's apt
+# sources (the Debian package registry this host already uses: every enabled
+# /etc/apt/sources.list{,.d/*.list,.d/*.sources} is handed to mmdebstrap, so no
+# mirror is named here; KILN_BASE_SOURCES="FILE…" overrides). Installs
+# mmdebstrap and zstd with apt-get when missing. Big (several hundred MB):
+# the tests and the demo use build-small.sh instead. The image ships without
+# apt sources (the node's operator configures its own) and without SSH host
+# keys (made on first boot).
 set -euo pipefail
+trap 'echo "build.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 out=${1:?usage: build.sh OUTDIR [SUITE]}
 suite=${2:-bookworm}
-command -v mmdebstrap >/dev/null || { echo "build.sh: mmdebstrap is not installed" >&2; exit 1; }
+need=()
+command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
+command -v zstd >/dev/null || need+=(zstd)
+if ((${#need[@]})); then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >&2
+fi
+if [[ -n ${KILN_BASE_SOURCES:-} ]]; then
+  read -r -a sources <<<"$KILN_BASE_SOURCES"
+else
+  sources=()
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    if [[ -f $f ]] && grep -qE '^[[:space:]]*(deb[[:space:]]|Types:.*\bdeb\b)' "$f"; then sources+=("$f"); fi
+  done
+fi
+((${#sources[@]})) || { echo "build.sh: no apt sources on this host (set KILN_BASE_SOURCES)" >&2; exit 1; }
 mkdir -p "$out"
 img=$out/kvm-host-$suite.tar.zst
 pkgs=(
@@ -24,7 +44,9 @@ mmdebstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}")" \
   --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*' \
   --customize-hook='echo kvm-host >"$1/etc/hostname"' \
-  "$suite" - | zstd -q -T0 -19 -o "$img.tmp" -f
+  --customize-hook='rm -f "$1"/etc/apt/sources.list "$1"/etc/apt/sources.list.d/*' \
+  --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
+  "$suite" - "${sources[@]}" | zstd -q -T0 -"${KILN_BASE_ZSTD_LEVEL:-12}" -o "$img.tmp" -f
 mv -f "$img.tmp" "$img"
 (cd "$out" && sha256sum "$(basename "$img")" >"$(basename "$img").sha256")
 echo "base image: $img ($(stat -c %s "$img") bytes)"

@@ -78,11 +78,21 @@ cmp "$T/www/blob" "$T/out" || fail "restarted content differs"
 grep -q "1 restart(s)" "$T/err" || { cat "$T/err"; fail "restart not reported"; }
 proxy_stop
 
-# cut three times with one retry allowed: gives up
+# cut three times with one retry allowed: gives up, and -o FILE is not
+# created (no partial file, no temporary file left beside it)
 proxy_start cut:500000 cut:500000 cut:500000
-run_kiln 8 fetch "http://127.0.0.1:$PROXY_PORT/blob" --retries 1 -o "$T/out"
+run_kiln 8 fetch "http://127.0.0.1:$PROXY_PORT/blob" --retries 1 -o "$T/cut"
 grep -q "gave up after 2 attempts" "$T/err" || { cat "$T/err"; fail "cut give-up message"; }
+[[ ! -e $T/cut ]] || fail "a failed fetch left a partial '$T/cut' ($(stat -c %s "$T/cut") bytes)"
 proxy_stop
+# a wrong digest or a 404 leaves an existing FILE as it was
+echo old >"$T/keep"
+run_kiln 8 fetch "$U/blob" --sha256 "$(printf '0%.0s' {1..64})" -o "$T/keep"
+[[ $(cat "$T/keep") == old ]] || fail "wrong digest: -o FILE was overwritten"
+run_kiln 8 fetch "$U/missing" -o "$T/keep"
+[[ $(cat "$T/keep") == old ]] || fail "404: -o FILE was overwritten"
+leftover=$(find "$T" -maxdepth 1 -name '.*.??????')
+[[ -z $leftover ]] || fail "temporary file left behind: $leftover"
 
 # refused connection: retried, then a clear error
 port=$(free_port)

@@ -144,6 +144,25 @@ def symlink(tf):
     ti = tarfile.TarInfo("evil"); ti.type = tarfile.SYMTYPE; ti.linkname = outside; tf.addfile(ti)
     add_file(tf, "evil/victim")
 make("symlink", symlink)
+def symlink_dots(tf):   # the same path spelled differently
+    ti = tarfile.TarInfo("./d/evil"); ti.type = tarfile.SYMTYPE; ti.linkname = outside; tf.addfile(ti)
+    add_file(tf, "d//./evil/victim")
+make("symlink-dots", symlink_dots)
+def symlink_hardlink(tf):   # a hard link whose target is below an archive symlink
+    ti = tarfile.TarInfo("evil"); ti.type = tarfile.SYMTYPE; ti.linkname = outside; tf.addfile(ti)
+    ti = tarfile.TarInfo("hl3"); ti.type = tarfile.LNKTYPE; ti.linkname = "evil/victim"; tf.addfile(ti)
+make("symlink-hardlink", symlink_hardlink)
+def symlink_linked(tf):   # a hard link to an archive symlink is a symlink too
+    ti = tarfile.TarInfo("evil"); ti.type = tarfile.SYMTYPE; ti.linkname = outside; tf.addfile(ti)
+    ti = tarfile.TarInfo("alias"); ti.type = tarfile.LNKTYPE; ti.linkname = "evil"; tf.addfile(ti)
+    add_file(tf, "alias/victim")
+make("symlink-linked", symlink_linked)
+make("presymlink", lambda tf: add_file(tf, "pre/victim"))   # the target holds the symlink 'pre'
+def symlink_then_dir(tf):   # a directory entry replaces the symlink, never chmods through it
+    ti = tarfile.TarInfo("evil"); ti.type = tarfile.SYMTYPE; ti.linkname = outside; tf.addfile(ti)
+    ti = tarfile.TarInfo("evil"); ti.type = tarfile.DIRTYPE; ti.mode = 0o700; ti.mtime = 12345; tf.addfile(ti)
+    add_file(tf, "evil/inside")
+make("symlink-then-dir", symlink_then_dir)
 def hardlink(tf):
     ti = tarfile.TarInfo("hl"); ti.type = tarfile.LNKTYPE; ti.linkname = outside + "/victim"; tf.addfile(ti)
 make("hardlink", hardlink)
@@ -151,17 +170,33 @@ def hardlink_dotdot(tf):
     ti = tarfile.TarInfo("hl2"); ti.type = tarfile.LNKTYPE; ti.linkname = "../outside/victim"; tf.addfile(ti)
 make("hardlink-dotdot", hardlink_dotdot)
 PY
+outside_mode=$(stat -c %a "$T/outside")
 before=$(cd "$T/outside" && find . -printf '%p %s %T@ %m\n' | sort; sha256sum victim)
-for t in dotdot absolute symlink hardlink hardlink-dotdot; do
+for t in dotdot absolute symlink symlink-dots symlink-hardlink symlink-linked presymlink hardlink hardlink-dotdot; do
   fresh
+  [[ $t != presymlink ]] || ln -s "$T/outside" "$T/target/pre"
   run_kiln 5 image "$U/$t.tar" --sha256 "$(sha256sum <"$T/www/$t.tar" | cut -d' ' -f1)" --target "$T/target"
   expect_err "refused entry"
+  [[ $t != presymlink ]] || expect_err "refused entry 'pre/victim': Cannot extract through symlink"   # libarchive's own check
   marker_present
   [[ ! -e $T/target/ok-after ]] || fail "$t: extraction went on after a refused entry"
   after=$(cd "$T/outside" && find . -printf '%p %s %T@ %m\n' | sort; sha256sum victim)
   [[ $before == "$after" ]] || fail "$t: something was written outside the target"
   [[ ! -e $T/victim && ! -e $T/outside/evil ]] || fail "$t: file escaped"
 done
+fresh
+run_kiln 5 image "$U/symlink-dots.tar" --sha256 "$(sha256sum <"$T/www/symlink-dots.tar" | cut -d' ' -f1)" --target "$T/target"
+expect_err "refused entry 'd//./evil/victim': it would be written through the symlink 'd/evil'"
+fresh
+run_kiln 5 image "$U/symlink-hardlink.tar" --sha256 "$(sha256sum <"$T/www/symlink-hardlink.tar" | cut -d' ' -f1)" --target "$T/target"
+expect_err "refused entry 'hl3': its hard link target 'evil/victim' is below the symlink 'evil'"
+echo "# a directory entry replacing an archive symlink: nothing changes outside"
+fresh
+run_kiln 0 image "$U/symlink-then-dir.tar" --sha256 "$(sha256sum <"$T/www/symlink-then-dir.tar" | cut -d' ' -f1)" --target "$T/target"
+[[ -d $T/target/evil && ! -L $T/target/evil && -f $T/target/evil/inside ]] || fail "symlink-then-dir: 'evil' is not a directory"
+[[ $(stat -c %a "$T/target/evil") == 700 ]] || fail "symlink-then-dir: mode not applied"
+after=$(cd "$T/outside" && find . -printf '%p %s %T@ %m\n' | sort; sha256sum victim)
+[[ $before == "$after" && $(stat -c %a "$T/outside") == "$outside_mode" ]] || fail "symlink-then-dir: something changed outside the target"
 
 echo "# file:// URL, and schemes that are refused"
 fresh

@@ -3,6 +3,8 @@
 #include "tap.h"
 #include "util.h"
 
+#include <string.h>
+
 static void test_parse_size(void) {
         uint64_t v = 0;
         CHECK_INT(parse_size("512", &v), 0); CHECK_U64(v, 512);
@@ -43,7 +45,26 @@ static void test_redact(void) {
         log_forget_secrets();
 }
 
+static void test_hex(void) {
+        static const unsigned char bytes[] = { 0x00, 0x0f, 0xa5, 0xff, 0x10 };
+        char out[2 * sizeof bytes + 1];
+        memset(out, 'X', sizeof out);
+        hex_encode(bytes, sizeof bytes, out);
+        CHECK_STR(out, "000fa5ff10");
+        hex_encode(bytes, 0, out);
+        CHECK_STR(out, "");
+        CHECK(hex_valid("000fa5ff10", 10));
+        CHECK(hex_valid("ABCdef0189", 10));
+        CHECK(!hex_valid("000fa5ff1", 10));     /* short */
+        CHECK(!hex_valid("000fa5ff100", 10));   /* long */
+        CHECK(!hex_valid("000fa5ff1g", 10));    /* not hex */
+        CHECK(!hex_valid(" 00fa5ff10", 10));
+        CHECK(!hex_valid(NULL, 0));
+        CHECK(hex_valid("", 0));
+}
+
 int main(void) {
+        test_hex();
         test_parse_size();
         test_strbuf();
         test_redact();

@@ -1,0 +1,126 @@
+#include "procfs.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROCFS_MAX_FILE (16u * 1024 * 1024)
+
+static int read_proc(const char *procfs, const char *name, char **ret) {
+        _cleanup_free_ char *p = NULL;
+        if (asprintf(&p, "%s/%s", procfs, name) < 0)
+                return -ENOMEM;
+        return read_full_file(p, PROCFS_MAX_FILE, ret, NULL);
+}
+
+/* Splits "key   : value" in place: *ret_key and *ret_val, both trimmed.
+ * false for a line without a colon. */
+static bool split_line(char *line, const char **ret_key, const char **ret_val) {
+        char *colon = strchr(line, ':');
+        if (!colon)
+                return false;
+        char *key_end = colon;
+        while (key_end > line && (key_end[-1] == ' ' || key_end[-1] == '\t'))
+                key_end--;
+        *key_end = 0;
+        const char *val = colon + 1;
+        while (*val == ' ' || *val == '\t')
+                val++;
+        *ret_key = line;
+        *ret_val = val;
+        return true;
+}
+
+/* "16384 kB" -> bytes; false if it does not start with digits or overflows. */
+static bool kb_value(const char *s, uint64_t *ret) {
+        char num[32];
+        size_t l = strspn(s, "0123456789");
+        uint64_t kb;
+        if (l == 0 || l >= sizeof num)
+                return false;
+        memcpy(num, s, l);
+        num[l] = 0;
+        if (safe_atou64(num, &kb) < 0 || kb > UINT64_MAX / 1024)
+                return false;
+        *ret = kb * 1024;
+        return true;
+}
+
+int procfs_read_meminfo(const char *procfs, struct procfs_meminfo *ret) {
+        _cleanup_free_ char *buf = NULL;
+        int r = read_proc(procfs, "meminfo", &buf);
+        if (r < 0)
+                return r;
+        struct procfs_meminfo m = {};
+        for (char *line = buf; line && *line;) {
+                char *nl = strchr(line, '\n');
+                if (nl)
+                        *nl = 0;
+                const char *key, *val;
+                if (split_line(line, &key, &val)) {
+                        if (streq(key, "MemTotal"))
+                                (void) kb_value(val, &m.total);
+                        else if (streq(key, "MemAvailable"))
+                                (void) kb_value(val, &m.available);
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+        *ret = m;
+        return 0;
+}
+
+int procfs_read_cpuinfo(const char *procfs, struct procfs_cpuinfo *ret) {
+        _cleanup_free_ char *buf = NULL, *model = NULL;
+        int r = read_proc(procfs, "cpuinfo", &buf);
+        if (r < 0)
+                return r;
+        struct procfs_cpuinfo ci = {};
+        bool flags_seen = false;
+        for (char *line = buf; line && *line;) {
+                char *nl = strchr(line, '\n');
+                if (nl)
+                        *nl = 0;
+                const char *key, *val;
+                if (split_line(line, &key, &val)) {
+                        if (streq(key, "processor"))
+                                ci.cpus++;
+                        else if (streq(key, "model name") && !model) {
+                                if (!(model = strdup(val)))
+                                        return -ENOMEM;
+                        } else if (streq(key, "flags") && !flags_seen) {
+                                flags_seen = true;
+                                for (const char *q = val; *q;) {
+                                        while (*q == ' ')
+                                                q++;
+                                        size_t l = strcspn(q, " ");
+                                        if (l == 3 && strncmp(q, "aes", 3) == 0)
+                                                ci.aes = true;
+                                        else if (l == 4 && strncmp(q, "vaes", 4) == 0)
+                                                ci.vaes = true;
+                                        else if (l == 4 && strncmp(q, "avx2", 4) == 0)
+                                                ci.avx2 = true;
+                                        q += l;
+                                }
+                        }
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+        ci.model = TAKE_PTR(model);
+        *ret = ci;
+        return 0;
+}
+
+int procfs_misc_has(const char *procfs, const char *name) {
+        _cleanup_free_ char *misc = NULL;
+        int r = read_proc(procfs, "misc", &misc);
+        if (r < 0)
+                return r;
+        size_t n = strlen(name);
+        /* lines are "MINOR NAME" */
+        for (const char *q = misc; n > 0 && (q = strstr(q, name)); q++)
+                if ((q == misc || q[-1] == ' ') && (q[n] == '\n' || q[n] == 0))
+                        return 1;
+        return 0;
+}
