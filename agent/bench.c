@@ -698,7 +698,8 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
                         *dash = 0;
                 size_t iv = streq(mode, "ecb") ? 0 : streq(mode, "adiantum") ? 32 : 16;
                 double enc = 0, dec = 0;
-                r = alg_perf(cipher, mode, c->key_size / 8, iv, ALG_SLICE_USEC, &enc, &dec);
+                r = alg_perf(cipher, mode, c->key_size / 8, iv,
+                             res->slice_ms ? (uint64_t) res->slice_ms * 1000 : ALG_SLICE_USEC, &enc, &dec);
                 if (r == -ENOENT || r == -EAFNOSUPPORT) {
                         if (asprintf(&res->kernel_api_missing,
                                      "the kernel's AF_ALG has no skcipher '%s(%s)' (algif_skcipher and the cipher's "

@@ -680,6 +680,19 @@ static void missing(struct ctx *c, const struct ynode *m, const char *where, con
                 emitn(c, m, "spec has no '%s'", key);
 }
 
+/* A required reference ("on", "vg"): the string and its mark, or a
+ * "missing" diagnostic when the key is absent. > 0 when it was read. */
+static int get_ref(struct ctx *c, const struct ynode *m, const struct loc *l, const char *where, const char *key,
+                   char **ret, struct spec_mark *ret_mark) {
+        const struct ynode *v = map_get(m, key);
+        int r = get_str(c, l, key, v, ret);
+        if (r > 0)
+                *ret_mark = (struct spec_mark) { v->line, v->col };
+        else if (!v)
+                missing(c, m, where, key);
+        return r;
+}
+
 /* ---- objects ----------------------------------------------------------- */
 
 /* Reads "id" and sets where to "KIND 'ID'" (or "KIND #N" without a usable id). */
@@ -795,11 +808,8 @@ static void parse_partition(struct ctx *c, const struct ynode *m, size_t idx, st
         get_id(c, m, "partition", idx, &p->id, where);
         struct loc l = { where, "" };
         check_keys(c, m, &l, keys);
-        const struct ynode *v = map_get(m, "on");
-        if (get_str(c, &l, "on", v, &p->on) > 0)
-                p->on_mark = (struct spec_mark) { v->line, v->col };
-        else if (!v)
-                missing(c, m, where, "on");
+        (void) get_ref(c, m, &l, where, "on", &p->on, &p->on_mark);
+        const struct ynode *v;
         if (!(v = map_get(m, "size")))
                 missing(c, m, where, "size");
         (void) get_spec_size(c, &l, "size", v, false, &p->size);
@@ -973,13 +983,9 @@ static void parse_luks(struct ctx *c, const struct ynode *m, size_t idx, struct 
         struct loc l = { where, "" };
         check_keys(c, m, &l, keys);
 
-        const struct ynode *v = map_get(m, "on");
-        if (get_str(c, &l, "on", v, &x->on) > 0)
-                x->on_mark = (struct spec_mark) { v->line, v->col };
-        else if (!v)
-                missing(c, m, where, "on");
+        (void) get_ref(c, m, &l, where, "on", &x->on, &x->on_mark);
 
-        v = map_get(m, "cipher");
+        const struct ynode *v = map_get(m, "cipher");
         if (get_str(c, &l, "cipher", v, &x->cipher) > 0) {
                 bool ok = strchr(x->cipher, '-') && strlen(x->cipher) < 64;
                 for (const char *p = x->cipher; ok && *p; p++)
@@ -1070,11 +1076,8 @@ static void parse_lv(struct ctx *c, const struct ynode *m, size_t idx, struct sp
         get_id(c, m, "volume", idx, &lv->id, where);
         struct loc l = { where, "" };
         check_keys(c, m, &l, keys);
-        const struct ynode *v = map_get(m, "vg");
-        if (get_str(c, &l, "vg", v, &lv->vg) > 0)
-                lv->vg_mark = (struct spec_mark) { v->line, v->col };
-        else if (!v)
-                missing(c, m, where, "vg");
+        (void) get_ref(c, m, &l, where, "vg", &lv->vg, &lv->vg_mark);
+        const struct ynode *v;
         if (!(v = map_get(m, "size")))
                 missing(c, m, where, "size");
         (void) get_spec_size(c, &l, "size", v, true, &lv->size);
@@ -1114,13 +1117,10 @@ static void parse_fs(struct ctx *c, const struct ynode *m, size_t idx, struct sp
         fs->mark = (struct spec_mark) { m->line, m->col };
         snprintf(where, sizeof where, "filesystem #%zu", idx + 1);
         struct loc l = { where, "" };
-        const struct ynode *v = map_get(m, "on");
-        if (get_str(c, &l, "on", v, &fs->on) > 0) {
-                fs->on_mark = (struct spec_mark) { v->line, v->col };
+        if (get_ref(c, m, &l, where, "on", &fs->on, &fs->on_mark) > 0)
                 snprintf(where, sizeof where, "filesystem on '%s'", q(fs->on, t));
-        } else if (!v)
-                missing(c, m, where, "on");
         check_keys(c, m, &l, keys);
+        const struct ynode *v;
         int e;
         bool typed = false;
         if (!(v = map_get(m, "type")))

@@ -19,7 +19,7 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
 echo "503 twice then 200: registered once in ${ms} ms"
 
 # Nothing listens: connection refused, retried within --timeout, then exit 7.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(source "$SRC/tests/lib/http.sh"; free_port)
 sed -i "s|$URL|http://127.0.0.1:$port|g" "$T/spec.yaml"
 start=$(date +%s%N)
 rc=0; "$KILN" register --report "$T/report.json" --spec "$T/spec.yaml" --timeout 3 >"$T/log2" 2>&1 || rc=$?

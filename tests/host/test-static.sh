@@ -16,10 +16,10 @@ check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi;
 
 T=$(mktemp -d /tmp/kiln-static.XXXXXX)
 mounts=()
-srv=
+source "$SRC/tests/lib/http.sh"
 cleanup() {
   local i
-  [[ -z $srv ]] || kill "$srv" 2>/dev/null || true
+  http_stop
   for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}" 2>/dev/null || true; done
   rm -rf --one-file-system "$T"
 }
@@ -109,29 +109,14 @@ fi
 # --- 2b. name resolution and TLS from the empty root ------------------------
 # No NSS modules, no resolver library, no CA bundle in there: names come from
 # /etc/hosts through c-ares, TLS trusts only what --ca gives.
-if [[ -x $stripped ]] && has_cmd fetch && command -v python3 >/dev/null && command -v openssl >/dev/null; then
+if [[ -x $stripped ]] && has_cmd fetch && command -v nginx >/dev/null && command -v openssl >/dev/null; then
   W=$T/www; mkdir -p "$W"
   head -c 300000 /dev/urandom >"$W/blob"
   want=$(sha256sum <"$W/blob" | cut -d' ' -f1)
   openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=kiln-spec.test" \
     -addext "subjectAltName=DNS:kiln-spec.test" -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null
-  cat >"$T/srv.py" <<'PY'
-import http.server, ssl, sys, functools, threading
-root, tls, portfile = sys.argv[1], sys.argv[2], sys.argv[3]
-h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
-plain = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
-secure = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(tls + "/cert.pem", tls + "/key.pem")
-secure.socket = ctx.wrap_socket(secure.socket, server_side=True)
-threading.Thread(target=secure.serve_forever, daemon=True).start()
-open(portfile + ".tmp", "w").write("%d %d\n" % (plain.server_address[1], secure.server_address[1]))
-import os; os.rename(portfile + ".tmp", portfile)
-plain.serve_forever()
-PY
-  python3 "$T/srv.py" "$W" "$T" "$T/ports" 2>"$T/srv.log" &
-  srv=$!
-  for _ in $(seq 50); do [[ -s $T/ports ]] && break; sleep 0.1; done
-  read -r hport sport <"$T/ports"
+  http_start "$W" "$T/cert.pem" "$T/key.pem"     # tests/lib/http.sh: nginx, HTTP and HTTPS
+  hport=$HTTP_PORT sport=$HTTPS_PORT
   E=$T/empty
   printf '127.0.0.1 localhost kiln-spec.test\n' >"$E/etc/hosts"
   cp "$T/cert.pem" "$E/ca.pem"
@@ -150,8 +135,7 @@ PY
     bash -c '(( $1 == 8 )) && [[ ! -s $2 ]] && grep -qiE "certificate|SSL" <<<"$3"' _ "$rc" "$E/tmp/out" "$out"
   rc=0; out=$(chroot "$E" /kiln-static fetch "http://no-such-host.test:$hport/blob" --retries 0 -o /tmp/out 2>&1) || rc=$?
   check "empty root: an unknown name fails with exit 8 (rc=$rc: ${out:0:200})" test "$rc" -eq 8
-  kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null || true
-  srv=
+  http_stop
 fi
 
 # --- 3. a minimal Debian rootfs (mmdebstrap --variant=essential) -----------

@@ -39,7 +39,8 @@ rig_spec specs/bench-floor.yaml
 rig_boot --pxe --append "kiln.rig.rounds=$ROUNDS" || rig_die "the guest did not finish"
 
 kv() { rig_report_section "kiln-file report-bench.txt" | sed -n "s/^$1=//p"; }
-kjson() { rig_report_section "kiln-file $1.json"; }
+# /init lists /run/kiln/*.json and then report*: report.json comes twice
+kjson() { rig_report_section "kiln-file $1.json" | jq -s '.[0]'; }
 J=$RIG_TMP/bench-1.json
 kjson bench-1 >"$J"
 
@@ -139,6 +140,13 @@ row "s50: dm-crypt/zero write, depth 4, MB/s vs the 150/200 ms gate" "$(per_roun
 row "s50: crypt seq write MB/s vs the 150 ms gate" "$(per_round bench-s50 .crypt.seq_write.mbps)" "$(per_round bench .crypt.seq_write.mbps)"
 row "s50: crypt seq read MB/s vs the 150 ms gate" "$(per_round bench-s50 .crypt.seq_read.mbps)" "$(per_round bench .crypt.seq_read.mbps)"
 row "s50: raw seq write MB/s vs the 150 ms gate" "$(per_round bench-s50 .raw.seq_write.mbps)" "$(per_round bench .raw.seq_write.mbps)"
+echo "# 1 s samples, once (kiln bench --slice 1000 and fio --runtime=1s), dm-crypt device:"
+for t in seq_write:write:mbps seq_read:read:mbps rand_read:randread:iops; do
+  IFS=: read -r k f u <<<"$t"
+  if [[ $u == mbps ]]; then fv=$(kv "fio_long_$f" | awk '{printf "%.2f", $1 * 1024 / 1e6}'); else fv=$(kv "fio_long_$f" | awk '{print $2}'); fi
+  if [[ $u == mbps ]]; then fp=$(kv "fio_psync_$f" | awk '{printf "%.2f", $1 * 1024 / 1e6}'); else fp=$(kv "fio_psync_$f" | awk '{print $2}'); fi
+  echo "# | 1 s: crypt $k $u, kiln / fio libaio depth 4 / fio psync 4 threads | $(kjson bench-long | jq ".crypt.$k.$u") | $fv | $fp |"
+done
 ratio() { awk "BEGIN{printf \"%.2f\", $(median <<<"$1") / $(median <<<"$2")}"; }
 # a sanity bound, not the 15 % target (TCG on a shared host): kiln's AF_ALG
 # figure uses the same method as cryptsetup's, so a unit or counting error
