@@ -271,22 +271,7 @@ int cmd_boot(int argc, char **argv) {
         };
         log_info("applying spec '%s' (%zu steps) on %s", url, plan->n_steps, hostname ? hostname : "this machine");
         t0 = now_usec();
-        r = apply_run(plan, &ao);
-        if (r != KILN_EXIT_OK && !dry_run) {
-                /* apply_run said which step failed, on what, and why; tell the controller too */
-                (void) report_finish(report, REPORT_FAIL, NULL, NULL);
-                _cleanup_free_ char *err = NULL;
-                if (register_run(spec, report, &ro, &err) < 0 && err)
-                        log_warning("could not report the failure: %s", err);
-        }
-        if (!dry_run) {
-                char path[PATH_MAX];
-                snprintf(path, sizeof path, "%s/report.json", kiln_paths.run_dir);
-                (void) mkdir(kiln_paths.run_dir, 0700);
-                int k = report_save(report, path);
-                if (k < 0)
-                        log_warning_errno(k, "failed to save the run report to '%s': %m", path);
-        }
+        r = apply_run(plan, &ao);       /* on failure it said which step, on what and why, reported it and saved the report */
         register_events_done(&ev);
         if (r != KILN_EXIT_OK)
                 return r;
