@@ -49,6 +49,7 @@ struct apply_ctx {
         char *bench_choice_cipher;      /* owns bench_choice.cipher */
         struct report *report;  /* opts->report, or one apply_run made */
         bool registered;        /* register_run covers every target at once */
+        bool target_ready;      /* configure ran: the target's /var/lib/kiln takes the report */
 };
 
 #define BENCH_DEFAULT_LEN (64ull * 1024 * 1024)
@@ -96,9 +97,41 @@ static int wait_node(const char *path) {
 
 /* ---- the steps ---- */
 
+/* Does the plan's wipe step list this holder (kernel name, e.g. md127)? */
+static bool plan_stops(const struct plan_step *s, const char *name) {
+        for (char **h = s->inputs; h && *h; h++) {
+                const char *b = strrchr(*h, '/');
+                if (streq(b ? b + 1 : *h, name))
+                        return true;
+        }
+        return false;
+}
+
+/* Exactly the plan's wipe: a holder the plan does not list (it appeared
+ * after planning, so nobody approved stopping it) stops the run before
+ * anything is written; then the listed holders are stopped, each with what
+ * is stacked on it, and the signatures are erased. */
 static int step_wipe(struct apply_ctx *c, const struct plan_step *s) {
+        _cleanup_strv_free_ char **held = NULL;
+        int r = wipe_list_holders(s->device, &held);
+        if (r < 0)
+                return strbuf_addf(&c->why, "cannot list what holds %s", s->device), r;
+        for (size_t i = 0; held && held[i]; i++)
+                if (!plan_stops(s, held[i]))
+                        return strbuf_addf(&c->why, "%s is held by '%s', which the plan does not stop "
+                                           "(it appeared after planning); plan again", s->device, held[i]), -EBUSY;
+        for (char **h = s->inputs; h && *h; h++) {
+                r = wipe_stop_holder(*h, &c->why);
+                if (r < 0) {
+                        _cleanup_free_ char *detail = strdup(exec_last_line(&c->why));
+                        strbuf_reset(&c->why);
+                        return strbuf_addf(&c->why, "cannot stop '%s'%s%s", *h, detail && *detail ? ": " : "",
+                                           detail ? detail : ""), r;
+                }
+                log_info("stopped %s and what was stacked on it", *h);
+        }
         unsigned removed = 0;
-        int r = wipe_disk(s->device, &c->why, &removed);
+        r = wipe_erase(s->device, &c->why, &removed);
         if (r < 0)
                 return r;
         log_info("removed %u signature(s) from %s", removed, s->device);
@@ -129,14 +162,20 @@ static int step_partition(struct apply_ctx *c, const struct plan_step *s) {
                 strbuf_adds(&c->why, partition_last_error());
                 return r;
         }
+        /* The nodes the later steps use are the plan's. */
+        for (size_t i = 0; i < n; i++)
+                if (!paths || !paths[i] || !streq(paths[i], s->parts[i].device))
+                        return strbuf_addf(&c->why, "partition %zu is '%s', the plan says '%s'", i + 1,
+                                           paths && paths[i] ? paths[i] : "missing", s->parts[i].device), -EINVAL;
         /* The new partitions may start where old ones did: clear stale signatures. */
-        for (size_t i = 0; paths && paths[i]; i++) {
+        for (size_t i = 0; i < n; i++) {
+                const char *dev = s->parts[i].device;
                 unsigned removed = 0;
-                r = wipe_signatures(paths[i], &removed);
+                r = wipe_signatures(dev, &removed);
                 if (r < 0)
-                        return strbuf_addf(&c->why, "clearing %s", paths[i]), r;
+                        return strbuf_addf(&c->why, "clearing %s", dev), r;
                 if (removed)
-                        log_info("cleared %u stale signature(s) on new partition %s", removed, paths[i]);
+                        log_info("cleared %u stale signature(s) on new partition %s", removed, dev);
         }
         log_info("wrote GPT with %zu partition(s) to %s", n, s->device);
         return 0;
@@ -404,7 +443,28 @@ static int step_configure(struct apply_ctx *c, const struct plan_step *s) {
         const char *h = c->plan->spec->hostname;
         if (!hostname && h && !strstr(h, "${"))
                 hostname = h;
-        return configure_target(c->plan, hostname, &c->why);
+        int r = configure_target(c->plan, hostname, &c->why);
+        if (r < 0)
+                return r;
+        c->target_ready = true;
+        return 0;
+}
+
+/* The one writer of the run report: the same JSON goes to
+ * <run_dir>/report.json and, once the target is mounted and configured, to
+ * <target>/var/lib/kiln/report.json (for `kiln register` at first boot). */
+static void save_report(const struct apply_ctx *c) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/report.json", kiln_paths.run_dir);
+        int r = report_save(c->report, path);
+        if (r < 0)
+                log_warning_errno(r, "failed to save the run report to '%s': %m", path);
+        if (!c->target_ready)
+                return;
+        snprintf(path, sizeof path, "%s/var/lib/kiln/report.json", kiln_paths.target);
+        r = report_save(c->report, path);
+        if (r < 0)
+                log_warning_errno(r, "failed to save the run report to '%s': %m", path);
 }
 
 static int step_finish(struct apply_ctx *c, const struct plan_step *s) {
@@ -416,15 +476,10 @@ static int step_finish(struct apply_ctx *c, const struct plan_step *s) {
                 log_info("finish: '%s' is left to boot mode", f == SPEC_FINISH_REBOOT ? "reboot" : "poweroff");
                 return 0;
         }
-        /* The installed system keeps the report for `kiln register` at first boot. */
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/var/lib/kiln", kiln_paths.target);
-        if (c->report && mkdir_parents(path) >= 0 && (mkdir(path, 0700) >= 0 || errno == EEXIST)) {
-                snprintf(path, sizeof path, "%s/var/lib/kiln/report.json", kiln_paths.target);
-                int r = report_save(c->report, path);
-                if (r < 0)
-                        log_warning_errno(r, "failed to save the run report to '%s': %m", path);
-        }
+        /* the run ends here: the report is final before the target goes away */
+        if (report_get_result(c->report) == REPORT_NONE)
+                (void) report_finish(c->report, REPORT_SUCCESS, NULL, NULL);
+        save_report(c);
         (void) mount_unmount_target();
         sync();
         if (reboot(f == SPEC_FINISH_REBOOT ? RB_AUTOBOOT : RB_POWER_OFF) < 0)
@@ -644,6 +699,21 @@ static void dry_run_print(const struct plan *p, const size_t *order, FILE *out) 
         }
 }
 
+/* A failed run is reported too (the run report with the failed step and
+ * why), to the webhook; CloudStack never gets a failed node. */
+static void report_failure(struct apply_ctx *c, const struct plan_step *s, const char *why) {
+        char stage[160];
+        snprintf(stage, sizeof stage, "%s%s%s", apply_step_name(s->kind), s->id ? " " : "", s->id ? s->id : "");
+        (void) report_finish(c->report, REPORT_FAIL, stage, why);
+        struct register_options ro;
+        register_options_default(&ro);
+        ro.ca_file = c->opts->ca_file;
+        _cleanup_free_ char *err = NULL;
+        int r = register_run(c->plan->spec, c->report, &ro, &err);
+        if (r < 0 && r != -ENOMSG)
+                log_warning("could not report the failure: %s", err ? err : strerror(-r));
+}
+
 int apply_run(const struct plan *p, const struct apply_options *opts) {
         static const struct apply_options defaults = { 0 };
         if (!opts)
@@ -669,6 +739,8 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
                 c.report = own_report;
         }
         int code = KILN_EXIT_OK;
+        const struct plan_step *failed = NULL;
+        _cleanup_free_ char *failed_why = NULL;
         uint64_t t0 = now_usec();
         for (size_t k = 0; k < p->n_steps; k++) {
                 size_t i = order[k];
@@ -687,6 +759,9 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
                                         apply_step_name(s->kind), dev, usec / 1e6, why, *why ? ": " : "");
                         hook(&c, s, i, APPLY_STEP_FAILED, r, usec, *why ? why : strerror(-r));
                         code = apply_exit_code(s->kind);
+                        failed = s;
+                        if (asprintf(&failed_why, "%s%s%s", why, *why ? ": " : "", strerror(-r)) < 0)
+                                failed_why = NULL;
                         break;
                 }
                 log_info("step %zu/%zu %s %s done in %.1fs", k + 1, p->n_steps, apply_step_name(s->kind), dev, usec / 1e6);
@@ -694,6 +769,11 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
         }
         if (code == KILN_EXIT_OK)
                 log_info("applied %zu step(s) in %.1fs", p->n_steps, (now_usec() - t0) / 1e6);
+        else
+                report_failure(&c, failed, failed_why);
+        if (report_get_result(c.report) == REPORT_NONE)
+                (void) report_finish(c.report, REPORT_SUCCESS, NULL, NULL);
+        save_report(&c);
         for (size_t i = 0; i < c.n_keys; i++)
                 luks_key_free(c.keys[i].key);
         free(c.keys);

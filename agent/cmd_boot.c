@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 
 #define BOOT_CA_MAX_BYTES (1024u * 1024u)
+#define BOOT_CA_FILE "ca.pem"           /* in RUN_DIR: kiln.ca= fetched from a URL */
 #define BOOT_FETCH_RETRIES 8            /* the network of a node that just booted may need a while */
 
 static void boot_usage(FILE *f) {
@@ -38,6 +39,23 @@ static void boot_usage(FILE *f) {
                    "  --inventory X    plan against a recorded inventory (with --dry-run)\n"
                    "  --dry-run        fetch, validate and print the steps; change nothing\n"
                    "  --no-finish      write the spec's finish to RUN_DIR/finish instead of doing it\n");
+}
+
+/* The CA bundle fetched from kiln.ca=URL, saved as RUN_DIR/ca.pem (a CA
+ * certificate is public) so every later transfer uses the same file. */
+static int write_ca_file(const char *pem, size_t len, char **ret_path) {
+        _cleanup_free_ char *path = NULL;
+        if (mkdir(kiln_paths.run_dir, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        if (asprintf(&path, "%s/%s", kiln_paths.run_dir, BOOT_CA_FILE) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, pem, len) != (ssize_t) len)
+                return -EIO;
+        *ret_path = TAKE_PTR(path);
+        return 0;
 }
 
 static const char *finish_name(enum spec_finish f) {
@@ -134,7 +152,7 @@ int cmd_boot(int argc, char **argv) {
         /* 3. the extra CA: a file on the initramfs, or fetched (it is then
          * trusted on the strength of the system CAs alone) */
         struct fetch_options fo = { .max_retries = BOOT_FETCH_RETRIES };
-        _cleanup_free_ char *ca_pem = NULL;
+        _cleanup_free_ char *ca_pem = NULL, *ca_path = NULL;
         if (cl.ca) {
                 if (is_url(cl.ca)) {
                         size_t len;
@@ -144,7 +162,13 @@ int cmd_boot(int argc, char **argv) {
                                 return log_error("failed to fetch the CA bundle '%s': %s", cl.ca, res.error), KILN_EXIT_FETCH;
                         if (r < 0)
                                 return log_error_errno(r, "failed to fetch the CA bundle '%s': %m", cl.ca), KILN_EXIT_FETCH;
-                        fo.ca_pem = ca_pem;
+                        /* One CA for everything after this: the spec, the keys, the
+                         * image and the controller all take it as a file. */
+                        r = write_ca_file(ca_pem, len, &ca_path);
+                        if (r < 0)
+                                return log_error_errno(r, "failed to save the CA bundle '%s' to '%s/%s': %m", cl.ca,
+                                                       kiln_paths.run_dir, BOOT_CA_FILE), KILN_EXIT_FAILURE;
+                        fo.ca_file = ca_path;
                 } else {
                         if (access(cl.ca, R_OK) < 0)
                                 return log_error_errno(-errno, "failed to read the CA bundle '%s': %m", cl.ca), KILN_EXIT_FETCH;
@@ -247,22 +271,7 @@ int cmd_boot(int argc, char **argv) {
         };
         log_info("applying spec '%s' (%zu steps) on %s", url, plan->n_steps, hostname ? hostname : "this machine");
         t0 = now_usec();
-        r = apply_run(plan, &ao);
-        if (r != KILN_EXIT_OK && !dry_run) {
-                /* apply_run said which step failed, on what, and why; tell the controller too */
-                (void) report_finish(report, REPORT_FAIL, NULL, NULL);
-                _cleanup_free_ char *err = NULL;
-                if (register_run(spec, report, &ro, &err) < 0 && err)
-                        log_warning("could not report the failure: %s", err);
-        }
-        if (!dry_run) {
-                char path[PATH_MAX];
-                snprintf(path, sizeof path, "%s/report.json", kiln_paths.run_dir);
-                (void) mkdir(kiln_paths.run_dir, 0700);
-                int k = report_save(report, path);
-                if (k < 0)
-                        log_warning_errno(k, "failed to save the run report to '%s': %m", path);
-        }
+        r = apply_run(plan, &ao);       /* on failure it said which step, on what and why, reported it and saved the report */
         register_events_done(&ev);
         if (r != KILN_EXIT_OK)
                 return r;

@@ -1,5 +1,6 @@
 #include "delivery.h"
 #include "backoff.h"
+#include "fetch.h"
 
 #include <curl/curl.h>
 #include <time.h>
@@ -76,8 +77,10 @@ static int curl_once(const struct http_request *req, unsigned connect_ms, unsign
         curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp->body);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
         curl_easy_setopt(c, CURLOPT_USERAGENT, "kiln");
-        if (req->ca_file)
-                curl_easy_setopt(c, CURLOPT_CAINFO, req->ca_file);
+        /* the system CAs plus the extra one, as for every fetch (not instead of them) */
+        struct fetch_options tls = { .ca_file = req->ca_file };
+        if (fetch_curl_setup_tls(c, &tls) < 0)
+                return -EINVAL;
         if (post) {
                 curl_easy_setopt(c, CURLOPT_POST, 1L);
                 curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body ? req->body : "");

@@ -29,7 +29,7 @@ struct http_request {
         const char *body;               /* for POST; may hold secrets: never logged */
         size_t body_len;
         char *const *headers;           /* NULL-terminated "Name: value", may be NULL */
-        const char *ca_file;            /* extra CA bundle, NULL = system default */
+        const char *ca_file;            /* extra CA bundle, trusted beside the system CAs; NULL = none */
 };
 
 struct http_response {

@@ -349,10 +349,31 @@ static int classify(CURLcode c, long http_code, bool *ret_retry) {
         }
 }
 
+int fetch_curl_setup_tls(void *curl, const struct fetch_options *o) {
+        CURL *c = curl;
+        const char *cainfo = NULL;
+
+#define SET(opt, val) do { if (curl_easy_setopt(c, opt, val) != CURLE_OK) return -EINVAL; } while (0)
+        /* Always verified; there is no switch to turn that off. */
+        SET(CURLOPT_SSL_VERIFYPEER, 1L);
+        SET(CURLOPT_SSL_VERIFYHOST, 2L);
+        /* Without a system bundle (a minimal initramfs) curl would fail to
+         * load its default; then only the extra CA is trusted. */
+        if (curl_easy_getinfo(c, CURLINFO_CAINFO, &cainfo) == CURLE_OK && cainfo && access(cainfo, R_OK) < 0) {
+                SET(CURLOPT_CAINFO, NULL);
+                SET(CURLOPT_CAPATH, NULL);
+        }
+        if (o && (o->ca_file || o->ca_pem)) {
+                SET(CURLOPT_SSL_CTX_FUNCTION, ssl_ctx_cb);
+                SET(CURLOPT_SSL_CTX_DATA, (void *) o);
+        }
+#undef SET
+        return 0;
+}
+
 static int transfer_setup(struct transfer *t, const char *url, char *errbuf) {
         const struct fetch_options *o = t->opts;
         CURL *c = t->curl;
-        const char *cainfo = NULL;
 
 #define SET(opt, val) do { if (curl_easy_setopt(c, opt, val) != CURLE_OK) return -EINVAL; } while (0)
         SET(CURLOPT_URL, url);
@@ -368,19 +389,8 @@ static int transfer_setup(struct transfer *t, const char *url, char *errbuf) {
         SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
         SET(CURLOPT_LOW_SPEED_TIME, (long) (o->low_speed_time_sec ? o->low_speed_time_sec : FETCH_DEFAULT_LOW_SPEED_TIME_SEC));
         SET(CURLOPT_BUFFERSIZE, 256L * 1024L);
-        /* TLS: always verified; there is no switch to turn that off. */
-        SET(CURLOPT_SSL_VERIFYPEER, 1L);
-        SET(CURLOPT_SSL_VERIFYHOST, 2L);
-        /* Without a system bundle (a minimal initramfs) curl would fail to
-         * load its default; then only the extra CA is trusted. */
-        if (curl_easy_getinfo(c, CURLINFO_CAINFO, &cainfo) == CURLE_OK && cainfo && access(cainfo, R_OK) < 0) {
-                SET(CURLOPT_CAINFO, NULL);
-                SET(CURLOPT_CAPATH, NULL);
-        }
-        if (o->ca_file || o->ca_pem) {
-                SET(CURLOPT_SSL_CTX_FUNCTION, ssl_ctx_cb);
-                SET(CURLOPT_SSL_CTX_DATA, (void *) o);
-        }
+        if (fetch_curl_setup_tls(c, o) < 0)
+                return -EINVAL;
         SET(CURLOPT_HEADERFUNCTION, header_cb);
         SET(CURLOPT_HEADERDATA, t);
         SET(CURLOPT_WRITEFUNCTION, write_cb);

@@ -78,6 +78,12 @@ int fetch_to_buffer(const char *url, const struct fetch_options *opts, size_t ma
 int fetch_to_buffer_full(const char *url, const struct fetch_options *opts, size_t max, const char *want_sha256,
                          char **ret_buf, size_t *ret_len, struct fetch_result *res);
 
+/* TLS on a libcurl easy handle, the same for every kiln transfer (fetch
+ * and the controller requests in delivery.c): peer and host verified, the
+ * system CAs when the bundle exists, plus the extra CA of opts (ca_file
+ * and/or ca_pem; opts must stay valid until the transfer ends). 0 or -EINVAL. */
+int fetch_curl_setup_tls(void *curl, const struct fetch_options *opts);
+
 /* Constant-time-ish comparison of two hex digests, case-insensitive. */
 bool sha256_hex_equal(const char *a, const char *b);
 /* Whether s is 64 hex digits. */

@@ -230,15 +230,69 @@ int wipe_signatures(const char *devpath, unsigned *ret_removed) {
         return 0;
 }
 
-int wipe_disk(const char *devpath, struct strbuf *err, unsigned *ret_removed) {
+/* Pushes NAME unless it is in V already. */
+static int push_unique(char ***v, const char *name) {
+        if (strv_contains(*v, name))
+                return 0;
+        char *d = strdup(name);
+        if (!d)
+                return -ENOMEM;
+        int r = strv_push(v, d);
+        if (r < 0)
+                free(d);
+        return r;
+}
+
+int wipe_list_holders(const char *devpath, char ***ret) {
         _cleanup_free_ char *name = NULL;
         int r = dev_kernel_name(devpath, &name);
         if (r < 0)
                 return r;
-        r = teardown_holders_of(name, 0, err);
+        _cleanup_strv_free_ char **parts = NULL, **out = NULL;
+        r = sys_block_list(name, NULL, true, &parts);
         if (r < 0)
                 return r;
+        /* the partitions' holders first, then the disk's (the inventory's order) */
+        size_t n = strv_length(parts);
+        for (size_t i = 0; i <= n; i++) {
+                _cleanup_strv_free_ char **h = NULL;
+                r = sys_block_list(i < n ? parts[i] : name, "holders", false, &h);
+                if (r < 0)
+                        return r;
+                for (size_t k = 0; h && h[k]; k++)
+                        if ((r = push_unique(&out, h[k])) < 0)
+                                return r;
+        }
+        *ret = TAKE_PTR(out);
+        return 0;
+}
 
+int wipe_stop_holder(const char *holder, struct strbuf *err) {
+        const char *name = strrchr(holder, '/');
+        name = name ? name + 1 : holder;
+        if (!*name)
+                return -EINVAL;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/class/block/%s", kiln_paths.sysfs, name);
+        if (access(path, F_OK) < 0)
+                return errno == ENOENT ? 0 : -errno;    /* gone already, e.g. stopped with another disk */
+        return teardown_one(name, 1, err);
+}
+
+int wipe_erase(const char *devpath, struct strbuf *err, unsigned *ret_removed) {
+        _cleanup_strv_free_ char **held = NULL;
+        int r = wipe_list_holders(devpath, &held);
+        if (r < 0)
+                return r;
+        if (held) {
+                if (err)
+                        strbuf_addf(err, "still held by '%s'", held[0]);
+                return -EBUSY;
+        }
+        _cleanup_free_ char *name = NULL;
+        r = dev_kernel_name(devpath, &name);
+        if (r < 0)
+                return r;
         unsigned total = 0, k;
         _cleanup_strv_free_ char **parts = NULL;
         r = sys_block_list(name, NULL, true, &parts);
@@ -269,4 +323,11 @@ int wipe_disk(const char *devpath, struct strbuf *err, unsigned *ret_removed) {
         if (ret_removed)
                 *ret_removed = total;
         return 0;
+}
+
+int wipe_disk(const char *devpath, struct strbuf *err, unsigned *ret_removed) {
+        int r = wipe_teardown(devpath, err);
+        if (r < 0)
+                return r;
+        return wipe_erase(devpath, err, ret_removed);
 }

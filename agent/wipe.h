@@ -14,7 +14,22 @@ int wipe_teardown(const char *devpath, struct strbuf *err);
 /* Remove all signatures from one block device; *ret_removed counts them. */
 int wipe_signatures(const char *devpath, unsigned *ret_removed);
 
-/* teardown + partitions' signatures + the disk's + re-read the table. */
+/* The direct holders of the device and of its partitions, as kernel names
+ * (md127, dm-0), without duplicates, in sysfs order: what the inventory
+ * lists as holders and the plan as the wipe step's inputs. */
+int wipe_list_holders(const char *devpath, char ***ret);
+
+/* Stop one holder (a kernel name or a /dev path: md127, /dev/dm-0) with
+ * everything stacked on it, top layer first. A holder that is already gone
+ * is not an error. */
+int wipe_stop_holder(const char *holder, struct strbuf *err);
+
+/* Signatures of the partitions, then of the disk (both GPT headers and the
+ * PMBR), then make the kernel forget the old partitions. Fails with -EBUSY
+ * if anything still holds the disk or a partition. */
+int wipe_erase(const char *devpath, struct strbuf *err, unsigned *ret_removed);
+
+/* teardown + wipe_erase. */
 int wipe_disk(const char *devpath, struct strbuf *err, unsigned *ret_removed);
 
 /* "vg--a-lv" → "vg-a": the VG part of an LVM dm name. */

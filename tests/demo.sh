@@ -5,44 +5,59 @@
 #
 # installs the dependencies, builds kiln and the netboot initramfs, then
 # netboots one QEMU node (software emulation; QEMU's iPXE, TFTP, and nginx on
-# 127.0.0.1 serving the node's spec) with four blank 2 GiB disks, which kiln
-# provisions from the encrypted KVM host template
-# (templates/kvm-raid10-luks-lvm.yaml: md RAID10 far 2, LUKS2, LVM, XFS).
-# At the end it prints what the node's kernel reports: disks, md, LUKS, LVs,
-# mounts, and the image, benchmark and registration results when the spec
-# has them.
+# 127.0.0.1 serving the node's spec and base image) with four blank 2 GiB
+# disks, which kiln provisions with the storage of the encrypted KVM host
+# template (templates/kvm-raid10-luks-lvm.yaml: md RAID10 far 2, LUKS2, LVM,
+# XFS), streams the small base image onto, benchmarks through dm-crypt and
+# registers with the stand-in CloudStack controller (tests/controller/, on
+# 127.0.0.1). While the node runs it prints kiln's progress from the node's
+# console; at the end, what the node's kernel reports (disks, md, LUKS, LVs,
+# mounts, the image checked against its manifest, where the run report went)
+# and what the controller holds.
 #
-# The image is the small test image (initramfs/base-image/build-small.sh),
-# the controller the stand-in CloudStack (tests/controller/), both on
-# 127.0.0.1. Takes a few minutes; the first run also downloads the Debian
-# kernel package.
+# Takes 5-10 minutes (the first run also downloads the Debian kernel package
+# and builds the initramfs). Everything it starts (QEMU, nginx, the
+# controller) is stopped, and its temp dir removed, when it ends, fails or
+# is interrupted (Ctrl-C); RIG_KEEP=1 keeps the temp dir. Exit 0 when the
+# node was provisioned and registered.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 cd "$SRC"
 T0=$(date +%s)
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> [%3ds] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
+trap 'echo "demo: interrupted" >&2; exit 130' INT TERM HUP
+trap 'echo "demo: failed at line $LINENO of tests/demo.sh: $BASH_COMMAND" >&2' ERR
+
+cat <<'EOF'
+kiln demo: one QEMU node netboots and is provisioned from four blank disks
+  1. dependencies (apt-get), 2. build kiln, 3. build the netboot initramfs,
+  4. nginx (spec, image) and the stand-in CloudStack controller on 127.0.0.1,
+  5. the node PXE-boots; kiln fetches its spec, builds RAID10 f2 -> LUKS2 ->
+     LVM -> XFS, benchmarks dm-crypt, streams the image, registers,
+  6. what the node's kernel and the controller report.
+EOF
 
 step "dependencies (tests/deps.sh)"
 bash tests/deps.sh
 
-step "build kiln"
-cmake -S . -B out/build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-nice -n 5 cmake --build out/build -j"$(nproc)" 2>&1 | grep -E 'error|warning' || true
+step "build kiln (out/build)"
+mkdir -p out
+if ! { cmake -S . -B out/build -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+       nice -n 5 cmake --build out/build -j"$(nproc)"; } >out/demo-build.log 2>&1; then
+  tail -30 out/demo-build.log; echo "demo: the build failed (out/demo-build.log)"; exit 1
+fi
 export KILN=$SRC/out/build/kiln SRC
-[[ -x $KILN ]] || { echo "demo: the build did not produce $KILN"; exit 1; }
-"$KILN" version
+echo "built $("$KILN" version)"
 
-step "netboot initramfs (initramfs/build.sh)"
-bash initramfs/build.sh --kiln "$KILN" | tail -4
+step "netboot initramfs (initramfs/build.sh; cached in /var/cache/kiln)"
+bash initramfs/build.sh --kiln "$KILN" >out/demo-initramfs.env   # its progress goes to stderr
 
-step "boot one QEMU node by PXE"
+step "nginx, the base image and the stand-in controller on 127.0.0.1"
 # shellcheck source=rig/lib.sh
 . "$SRC/tests/rig/lib.sh"
-rig_init
+rig_init            # from here on, an exit of any kind stops what was started
+trap 'echo "demo: interrupted" >&2; exit 130' INT TERM HUP
 rig_disks 4 2G
-
-# The small base image (built here, with its manifest) and the stand-in
-# CloudStack controller on 127.0.0.1, reached by the node through a relay.
 rig_small_image
 rig_controller
 RIG_VAR_PASSPHRASE=$(rig_secret demo-)
@@ -50,10 +65,63 @@ RIG_VAR_HOST_PASSWORD=$(rig_secret demo-host-)
 # tests/rig/specs/kvm-full.yaml: the template's storage with its image, bench
 # and register sections pointed at the demo's servers
 rig_spec specs/kvm-full.yaml
-"$KILN" validate "$RIG_SPEC"
-echo "spec: $RIG_SPEC (storage of templates/kvm-raid10-luks-lvm.yaml)"
+"$KILN" validate "$RIG_SPEC" >/dev/null
+echo "spec: tests/rig/specs/kvm-full.yaml (the storage of templates/kvm-raid10-luks-lvm.yaml), served as $RIG_HTTP_HOST_URL/specs/$RIG_MAC.yaml"
+
+# What the node checks before it stops (an extra initramfs segment with a
+# report hook): the image against its manifest (leaving out what kiln's
+# configure step writes afterwards) and where the run report ended up.
+seg=$RIG_TMP/hook-root
+mkdir -p "$seg/etc/kiln/report.d"
+cp "$SRC/initramfs/base-image/check-manifest.sh" "$RIG_IMAGE_MANIFEST" "$seg/etc/kiln/"
+cat >"$seg/etc/kiln/report.d/50-demo" <<'HOOK'
+echo "--- demo-image"
+if [ -f /target/etc/kiln-image ]; then
+  sh /etc/kiln/check-manifest.sh /target /etc/kiln/small.manifest >/tmp/manifest.out
+  n=$(wc -l </etc/kiln/small.manifest)
+  grep '^manifest mismatch: ' /tmp/manifest.out \
+    | grep -vE '^manifest mismatch: (etc/(hostname|fstab|crypttab|mdadm[^:]*): |(etc|var|var/lib|var/lib/kiln): mtime )' >/tmp/manifest.bad
+  if [ -s /tmp/manifest.bad ]; then cat /tmp/manifest.bad; else echo "all $n manifest entries match"; fi
+else
+  echo "no image on /target"
+fi
+echo "--- demo-report-files"
+for f in /run/kiln/report.json /target/var/lib/kiln/report.json; do
+  [ -f "$f" ] && echo "$f $(wc -c <"$f") bytes sha256 $(sha256sum <"$f" | cut -c1-16)"
+done
+HOOK
+(cd "$seg" && find . | cpio -o -H newc --quiet) >"$RIG_TMP/hook.cpio"
+if [[ -n ${RIG_INITRD_EXTRA:-} ]]; then
+  pad=$(( (4 - $(stat -c %s "$RIG_INITRD_EXTRA") % 4) % 4 ))
+  { cat "$RIG_INITRD_EXTRA"; head -c "$pad" /dev/zero; cat "$RIG_TMP/hook.cpio"; } >"$RIG_TMP/extra.cpio"
+  RIG_INITRD_EXTRA=$RIG_TMP/extra.cpio
+else
+  RIG_INITRD_EXTRA=$RIG_TMP/hook.cpio
+fi
+
+# kiln's progress, as the node's console shows it: one process, stopped with
+# the rest (rig_cleanup kills RIG_PIDS)
+follow_console() {  # follow_console FILE
+  local f=$1 seen=0 n
+  while sleep 2; do
+    [[ -f $f ]] || continue
+    n=$(wc -l <"$f")
+    ((n > seen)) || continue
+    sed -n "$((seen + 1)),${n}p" "$f" | tr -d '\r' | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' |
+      grep -E 'kiln-init: (network|kiln boot|error|done)|fetched spec|step [0-9]+/[0-9]+ .* done in|error|benchmark gate|registered with|applied [0-9]+ step' |
+      sed -E 's/^\[ *([0-9.]+)\] /\1 s  /; s/^/    node: /' || true
+    seen=$n
+  done
+}
+
+step "the node PXE-boots and kiln provisions it (QEMU under TCG: a few minutes)"
+follow_console "$RIG_TMP/serial-1.log" &
+follower=$!
+RIG_PIDS+=("$follower")
 booted=0
 rig_boot --pxe && booted=1
+sleep 2.5   # the last console lines
+kill "$follower" 2>/dev/null || true
 
 step "what the node's kernel reports"
 if ((booted == 0)) && [[ ! -s $RIG_REPORT ]]; then
@@ -66,29 +134,40 @@ show() {  # show TITLE SECTION [FILTER-REGEX]
   [[ -n $out ]] || return 0
   printf '\n%s\n' "$title"; sed 's/^/    /' <<<"$out"
 }
-echo "kiln boot exit code: $rc $( ((rc == 0)) && echo '(success)' || echo '(failed: see the console log above)')"
-show "disks and partitions:" partitions 'vd[a-z]'
+show "disks and partitions (1 KiB blocks):" partitions 'vd[a-z]'
 show "md arrays (/proc/mdstat):" mdstat 'md|blocks'
 show "md detail:" mdadm-detail 'Raid Level|Layout|Chunk Size|Active Devices|State :'
-show "LUKS:" luksdump '^Version|^Label|Flags|cipher:|sector:|Cipher key|PBKDF:'
+show "LUKS header:" luksdump '^Version|Flags|cipher:|sector:|Cipher key|PBKDF:'
 show "LVM volume groups (name|PVs|LVs|size|free|extent):" vgs .
 show "LVM logical volumes (vg|lv|bytes|active|devices):" lvs .
 show "mounted under /target:" mounts ' /target'
-show "filesystems:" blkid 'TYPE="(xfs|ext4|vfat|swap)"'
 show "target /etc/fstab:" "target /etc/fstab" .
 show "target /etc/crypttab:" "target /etc/crypttab" .
-show "image (target root):" target-ls .
-printf '\nwhat the controller recorded:\n'
+show "the image on /target, checked inside the node against its manifest:" demo-image .
+show "the run report (one JSON, saved by kiln in both places):" demo-report-files .
+
+printf '\nwhat the stand-in controller holds:\n'
 rig_controller_dump "$RIG_TMP/controller.json" || true
 jq -r '
-  (.hosts[] | "    host \(.name // "-") ip \(.ipaddress) hypervisor \(.hypervisor) state \(.state) zone \(.zone_id)"),
-  "    webhook events: \(.events | length), reports: \(.reports | length)",
-  (.reports[-1].body.bench // {} | to_entries[] | select(.value|type == "number") | "    bench \(.key): \(.value)")' "$RIG_TMP/controller.json" || true
-for f in $(rig_report_sections | sed -n 's/^kiln-file //p'); do show "kiln $f:" "kiln-file $f" .; done
+  def mbps: if . == null then "-" else (. * 10 | round / 10 | tostring) end;
+  (.zones | map({(.id): .name}) | add // {}) as $zone
+  | (.pods | map({(.id): .name}) | add // {}) as $pod
+  | (.clusters | map({(.id): .name}) | add // {}) as $cluster
+  | "    hosts: \(.hosts | length)",
+    (.hosts[] | "      \(.name // "-")  ip \(.ipaddress)  \(.hypervisor)  state \(.state)  zone \($zone[.zone_id] // .zone_id) / pod \($pod[.pod_id] // .pod_id) / cluster \($cluster[.cluster_id] // .cluster_id)"),
+    "    webhook events: \(.events | length) (\(.events | group_by(.type) | map("\(.[0].type) \(length)") | join(", ")))",
+    "    run reports: \(.reports | length)",
+    (.reports[-1].body // empty
+     | "      last: node \(.node.hostname // .node.id), result \(.result), \(.duration_ms / 1000 | round) s, \(.stages | length) stages, failed stage \(.failed_stage // "none")",
+       "      image: \(.image.bytes // "-") bytes, sha256 \((.image.sha256 // "-")[0:16])…",
+       "      bench: write raw \(.bench.raw_write_mbps | mbps) MB/s, through dm-crypt \(.bench.crypt_write_mbps | mbps) MB/s; read raw \(.bench.raw_read_mbps | mbps), through dm-crypt \(.bench.crypt_read_mbps | mbps); gate \(.bench.result // "-"): \(.bench.verdict // "-")",
+       "      registration: cloudstack \(.registration.cloudstack.result // "-") (host \(.registration.cloudstack.host_id // "-")), webhook \(.registration.webhook.result // "-")")' \
+  "$RIG_TMP/controller.json" || echo "    (could not read the controller's database)"
+
 cat <<EOF
 
-initramfs: $RIG_INITRD_SIZE bytes ($(awk "BEGIN{printf \"%.1f\", $RIG_INITRD_SIZE/1048576}") MiB)
-node: /init at ${RIG_INIT_SECONDS:-?} s of guest uptime, whole guest run $RIG_BOOT_SECONDS s
-demo: $(( $(date +%s) - T0 )) s in all; node console log: $RIG_SERIAL (kept with RIG_KEEP=1)
+kiln boot exit code: $rc $( ((rc == 0)) && echo '(success)' || echo '(failed: the console lines above say where)')
+initramfs: $RIG_INITRD_SIZE bytes ($(awk "BEGIN{printf \"%.1f\", $RIG_INITRD_SIZE/1048576}") MiB); /init at ${RIG_INIT_SECONDS:-?} s of guest uptime; whole guest run $RIG_BOOT_SECONDS s
+demo: $(( $(date +%s) - T0 )) s in all$( [[ ${RIG_KEEP:-0} == 1 ]] && echo "; kept: $RIG_TMP" )
 EOF
 ((rc == 0))

@@ -9,7 +9,7 @@ PKGS=(
   libblkid-dev libdevmapper-dev libjson-c-dev libssl-dev
   # tests and rig
   python3 jq curl zstd xz-utils gzip tar cpio kmod busybox-static
-  mdadm lvm2 cryptsetup-bin xfsprogs e2fsprogs dosfstools parted fio sqlite3
+  mdadm lvm2 cryptsetup-bin xfsprogs e2fsprogs dosfstools parted fdisk fio sqlite3
   nginx-light qemu-system-x86 qemu-utils ipxe-qemu mmdebstrap file socat bc
 )
 missing=()

@@ -11,7 +11,7 @@ set -uo pipefail
 for t in losetup parted blkid mkfs.xfs mkfs.ext4 findmnt sha256sum; do
   command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
 done
-"$KILN" help | grep -q '^  apply ' || { echo "SKIP: kiln has no apply command yet"; exit 77; }
+grep -q '^  apply ' <<<"$("$KILN" help 2>&1)" || { echo "SKIP: kiln has no apply command yet"; exit 77; }
 
 T=$(mktemp -d /tmp/kiln-apply.XXXXXX)
 LOOPS=()
@@ -37,7 +37,7 @@ parted -s "$B" mklabel gpt mkpart old 1MiB 100MiB && mkfs.ext4 -q -F "${B}p1"
 mkfs.ext4 -q -F -L keepme "$C"
 OLD_A_UUID=$(blkid -o value -s UUID "$A")
 C_HASH=$(sha256sum <"$T/c.img")
-export KILN_INVENTORY_INCLUDE_LOOP=1 KILN_TARGET="$T/target"
+export KILN_INVENTORY_INCLUDE_LOOP=1 KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"   # the run report goes there
 
 spec() { # $1 = wipe true|false
 cat <<YAML

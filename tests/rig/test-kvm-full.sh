@@ -20,12 +20,13 @@ cp "$SRC/initramfs/base-image/check-manifest.sh" "$seg/etc/kiln/check-manifest.s
 cp "$RIG_IMAGE_MANIFEST" "$seg/etc/kiln/small.manifest"
 # What kiln itself changes after the image is in place is left out: the files
 # the configure step writes (hostname, fstab, crypttab, mdadm.conf), and the
-# mtimes of their directory and of mount points' parents.
+# mtimes of their directory, of mount points' parents and of var/lib/kiln
+# (where kiln saves the run report, docs/apply.md).
 cat >"$seg/etc/kiln/report.d/50-image-manifest" <<'HOOK'
 [ -f /target/etc/kiln-image ] || { echo "no image on /target"; exit 0; }
 sh /etc/kiln/check-manifest.sh /target /etc/kiln/small.manifest >/tmp/manifest.out
 grep '^manifest mismatch: ' /tmp/manifest.out \
-  | grep -vE '^manifest mismatch: (etc/(hostname|fstab|crypttab|mdadm[^:]*): |(etc|var/lib|var): mtime )' >/tmp/manifest.bad
+  | grep -vE '^manifest mismatch: (etc/(hostname|fstab|crypttab|mdadm[^:]*): |(etc|var|var/lib|var/lib/kiln): mtime )' >/tmp/manifest.bad
 if [ -s /tmp/manifest.bad ]; then cat /tmp/manifest.bad; else echo "manifest: all entries match"; fi
 HOOK
 (cd "$seg" && find . | cpio -o -H newc --quiet) >"$RIG_TMP/hook.cpio"
