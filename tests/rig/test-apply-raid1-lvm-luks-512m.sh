@@ -25,7 +25,7 @@ rig_expect_section luksdump 'PBKDF:[[:space:]]+argon2id' "argon2id keyslots"
 # the PBKDF memory actually used must fit the node: at most a quarter of its RAM
 mem_kb=$(rig_report_section luksdump | sed -n 's/^[[:space:]]*Memory:[[:space:]]*\([0-9]*\).*/\1/p' | sort -n | tail -1)
 rig_check "argon2id memory ${mem_kb:-?} KiB is at most 128 MiB on a 512 MiB node" [ -n "$mem_kb" ] && [ "$mem_kb" -le 131072 ]
-if rig_report_section dmesg-tail | grep -Eqi 'out of memory|oom-kill|killed process'; then rig_not_ok "the OOM killer ran"
+if rig_section_has dmesg-tail '[Oo]ut of memory|oom-kill|[Kk]illed process'; then rig_not_ok "the OOM killer ran"
 else rig_ok "no OOM kill"; fi
 rig_expect_section blkid '^/dev/md[0-9]+: LABEL="boot".*TYPE="ext4"' "ext4 /boot on the RAID1"
 rig_expect_section blkid '^/dev/mapper/croot: LABEL="root".*TYPE="xfs"' "xfs root inside LUKS"

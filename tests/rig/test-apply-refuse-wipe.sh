@@ -26,7 +26,7 @@ rig_boot || rig_not_ok "boot 1: the guest did not finish"
 rig_expect_exit 3
 rig_check "boot 1: every disk hashes the same after the refusal" [ "$(rig_sha256 "${RIG_DISK[@]}")" = "$before" ]
 rig_expect_section mdstat '^unused devices' "boot 1: no array was made"
-if rig_report_section mdstat | grep -q '^md'; then rig_not_ok "boot 1: an array exists after the refusal"; else rig_ok "boot 1: no array after the refusal"; fi
+if rig_section_has mdstat '^md'; then rig_not_ok "boot 1: an array exists after the refusal"; else rig_ok "boot 1: no array after the refusal"; fi
 for w in '/dev/vda: .*TYPE="xfs"' '/dev/vdb: .*TYPE="crypto_LUKS"' '/dev/vdc: .*TYPE="linux_raid_member"'; do
   rig_expect_section blkid "$w" "boot 1: the guest still sees ${w%%:*}'s old signature"
 done
@@ -34,7 +34,7 @@ done
 RIG_VAR_WIPE=true rig_spec specs/apply-raid10-luks-lvm.yaml
 rig_boot || rig_not_ok "boot 2: the guest did not finish"
 rig_expect_exit 0
-if rig_report_section blkid | grep -Eq 'LABEL="oldfs"|UUID_SUB=.*LABEL="old:md9"'; then rig_not_ok "boot 2: an old signature survived"
+if rig_section_has blkid 'LABEL="oldfs"|UUID_SUB=.*LABEL="old:md9"'; then rig_not_ok "boot 2: an old signature survived"
 else rig_ok "boot 2: the old filesystem and md superblock are gone"; fi
 n_luks=$(rig_report_section blkid | grep -c 'TYPE="crypto_LUKS"')
 rig_check "boot 2: exactly one LUKS device (the new one on the array), found $n_luks" [ "$n_luks" = 1 ]
