@@ -3,16 +3,6 @@
 #include "exec.h"
 #include "paths.h"
 
-static int push(char ***v, const char *s) {
-        char *d = strdup(s);
-        if (!d)
-                return -ENOMEM;
-        int r = strv_push(v, d);
-        if (r < 0)
-                free(d);
-        return r;
-}
-
 int mkfs_argv(enum spec_fs_type type, const char *dev, const char *label, char *const *options, char ***ret) {
         _cleanup_strv_free_ char **v = NULL;
         const char *prog, *force, *label_opt;
@@ -23,20 +13,20 @@ int mkfs_argv(enum spec_fs_type type, const char *dev, const char *label, char *
         case SPEC_FS_VFAT: prog = kiln_paths.mkfs_vfat; force = NULL; label_opt = "-n"; break;
         default: return -EINVAL;
         }
-        int r = push(&v, prog);
+        int r = strv_pushdup(&v, prog);
         if (r == 0 && force)
-                r = push(&v, force);
+                r = strv_pushdup(&v, force);
         if (r == 0 && type == SPEC_FS_EXT4)
-                r = push(&v, "-q");
+                r = strv_pushdup(&v, "-q");
         if (r == 0 && !strempty(label)) {
-                r = push(&v, label_opt);
+                r = strv_pushdup(&v, label_opt);
                 if (r == 0)
-                        r = push(&v, label);
+                        r = strv_pushdup(&v, label);
         }
         for (size_t i = 0; r == 0 && options && options[i]; i++)
-                r = push(&v, options[i]);
+                r = strv_pushdup(&v, options[i]);
         if (r == 0)
-                r = push(&v, dev);
+                r = strv_pushdup(&v, dev);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(v);

@@ -95,16 +95,6 @@ static char *strdupf(const char *fmt, ...) {
         return strbuf_detach(&sb);
 }
 
-static int strv_pushdup(char ***v, const char *s) {
-        char *c = strdup(s);
-        if (!c)
-                return -ENOMEM;
-        int r = strv_push(v, c);
-        if (r < 0)
-                free(c);
-        return r;
-}
-
 static uint64_t align_down(uint64_t v, uint64_t a) { return v / a * a; }
 static uint64_t align_up(uint64_t v, uint64_t a) { return v > UINT64_MAX - (a - 1) ? align_down(v, a) : (v + a - 1) / a * a; }
 

@@ -33,6 +33,16 @@ int strv_push(char ***v, char *s) {
         return 0;
 }
 
+int strv_pushdup(char ***v, const char *s) {
+        char *c = strdup(s);
+        if (!c)
+                return -ENOMEM;
+        int r = strv_push(v, c);
+        if (r < 0)
+                free(c);
+        return r;
+}
+
 bool strv_contains(char *const *v, const char *s) {
         for (size_t i = 0; v && v[i]; i++)
                 if (streq(v[i], s))

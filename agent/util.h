@@ -44,6 +44,7 @@ static inline void strv_freep(char ***v) { strv_free(*v); }
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
 size_t strv_length(char *const *v);
 int strv_push(char ***v, char *s);          /* takes ownership of s */
+int strv_pushdup(char ***v, const char *s); /* pushes a copy of s */
 bool strv_contains(char *const *v, const char *s);
 
 char *strdup_or_null(const char *s);

@@ -232,15 +232,7 @@ int wipe_signatures(const char *devpath, unsigned *ret_removed) {
 
 /* Pushes NAME unless it is in V already. */
 static int push_unique(char ***v, const char *name) {
-        if (strv_contains(*v, name))
-                return 0;
-        char *d = strdup(name);
-        if (!d)
-                return -ENOMEM;
-        int r = strv_push(v, d);
-        if (r < 0)
-                free(d);
-        return r;
+        return strv_contains(*v, name) ? 0 : strv_pushdup(v, name);
 }
 
 int wipe_list_holders(const char *devpath, char ***ret) {

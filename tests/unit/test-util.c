@@ -63,7 +63,20 @@ static void test_hex(void) {
         CHECK(hex_valid("", 0));
 }
 
+static void test_strv_pushdup(void) {
+        _cleanup_strv_free_ char **v = NULL;
+        char name[] = "md9";
+        CHECK_INT(strv_pushdup(&v, name), 0);
+        name[0] = 'x';                  /* a copy: the caller's buffer may change */
+        CHECK_INT(strv_pushdup(&v, "-q"), 0);
+        CHECK_INT(strv_length(v), 2);
+        CHECK_STR(v[0], "md9");
+        CHECK_STR(v[1], "-q");
+        CHECK(v[2] == NULL);
+}
+
 int main(void) {
+        test_strv_pushdup();
         test_hex();
         test_parse_size();
         test_strbuf();
