@@ -41,12 +41,10 @@ struct stream {
         int fetch_err;          /* read after the join */
 
         /* decompress thread */
-        size_t in_borrowed;
         int in_err;             /* why reading `in` failed (the fetch error, or cancelled) */
         char decomp_error[256]; /* set when the data itself is bad; read after `out` ends */
 
         /* installing thread */
-        size_t out_borrowed;
         int read_err;           /* why the last read of `out` failed, if it did */
         uint64_t written;
         const struct image_options *opts;
@@ -88,26 +86,19 @@ static const char *archive_err(struct archive *a) {
 
 static la_ssize_t in_read_cb(struct archive *a, void *userdata, const void **ret_buf) {
         struct stream *s = userdata;
-        if (s->in_borrowed > 0) {
-                ring_consume(&s->in, s->in_borrowed);
-                s->in_borrowed = 0;
-        }
+        ring_release(&s->in);
         ssize_t n = ring_peek(&s->in, ret_buf, IMAGE_BLOCK_SIZE);
         if (n < 0) {
                 s->in_err = (int) n;
                 archive_set_error(a, EIO, "download interrupted");
                 return -1;
         }
-        s->in_borrowed = (size_t) n;
         return n;
 }
 
 static int in_close_cb(struct archive *a, void *userdata) {
         struct stream *s = userdata;
-        if (s->in_borrowed > 0) {
-                ring_consume(&s->in, s->in_borrowed);
-                s->in_borrowed = 0;
-        }
+        ring_release(&s->in);
         return ARCHIVE_OK;
 }
 
@@ -204,16 +195,12 @@ static void stream_progress(struct stream *s, bool done) {
 /* Borrows up to max decompressed bytes: the count, 0 at the end, or an error
  * (read_err says which). The previous borrow is given back first. */
 static ssize_t out_peek(struct stream *s, const void **ret, size_t max) {
-        if (s->out_borrowed > 0) {
-                ring_consume(&s->out, s->out_borrowed);
-                s->out_borrowed = 0;
-        }
+        ring_release(&s->out);
         ssize_t n = ring_peek(&s->out, ret, max);
         if (n < 0) {
                 s->read_err = (int) n;
                 return n;
         }
-        s->out_borrowed = (size_t) n;
         stream_progress(s, false);
         return n;
 }
@@ -230,10 +217,7 @@ static la_ssize_t out_read_cb(struct archive *a, void *userdata, const void **re
 
 static int out_close_cb(struct archive *a, void *userdata) {
         struct stream *s = userdata;
-        if (s->out_borrowed > 0) {
-                ring_consume(&s->out, s->out_borrowed);
-                s->out_borrowed = 0;
-        }
+        ring_release(&s->out);
         return ARCHIVE_OK;
 }
 

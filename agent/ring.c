@@ -100,13 +100,24 @@ ssize_t ring_peek(struct ring *r, const void **ret, size_t max) {
         return n;
 }
 
-void ring_consume(struct ring *r, size_t n) {
-        pthread_mutex_lock(&r->lock);
+static void consume_locked(struct ring *r, size_t n) {
         assert(n <= r->borrowed);
         r->head = (r->head + n) % r->cap;
         r->len -= n;
         r->borrowed = 0;
         wake(r, &r->producer_waits);
+}
+
+void ring_consume(struct ring *r, size_t n) {
+        pthread_mutex_lock(&r->lock);
+        consume_locked(r, n);
+        pthread_mutex_unlock(&r->lock);
+}
+
+void ring_release(struct ring *r) {
+        pthread_mutex_lock(&r->lock);
+        if (r->borrowed > 0)
+                consume_locked(r, r->borrowed);
         pthread_mutex_unlock(&r->lock);
 }
 

@@ -42,6 +42,9 @@ void ring_finish(struct ring *r, int err);
 ssize_t ring_peek(struct ring *r, const void **ret, size_t max);
 /* Consumer: gives back the n bytes of the last ring_peek() (all of them). */
 void ring_consume(struct ring *r, size_t n);
+/* Consumer: gives back whatever the last ring_peek() lent, if anything (for
+ * a reader like libarchive that only says "next block, please"). */
+void ring_release(struct ring *r);
 
 /* Either side (or a third thread): stop the stream. The producer's next (or
  * blocked) ring_put() returns -ECANCELED; the consumer's next (or blocked)

@@ -76,9 +76,29 @@ static void test_cancel(void) {
         ring_done(&r);
 }
 
+/* ring_release gives back exactly what the last peek lent, and nothing twice. */
+static void test_release(void) {
+        struct ring r;
+        const void *q;
+        CHECK_INT(ring_init(&r, 64), 0);
+        ring_release(&r);                               /* nothing lent: a no-op */
+        CHECK_INT(ring_put(&r, "abcdef", 6), 0);
+        ring_finish(&r, 0);
+        CHECK_INT(ring_peek(&r, &q, 4), 4);
+        CHECK(memcmp(q, "abcd", 4) == 0);
+        ring_release(&r);
+        ring_release(&r);                               /* already given back */
+        CHECK_INT(ring_peek(&r, &q, 4), 2);
+        CHECK(memcmp(q, "ef", 2) == 0);
+        ring_release(&r);
+        CHECK_INT(ring_peek(&r, &q, 4), 0);             /* the end */
+        ring_done(&r);
+}
+
 int main(void) {
         test_order_and_error(0);
         test_order_and_error(-ECONNRESET);
         test_cancel();
+        test_release();
         return TEST_DONE();
 }
