@@ -56,6 +56,7 @@ struct apply_ctx {
         struct resume_record rec;       /* what this run has done (or, resuming, what the record said) */
         bool recording;                 /* the root is mounted: progress goes to its record */
         bool resumed;                   /* the resume check passed */
+        unsigned skip_stages;           /* resumed: the stages the record listed as done (1u << enum resume_stage) */
         char *fallback_why;             /* resuming is off: why (then the fresh plan runs) */
 };
 
@@ -757,7 +758,7 @@ static void report_resume(struct apply_ctx *c) {
         if (c->resumed) {
                 json_object *st = json_object_new_array();
                 for (int k = 0; st && k < _RESUME_STAGE_MAX; k++)
-                        if (c->rec.stages & (1u << k))
+                        if (c->skip_stages & (1u << k))
                                 json_object_array_add(st, json_object_new_string(resume_stage_name(k)));
                 json_object_object_add(o, "stages_skipped", st);
                 json_object_object_add(o, "kept", kept_uuids(c));
@@ -787,6 +788,7 @@ static int step_resume_check(struct apply_ctx *c, const struct plan_step *s) {
                 resume_record_done(&c->rec);
                 c->rec = rec;
                 c->resumed = c->recording = true;
+                c->skip_stages = rec.stages;
                 const char *rid = report_run_id(c->report);
                 free(c->rec.run_id);
                 c->rec.run_id = rid ? strdup(rid) : NULL;
@@ -806,7 +808,7 @@ static int step_resume_check(struct apply_ctx *c, const struct plan_step *s) {
 /* A resumed run skips what the record lists as done. */
 static bool resume_skips(const struct apply_ctx *c, const struct plan_step *s) {
         enum resume_stage st = resume_stage_of(s->kind);
-        return c->resumed && st != RESUME_STAGE_NONE && st != RESUME_STAGE_STORAGE && (c->rec.stages & (1u << st));
+        return c->resumed && st != RESUME_STAGE_NONE && st != RESUME_STAGE_STORAGE && (c->skip_stages & (1u << st));
 }
 
 /* Undo the resume steps 0..upto (the failed one included: it may have
@@ -828,8 +830,8 @@ static int resume_undo(struct apply_ctx *c, const size_t *order, size_t upto) {
                 case PLAN_LUKS_OPEN: {
                         const struct spec_luks *l = s->obj;
                         r = luks_close(luks_name(l));
-                        if (r == -ENODEV || r == -ENOENT)
-                                r = 0;
+                        if (r == -ENODEV || r == -ENOENT || (r < 0 && k == upto))
+                                r = 0;  /* not open */
                         break;
                 }
                 case PLAN_VG_ACTIVATE: {
