@@ -91,14 +91,15 @@ int cmd_image(int argc, char **argv) {
 
         o.progress = image_progress_print;
         o.progress_userdata = &pp;
-        struct image_result res;
+        _cleanup_(image_result_done) struct image_result res = {};
         r = image_install(&img, target, &o, &res);
-        if (r == -EBADMSG && strstr(res.error, "sha256 mismatch")) {
+        if (r == -EBADMSG && res.error && strstr(res.error, "sha256 mismatch")) {
                 log_error("image '%s' failed verification: %s; '%s' is left marked incomplete", img.url, res.error, target);
                 return KILN_EXIT_IMAGE;
         }
         if (r < 0) {
-                log_error_errno(r, "failed to install image '%s' onto '%s': %s", img.url, target, res.error);
+                log_error_errno(r, "failed to install image '%s' onto '%s': %s", img.url, target,
+                                res.error ? res.error : strerror(-r));
                 return KILN_EXIT_IMAGE;
         }
         char sz[32];
