@@ -245,12 +245,7 @@ static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks
         int r = spec_expand(l->key.url, &vars, &url);
         if (r < 0)
                 return strbuf_addf(&c->why, "cannot expand the key URL '%s'", l->key.url), r;
-        struct fetch_options fo = { 0 };
-        const char *ca = c->plan->spec->ca;
-        if (ca && strstr(ca, "-----BEGIN"))
-                fo.ca_pem = ca;
-        else if (ca && ca[0] == '/')
-                fo.ca_file = ca;
+        struct fetch_options fo = { .ca_file = c->opts->ca_file };      /* kiln.ca and the spec's ca: (ca.h) */
         char *buf = NULL;
         size_t len = 0;
         _cleanup_(fetch_result_done) struct fetch_result res = {};

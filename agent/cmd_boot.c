@@ -9,6 +9,7 @@
  * /init can report first and then do it. Every failure is one line naming
  * the stage, the subject and the reason, and a documented exit code. */
 #include "apply.h"
+#include "ca.h"
 #include "cmdline.h"
 #include "commands.h"
 #include "exitcode.h"
@@ -217,6 +218,14 @@ int cmd_boot(int argc, char **argv) {
         r = spec_register_secrets(spec);
         if (r < 0)
                 return log_error_errno(r, "failed to register the spec's secrets: %m"), KILN_EXIT_FAILURE;
+        /* the spec's ca: beside kiln.ca= for everything after the spec */
+        _cleanup_free_ char *spec_ca = NULL, *ca_err = NULL;
+        r = ca_for_spec(spec->ca, fo.ca_file, &spec_ca, &ca_err);
+        if (r < 0)
+                return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", url,
+                                       ca_describe(spec->ca), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
+        if (spec_ca)
+                fo.ca_file = spec_ca;
 
         /* 6. plan: every refusal is made here, before anything is written */
         _cleanup_plan_free_ struct plan *plan = NULL;
