@@ -619,6 +619,8 @@ static int step_image(struct apply_ctx *c, const struct plan_step *s) {
                 return strbuf_adds(&c->why, res.error ? res.error : "image install failed"), r;
         log_info("image: %" PRIu64 " bytes verified (sha256 %s), %" PRIu64 " entries, %u request(s)",
                  res.downloaded, res.sha256, res.entries, res.attempts);
+        if (res.warning)
+                log_warning("image: %u libarchive warning(s), the first: %s", res.warnings, res.warning);
         (void) report_set_image(c->report, img->url, res.sha256, res.downloaded, res.usec / 1e6);
         return 0;
 }

@@ -102,6 +102,8 @@ int cmd_image(int argc, char **argv) {
                                 res.error ? res.error : strerror(-r));
                 return KILN_EXIT_IMAGE;
         }
+        if (res.warning)
+                log_warning("image '%s': %u libarchive warning(s), the first: %s", img.url, res.warnings, res.warning);
         char sz[32];
         log_info("installed image '%s' onto '%s': %" PRIu64 " entries, %s written, %u request(s), %u restart(s), "
                  "%u warning(s), sha256 %s verified",

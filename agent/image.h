@@ -62,6 +62,7 @@ struct image_result {
         unsigned attempts;      /* HTTP requests made */
         unsigned restarts;      /* times a server ignored Range (the repeated bytes were dropped) */
         unsigned warnings;      /* non-fatal libarchive warnings (e.g. xattrs unsupported) */
+        char *warning;          /* the first of them: "'PATH': MESSAGE"; NULL if none */
         uint64_t usec;
         char sha256[65];
         /* The only field also filled on failure (NULL if even that failed):
