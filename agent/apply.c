@@ -246,18 +246,13 @@ static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks
         int r = spec_expand(l->key.url, &vars, &url);
         if (r < 0)
                 return strbuf_addf(&c->why, "cannot expand the key URL '%s'", l->key.url), r;
-        struct fetch_options fo = { 0 };
-        const char *ca = c->plan->spec->ca;
-        if (ca && strstr(ca, "-----BEGIN"))
-                fo.ca_pem = ca;
-        else if (ca && ca[0] == '/')
-                fo.ca_file = ca;
+        struct fetch_options fo = { .ca_file = c->opts->ca_file };      /* kiln.ca and the spec's ca: (ca.h) */
         char *buf = NULL;
         size_t len = 0;
-        struct fetch_result res = { 0 };
+        _cleanup_(fetch_result_done) struct fetch_result res = {};
         r = fetch_to_buffer_full(url, &fo, LUKS_MAX_KEY_FETCH, l->key.sha256, &buf, &len, &res);
         if (r < 0)
-                return strbuf_addf(&c->why, "key from '%s': %s", url, res.error[0] ? res.error : strerror(-r)), r;
+                return strbuf_addf(&c->why, "key from '%s': %s", url, res.error ? res.error : strerror(-r)), r;
         (void) log_register_secret(buf);
         r = len ? luks_key_new(buf, len, ret) : -EINVAL;
         explicit_wipe(buf, len);
@@ -619,12 +614,14 @@ static int step_image(struct apply_ctx *c, const struct plan_step *s) {
                 log_info("emptied %s for the image (%u entries of the interrupted run removed)", target, removed);
                 record_save(c);         /* the record went with the rest */
         }
-        struct image_result res = {};
+        _cleanup_(image_result_done) struct image_result res = {};
         int r = image_install(img, target, &io, &res);
         if (r < 0)
-                return strbuf_adds(&c->why, res.error[0] ? res.error : "image install failed"), r;
+                return strbuf_adds(&c->why, res.error ? res.error : "image install failed"), r;
         log_info("image: %" PRIu64 " bytes verified (sha256 %s), %" PRIu64 " entries, %u request(s)",
                  res.downloaded, res.sha256, res.entries, res.attempts);
+        if (res.warning)
+                log_warning("image: %u libarchive warning(s), the first: %s", res.warnings, res.warning);
         (void) report_set_image(c->report, img->url, res.sha256, res.downloaded, res.usec / 1e6);
         return 0;
 }
