@@ -16,6 +16,8 @@
 #include "mount.h"
 #include "partition.h"
 #include "paths.h"
+#include "resume.h"
+#include "sigprobe.h"
 #include "wipe.h"
 
 #include <inttypes.h>
@@ -50,9 +52,16 @@ struct apply_ctx {
         struct report *report;  /* opts->report, or one apply_run made */
         bool registered;        /* register_run covers every target at once */
         bool target_ready;      /* configure ran: the target's /var/lib/kiln takes the report */
+        /* resume after a failure (resume.h) */
+        struct resume_record rec;       /* what this run has done (or, resuming, what the record said) */
+        bool recording;                 /* the root is mounted: progress goes to its record */
+        bool resumed;                   /* the resume check passed */
+        char *fallback_why;             /* resuming is off: why (then the fresh plan runs) */
 };
 
 #define BENCH_DEFAULT_LEN (64ull * 1024 * 1024)
+
+static void record_save(struct apply_ctx *c);
 
 
 const char *apply_step_name(enum plan_step_kind kind) {
@@ -601,6 +610,14 @@ static int step_image(struct apply_ctx *c, const struct plan_step *s) {
         struct image_progress_printer printer = { .what = "image" };
         struct image_options io = { .progress = image_progress_print, .progress_userdata = &printer };
         io.fetch.ca_file = c->opts->ca_file;
+        if (c->resumed && img->format != SPEC_IMAGE_RAW) {
+                unsigned removed = 0;
+                int k = resume_clean_root(target, &removed);
+                if (k < 0)
+                        return strbuf_addf(&c->why, "cannot empty '%s' for the image", target), k;
+                log_info("emptied %s for the image (%u entries of the interrupted run removed)", target, removed);
+                record_save(c);         /* the record went with the rest */
+        }
         struct image_result res = {};
         int r = image_install(img, target, &io, &res);
         if (r < 0)
@@ -629,6 +646,215 @@ static int step_register(struct apply_ctx *c, const struct plan_step *s) {
         return 0;
 }
 
+/* ---- resume after a failure ---- */
+
+static void record_path(char *buf, size_t len) {
+        snprintf(buf, len, "%s%s", kiln_paths.target, RESUME_RECORD_PATH);
+}
+
+static void record_save(struct apply_ctx *c) {
+        if (!c->recording)
+                return;
+        char path[PATH_MAX];
+        record_path(path, sizeof path);
+        int r = resume_record_save(&c->rec, path);
+        if (r < 0)
+                log_warning_errno(r, "failed to record progress in '%s' (a failure after this cannot resume): %m", path);
+}
+
+static void record_stage(struct apply_ctx *c, enum resume_stage st) {
+        if (st == RESUME_STAGE_NONE || !c->recording)
+                return;
+        c->rec.stages |= 1u << st;
+        record_save(c);
+}
+
+static bool plan_mounts_root(const struct plan *p) {
+        for (size_t i = 0; i < p->n_steps; i++) {
+                const struct spec_filesystem *fs = p->steps[i].kind == PLAN_MOUNT ? p->steps[i].obj : NULL;
+                if (fs && fs->mount && streq(fs->mount, "/"))
+                        return true;
+        }
+        return false;
+}
+
+static int step_md_assemble(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_raid *raid = s->obj;
+        if (!raid)
+                return -EINVAL;
+        const char *name = raid->name ? raid->name : raid->id;
+        int r = md_assemble(name, s->uuid, s->inputs, &c->why);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *node = NULL;
+        r = md_wait(name, MD_WAIT_USEC, &node);
+        if (r < 0)
+                return strbuf_addf(&c->why, "/dev/md/%s did not appear", name), r;
+        log_info("assembled md array '%s' (UUID %s) as %s", name, s->uuid, node);
+        return 0;
+}
+
+static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_vg *vg = s->obj;
+        if (!vg)
+                return -EINVAL;
+        const char *name = vg->name ? vg->name : vg->id;
+        int r = lvm_vg_activate(name, &c->why);
+        if (r < 0)
+                return r;
+        r = lvm_vgmknodes(name, &c->why);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < c->plan->spec->n_lvs; i++) {
+                const struct spec_lv *lv = &c->plan->spec->lvs[i];
+                if (!lv->vg || !streq(lv->vg, vg->id))
+                        continue;
+                char node[PATH_MAX];
+                snprintf(node, sizeof node, "%s/%s/%s", kiln_paths.devfs, name, lv->name ? lv->name : lv->id);
+                if ((r = wait_node(node)) < 0)
+                        return strbuf_addf(&c->why, "%s did not appear", node), r;
+        }
+        log_info("activated VG '%s'", name);
+        return 0;
+}
+
+/* What the interrupted run built and this one keeps, by UUID, for the report. */
+static json_object *kept_uuids(const struct apply_ctx *c) {
+        json_object *o = json_object_new_object();
+        for (size_t i = 0; o && i < c->plan->n_steps; i++) {
+                const struct plan_step *s = &c->plan->steps[i];
+                char key[160];
+                const char *uuid = NULL;
+                _cleanup_free_ struct inv_signature *sigs = NULL;
+                size_t n = 0;
+                if (s->kind == PLAN_MD_ASSEMBLE) {
+                        snprintf(key, sizeof key, "md %s", s->id);
+                        uuid = s->uuid;
+                } else if (s->kind == PLAN_SKIP_STAGE && s->device &&
+                           (s->skipped == PLAN_LUKS_FORMAT || s->skipped == PLAN_MKFS || s->skipped == PLAN_PVCREATE)) {
+                        snprintf(key, sizeof key, "%s %s", s->skipped == PLAN_LUKS_FORMAT ? "luks" : s->skipped == PLAN_MKFS ? "fs" : "pv",
+                                 s->device);
+                        if (sigprobe_device(s->device, &sigs, &n) >= 0 && n > 0)
+                                uuid = sigs[0].uuid;
+                }
+                if (uuid)
+                        json_object_object_add(o, key, json_object_new_string(uuid));
+                for (size_t k = 0; k < n; k++) {
+                        free(sigs[k].type);
+                        free(sigs[k].usage);
+                        free(sigs[k].uuid);
+                        free(sigs[k].label);
+                }
+        }
+        return o;
+}
+
+static void report_resume(struct apply_ctx *c) {
+        json_object *o = json_object_new_object();
+        if (!o)
+                return;
+        json_object_object_add(o, "fingerprint", json_object_new_string(c->plan->fingerprint));
+        if (c->resumed) {
+                json_object *st = json_object_new_array();
+                for (int k = 0; st && k < _RESUME_STAGE_MAX; k++)
+                        if (c->rec.stages & (1u << k))
+                                json_object_array_add(st, json_object_new_string(resume_stage_name(k)));
+                json_object_object_add(o, "stages_skipped", st);
+                json_object_object_add(o, "kept", kept_uuids(c));
+                if (c->rec.run_id)
+                        json_object_object_add(o, "interrupted_run_id", json_object_new_string(c->rec.run_id));
+        } else if (c->fallback_why)
+                json_object_object_add(o, "fresh_because", json_object_new_string(c->fallback_why));
+        (void) report_set_member(c->report, "resumed", json_object_new_boolean(c->resumed));
+        (void) report_set_member(c->report, "resume", o);
+}
+
+static int step_resume_check(struct apply_ctx *c, const struct plan_step *s) {
+        struct resume_record rec = {};
+        int r = resume_record_load(s->device, &rec);
+        if (r == -ENOENT)
+                return strbuf_addf(&c->why, "no progress record '%s'", s->device), -ESTALE;
+        if (r < 0)
+                return strbuf_addf(&c->why, "unreadable progress record '%s'", s->device), -ESTALE;
+        if (!streq(rec.fingerprint, c->plan->fingerprint))
+                r = strbuf_addf(&c->why, "the progress record names another plan (%.12s, this one is %.12s)", rec.fingerprint,
+                                c->plan->fingerprint);
+        else if (rec.complete)
+                r = strbuf_adds(&c->why, "the progress record says that run finished");
+        else if (!(rec.stages & (1u << RESUME_STAGE_STORAGE)))
+                r = strbuf_adds(&c->why, "the progress record does not list the storage as done");
+        else {
+                resume_record_done(&c->rec);
+                c->rec = rec;
+                c->resumed = c->recording = true;
+                const char *rid = report_run_id(c->report);
+                free(c->rec.run_id);
+                c->rec.run_id = rid ? strdup(rid) : NULL;
+                free(c->rec.version);
+                c->rec.version = NULL;
+                record_save(c);
+                report_resume(c);
+                log_info("resuming the interrupted run of plan %.12s: stages done %s%s%s", c->plan->fingerprint, "storage",
+                         rec.stages & (1u << RESUME_STAGE_IMAGE) ? ", image" : "",
+                         rec.stages & (1u << RESUME_STAGE_CONFIGURE) ? ", configure" : "");
+                return 0;
+        }
+        resume_record_done(&rec);
+        return r < 0 ? r : -ESTALE;
+}
+
+/* A resumed run skips what the record lists as done. */
+static bool resume_skips(const struct apply_ctx *c, const struct plan_step *s) {
+        enum resume_stage st = resume_stage_of(s->kind);
+        return c->resumed && st != RESUME_STAGE_NONE && st != RESUME_STAGE_STORAGE && (c->rec.stages & (1u << st));
+}
+
+/* Undo the resume steps 0..upto (the failed one included: it may have
+ * half-happened), latest first: the machine is then as it was planned for,
+ * and the fresh plan's wipe finds no holder it did not list. */
+static int resume_undo(struct apply_ctx *c, const size_t *order, size_t upto) {
+        bool unmounted = false;
+        int r;
+        for (size_t k = upto + 1; k-- > 0;) {
+                const struct plan_step *s = &c->plan->steps[order[k]];
+                strbuf_reset(&c->why);
+                switch (s->kind) {
+                case PLAN_MOUNT:
+                        if (unmounted)
+                                continue;
+                        unmounted = true;
+                        r = mount_unmount_target();
+                        break;
+                case PLAN_LUKS_OPEN: {
+                        const struct spec_luks *l = s->obj;
+                        r = luks_close(luks_name(l));
+                        if (r == -ENODEV || r == -ENOENT)
+                                r = 0;
+                        break;
+                }
+                case PLAN_VG_ACTIVATE: {
+                        const struct spec_vg *vg = s->obj;
+                        r = lvm_vg_deactivate(vg->name ? vg->name : vg->id, &c->why);
+                        if (r < 0 && k == upto)
+                                r = 0;  /* it did not get as far as activating */
+                        break;
+                }
+                case PLAN_MD_ASSEMBLE:
+                        r = md_stop(s->device, &c->why);
+                        if (r < 0 && k == upto)
+                                r = 0;
+                        break;
+                default:
+                        continue;
+                }
+                if (r < 0)
+                        return log_error_errno(r, "failed to undo %s '%s' before a fresh install: %s%s%m", apply_step_name(s->kind),
+                                               s->device ? s->device : s->id ? s->id : "-", exec_last_line(&c->why),
+                                               *exec_last_line(&c->why) ? ": " : "");
+        }
+        return 0;
+}
+
 static int run_step(struct apply_ctx *c, const struct plan_step *s) {
         switch (s->kind) {
         case PLAN_WIPE: return step_wipe(c, s);
@@ -647,6 +873,10 @@ static int run_step(struct apply_ctx *c, const struct plan_step *s) {
         case PLAN_BENCH_CRYPT: return step_bench_crypt(c, s);
         case PLAN_IMAGE: return step_image(c, s);
         case PLAN_REGISTER: return step_register(c, s);
+        case PLAN_MD_ASSEMBLE: return step_md_assemble(c, s);
+        case PLAN_VG_ACTIVATE: return step_vg_activate(c, s);
+        case PLAN_SKIP_STAGE: return 0;
+        case PLAN_RESUME_CHECK: return step_resume_check(c, s);
         default:
                 return -EINVAL;
         }
@@ -691,6 +921,8 @@ static void hook(const struct apply_ctx *c, const struct plan_step *s, size_t i,
 
 static void dry_run_print(const struct plan *p, const size_t *order, FILE *out) {
         fprintf(out, "dry run: %zu step(s), nothing will be changed\n", p->n_steps);
+        fprintf(out, "fingerprint: %s\nmode: %s%s%s%s\n", p->fingerprint, p->resume ? "resume" : "fresh install",
+                p->mode_why ? " (" : "", p->mode_why ? p->mode_why : "", p->mode_why ? ")" : "");
         for (size_t k = 0; k < p->n_steps; k++) {
                 const struct plan_step *s = &p->steps[order[k]];
                 fprintf(out, "%3zu. %-11s %s\n", k + 1, apply_step_name(s->kind), s->description ? s->description : "");
@@ -741,11 +973,24 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
         int code = KILN_EXIT_OK;
         const struct plan_step *failed = NULL;
         _cleanup_free_ char *failed_why = NULL;
+        bool root = plan_mounts_root(p), fall_back = false;
+        memcpy(c.rec.fingerprint, p->fingerprint, sizeof c.rec.fingerprint);
+        const char *rid = report_run_id(c.report);
+        c.rec.run_id = rid ? strdup(rid) : NULL;
         uint64_t t0 = now_usec();
         for (size_t k = 0; k < p->n_steps; k++) {
                 size_t i = order[k];
                 const struct plan_step *s = &p->steps[i];
                 const char *dev = s->device ? s->device : "-";
+                if (resume_skips(&c, s)) {
+                        log_info("step %zu/%zu %s %s: skipped, the interrupted run did it", k + 1, p->n_steps,
+                                 apply_step_name(s->kind), dev);
+                        continue;
+                }
+                if (s->kind == PLAN_FINISH && c.recording) {
+                        c.rec.complete = true;  /* the next run over these disks is a fresh install */
+                        record_save(&c);
+                }
                 log_info("step %zu/%zu %s %s: %s", k + 1, p->n_steps, apply_step_name(s->kind), dev,
                          s->description ? s->description : "");
                 hook(&c, s, i, APPLY_STEP_START, 0, 0, NULL);
@@ -753,6 +998,25 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
                 uint64_t t = now_usec();
                 r = run_step(&c, s);
                 uint64_t usec = now_usec() - t;
+                if (r < 0 && p->resume && opts->fallback && !c.resumed) {
+                        /* the stack is not this plan's unfinished run, or it cannot be brought up:
+                         * nothing was written; undo and install fresh */
+                        const char *why = exec_last_line(&c.why);
+                        if (asprintf(&c.fallback_why, "%s %s: %s%s%s", apply_step_name(s->kind), dev, why, *why ? ": " : "",
+                                     r == -ESTALE ? "not resumable" : strerror(-r)) < 0)
+                                c.fallback_why = NULL;
+                        log_info("not resuming (%s); undoing the resume steps and installing fresh",
+                                 c.fallback_why ? c.fallback_why : "?");
+                        hook(&c, s, i, APPLY_STEP_DONE, 0, usec, NULL);
+                        if (resume_undo(&c, order, k) < 0) {
+                                code = KILN_EXIT_STORAGE;
+                                failed = s;
+                                failed_why = strdup("cannot undo the resume steps before a fresh install");
+                                break;
+                        }
+                        fall_back = true;
+                        break;
+                }
                 if (r < 0) {
                         const char *why = exec_last_line(&c.why);
                         log_error_errno(r, "step %zu/%zu %s failed on '%s' after %.1fs: %s%s%m", k + 1, p->n_steps,
@@ -766,20 +1030,43 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
                 }
                 log_info("step %zu/%zu %s %s done in %.1fs", k + 1, p->n_steps, apply_step_name(s->kind), dev, usec / 1e6);
                 hook(&c, s, i, APPLY_STEP_DONE, 0, usec, NULL);
+                if (!p->resume && root && s->kind == PLAN_MOUNT && (k + 1 == p->n_steps || p->steps[order[k + 1]].kind != PLAN_MOUNT)) {
+                        c.recording = true;     /* storage is done and the root is mounted */
+                        record_stage(&c, RESUME_STAGE_STORAGE);
+                } else if (s->kind != PLAN_MOUNT)
+                        record_stage(&c, resume_stage_of(s->kind) == RESUME_STAGE_STORAGE ? RESUME_STAGE_NONE : resume_stage_of(s->kind));
         }
-        if (code == KILN_EXIT_OK)
-                log_info("applied %zu step(s) in %.1fs", p->n_steps, (now_usec() - t0) / 1e6);
-        else
-                report_failure(&c, failed, failed_why);
-        if (report_get_result(c.report) == REPORT_NONE)
-                (void) report_finish(c.report, REPORT_SUCCESS, NULL, NULL);
-        save_report(&c);
+        if (fall_back) {
+                json_object *o = json_object_new_object();
+                if (o) {
+                        json_object_object_add(o, "fingerprint", json_object_new_string(p->fingerprint));
+                        json_object_object_add(o, "fresh_because", json_object_new_string(c.fallback_why ? c.fallback_why : "?"));
+                }
+                (void) report_set_member(c.report, "resumed", json_object_new_boolean(false));
+                (void) report_set_member(c.report, "resume", o);
+                struct apply_options fo = *opts;
+                fo.fallback = NULL;
+                fo.report = c.report;
+                code = apply_run(opts->fallback, &fo);
+        } else {
+                if (code == KILN_EXIT_OK)
+                        log_info("applied %zu step(s) in %.1fs", p->n_steps, (now_usec() - t0) / 1e6);
+                else
+                        report_failure(&c, failed, failed_why);
+                if (report_get_result(c.report) == REPORT_NONE)
+                        (void) report_finish(c.report, REPORT_SUCCESS, NULL, NULL);
+                if (!report_get(c.report, "resumed"))
+                        report_resume(&c);
+                save_report(&c);
+        }
         for (size_t i = 0; i < c.n_keys; i++)
                 luks_key_free(c.keys[i].key);
         free(c.keys);
         strbuf_release(&c.why);
         bench_result_done(&c.bench);
         free(c.bench_choice_cipher);
+        resume_record_done(&c.rec);
+        free(c.fallback_why);
         report_free(own_report);
         return code;
 }

@@ -6,7 +6,9 @@
  * It relies on the step fields documented in plan.h; in addition, wipe finds
  * the holders to stop in sysfs itself (top layer first), so a holder the
  * inventory missed is still torn down.
- * A run of consecutive PLAN_MOUNT steps is mounted parents first. */
+ * A run of consecutive PLAN_MOUNT steps is mounted parents first.
+ * Progress is recorded in <target>/var/lib/kiln/progress.json (resume.h)
+ * once the root is mounted, after each stage and before finish. */
 #pragma once
 #include "exitcode.h"
 #include "plan.h"
@@ -34,6 +36,8 @@ struct apply_options {
         struct report *report;  /* run report: bench, image and registration land here; NULL = apply makes one */
         const char *ca_file;    /* extra CA for the image and the controller (kiln.ca) */
         uint64_t bench_len;     /* bytes the benchmark writes on the raw and the dm-crypt device; 0 = 64 MiB */
+        const struct plan *fallback;    /* with a resume plan (resume.h): the fresh plan, run when the stack turns
+                                         * out not to be this plan's unfinished run (after undoing the resume steps) */
 };
 
 /* Returns KILN_EXIT_OK, or the exit code of the step that failed:

@@ -7,13 +7,15 @@
 #include "inventory.h"
 #include "log.h"
 #include "plan.h"
+#include "resume.h"
 #include "spec.h"
 
 #include <getopt.h>
 
 static void apply_usage(FILE *f) {
-        fprintf(f, "usage: kiln apply SPEC [--inventory FILE|DIR] [--dry-run] [--yes]\n"
+        fprintf(f, "usage: kiln apply SPEC [--inventory FILE|DIR] [--dry-run] [--yes] [--fresh]\n"
                    "  --dry-run        print the steps, change nothing\n"
+                   "  --fresh          never resume an interrupted run: install from scratch\n"
                    "  --yes            confirm that the listed data may be destroyed\n"
                    "  --inventory X    plan against a recorded inventory (JSON or tree)\n");
 }
@@ -23,18 +25,20 @@ int cmd_apply(int argc, char **argv) {
                 { "inventory", required_argument, NULL, 'i' },
                 { "dry-run", no_argument, NULL, 'n' },
                 { "yes", no_argument, NULL, 'y' },
+                { "fresh", no_argument, NULL, 'f' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
         const char *inv_path = NULL;
-        bool dry_run = false, yes = false;
+        bool dry_run = false, yes = false, fresh = false;
         int c;
         optind = 1;
-        while ((c = getopt_long(argc, argv, "i:nyh", longopts, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "i:nyfh", longopts, NULL)) >= 0)
                 switch (c) {
                 case 'i': inv_path = optarg; break;
                 case 'n': dry_run = true; break;
                 case 'y': yes = true; break;
+                case 'f': fresh = true; break;
                 case 'h': apply_usage(stdout); return KILN_EXIT_OK;
                 default: apply_usage(stderr); return KILN_EXIT_USAGE;
                 }
@@ -82,6 +86,11 @@ int cmd_apply(int argc, char **argv) {
                 return KILN_EXIT_FAILURE;
         }
         diags_clear(&diags);
+        _cleanup_plan_free_ struct plan *resume = NULL;
+        r = resume_decide(plan, fresh, &resume);
+        if (r < 0)
+                return log_error_errno(r, "failed to decide whether to resume '%s': %m", spec_path), KILN_EXIT_FAILURE;
+        log_info("%s: %s", resume ? "resume" : "fresh install", (resume ? resume : plan)->mode_why);
 
         if (!dry_run && spec->hostname && !plan->hostname) {
                 log_error("refusing to apply '%s': hostname '%s' needs ${%s}, which this machine's inventory lacks; "
@@ -104,6 +113,6 @@ int cmd_apply(int argc, char **argv) {
         }
 
         /* the hostname as plan_build expanded it: a dry run shows what `kiln plan` shows */
-        struct apply_options opts = { .dry_run = dry_run, .hostname = plan->hostname };
-        return apply_run(plan, &opts);
+        struct apply_options opts = { .dry_run = dry_run, .hostname = plan->hostname, .fallback = resume ? plan : NULL };
+        return apply_run(resume ? resume : plan, &opts);
 }

@@ -20,6 +20,7 @@
 #include "progress.h"
 #include "register.h"
 #include "report.h"
+#include "resume.h"
 #include "spec.h"
 
 #include <fcntl.h>
@@ -230,6 +231,12 @@ int cmd_boot(int argc, char **argv) {
                 return log_error_errno(r, "failed to plan spec '%s': %m", url), KILN_EXIT_FAILURE;
         }
         diags_clear(&diags);
+        _cleanup_plan_free_ struct plan *resume = NULL;
+        r = resume_decide(plan, cl.fresh, &resume);
+        if (r < 0)
+                return log_error_errno(r, "failed to decide whether spec '%s' resumes: %m", url), KILN_EXIT_FAILURE;
+        log_info("plan %.12s: %s (%s)", plan->fingerprint, resume ? "resume" : "fresh install",
+                 (resume ? resume : plan)->mode_why);
 
         const char *hostname = plan->hostname;  /* expanded by plan_build, as `kiln plan` shows it */
         if (!dry_run && spec->hostname && !hostname)
@@ -268,10 +275,11 @@ int cmd_boot(int argc, char **argv) {
                 .userdata = report,
                 .report = report,
                 .ca_file = fo.ca_file,
+                .fallback = resume ? plan : NULL,
         };
         log_info("applying spec '%s' (%zu steps) on %s", url, plan->n_steps, hostname ? hostname : "this machine");
         t0 = now_usec();
-        r = apply_run(plan, &ao);       /* on failure it said which step, on what and why, reported it and saved the report */
+        r = apply_run(resume ? resume : plan, &ao);       /* on failure it said which step, on what and why, reported it and saved the report */
         register_events_done(&ev);
         if (r != KILN_EXIT_OK)
                 return r;

@@ -7,14 +7,16 @@
 #include "inventory.h"
 #include "log.h"
 #include "plan.h"
+#include "resume.h"
 #include "spec.h"
 #include <getopt.h>
 
 static void usage(FILE *f) {
-        fprintf(f, "usage: kiln plan SPEC [--inventory FILE | --sysroot DIR] [--json]\n"
+        fprintf(f, "usage: kiln plan SPEC [--inventory FILE | --sysroot DIR] [--json] [--fresh]\n"
                    "  --inventory FILE  plan for the machine `kiln inventory --json` saved in FILE\n"
                    "  --sysroot DIR     plan for a recorded /sys + /dev tree (or a saved JSON file)\n"
                    "  --json            print the plan as JSON\n"
+                   "  --fresh           the plan of a fresh install even if an interrupted run could resume\n"
                    "exit codes: 0 planned, 2 bad spec, 3 refused (a disk rule or a disk is not safe to use)\n");
 }
 
@@ -23,11 +25,12 @@ int cmd_plan(int argc, char **argv) {
                 { "inventory", required_argument, NULL, 'i' },
                 { "sysroot", required_argument, NULL, 's' },
                 { "json", no_argument, NULL, 'j' },
+                { "fresh", no_argument, NULL, 'f' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         const char *inventory_file = NULL, *sysroot = NULL;
-        bool json = false;
+        bool json = false, fresh = false;
         int c;
         optind = 0;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
@@ -35,6 +38,7 @@ int cmd_plan(int argc, char **argv) {
                 case 'i': inventory_file = optarg; break;
                 case 's': sysroot = optarg; break;
                 case 'j': json = true; break;
+                case 'f': fresh = true; break;
                 case 'h': usage(stdout); return KILN_EXIT_OK;
                 default: usage(stderr); return KILN_EXIT_USAGE;
                 }
@@ -90,8 +94,15 @@ int cmd_plan(int argc, char **argv) {
                 return KILN_EXIT_FAILURE;
         }
 
+        _cleanup_plan_free_ struct plan *resume = NULL;
+        r = resume_decide(plan, fresh, &resume);
+        if (r < 0) {
+                log_error_errno(r, "failed to decide whether '%s' resumes: %m", spec_path);
+                return KILN_EXIT_FAILURE;
+        }
+        const struct plan *shown = resume ? resume : plan;
         _cleanup_strbuf_ struct strbuf out = STRBUF_INIT;
-        r = json ? plan_to_json(plan, &out) : plan_to_text(plan, &out);
+        r = json ? plan_to_json(shown, &out) : plan_to_text(shown, &out);
         if (r < 0) {
                 log_error_errno(r, "failed to format the plan of '%s': %m", spec_path);
                 return KILN_EXIT_FAILURE;

@@ -97,13 +97,13 @@ int cmdline_parse(const char *text, struct kiln_cmdline *ret, char **ret_bad) {
                         *eq = 0;
                 const char *key = w + 5;
 
-                if (streq(key, "debug")) {
+                if (streq(key, "debug") || streq(key, "fresh")) {
                         int b = v ? parse_bool(v) : 1;
                         if (b < 0) {
                                 r = -EINVAL;
                                 goto bad;
                         }
-                        c.debug = b;
+                        *(streq(key, "debug") ? &c.debug : &c.fresh) = b;
                         continue;
                 }
                 char **field = streq(key, "spec") ? &c.spec :

@@ -8,6 +8,7 @@
  *   kiln.ca=URL-or-path     an extra CA bundle (PEM) for HTTPS
  *   kiln.report=PATH        where /init writes the guest report (the rig)
  *   kiln.debug              a shell on failure (never on by default)
+ *   kiln.fresh              never resume an interrupted run (docs/apply.md)
  *
  * cmdline_parse() is pure: it reads a string. Words are separated by
  * whitespace; double quotes group (kiln.spec="http://h/a b" or
@@ -24,6 +25,7 @@ struct kiln_cmdline {
         char *ca;
         char *report;
         bool debug;
+        bool fresh;
         char **unknown;         /* NULL-terminated kiln.* keys this kiln does not know */
 };
 

@@ -67,6 +67,10 @@ int lvm_vgmknodes(const char *vg, struct strbuf *err) {
         return lvm_run((const char *[]) { "vgmknodes", vg, NULL }, err);
 }
 
+int lvm_vg_activate(const char *vg, struct strbuf *err) {
+        return lvm_run((const char *[]) { "vgchange", "-ay", vg, NULL }, err);
+}
+
 int lvm_vg_deactivate(const char *vg, struct strbuf *err) {
         return lvm_run((const char *[]) { "vgchange", "-an", vg, NULL }, err);
 }

@@ -14,4 +14,5 @@ int lvm_vgcreate(const char *vg, char *const *pvs, uint64_t extent_size, struct 
 /* Exactly one of bytes / percent_free is non-zero (percent_free 1..100). */
 int lvm_lvcreate(const char *vg, const char *lv, uint64_t bytes, unsigned percent_free, struct strbuf *err);
 int lvm_vgmknodes(const char *vg, struct strbuf *err);
+int lvm_vg_activate(const char *vg, struct strbuf *err);
 int lvm_vg_deactivate(const char *vg, struct strbuf *err);

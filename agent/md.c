@@ -92,6 +92,27 @@ int md_wait(const char *name, uint64_t timeout_usec, char **ret_path) {
         }
 }
 
+int md_assemble(const char *name, const char *uuid, char *const *members, struct strbuf *err) {
+        if (!name || !uuid || !members || !members[0])
+                return -EINVAL;
+        char dir[PATH_MAX], node[PATH_MAX], u[80];
+        snprintf(dir, sizeof dir, "%s/md", kiln_paths.devfs);
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        snprintf(node, sizeof node, "%s/md/%s", kiln_paths.devfs, name);
+        snprintf(u, sizeof u, "--uuid=%s", uuid);
+        _cleanup_strv_free_ char **argv = NULL;
+        const char *head[] = { kiln_paths.mdadm, "--assemble", node, u, "--run" };
+        for (size_t i = 0; i < ELEMENTSOF(head); i++)
+                if (strv_pushdup(&argv, head[i]) < 0)
+                        return -ENOMEM;
+        for (char *const *m = members; *m; m++)
+                if (strv_pushdup(&argv, *m) < 0)
+                        return -ENOMEM;
+        struct exec_options o = { .err = err };
+        return exec_argv((const char *const *) argv, &o, NULL);
+}
+
 int md_stop(const char *dev, struct strbuf *err) {
         const char *argv[] = { kiln_paths.mdadm, "--stop", dev, NULL };
         struct exec_options o = { .err = err };

@@ -9,6 +9,7 @@
 #include "plan.h"
 #include "paths.h"
 #include <fnmatch.h>
+#include <openssl/evp.h>
 #include <inttypes.h>
 #include <strings.h>
 
@@ -63,6 +64,10 @@ static const char *const kind_names[_PLAN_STEP_KIND_MAX] = {
         [PLAN_CONFIGURE] = "configure",
         [PLAN_REGISTER] = "register",
         [PLAN_FINISH] = "finish",
+        [PLAN_MD_ASSEMBLE] = "assemble",
+        [PLAN_VG_ACTIVATE] = "activate",
+        [PLAN_SKIP_STAGE] = "skip-stage",
+        [PLAN_RESUME_CHECK] = "resume-check",
 };
 
 const char *plan_step_kind_name(enum plan_step_kind k) {
@@ -70,6 +75,17 @@ const char *plan_step_kind_name(enum plan_step_kind k) {
 }
 
 /* Exact: the largest binary unit that divides the value ("2049 MiB", not "2.0 GiB"). */
+bool plan_step_is_storage(enum plan_step_kind k) {
+        switch (k) {
+        case PLAN_PARTITION: case PLAN_MD_CREATE: case PLAN_LUKS_FORMAT: case PLAN_LUKS_OPEN:
+        case PLAN_PVCREATE: case PLAN_VGCREATE: case PLAN_LVCREATE: case PLAN_MKFS: case PLAN_MOUNT:
+        case PLAN_BENCH_RAW: case PLAN_BENCH_CRYPT:
+                return true;
+        default:
+                return false;
+        }
+}
+
 static const char *size_exact(uint64_t bytes, char *buf, size_t len) {
         static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
         size_t u = 0;
@@ -174,6 +190,7 @@ static void step_clear(struct plan_step *s) {
         for (size_t i = 0; i < s->n_parts; i++)
                 free(s->parts[i].device);
         free(s->parts);
+        free(s->uuid);
 }
 
 struct plan *plan_free(struct plan *p) {
@@ -184,6 +201,7 @@ struct plan *plan_free(struct plan *p) {
         free(p->steps);
         free(p->disks);
         free(p->hostname);
+        free(p->mode_why);
         free(p);
         return NULL;
 }
@@ -1170,6 +1188,96 @@ static int emit_tail(struct builder *b) {
                                 s->finish == SPEC_FINISH_POWEROFF ? "power off" : "stay up (finish: none)"), NULL);
 }
 
+/* --- fingerprint ------------------------------------------------------------ */
+
+static const char *nz(const char *s) {
+        return s ? s : "-";
+}
+
+/* A disk is known by its serial or WWN; a disk without either (a loop
+ * device, some virtual disks) by its path. */
+static int fp_disk(struct strbuf *t, const struct plan_disk *pd) {
+        const struct inv_disk *d = pd->disk;
+        bool named = !strempty(d->serial) || !strempty(d->wwn);
+        return strbuf_addf(t, "disk %s %u size=%" PRIu64 " serial=%s wwn=%s model=%s path=%s\n", pd->rule->id, pd->index,
+                           d->size, nz(d->serial), nz(d->wwn), nz(d->model), named ? "-" : disk_path(d));
+}
+
+static int fp_step(struct strbuf *t, const struct plan_step *st) {
+        int r = strbuf_addf(t, "%s %s %u size=%" PRIu64, plan_step_kind_name(st->kind), nz(st->id), st->index, st->size);
+        for (size_t k = 0; r >= 0 && k < st->n_parts; k++) {
+                const struct plan_part *pp = &st->parts[k];
+                r = strbuf_addf(t, " part=%u:%s:%s:%s:%" PRIu64 ":%" PRIu64, pp->number, pp->part->id,
+                                spec_part_type_name(pp->part->type), nz(pp->part->name), pp->start, pp->size);
+        }
+        if (r < 0)
+                return r;
+        switch (st->kind) {
+        case PLAN_MD_CREATE: {
+                const struct spec_raid *x = st->obj;
+                r = strbuf_addf(t, " name=%s level=%u layout=%s chunk=%" PRIu64 " metadata=%s bitmap=%s spares=%u members=%zu",
+                                raid_name(x), x->level, nz(x->layout), x->chunk, nz(x->metadata), nz(x->bitmap), x->spares,
+                                strv_length(st->inputs));
+                break;
+        }
+        case PLAN_LUKS_FORMAT: {
+                const struct spec_luks *x = st->obj;
+                r = strbuf_addf(t, " name=%s on=%s cipher=%s key_size=%u sector=%u label=%s key=%s", luks_name(x), nz(x->on),
+                                nz(x->cipher), x->key_size, x->sector_size, nz(x->label), key_source_name(x->key.source));
+                break;
+        }
+        case PLAN_VGCREATE: {
+                const struct spec_vg *x = st->obj;
+                r = strbuf_addf(t, " name=%s extent=%" PRIu64 " pvs=%zu", vg_name(x), x->extent_size, strv_length(st->inputs));
+                break;
+        }
+        case PLAN_LVCREATE: {
+                const struct spec_lv *x = st->obj;
+                r = strbuf_addf(t, " name=%s vg=%s kind=%d bytes=%" PRIu64 " pct=%u", lv_name(x), nz(x->vg), (int) x->size.kind,
+                                x->size.bytes, x->size.percent);
+                break;
+        }
+        case PLAN_MKFS: case PLAN_MOUNT: {
+                const struct spec_filesystem *f = st->obj;
+                r = strbuf_addf(t, " type=%s label=%s mount=%s options=%s", spec_fs_type_name(f->type), nz(f->label),
+                                nz(f->mount), nz(f->mount_options));
+                for (size_t k = 0; r >= 0 && f->mkfs_options && f->mkfs_options[k]; k++)
+                        r = strbuf_addf(t, " mkfs=%s", f->mkfs_options[k]);
+                break;
+        }
+        default:
+                break;
+        }
+        return r < 0 ? r : strbuf_adds(t, "\n");
+}
+
+/* The text the fingerprint hashes (kept so a test can show what differs). */
+static int plan_fingerprint_text(const struct plan *p, struct strbuf *t) {
+        int r = strbuf_adds(t, "kiln-plan-fingerprint 1\n");
+        for (size_t i = 0; r >= 0 && i < p->n_disks; i++)
+                r = fp_disk(t, &p->disks[i]);
+        for (size_t i = 0; r >= 0 && i < p->n_steps; i++) {
+                const struct plan_step *st = &p->steps[i];
+                if (plan_step_is_storage(st->kind) && st->kind != PLAN_BENCH_RAW && st->kind != PLAN_BENCH_CRYPT)
+                        r = fp_step(t, st);
+        }
+        return r;
+}
+
+static int plan_fingerprint(struct plan *p) {
+        _cleanup_strbuf_ struct strbuf t = STRBUF_INIT;
+        int r = plan_fingerprint_text(p, &t);
+        if (r < 0)
+                return r;
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned len = 0;
+        if (!EVP_Digest(t.buf ? t.buf : "", t.len, md, &len, EVP_sha256(), NULL) || len != 32)
+                return -EIO;
+        for (unsigned i = 0; i < len; i++)
+                snprintf(p->fingerprint + 2 * i, 3, "%02x", md[i]);
+        return 0;
+}
+
 int plan_build(const struct spec *spec, const struct inventory *inv, struct plan **ret, struct diags *diags) {
         _cleanup_plan_free_ struct plan *p = calloc(1, sizeof *p);
         if (!p)
@@ -1215,6 +1323,9 @@ int plan_build(const struct spec *spec, const struct inventory *inv, struct plan
                 return -EINVAL;
         if (b.refused)
                 return -EPERM;
+        r = plan_fingerprint(p);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -1247,7 +1358,10 @@ int plan_to_text(const struct plan *p, struct strbuf *out) {
         _cleanup_free_ const struct inv_disk **disks = sorted_disks(p->inv);
         if (!disks)
                 return -ENOMEM;
-        int r;
+        int r = strbuf_addf(out, "fingerprint: %s\nmode: %s%s%s%s\n", p->fingerprint, p->resume ? "resume" : "fresh install",
+                            p->mode_why ? " (" : "", p->mode_why ? p->mode_why : "", p->mode_why ? ")" : "");
+        if (r < 0)
+                return r;
         if (p->hostname && s->hostname && !streq(p->hostname, s->hostname))
                 r = strbuf_addf(out, "hostname: %s (from '%s')\ndisks:\n", p->hostname, s->hostname);
         else if (p->hostname || !s->hostname)
@@ -1316,6 +1430,12 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
         if (r >= 0)
                 r = json_kv_str(out, "hostname_template", s->hostname, true);
         if (r >= 0)
+                r = json_kv_str(out, "fingerprint", p->fingerprint, true);
+        if (r >= 0)
+                r = json_kv_str(out, "mode", p->resume ? "resume" : "fresh", true);
+        if (r >= 0)
+                r = json_kv_str(out, "mode_why", p->mode_why, true);
+        if (r >= 0)
                 r = strbuf_adds(out, ",\"disks\":[");
         for (size_t i = 0; r >= 0 && i < p->inv->n_disks; i++) {
                 const struct inv_disk *d = disks[i];
@@ -1377,6 +1497,10 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
                         if (r >= 0)
                                 r = strbuf_adds(out, "]");
                 }
+                if (r >= 0 && st->kind == PLAN_SKIP_STAGE)
+                        r = json_kv_str(out, "skips", plan_step_kind_name(st->skipped), true);
+                if (r >= 0 && st->uuid)
+                        r = json_kv_str(out, "uuid", st->uuid, true);
                 if (r >= 0)
                         r = json_kv_str(out, "description", st->description, true);
                 if (r >= 0)

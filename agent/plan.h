@@ -25,6 +25,11 @@ enum plan_step_kind {
         PLAN_CONFIGURE,         /* fstab, crypttab, mdadm.conf, hostname in the target */
         PLAN_REGISTER,
         PLAN_FINISH,
+        /* resume after a failure (docs/apply.md): these replace the steps that built the stack */
+        PLAN_MD_ASSEMBLE,       /* mdadm --assemble the array the interrupted run made */
+        PLAN_VG_ACTIVATE,       /* vgchange -ay the VG the interrupted run made */
+        PLAN_SKIP_STAGE,        /* a step the interrupted run did; kept, not re-run */
+        PLAN_RESUME_CHECK,      /* read the progress record in the mounted root: this plan, unfinished? */
         _PLAN_STEP_KIND_MAX,
 };
 
@@ -48,6 +53,8 @@ struct plan_step {
         uint64_t size;          /* bytes the device will hold (partition disk, md, LUKS, VG, LV); 0 = unknown */
         bool size_approx;       /* size is an estimate (md/LUKS/LVM overhead) */
         struct plan_part *parts; size_t n_parts;   /* PLAN_PARTITION only */
+        enum plan_step_kind skipped;                /* PLAN_SKIP_STAGE only: the kind it skips */
+        char *uuid;                                 /* PLAN_MD_ASSEMBLE only */
 };
 
 /* Step fields by kind:
@@ -65,7 +72,12 @@ struct plan_step {
  *   IMAGE        obj: struct spec_image; device: raw target or NULL (tar into the target root)
  *   CONFIGURE    obj: the spec
  *   REGISTER     obj: struct spec_cloudstack (index 0) or struct spec_webhook (index 1)
- *   FINISH       obj: the spec (spec->finish) */
+ *   FINISH       obj: the spec (spec->finish)
+ * Resume plans only (resume.h):
+ *   MD_ASSEMBLE  id/obj: raid; device: /dev/md/NAME; inputs: members; uuid: the array UUID on them
+ *   VG_ACTIVATE  id/obj: vg; device: /dev/VG
+ *   SKIP_STAGE   the step it replaces: skipped (kind, id, obj, index, device of that step)
+ *   RESUME_CHECK device: the progress record's path */
 
 /* Which inventory disk each spec disk rule selected. */
 struct plan_disk {
@@ -84,6 +96,12 @@ struct plan {
                                          * dry run show the template, a real run refuses */
         struct plan_disk *disks; size_t n_disks;
         struct plan_step *steps; size_t n_steps;
+        /* sha256 (hex) over what defines the storage stack: the storage steps'
+         * objects, devices and layout and the selected disks' identities; not
+         * what differs between two boots (wipe steps, signatures, hostname) */
+        char fingerprint[65];
+        bool resume;            /* a resume plan (resume.h), else a fresh install */
+        char *mode_why;         /* why resume or fresh (NULL: nothing was checked) */
 };
 
 /* Refusals (wrong disk count, ambiguous match, signatures without wipe,
@@ -97,3 +115,5 @@ DEFINE_CLEANUP(plan_free, struct plan *)
 int plan_to_text(const struct plan *p, struct strbuf *out);
 int plan_to_json(const struct plan *p, struct strbuf *out);
 const char *plan_step_kind_name(enum plan_step_kind k);
+/* Is this step part of the storage stack (partition .. mount, and the bench between)? */
+bool plan_step_is_storage(enum plan_step_kind k);

@@ -390,6 +390,10 @@ int report_set_registration(struct report *r, const char *key, json_object *valu
         return jset(g, key, value);
 }
 
+int report_set_member(struct report *r, const char *key, json_object *value) {
+        return jset(r->root, key, value);
+}
+
 int report_finish(struct report *r, enum report_result result, const char *failed_stage, const char *error) {
         uint64_t t = realtime_usec();
         json_object *st = jget(r->root, "started_usec");

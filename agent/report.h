@@ -72,6 +72,9 @@ int report_set_bench_verdict(struct report *r, enum report_result result, const 
 /* Registration outcome, an object under "registration": key "cloudstack" or "webhook". */
 int report_set_registration(struct report *r, const char *key, json_object *value);
 
+/* A top-level member (takes value), e.g. "resumed" and "resume" (resume after a failure). */
+int report_set_member(struct report *r, const char *key, json_object *value);
+
 /* The run's outcome; on REPORT_FAIL the failing stage, the error and the log
  * tail are recorded. Emits "run-end". */
 int report_finish(struct report *r, enum report_result result, const char *failed_stage, const char *error);

@@ -90,14 +90,7 @@ for f in /run/kiln/report.json /target/var/lib/kiln/report.json; do
   [ -f "$f" ] && echo "$f $(wc -c <"$f") bytes sha256 $(sha256sum <"$f" | cut -c1-16)"
 done
 HOOK
-(cd "$seg" && find . | cpio -o -H newc --quiet) >"$RIG_TMP/hook.cpio"
-if [[ -n ${RIG_INITRD_EXTRA:-} ]]; then
-  pad=$(( (4 - $(stat -c %s "$RIG_INITRD_EXTRA") % 4) % 4 ))
-  { cat "$RIG_INITRD_EXTRA"; head -c "$pad" /dev/zero; cat "$RIG_TMP/hook.cpio"; } >"$RIG_TMP/extra.cpio"
-  RIG_INITRD_EXTRA=$RIG_TMP/extra.cpio
-else
-  RIG_INITRD_EXTRA=$RIG_TMP/hook.cpio
-fi
+rig_add_initrd_segment "$seg"
 
 # kiln's progress, as the node's console shows it: one process, stopped with
 # the rest (rig_cleanup kills RIG_PIDS)

@@ -6,6 +6,7 @@
 #   rig_init                            # temp dir, cleanup trap, builds the initramfs
 #   rig_disks 4 2G                      # disk0..disk3 (RIG_DISK[i]), blank sparse files
 #   rig_disk extra 2G                   # one more, by name (not selected by the spec)
+#   rig_add_initrd_segment DIR          # DIR's files in the guest's initramfs too (report hooks)
 #   rig_spec specs/raid10.yaml          # serve it as the spec of RIG_MAC (with @VARS@ filled)
 #   rig_boot --pxe                      # or --direct (-kernel/-initrd: faster); waits for the guest
 #   rig_report_section mdstat           # what the guest's kernel said
@@ -257,6 +258,45 @@ rig_subst() {
   done
 }
 
+# rig_initrd_join OUT FILE...: the initramfs archives FILE... one after the
+# other in OUT. The kernel finds a further uncompressed archive only at a
+# 4-byte boundary and skips NUL padding between archives, so each FILE but
+# the last is padded to a multiple of 4 bytes.
+rig_initrd_join() {
+  local out=$1 f pad; shift
+  {
+    for f in "$@"; do
+      cat "$f" || return 1
+      shift; (($#)) || break
+      pad=$(( (4 - $(stat -c %s "$f") % 4) % 4 ))
+      head -c "$pad" /dev/zero
+    done
+  } >"$out"
+}
+
+# rig_add_initrd_segment DIR [COMPRESSOR...]: DIR's tree as one more initramfs
+# archive (newc cpio, piped through COMPRESSOR such as `gzip -1` when given),
+# appended to RIG_INITRD_EXTRA, which rig_boot loads after the kiln
+# initramfs: a test's report hooks (etc/kiln/report.d/), tools or pre-init
+# scripts. Call it after rig_init, once per segment.
+rig_add_initrd_segment() {
+  local dir=$1 n; shift
+  [[ -d $dir ]] || rig_die "rig_add_initrd_segment: no directory '$dir'"
+  RIG_SEGMENTS=$((${RIG_SEGMENTS:-0} + 1)); n=$RIG_SEGMENTS
+  if (($#)); then
+    (cd "$dir" && find . | cpio -o -H newc --quiet | "$@") >"$RIG_TMP/segment-$n.img"
+  else
+    (cd "$dir" && find . | cpio -o -H newc --quiet) >"$RIG_TMP/segment-$n.img"
+  fi || rig_die "cannot pack the initramfs segment '$dir'"
+  if [[ -n ${RIG_INITRD_EXTRA:-} ]]; then
+    rig_initrd_join "$RIG_TMP/extra-$n.img" "$RIG_INITRD_EXTRA" "$RIG_TMP/segment-$n.img" \
+      || rig_die "cannot append the initramfs segment '$dir'"
+    RIG_INITRD_EXTRA=$RIG_TMP/extra-$n.img
+  else
+    RIG_INITRD_EXTRA=$RIG_TMP/segment-$n.img
+  fi
+}
+
 # rig_sha256 FILE...: hashes, one line each
 rig_sha256() { sha256sum "$@" | awk '{print $1}'; }
 
@@ -290,10 +330,7 @@ rig_boot() {
   local initrd=$RIG_INITRD
   if [[ -n ${RIG_INITRD_EXTRA:-} ]]; then
     initrd=$RIG_TMP/initrd-combined.img
-    # The kernel finds a further archive only at a 4-byte boundary; NUL
-    # padding between archives is skipped.
-    local pad=$(( (4 - $(stat -c %s "$RIG_INITRD") % 4) % 4 ))
-    { cat "$RIG_INITRD"; head -c "$pad" /dev/zero; cat "$RIG_INITRD_EXTRA"; } >"$initrd"
+    rig_initrd_join "$initrd" "$RIG_INITRD" "$RIG_INITRD_EXTRA"
   fi
   local spec_url="$RIG_HTTP_URL/specs/\${mac}.yaml"
   local append="console=ttyS0,115200n8 loglevel=4 panic=-1 kiln.report=/dev/ttyS1 ${RIG_APPEND:-}$extra_append"

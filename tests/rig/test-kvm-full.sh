@@ -29,14 +29,7 @@ grep '^manifest mismatch: ' /tmp/manifest.out \
   | grep -vE '^manifest mismatch: (etc/(hostname|fstab|crypttab|mdadm[^:]*): |(etc|var|var/lib|var/lib/kiln): mtime )' >/tmp/manifest.bad
 if [ -s /tmp/manifest.bad ]; then cat /tmp/manifest.bad; else echo "manifest: all entries match"; fi
 HOOK
-(cd "$seg" && find . | cpio -o -H newc --quiet) >"$RIG_TMP/hook.cpio"
-if [[ -n ${RIG_INITRD_EXTRA:-} ]]; then
-  pad=$(( (4 - $(stat -c %s "$RIG_INITRD_EXTRA") % 4) % 4 ))
-  { cat "$RIG_INITRD_EXTRA"; head -c "$pad" /dev/zero; cat "$RIG_TMP/hook.cpio"; } >"$RIG_TMP/extra.cpio"
-  RIG_INITRD_EXTRA=$RIG_TMP/extra.cpio
-else
-  RIG_INITRD_EXTRA=$RIG_TMP/hook.cpio
-fi
+rig_add_initrd_segment "$seg"
 
 # the stand-in controller, reached by the guest at 10.0.2.101:80 through a relay
 rig_controller

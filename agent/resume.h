@@ -1,0 +1,64 @@
+/* Resume after a failure (docs/apply.md "Resume after a failure").
+ *
+ * A run records its progress in the target root as it goes
+ * (<target>/var/lib/kiln/progress.json: the plan's fingerprint, the stages
+ * done, the kiln version, whether the run finished). On the next run,
+ * resume_decide() looks at the fresh plan and the inventory it was made
+ * from (pure: nothing is opened) and, when the selected disks hold exactly
+ * the layout this plan builds, makes a resume plan: assemble the md arrays,
+ * open LUKS, activate the VGs, mount, check the record (resume-check), then
+ * the stages the record does not list as done. The executor falls back to
+ * the fresh plan, after undoing what it assembled, opened and mounted, when
+ * the record is missing, names another plan, or says the run finished. */
+#pragma once
+#include "plan.h"
+#include "strbuf.h"
+
+#define RESUME_RECORD_PATH "/var/lib/kiln/progress.json"   /* under kiln_paths.target */
+#define RESUME_RECORD_MAX_BYTES (64u * 1024u)
+#define RESUME_RECORD_FORMAT 1
+
+enum resume_stage {
+        RESUME_STAGE_STORAGE,   /* partition .. mount, with the benchmark between */
+        RESUME_STAGE_IMAGE,
+        RESUME_STAGE_CONFIGURE,
+        RESUME_STAGE_REGISTER,
+        _RESUME_STAGE_MAX,
+        RESUME_STAGE_NONE = -1, /* wipe, finish, and the resume steps themselves */
+};
+
+struct resume_record {
+        char fingerprint[65];
+        char *version;          /* kiln version that wrote it */
+        char *run_id;           /* the run report's id, NULL if none */
+        unsigned stages;        /* 1u << enum resume_stage, for each stage done */
+        bool complete;          /* the run finished (the next run is a fresh install) */
+};
+
+const char *resume_stage_name(enum resume_stage s);
+/* The stage a step of a fresh plan belongs to. */
+enum resume_stage resume_stage_of(enum plan_step_kind k);
+
+int resume_record_to_json(const struct resume_record *rec, struct strbuf *out);
+/* -EBADMSG when the text is not a record of RESUME_RECORD_FORMAT. */
+int resume_record_from_json(const char *text, size_t len, struct resume_record *ret);
+/* Atomic: a temporary file in the same directory, fsync, rename, fsync of
+ * the directory; missing parent directories are made. */
+int resume_record_save(const struct resume_record *rec, const char *path);
+int resume_record_load(const char *path, struct resume_record *ret);
+void resume_record_done(struct resume_record *rec);
+
+/* Pure. Returns 1 and a resume plan in *ret when the disks the fresh plan
+ * selected hold what it builds; 0 and the reason in *ret_why (free it) when
+ * a resume is not possible and the fresh plan stands. */
+int resume_plan_build(const struct plan *fresh, struct plan **ret, char **ret_why);
+
+/* What `kiln plan`, `kiln apply` and `kiln boot` do: force_fresh (--fresh,
+ * kiln.fresh) or resume_plan_build(). Records why in fresh->mode_why (and
+ * the resume plan's); *ret is NULL when the fresh plan stands. */
+int resume_decide(struct plan *fresh, bool force_fresh, struct plan **ret);
+
+/* Empty the target root for a new image: everything under it is removed
+ * except other filesystems' mount points (and what leads to them) and
+ * lost+found. Never crosses into another filesystem. */
+int resume_clean_root(const char *target, unsigned *ret_removed);

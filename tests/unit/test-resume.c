@@ -1,0 +1,352 @@
+/* Resume after a failure, the pure parts: the plan fingerprint (stable over
+ * the inventories of a first and a second boot, changed by what defines
+ * the storage), the progress record (round trip, atomic save, refusals),
+ * and the decision resume vs fresh install with its steps. */
+#include "plan.h"
+#include "resume.h"
+#include "tap.h"
+
+#include <sys/stat.h>
+
+static char *src_path(const char *rel) {
+        const char *src = getenv("SRC");
+        char *p = NULL;
+        if (asprintf(&p, "%s/%s", src ? src : "..", rel) < 0)
+                abort();
+        return p;
+}
+
+static struct spec *load_spec_text(const char *text) {
+        struct diags d = {};
+        struct spec *s = NULL;
+        int r = spec_parse("test.yaml", text, strlen(text), &s, &d);
+        if (r < 0)
+                diags_print(&d, stderr);
+        diags_clear(&d);
+        return s;
+}
+
+static char *template_text(void) {
+        _cleanup_free_ char *p = src_path("templates/kvm-raid10-luks-lvm.yaml");
+        char *text = NULL;
+        if (read_full_file(p, SPEC_MAX_BYTES, &text, NULL) < 0)
+                abort();
+        return text;
+}
+
+/* text with the first `from` replaced by `to` */
+static char *replaced(const char *text, const char *from, const char *to) {
+        const char *at = strstr(text, from);
+        if (!at)
+                return NULL;
+        char *out = NULL;
+        if (asprintf(&out, "%.*s%s%s", (int) (at - text), text, to, at + strlen(from)) < 0)
+                abort();
+        return out;
+}
+
+static struct inventory *load_inv(const char *name) {
+        _cleanup_free_ char *rel = NULL;
+        if (asprintf(&rel, "tests/inventories/%s.json", name) < 0)
+                abort();
+        _cleanup_free_ char *p = src_path(rel);
+        struct inventory *inv = NULL;
+        if (inventory_load_json(p, &inv) < 0)
+                return NULL;
+        return inv;
+}
+
+/* A second boot after a failed first: the stack is on the disks, nothing runs. */
+static void rebooted(struct inventory *inv) {
+        for (size_t i = 0; i < inv->n_disks; i++) {
+                struct inv_disk *d = &inv->disks[i];
+                d->holders = strv_free(d->holders);
+                free(d->mountpoint);
+                d->mountpoint = NULL;
+                for (size_t k = 0; k < d->n_parts; k++) {
+                        d->parts[k].holders = strv_free(d->parts[k].holders);
+                        free(d->parts[k].mountpoint);
+                        d->parts[k].mountpoint = NULL;
+                }
+        }
+}
+
+static struct plan *plan_of(const struct spec *s, const struct inventory *inv);
+
+static struct inv_signature sig(const char *type, const char *uuid) {
+        return (struct inv_signature) { .type = strdup(type), .uuid = uuid ? strdup(uuid) : NULL };
+}
+
+static void add_sig(struct inv_signature **v, size_t *n, struct inv_signature s) {
+        *v = realloc(*v, (*n + 1) * sizeof **v);
+        if (!*v)
+                abort();
+        (*v)[(*n)++] = s;
+}
+
+static struct inv_disk *disk_at(struct inventory *inv, const char *path) {
+        for (size_t i = 0; i < inv->n_disks; i++)
+                if (streq(inv->disks[i].path, path))
+                        return &inv->disks[i];
+        return NULL;
+}
+
+static struct inv_partition *part_at(struct inventory *inv, const char *path) {
+        for (size_t i = 0; i < inv->n_disks; i++)
+                for (size_t k = 0; k < inv->disks[i].n_parts; k++)
+                        if (streq(inv->disks[i].parts[k].path, path))
+                                return &inv->disks[i].parts[k];
+        return NULL;
+}
+
+/* What a second boot's inventory shows after a first boot built this plan
+ * (GPT, md members with one UUID per array) and stopped: nothing running. */
+static struct inventory *as_built(const struct spec *s, const char *name) {
+        struct inventory *inv = load_inv(name);
+        _cleanup_plan_free_ struct plan *p = inv ? plan_of(s, inv) : NULL;
+        if (!p)
+                return NULL;
+        for (size_t i = 0; i < p->n_steps; i++) {
+                const struct plan_step *st = &p->steps[i];
+                if (st->kind == PLAN_PARTITION) {
+                        struct inv_disk *d = disk_at(inv, st->device);
+                        add_sig(&d->sigs, &d->n_sigs, sig("gpt", NULL));
+                        d->parts = calloc(st->n_parts, sizeof *d->parts);
+                        d->n_parts = st->n_parts;
+                        for (size_t k = 0; k < st->n_parts; k++)
+                                d->parts[k] = (struct inv_partition) {
+                                        .path = strdup(st->parts[k].device), .name = strdup(st->parts[k].device + 5),
+                                        .number = st->parts[k].number, .start = st->parts[k].start, .size = st->parts[k].size,
+                                };
+                } else if (st->kind == PLAN_MD_CREATE) {
+                        char uuid[37];
+                        snprintf(uuid, sizeof uuid, "5a6b7c8d-9e0f-1a2b-3c4d-5e6f7a8b9c%02x", (unsigned) (i & 0xff));
+                        for (char **m = st->inputs; m && *m; m++) {
+                                struct inv_partition *ip = part_at(inv, *m);
+                                if (ip)
+                                        add_sig(&ip->sigs, &ip->n_sigs, sig("linux_raid_member", uuid));
+                        }
+                }
+        }
+        return inv;
+}
+
+static struct plan *plan_of(const struct spec *s, const struct inventory *inv) {
+        struct diags d = {};
+        struct plan *p = NULL;
+        int r = plan_build(s, inv, &p, &d);
+        if (r < 0)
+                diags_print(&d, stderr);
+        diags_clear(&d);
+        return p;
+}
+
+static void test_fingerprint(void) {
+        _cleanup_free_ char *text = template_text();
+        _cleanup_spec_free_ struct spec *s = load_spec_text(text);
+        CHECK(s);
+        _cleanup_inventory_free_ struct inventory *blank = load_inv("qemu-4disk");
+        _cleanup_inventory_free_ struct inventory *dirty = load_inv("qemu-4disk-dirty");
+        _cleanup_inventory_free_ struct inventory *prov = load_inv("qemu-4disk-provisioned");
+        CHECK(blank && dirty && prov);
+        if (!s || !blank || !dirty || !prov)
+                return;
+        _cleanup_plan_free_ struct plan *p1 = plan_of(s, blank);
+        _cleanup_plan_free_ struct plan *p2 = plan_of(s, prov);
+        _cleanup_plan_free_ struct plan *p3 = plan_of(s, dirty);
+        CHECK(p1 && p2 && p3);
+        if (!p1 || !p2 || !p3)
+                return;
+        CHECK_INT(strlen(p1->fingerprint), 64);
+        CHECK(hex_valid(p1->fingerprint, 64));
+        /* boot 1 sees blank disks, boot 2 the stack (with wipe steps): same fingerprint */
+        CHECK_STR(p1->fingerprint, p2->fingerprint);
+        CHECK_STR(p1->fingerprint, p3->fingerprint);
+
+        /* what does not define the storage: image, hostname, registration */
+        static const char *const same[][2] = {
+                { "hostname: kvm-${serial}", "hostname: other-${serial}" },
+                { "finish: reboot", "finish: poweroff" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(same); i++) {
+                _cleanup_free_ char *t = replaced(text, same[i][0], same[i][1]);
+                CHECK(t);
+                if (!t)
+                        continue;
+                _cleanup_spec_free_ struct spec *s2 = load_spec_text(t);
+                _cleanup_plan_free_ struct plan *q = s2 ? plan_of(s2, blank) : NULL;
+                CHECK(q);
+                if (q)
+                        CHECK_STR(q->fingerprint, p1->fingerprint);
+        }
+        /* what does: cipher key size, a filesystem type, an LV size, the chunk */
+        static const char *const differ[][2] = {
+                { "key_size: 512", "key_size: 256" },
+                { "type: xfs", "type: ext4" },
+                { "size: 1G}", "size: 2G}" },
+                { "chunk: 256K", "chunk: 512K" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(differ); i++) {
+                _cleanup_free_ char *t = replaced(text, differ[i][0], differ[i][1]);
+                CHECK(t);
+                if (!t) {
+                        fprintf(stderr, "template lacks '%s'\n", differ[i][0]);
+                        continue;
+                }
+                _cleanup_spec_free_ struct spec *s2 = load_spec_text(t);
+                _cleanup_plan_free_ struct plan *q = s2 ? plan_of(s2, blank) : NULL;
+                CHECK(q);
+                if (q)
+                        CHECK(!streq(q->fingerprint, p1->fingerprint));
+        }
+}
+
+static void test_record(void) {
+        struct resume_record rec = { .stages = 1u << RESUME_STAGE_STORAGE | 1u << RESUME_STAGE_IMAGE };
+        memset(rec.fingerprint, 'a', 64);
+        rec.run_id = strdup("run-1");
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        CHECK_INT(resume_record_to_json(&rec, &sb), 0);
+        struct resume_record back = {};
+        CHECK_INT(resume_record_from_json(sb.buf, sb.len, &back), 0);
+        CHECK_STR(back.fingerprint, rec.fingerprint);
+        CHECK_INT(back.stages, rec.stages);
+        CHECK(!back.complete);
+        CHECK_STR(back.run_id, "run-1");
+        CHECK(back.version && *back.version);
+        resume_record_done(&back);
+
+        /* atomic save into a directory that does not exist yet, load back */
+        char dir[] = "/tmp/kiln-test-resume.XXXXXX";
+        CHECK(mkdtemp(dir));
+        _cleanup_free_ char *path = NULL;
+        CHECK(asprintf(&path, "%s/target/var/lib/kiln/progress.json", dir) > 0);
+        rec.complete = true;
+        CHECK_INT(resume_record_save(&rec, path), 0);
+        CHECK_INT(resume_record_load(path, &back), 0);
+        CHECK(back.complete);
+        CHECK_STR(back.fingerprint, rec.fingerprint);
+        resume_record_done(&back);
+        _cleanup_free_ char *cmd = NULL;
+        CHECK(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
+        CHECK_INT(system(cmd), 0);
+
+        /* not a record of this kiln: refused */
+        static const char *const bad[] = {
+                "",
+                "[]",
+                "{\"kiln_progress\": 2, \"fingerprint\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", \"stages_done\": [], \"complete\": false}",
+                "{\"kiln_progress\": 1, \"fingerprint\": \"xyz\", \"stages_done\": [], \"complete\": false}",
+                "{\"kiln_progress\": 1, \"fingerprint\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", \"stages_done\": [\"dance\"], \"complete\": false}",
+                "{\"kiln_progress\": 1, \"fingerprint\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", \"stages_done\": []}",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                struct resume_record x = {};
+                int r = resume_record_from_json(bad[i], strlen(bad[i]), &x);
+                CHECK_INT(r, -EBADMSG);
+        }
+        resume_record_done(&rec);
+}
+
+static size_t count_kind(const struct plan *p, enum plan_step_kind k) {
+        size_t n = 0;
+        for (size_t i = 0; i < p->n_steps; i++)
+                n += p->steps[i].kind == k;
+        return n;
+}
+
+static void test_decide(void) {
+        _cleanup_free_ char *text = template_text();
+        _cleanup_spec_free_ struct spec *s = load_spec_text(text);
+        _cleanup_inventory_free_ struct inventory *blank = load_inv("qemu-4disk");
+        _cleanup_inventory_free_ struct inventory *prov = load_inv("qemu-4disk-provisioned");
+        CHECK(s);
+        if (!s)
+                return;
+        _cleanup_inventory_free_ struct inventory *again = as_built(s, "qemu-4disk");
+        CHECK(blank && prov && again);
+        if (!blank || !prov || !again)
+                return;
+
+        /* blank disks: fresh, and why */
+        _cleanup_plan_free_ struct plan *p = plan_of(s, blank);
+        struct plan *r = NULL;
+        CHECK_INT(resume_decide(p, false, &r), 0);
+        CHECK(!r);
+        CHECK(!p->resume);
+        CHECK(p->mode_why && strstr(p->mode_why, "/dev/vda holds no GPT"));
+
+        /* the stack still running (holders): fresh */
+        _cleanup_plan_free_ struct plan *q = plan_of(s, prov);
+        CHECK_INT(resume_decide(q, false, &r), 0);
+        CHECK(!r);
+        CHECK(q->mode_why && strstr(q->mode_why, "in use"));
+
+        /* another layout (the recorded one is of another spec), not running: fresh */
+        rebooted(prov);
+        _cleanup_plan_free_ struct plan *o = plan_of(s, prov);
+        CHECK_INT(resume_decide(o, false, &r), 0);
+        CHECK(!r);
+        CHECK(o->mode_why && strstr(o->mode_why, "partition 1 of /dev/vda is not where this plan puts it"));
+
+        /* a second boot: resume; the same with --fresh: fresh */
+        _cleanup_plan_free_ struct plan *f = plan_of(s, again);
+        CHECK(f);
+        if (!f)
+                return;
+        _cleanup_plan_free_ struct plan *res = NULL;
+        CHECK_INT(resume_decide(f, false, &res), 0);
+        CHECK(res);
+        if (!res)
+                fprintf(stderr, "not resumed: %s\n", f->mode_why);
+        if (res) {
+                CHECK(res->resume);
+                CHECK_STR(res->fingerprint, f->fingerprint);
+                CHECK_INT(count_kind(res, PLAN_WIPE) + count_kind(res, PLAN_PARTITION) + count_kind(res, PLAN_MD_CREATE) +
+                          count_kind(res, PLAN_LUKS_FORMAT) + count_kind(res, PLAN_PVCREATE) + count_kind(res, PLAN_VGCREATE) +
+                          count_kind(res, PLAN_LVCREATE) + count_kind(res, PLAN_MKFS) + count_kind(res, PLAN_BENCH_RAW) +
+                          count_kind(res, PLAN_BENCH_CRYPT), 0);
+                CHECK_INT(count_kind(res, PLAN_MD_ASSEMBLE), count_kind(f, PLAN_MD_CREATE));
+                CHECK_INT(count_kind(res, PLAN_LUKS_OPEN), count_kind(f, PLAN_LUKS_OPEN));
+                CHECK_INT(count_kind(res, PLAN_VG_ACTIVATE), count_kind(f, PLAN_VGCREATE));
+                CHECK_INT(count_kind(res, PLAN_MOUNT), count_kind(f, PLAN_MOUNT));
+                CHECK_INT(count_kind(res, PLAN_RESUME_CHECK), 1);
+                CHECK_INT(count_kind(res, PLAN_IMAGE), count_kind(f, PLAN_IMAGE));
+                CHECK_INT(count_kind(res, PLAN_REGISTER), count_kind(f, PLAN_REGISTER));
+                for (size_t i = 0; i < res->n_steps; i++) {
+                        CHECK(!res->steps[i].destroys || res->steps[i].kind == PLAN_IMAGE);
+                        if (res->steps[i].kind == PLAN_MD_ASSEMBLE)
+                                CHECK(res->steps[i].uuid && strlen(res->steps[i].uuid) == 36);
+                }
+                /* the check comes right after the last mount, before the image */
+                size_t chk = 0, last_mount = 0;
+                for (size_t i = 0; i < res->n_steps; i++) {
+                        if (res->steps[i].kind == PLAN_RESUME_CHECK)
+                                chk = i;
+                        if (res->steps[i].kind == PLAN_MOUNT)
+                                last_mount = i;
+                }
+                CHECK_INT(chk, last_mount + 1);
+                _cleanup_strbuf_ struct strbuf t = STRBUF_INIT;
+                CHECK_INT(plan_to_text(res, &t), 0);
+                CHECK(strstr(strbuf_str(&t), "mode: resume ("));
+                CHECK(strstr(strbuf_str(&t), "assemble"));
+                CHECK(strstr(strbuf_str(&t), "skip-stage"));
+                _cleanup_strbuf_ struct strbuf j = STRBUF_INIT;
+                CHECK_INT(plan_to_json(res, &j), 0);
+                CHECK(strstr(strbuf_str(&j), "\"mode\":\"resume\""));
+        }
+        _cleanup_plan_free_ struct plan *g = plan_of(s, again);
+        struct plan *none = NULL;
+        CHECK_INT(resume_decide(g, true, &none), 0);
+        CHECK(!none);
+        CHECK(g->mode_why && strstr(g->mode_why, "--fresh"));
+
+}
+
+int main(void) {
+        test_fingerprint();
+        test_record();
+        test_decide();
+        return TEST_DONE();
+}
