@@ -597,7 +597,7 @@ static int crypt_table_load(const char *name, dev_t zero, const struct bench_cip
         unsigned nopt = (bc->no_workqueue ? 2 : 0) + (big ? 2 : 0);
         int n = snprintf(params, sizeof params, "%s %s 0 %u:%u 0", bc->cipher, hex, major(zero), minor(zero));
         explicit_wipe(hex, sizeof hex);
-        if (n > 0 && nopt)
+        if (n > 0 && (size_t) n < sizeof params && nopt)
                 n += snprintf(params + n, sizeof params - (size_t) n, " %u%s", nopt,
                               bc->no_workqueue ? " no_read_workqueue no_write_workqueue" : "");
         if (n > 0 && (size_t) n < sizeof params && big)
