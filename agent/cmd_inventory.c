@@ -10,7 +10,8 @@ static int help(void) {
                "Show this machine's disks (with the signatures already on them), NICs, CPU\n"
                "and memory. Reads only. --sysroot reads a recorded tree (DIR/sys, DIR/dev,\n"
                "DIR/proc) or a file saved with --json instead of the live system.\n"
-               "KILN_INVENTORY_INCLUDE_LOOP=1 also lists loop devices as disks.\n");
+               "KILN_INVENTORY_INCLUDE_LOOP=1 also lists loop devices as disks; a list of\n"
+               "them (\"/dev/loop3 /dev/loop7\") lists only those.\n");
         return KILN_EXIT_OK;
 }
 

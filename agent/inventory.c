@@ -156,7 +156,7 @@ struct probe_ctx {
         const char *sysfs, *devfs, *procfs;
         const char *devname_prefix;     /* what paths in the result start with: /dev */
         bool live;
-        bool include_loop;
+        const char *include_loop;       /* KILN_INVENTORY_INCLUDE_LOOP, see loop_included() */
         struct mount_entry { unsigned major, minor; char *where; } *mounts;
         size_t n_mounts;
         char **reterr;                  /* the subject of a failure, for the caller's message */
@@ -564,10 +564,33 @@ static int probe_partition(struct probe_ctx *c, const char *diskdir, const char 
         return probe_sigs_at(c, open_path, &p->sigs, &p->n_sigs, unreadable);
 }
 
-static bool is_candidate_name(const char *n, bool include_loop) {
+/* KILN_INVENTORY_INCLUDE_LOOP: unset, no loop device is a disk; "1", every
+ * one is; otherwise a list of loop devices ("/dev/loop3 /dev/loop7", blanks,
+ * ',' or ':' between; a path or a bare name) names the only ones that are,
+ * so that tests in two checkouts on one machine never probe, or plan over,
+ * each other's loop devices. */
+static bool loop_included(const char *setting, const char *name) {
+        static const char sep[] = " \t\n,:";
+        if (!setting)
+                return false;
+        if (streq(setting, "1"))
+                return true;
+        size_t name_len = strlen(name);
+        for (const char *p = setting + strspn(setting, sep); *p; p += strspn(p, sep)) {
+                size_t n = strcspn(p, sep);
+                const char *base = memrchr(p, '/', n);
+                base = base ? base + 1 : p;
+                if ((size_t) (p + n - base) == name_len && strncmp(base, name, name_len) == 0)
+                        return true;
+                p += n;
+        }
+        return false;
+}
+
+static bool is_candidate_name(const char *n, const char *include_loop) {
         static const char *skip[] = { "ram", "zram", "dm-", "md", "sr", "fd", "nbd", "zd", "mtdblock" };
         if (strncmp(n, "loop", 4) == 0)
-                return include_loop;
+                return loop_included(include_loop, n);
         for (size_t i = 0; i < ELEMENTSOF(skip); i++)
                 if (strncmp(n, skip[i], strlen(skip[i])) == 0)
                         return false;
@@ -890,8 +913,7 @@ int inventory_probe_full(const char *sysroot, struct inventory **ret, char **ret
                 c.devname_prefix = kiln_paths.devfs;
                 c.live = true;
         }
-        const char *e = getenv("KILN_INVENTORY_INCLUDE_LOOP");
-        c.include_loop = e && streq(e, "1");
+        c.include_loop = getenv("KILN_INVENTORY_INCLUDE_LOOP");
 
         _cleanup_inventory_free_ struct inventory *inv = calloc(1, sizeof *inv);
         if (!inv)

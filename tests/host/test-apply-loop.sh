@@ -8,25 +8,13 @@
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}"
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
-for t in losetup parted blkid mkfs.xfs mkfs.ext4 findmnt sha256sum; do
+for t in losetup parted blkid mkfs.xfs mkfs.ext4 findmnt sha256sum jq; do
   command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
 done
 grep -q '^  apply ' <<<"$("$KILN" help 2>&1)" || { echo "SKIP: kiln has no apply command yet"; exit 77; }
 
-T=$(mktemp -d /tmp/kiln-apply.XXXXXX)
-LOOPS=()
-cleanup() {
-  local rc=$?
-  umount -R "$T/target" 2>/dev/null
-  for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
-  rm -rf "$T"
-  exit $rc
-}
-trap cleanup EXIT
-FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-ok() { echo "ok: $*"; }
-attach() { ATTACHED=$(losetup -P -f --show "$1") || exit 1; LOOPS+=("$ATTACHED"); }
+. "$SRC/tests/lib/loop.sh"
+loop_init apply
 hashes() { sha256sum "$T"/a.img "$T"/b.img "$T"/c.img; }
 
 truncate -s 512M "$T/a.img"; truncate -s 400M "$T/b.img"; truncate -s 64M "$T/c.img"
@@ -37,7 +25,17 @@ parted -s "$B" mklabel gpt mkpart old 1MiB 100MiB && mkfs.ext4 -q -F "${B}p1"
 mkfs.ext4 -q -F -L keepme "$C"
 OLD_A_UUID=$(blkid -o value -s UUID "$A")
 C_HASH=$(sha256sum <"$T/c.img")
-export KILN_INVENTORY_INCLUDE_LOOP=1 KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"   # the run report goes there
+export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"   # the run report goes there
+
+# kiln sees this test's loop devices and no others (a test in another
+# checkout may be wiping its own at the same time): one attached outside
+# KILN_INVENTORY_INCLUDE_LOOP is not listed
+truncate -s 16M "$T/other.img"
+OTHER=$(losetup -f --show "$T/other.img") || exit 1; LOOPS+=("$OTHER")
+seen=$("$KILN" inventory --json | jq -r '[.disks[].path | select(startswith("/dev/loop"))] | sort | join(" ")')
+want=$(printf '%s\n' "$A" "$B" "$C" | LC_ALL=C sort | paste -sd' ')
+[[ $seen == "$want" ]] && ok "kiln sees only this test's loop devices" \
+  || fail "kiln sees the loop devices '$seen', expected '$want' (not $OTHER)"
 
 spec() { # $1 = wipe true|false
 cat <<YAML
@@ -143,5 +141,4 @@ grep -aq "EFI PART" "$T/a.tail" && fail "backup GPT header left at the end of $A
 [[ $(sha256sum <"$T/c.img") == "$C_HASH" ]] || fail "unselected disk $C changed"
 ((FAILS == 0)) && ok "wipe left nothing behind"
 
-((FAILS == 0)) || { echo "$FAILS failure(s)"; exit 1; }
-echo "all ok"
+loop_done

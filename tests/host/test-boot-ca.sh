@@ -8,16 +8,8 @@ set -euo pipefail
 [[ -n ${TRACE:-} ]] && set -x
 command -v openssl >/dev/null || { echo "SKIP: openssl not installed"; exit 77; }
 source "$SRC/tests/lib/http.sh"
-T=$(mktemp -d /tmp/kiln-test-boot-ca.XXXXXX)
-cleanup() { http_stop; rm -rf "$T"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-run_kiln() {
-  local want=$1; shift
-  local rc=0
-  KILN_RUN_DIR=$T/run "$KILN" "$@" </dev/null >"$T/out" 2>"$T/err" || rc=$?
-  [[ $rc == "$want" ]] || { cat "$T/err"; fail "kiln $* exited $rc, expected $want"; }
-}
+http_test_init boot-ca
+export KILN_RUN_DIR=$T/run
 
 mkdir -p "$T/www"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -out "$T/www/ca.pem" -days 2 -subj "/CN=kiln boot test CA" 2>/dev/null

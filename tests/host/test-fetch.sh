@@ -5,18 +5,7 @@
 set -euo pipefail
 [[ -n ${TRACE:-} ]] && set -x
 source "$SRC/tests/lib/http.sh"
-T=$(mktemp -d /tmp/kiln-test-fetch.XXXXXX)
-cleanup() { proxy_stop; http_stop; rm -rf "$T"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-# run_kiln EXPECTED_RC ARGS...: output in $T/err
-run_kiln() {
-  local want=$1; shift
-  local rc=0
-  "$KILN" "$@" 2>"$T/err" || rc=$?
-  [[ $rc == "$want" ]] || { cat "$T/err"; fail "kiln $* exited $rc, expected $want"; }
-}
-requests() { wc -l <"$PROXY_LOG"; }
+http_test_init fetch
 
 mkdir -p "$T/www"
 head -c 2500000 /dev/urandom >"$T/www/blob"

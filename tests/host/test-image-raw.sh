@@ -7,21 +7,9 @@ set -euo pipefail
 [[ -n ${TRACE:-} ]] && set -x
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root (loop devices)"; exit 77; }
 source "$SRC/tests/lib/http.sh"
-T=$(mktemp -d /tmp/kiln-test-image-raw.XXXXXX)
+http_test_init image-raw
 LOOP=
-cleanup() {
-  [[ -n $LOOP ]] && losetup -d "$LOOP"
-  http_stop; rm -rf "$T"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-run_kiln() {
-  local want=$1; shift
-  local rc=0
-  "$KILN" "$@" </dev/null 2>"$T/err" || rc=$?
-  [[ $rc == "$want" ]] || { cat "$T/err"; fail "kiln $* exited $rc, expected $want"; }
-}
-expect_err() { grep -qF -- "$1" "$T/err" || { cat "$T/err"; fail "expected message: $1"; }; }
+on_exit() { if [[ -n $LOOP ]]; then losetup -d "$LOOP"; fi; }
 export KILN_RUN_DIR=$T/run
 
 # a 20 MiB "disk image": random data, zero stretches, not a multiple of the write size

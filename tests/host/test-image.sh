@@ -10,18 +10,7 @@ set -euo pipefail
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root (owners, device nodes)"; exit 77; }
 source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/lib/image-fixtures.sh"
-T=$(mktemp -d /tmp/kiln-test-image.XXXXXX)
-cleanup() { proxy_stop; http_stop; rm -rf "$T"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-run_kiln() {
-  local want=$1; shift
-  local rc=0
-  "$KILN" "$@" </dev/null 2>"$T/err" || rc=$?
-  [[ $rc == "$want" ]] || { cat "$T/err"; fail "kiln $* exited $rc, expected $want"; }
-}
-expect_err() { grep -qF -- "$1" "$T/err" || { cat "$T/err"; fail "expected message: $1"; }; }
-requests() { wc -l <"$PROXY_LOG"; }
+http_test_init image
 fresh() { rm -rf "$T/target"; mkdir "$T/target"; }
 marker_present() { [[ -f $T/target/.kiln-incomplete ]] || fail "target not marked incomplete"; }
 marker_absent() { [[ ! -e $T/target/.kiln-incomplete ]] || fail "marker left after a good install"; }

@@ -15,20 +15,8 @@ done
 help=$("$KILN" help 2>&1)
 grep -q '^  apply ' <<<"$help" || { echo "SKIP: kiln has no apply command yet"; exit 77; }
 
-T=$(mktemp -d /tmp/kiln-plan-apply.XXXXXX)
-LOOPS=()
-cleanup() {
-  local rc=$? l
-  umount -R "$T/target" 2>/dev/null
-  for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
-  rm -rf "$T"
-  exit $rc
-}
-trap cleanup EXIT
-FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-ok() { echo "ok: $*"; }
-attach() { ATTACHED=$(losetup -P -f --show "$1") || exit 1; LOOPS+=("$ATTACHED"); }
+. "$SRC/tests/lib/loop.sh"
+loop_init plan-apply
 
 truncate -s 300M "$T/a.img"; truncate -s 600M "$T/b.img"
 attach "$T/a.img"; A=$ATTACHED; attach "$T/b.img"; B=$ATTACHED
@@ -36,7 +24,7 @@ attach "$T/a.img"; A=$ATTACHED; attach "$T/b.img"; B=$ATTACHED
 # at other places, one with an ext4
 parted -s "$A" mklabel gpt mkpart old1 1MiB 50MiB mkpart old2 50MiB 120MiB mkpart old3 120MiB 290MiB
 mkfs.ext4 -q -F -L old "${A}p2"
-export KILN_INVENTORY_INCLUDE_LOOP=1 KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
+export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
 
 cat >"$T/spec.yaml" <<YAML
 version: 1
@@ -126,4 +114,4 @@ else fail "report.json differs between $T/run and the target (or is missing)"; f
 [[ $(jq -r .result "$T/run/report.json") == SUCCESS ]] && ok "the report says SUCCESS" || fail "report result is $(jq -r .result "$T/run/report.json")"
 umount "$T/target"
 
-((FAILS == 0)) || { echo "$FAILS check(s) failed"; exit 1; }
+loop_done

@@ -9,6 +9,7 @@ set -euo pipefail
 : "${KILN:?}" "${SRC:?}" "${BUILD:?}"
 CACHE=${KILN_STATIC_CACHE:-/var/cache/kiln}
 
+source "$SRC/tests/lib/http.sh"   # before fail(): this test's counts, http.sh's exits
 fails=0
 ok()   { echo "ok - $*"; }
 fail() { echo "not ok - $*"; fails=$((fails + 1)); }
@@ -16,7 +17,6 @@ check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi;
 
 T=$(mktemp -d /tmp/kiln-static.XXXXXX)
 mounts=()
-source "$SRC/tests/lib/http.sh"
 cleanup() {
   local i
   http_stop

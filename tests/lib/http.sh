@@ -1,7 +1,16 @@
 # Shared by host tests: a real nginx on 127.0.0.1 with its own config in a
 # temp dir, on a free port picked at run time. Source it, then:
+#   http_test_init NAME          T=/tmp/kiln-test-NAME.XXXXXX and an EXIT trap
+#                                that runs the test's on_exit (if it defines
+#                                one), stops the proxy and nginx, removes T
 #   http_start ROOT [CERT KEY]   -> sets HTTP_PORT (and HTTPS_PORT with a cert)
-#   http_stop                    (also done by the EXIT trap via http_cleanup)
+#   http_stop                    (also done by the EXIT trap)
+#   proxy_start ACTION...        a fault-injecting proxy in front of nginx
+#   run_kiln RC ARGS...          kiln ARGS (stdin /dev/null, stderr in $T/err,
+#                                stdout in $T/stdout); fails unless it exits RC
+#   expect_err TEXT              $T/err holds TEXT
+#   requests                     how many requests the proxy has seen
+#   fail MSG                     says so and exits 1
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
@@ -73,3 +82,26 @@ proxy_stop() {
   [[ -n ${PROXY_LOG:-} ]] && rm -f "$PROXY_LOG"
   PROXY_LOG=
 }
+
+http_test_init() {
+  T=$(mktemp -d "/tmp/kiln-test-$1.XXXXXX") || exit 1
+  trap http_test_cleanup EXIT
+}
+
+http_test_cleanup() {
+  if declare -F on_exit >/dev/null; then on_exit; fi
+  proxy_stop; http_stop; rm -rf "$T"
+}
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+run_kiln() {
+  local want=$1; shift
+  local rc=0
+  "$KILN" "$@" </dev/null >"$T/stdout" 2>"$T/err" || rc=$?
+  [[ $rc == "$want" ]] || { cat "$T/stdout" "$T/err"; fail "kiln $* exited $rc, expected $want"; }
+}
+
+expect_err() { grep -qF -- "$1" "$T/err" || { cat "$T/err"; fail "expected message: $1"; }; }
+
+requests() { wc -l <"$PROXY_LOG"; }

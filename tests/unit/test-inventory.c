@@ -214,6 +214,26 @@ static void test_sysroot(void) {
         _cleanup_inventory_free_ struct inventory *withloop = NULL;
         CHECK_INT(inventory_probe(root, &withloop), 0);
         CHECK_INT(withloop ? withloop->n_disks : 0, 6);
+        /* or only the ones named, by path or name: never a prefix or a
+         * longer name, never an empty one */
+        static const struct { const char *list; size_t n_disks; } lists[] = {
+                { "/dev/loop0", 6 },
+                { "/dev/loop1", 5 },            /* empty: never a disk */
+                { " /dev/loop7,:loop0\t", 6 },
+                { "loop0 /dev/loop1", 6 },
+                { "/dev/loop", 5 },
+                { "/dev/loop00 loop01 /dev/loop0/", 5 },
+                { "", 5 },
+                { "0", 5 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(lists); i++) {
+                _cleanup_inventory_free_ struct inventory *some = NULL;
+                setenv("KILN_INVENTORY_INCLUDE_LOOP", lists[i].list, 1);
+                CHECK_INT(inventory_probe(root, &some), 0);
+                CHECK_INT(some ? some->n_disks : 0, lists[i].n_disks);
+                if (some && some->n_disks == 6)
+                        CHECK_STR(some->disks[0].name, "loop0");
+        }
         unsetenv("KILN_INVENTORY_INCLUDE_LOOP");
 
         /* the recorded tree's JSON is what the checked-in file says */
