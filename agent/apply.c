@@ -56,6 +56,7 @@ struct apply_ctx {
         struct resume_record rec;       /* what this run has done (or, resuming, what the record said) */
         bool recording;                 /* the root is mounted: progress goes to its record */
         bool resumed;                   /* the resume check passed */
+        unsigned skip_stages;           /* resumed: the stages the record listed as done (1u << enum resume_stage) */
         char *fallback_why;             /* resuming is off: why (then the fresh plan runs) */
 };
 
@@ -245,18 +246,13 @@ static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks
         int r = spec_expand(l->key.url, &vars, &url);
         if (r < 0)
                 return strbuf_addf(&c->why, "cannot expand the key URL '%s'", l->key.url), r;
-        struct fetch_options fo = { 0 };
-        const char *ca = c->plan->spec->ca;
-        if (ca && strstr(ca, "-----BEGIN"))
-                fo.ca_pem = ca;
-        else if (ca && ca[0] == '/')
-                fo.ca_file = ca;
+        struct fetch_options fo = { .ca_file = c->opts->ca_file };      /* kiln.ca and the spec's ca: (ca.h) */
         char *buf = NULL;
         size_t len = 0;
-        struct fetch_result res = { 0 };
+        _cleanup_(fetch_result_done) struct fetch_result res = {};
         r = fetch_to_buffer_full(url, &fo, LUKS_MAX_KEY_FETCH, l->key.sha256, &buf, &len, &res);
         if (r < 0)
-                return strbuf_addf(&c->why, "key from '%s': %s", url, res.error[0] ? res.error : strerror(-r)), r;
+                return strbuf_addf(&c->why, "key from '%s': %s", url, res.error ? res.error : strerror(-r)), r;
         (void) log_register_secret(buf);
         r = len ? luks_key_new(buf, len, ret) : -EINVAL;
         explicit_wipe(buf, len);
@@ -618,12 +614,14 @@ static int step_image(struct apply_ctx *c, const struct plan_step *s) {
                 log_info("emptied %s for the image (%u entries of the interrupted run removed)", target, removed);
                 record_save(c);         /* the record went with the rest */
         }
-        struct image_result res = {};
+        _cleanup_(image_result_done) struct image_result res = {};
         int r = image_install(img, target, &io, &res);
         if (r < 0)
-                return strbuf_adds(&c->why, res.error[0] ? res.error : "image install failed"), r;
+                return strbuf_adds(&c->why, res.error ? res.error : "image install failed"), r;
         log_info("image: %" PRIu64 " bytes verified (sha256 %s), %" PRIu64 " entries, %u request(s)",
                  res.downloaded, res.sha256, res.entries, res.attempts);
+        if (res.warning)
+                log_warning("image: %u libarchive warning(s), the first: %s", res.warnings, res.warning);
         (void) report_set_image(c->report, img->url, res.sha256, res.downloaded, res.usec / 1e6);
         return 0;
 }
@@ -757,7 +755,7 @@ static void report_resume(struct apply_ctx *c) {
         if (c->resumed) {
                 json_object *st = json_object_new_array();
                 for (int k = 0; st && k < _RESUME_STAGE_MAX; k++)
-                        if (c->rec.stages & (1u << k))
+                        if (c->skip_stages & (1u << k))
                                 json_object_array_add(st, json_object_new_string(resume_stage_name(k)));
                 json_object_object_add(o, "stages_skipped", st);
                 json_object_object_add(o, "kept", kept_uuids(c));
@@ -787,6 +785,7 @@ static int step_resume_check(struct apply_ctx *c, const struct plan_step *s) {
                 resume_record_done(&c->rec);
                 c->rec = rec;
                 c->resumed = c->recording = true;
+                c->skip_stages = rec.stages;
                 const char *rid = report_run_id(c->report);
                 free(c->rec.run_id);
                 c->rec.run_id = rid ? strdup(rid) : NULL;
@@ -806,7 +805,7 @@ static int step_resume_check(struct apply_ctx *c, const struct plan_step *s) {
 /* A resumed run skips what the record lists as done. */
 static bool resume_skips(const struct apply_ctx *c, const struct plan_step *s) {
         enum resume_stage st = resume_stage_of(s->kind);
-        return c->resumed && st != RESUME_STAGE_NONE && st != RESUME_STAGE_STORAGE && (c->rec.stages & (1u << st));
+        return c->resumed && st != RESUME_STAGE_NONE && st != RESUME_STAGE_STORAGE && (c->skip_stages & (1u << st));
 }
 
 /* Undo the resume steps 0..upto (the failed one included: it may have
@@ -828,8 +827,8 @@ static int resume_undo(struct apply_ctx *c, const size_t *order, size_t upto) {
                 case PLAN_LUKS_OPEN: {
                         const struct spec_luks *l = s->obj;
                         r = luks_close(luks_name(l));
-                        if (r == -ENODEV || r == -ENOENT)
-                                r = 0;
+                        if (r == -ENODEV || r == -ENOENT || (r < 0 && k == upto))
+                                r = 0;  /* not open */
                         break;
                 }
                 case PLAN_VG_ACTIVATE: {

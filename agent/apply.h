@@ -34,7 +34,8 @@ struct apply_options {
         apply_hook_t hook;
         void *userdata;
         struct report *report;  /* run report: bench, image and registration land here; NULL = apply makes one */
-        const char *ca_file;    /* extra CA for the image and the controller (kiln.ca) */
+        const char *ca_file;    /* extra CA for the keys, the image and the controller: kiln.ca and the
+                                 * spec's ca: in one file (ca_for_spec()) */
         uint64_t bench_len;     /* bytes the benchmark writes on the raw and the dm-crypt device; 0 = 64 MiB */
         const struct plan *fallback;    /* with a resume plan (resume.h): the fresh plan, run when the stack turns
                                          * out not to be this plan's unfinished run (after undoing the resume steps) */

@@ -2,7 +2,6 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <stdarg.h>
 
 #define CS_MAX_PARAMS 32
 
@@ -11,21 +10,6 @@ static void json_object_putp(json_object **o) {
                 json_object_put(*o);
 }
 #define _cleanup_json_ _cleanup_(json_object_putp)
-
-static int set_error(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
-static int set_error(char **ret_error, int r, const char *fmt, ...) {
-        if (ret_error) {
-                va_list ap;
-                va_start(ap, fmt);
-                char *m = NULL;
-                if (vasprintf(&m, fmt, ap) < 0)
-                        m = NULL;
-                va_end(ap);
-                free(*ret_error);
-                *ret_error = m;
-        }
-        return r;
-}
 
 int cs_encode_value(const char *v, struct strbuf *out) {
         static const char hex[] = "0123456789ABCDEF";
@@ -170,7 +154,7 @@ int cs_call(const struct cs_client *c, const char *command, const struct cs_para
 
         r = cs_build_query(c, command, params, n, time(NULL), &body);
         if (r < 0)
-                return set_error(ret_error, r, "failed to build the CloudStack request '%s'", command);
+                return set_errorf(ret_error, r, "failed to build the CloudStack request '%s'", command);
         struct http_request req = {
                 .method = "POST",
                 .url = c->endpoint,
@@ -185,20 +169,20 @@ int cs_call(const struct cs_client *c, const char *command, const struct cs_para
         const char *code = jstr(o, "errorcode"), *text = jstr(o, "errortext");
         if (r < 0) {
                 if (text)
-                        return set_error(ret_error, r, "CloudStack refused %s (HTTP %ld, errorcode %s): %s",
-                                         command, resp.status, code ? code : "?", text);
+                        return set_errorf(ret_error, r, "CloudStack refused %s (HTTP %ld, errorcode %s): %s",
+                                          command, resp.status, code ? code : "?", text);
                 if (r == -ETIMEDOUT)
-                        return set_error(ret_error, r, "CloudStack at '%s' did not answer %s in time after %u attempts (last: %s)",
-                                         c->endpoint, command, resp.attempts, resp.error[0] ? resp.error : "timeout");
-                return set_error(ret_error, r, "CloudStack request %s to '%s' failed: %s", command, c->endpoint,
-                                 resp.error[0] ? resp.error : strerror(-r));
+                        return set_errorf(ret_error, r, "CloudStack at '%s' did not answer %s in time after %u attempts (last: %s)",
+                                          c->endpoint, command, resp.attempts, resp.error[0] ? resp.error : "timeout");
+                return set_errorf(ret_error, r, "CloudStack request %s to '%s' failed: %s", command, c->endpoint,
+                                  resp.error[0] ? resp.error : strerror(-r));
         }
         if (!o)
-                return set_error(ret_error, -EBADMSG, "CloudStack answered %s with something that is not its JSON (HTTP %ld)",
-                                 command, resp.status);
+                return set_errorf(ret_error, -EBADMSG, "CloudStack answered %s with something that is not its JSON (HTTP %ld)",
+                                  command, resp.status);
         if (code)
-                return set_error(ret_error, -EPROTO, "CloudStack refused %s (errorcode %s): %s", command, code,
-                                 text ? text : "no error text");
+                return set_errorf(ret_error, -EPROTO, "CloudStack refused %s (errorcode %s): %s", command, code,
+                                  text ? text : "no error text");
         *ret = json_object_get(o);
         return 0;
 }
@@ -247,8 +231,8 @@ static int resolve(const struct cs_client *c, const char *command, const char *k
         if (!id) {
                 _cleanup_strbuf_ struct strbuf known = STRBUF_INIT;
                 (void) names_of(items, &known);
-                return set_error(ret_error, -ENOENT, "CloudStack has no %s '%s' (it has: %s)", what, name,
-                                 strbuf_str(&known));
+                return set_errorf(ret_error, -ENOENT, "CloudStack has no %s '%s' (it has: %s)", what, name,
+                                  strbuf_str(&known));
         }
         char *d = strdup(id);
         if (!d)
@@ -288,7 +272,7 @@ int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct 
         int r;
 
         if (!h->zone || !h->pod || !h->cluster || !h->ip)
-                return set_error(ret_error, -EINVAL, "CloudStack registration needs zone, pod, cluster and the node's IP address");
+                return set_errorf(ret_error, -EINVAL, "CloudStack registration needs zone, pod, cluster and the node's IP address");
 
         r = resolve(c, "listZones", "zone", "zone", h->zone, NULL, 0, &res.zone_id, ret_error);
         if (r < 0)
@@ -311,7 +295,7 @@ int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct 
         if (found) {
                 r = take_host(found, &res);
                 if (r < 0)
-                        return set_error(ret_error, r, "CloudStack's listHosts answer has a host without an id");
+                        return set_errorf(ret_error, r, "CloudStack's listHosts answer has a host without an id");
                 res.added = false;
                 *ret = res;
                 res = (struct cs_result) { 0 };
@@ -336,7 +320,7 @@ int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct 
         json_object *items = list_items(added, "host");
         r = take_host(items ? json_object_array_get_idx(items, 0) : NULL, &res);
         if (r < 0)
-                return set_error(ret_error, r, "CloudStack's addHost answer names no host");
+                return set_errorf(ret_error, r, "CloudStack's addHost answer names no host");
         res.added = true;
         *ret = res;
         res = (struct cs_result) { 0 };

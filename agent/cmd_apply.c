@@ -2,6 +2,7 @@
  * Builds the plan for this machine (or a recorded inventory) and runs it.
  * Destroying data needs --yes; --dry-run only prints the steps. */
 #include "apply.h"
+#include "ca.h"
 #include "commands.h"
 #include "exitcode.h"
 #include "inventory.h"
@@ -112,7 +113,14 @@ int cmd_apply(int argc, char **argv) {
                 return KILN_EXIT_REFUSED;
         }
 
+        /* the spec's ca: serves every HTTPS transfer of the run (keys, image, controller) */
+        _cleanup_free_ char *ca_file = NULL, *ca_err = NULL;
+        if (!dry_run && (r = ca_for_spec(spec->ca, NULL, &ca_file, &ca_err)) < 0)
+                return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", spec_path,
+                                       ca_describe(spec->ca), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
+
         /* the hostname as plan_build expanded it: a dry run shows what `kiln plan` shows */
-        struct apply_options opts = { .dry_run = dry_run, .hostname = plan->hostname, .fallback = resume ? plan : NULL };
+        struct apply_options opts = { .dry_run = dry_run, .hostname = plan->hostname, .fallback = resume ? plan : NULL,
+                                      .ca_file = ca_file };
         return apply_run(resume ? resume : plan, &opts);
 }

@@ -9,6 +9,7 @@
  * /init can report first and then do it. Every failure is one line naming
  * the stage, the subject and the reason, and a documented exit code. */
 #include "apply.h"
+#include "ca.h"
 #include "cmdline.h"
 #include "commands.h"
 #include "exitcode.h"
@@ -157,9 +158,9 @@ int cmd_boot(int argc, char **argv) {
         if (cl.ca) {
                 if (is_url(cl.ca)) {
                         size_t len;
-                        struct fetch_result res = {};
+                        _cleanup_(fetch_result_done) struct fetch_result res = {};
                         r = fetch_to_buffer_full(cl.ca, &fo, BOOT_CA_MAX_BYTES, NULL, &ca_pem, &len, &res);
-                        if (r < 0 && res.error[0])
+                        if (r < 0 && res.error)
                                 return log_error("failed to fetch the CA bundle '%s': %s", cl.ca, res.error), KILN_EXIT_FETCH;
                         if (r < 0)
                                 return log_error_errno(r, "failed to fetch the CA bundle '%s': %m", cl.ca), KILN_EXIT_FETCH;
@@ -185,7 +186,7 @@ int cmd_boot(int argc, char **argv) {
                 return log_error_errno(r, "failed to expand kiln.spec '%s' (known: ${mac} ${uuid} ${serial} ${hostname}): %m",
                                        cl.spec), KILN_EXIT_USAGE;
         log_info("fetching spec '%s'%s", url, cl.spec_sha256 ? " (sha256 pinned)" : "");
-        struct fetch_result res = {};
+        _cleanup_(fetch_result_done) struct fetch_result res = {};
         uint64_t t0 = now_usec();
         r = fetch_to_buffer_full(url, &fo, SPEC_MAX_BYTES, cl.spec_sha256, &data, &len, &res);
         if (r == -EBADMSG)
@@ -194,7 +195,7 @@ int cmd_boot(int argc, char **argv) {
         if (r == -EFBIG)
                 return log_error("spec '%s' is larger than %u bytes", url, SPEC_MAX_BYTES), KILN_EXIT_FETCH;
         if (r < 0) {
-                if (res.error[0])
+                if (res.error)
                         return log_error("failed to fetch spec '%s' after %u attempt(s): %s", url, res.attempts, res.error),
                                KILN_EXIT_FETCH;
                 return log_error_errno(r, "failed to fetch spec '%s': %m", url), KILN_EXIT_FETCH;
@@ -217,6 +218,14 @@ int cmd_boot(int argc, char **argv) {
         r = spec_register_secrets(spec);
         if (r < 0)
                 return log_error_errno(r, "failed to register the spec's secrets: %m"), KILN_EXIT_FAILURE;
+        /* the spec's ca: beside kiln.ca= for everything after the spec */
+        _cleanup_free_ char *spec_ca = NULL, *ca_err = NULL;
+        r = ca_for_spec(spec->ca, fo.ca_file, &spec_ca, &ca_err);
+        if (r < 0)
+                return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", url,
+                                       ca_describe(spec->ca), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
+        if (spec_ca)
+                fo.ca_file = spec_ca;
 
         /* 6. plan: every refusal is made here, before anything is written */
         _cleanup_plan_free_ struct plan *plan = NULL;

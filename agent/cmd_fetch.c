@@ -135,10 +135,10 @@ int cmd_fetch(int argc, char **argv) {
 
         /* A pipe cannot start over: then fetch drops the repeated bytes itself. */
         struct fetch_sink sink = { .write = fd_write, .restart = s.seekable ? fd_restart : NULL, .userdata = &s };
-        struct fetch_result res;
+        _cleanup_(fetch_result_done) struct fetch_result res = {};
         r = fetch_url(url, &o, &sink, &res);
         if (r < 0) {
-                log_error_errno(r, "failed to fetch '%s': %s", url, res.error);
+                log_error_errno(r, "failed to fetch '%s': %s", url, res.error ? res.error : strerror(-r));
                 return KILN_EXIT_FETCH;
         }
         log_info("fetched '%s': %" PRIu64 " bytes, %u attempt(s), %u restart(s), sha256 %s",

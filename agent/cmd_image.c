@@ -91,16 +91,19 @@ int cmd_image(int argc, char **argv) {
 
         o.progress = image_progress_print;
         o.progress_userdata = &pp;
-        struct image_result res;
+        _cleanup_(image_result_done) struct image_result res = {};
         r = image_install(&img, target, &o, &res);
-        if (r == -EBADMSG && strstr(res.error, "sha256 mismatch")) {
+        if (r == -EBADMSG && res.error && strstr(res.error, "sha256 mismatch")) {
                 log_error("image '%s' failed verification: %s; '%s' is left marked incomplete", img.url, res.error, target);
                 return KILN_EXIT_IMAGE;
         }
         if (r < 0) {
-                log_error_errno(r, "failed to install image '%s' onto '%s': %s", img.url, target, res.error);
+                log_error_errno(r, "failed to install image '%s' onto '%s': %s", img.url, target,
+                                res.error ? res.error : strerror(-r));
                 return KILN_EXIT_IMAGE;
         }
+        if (res.warning)
+                log_warning("image '%s': %u libarchive warning(s), the first: %s", img.url, res.warnings, res.warning);
         char sz[32];
         log_info("installed image '%s' onto '%s': %" PRIu64 " entries, %s written, %u request(s), %u restart(s), "
                  "%u warning(s), sha256 %s verified",

@@ -3,6 +3,7 @@
  * CloudStack's addHost can reach a running host). The report says who the
  * node is; the spec holds where to register and the credentials, which are
  * never written into a report. The report is updated with the outcome. */
+#include "ca.h"
 #include "commands.h"
 #include "exitcode.h"
 #include "log.h"
@@ -23,7 +24,7 @@ static void help(void) {
                "  --ip ADDR              the node's address, instead of the report's\n"
                "  --timeout SEC          give up after SEC seconds in all (default 300)\n"
                "  --request-timeout SEC  each request's limit (default 20)\n"
-               "  --ca FILE              extra CA bundle for HTTPS\n");
+               "  --ca FILE              extra CA bundle for HTTPS (the spec's ca: is trusted too)\n");
 }
 
 static int parse_seconds(const char *s, unsigned *ret_ms) {
@@ -104,6 +105,15 @@ int cmd_register(int argc, char **argv) {
                 log_error_errno(r, "failed to register the spec's secrets for redaction: %m");
                 return KILN_EXIT_FAILURE;
         }
+        _cleanup_free_ char *ca_file = NULL, *ca_err = NULL;
+        r = ca_for_spec(spec->ca, ro.ca_file, &ca_file, &ca_err);
+        if (r < 0) {
+                log_error_errno(r, "failed to load the CA of host spec '%s' (%s): %s", spec_path, ca_describe(spec->ca),
+                                ca_err ? ca_err : strerror(-r));
+                return KILN_EXIT_REGISTER;
+        }
+        if (ca_file)
+                ro.ca_file = ca_file;   /* the spec's ca: beside --ca */
         if (!spec->cloudstack.present && !spec->webhook.present) {
                 log_error("host spec '%s' has no register section (cloudstack or webhook): nothing to do", spec_path);
                 return KILN_EXIT_REGISTER;

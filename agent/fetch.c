@@ -63,12 +63,7 @@ int fetch_check_url(const char *url) {
 }
 
 bool sha256_hex_valid(const char *s) {
-        if (!s || strlen(s) != 64)
-                return false;
-        for (size_t i = 0; i < 64; i++)
-                if (!strchr("0123456789abcdefABCDEF", s[i]))
-                        return false;
-        return true;
+        return hex_valid(s, 64);
 }
 
 bool sha256_hex_equal(const char *a, const char *b) {
@@ -403,12 +398,9 @@ static int transfer_setup(struct transfer *t, const char *url, char *errbuf) {
         return 0;
 }
 
-static void result_error(struct fetch_result *res, const char *fmt, ...) _printf_(2, 3);
-static void result_error(struct fetch_result *res, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(res->error, sizeof(res->error), fmt, ap);
-        va_end(ap);
+void fetch_result_done(struct fetch_result *res) {
+        free(res->error);
+        *res = (struct fetch_result) {};
 }
 
 int fetch_url(const char *url, const struct fetch_options *opts, const struct fetch_sink *sink,
@@ -416,28 +408,23 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
         static const struct fetch_options defaults = {};
         _cleanup_(curl_easy_cleanupp) CURL *curl = NULL;
         _cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *sha = NULL;
-        struct fetch_result scratch = {}, *rr = res ? res : &scratch;
+        _cleanup_(fetch_result_done) struct fetch_result scratch = {};
+        struct fetch_result *rr = res ? res : &scratch;
         char errbuf[CURL_ERROR_SIZE] = "";
         int r;
 
         if (!opts)
                 opts = &defaults;
-        memset(rr, 0, sizeof(*rr));
+        fetch_result_done(rr);
 
         r = fetch_check_url(url);
-        if (r == -EPROTONOSUPPORT) {
-                result_error(rr, "unsupported URL scheme (only http, https and file)");
-                return r;
-        }
-        if (r < 0) {
-                result_error(rr, "not a valid URL");
-                return r;
-        }
+        if (r == -EPROTONOSUPPORT)
+                return set_errorf(&rr->error, r, "unsupported URL scheme (only http, https and file)");
+        if (r < 0)
+                return set_errorf(&rr->error, r, "not a valid URL");
         pthread_once(&curl_once, curl_init_once);
-        if (curl_init_result != CURLE_OK) {
-                result_error(rr, "libcurl initialisation failed");
-                return -ENOMEM;
-        }
+        if (curl_init_result != CURLE_OK)
+                return set_errorf(&rr->error, -ENOMEM, "libcurl initialisation failed");
 
         curl = curl_easy_init();
         sha = EVP_MD_CTX_new();
@@ -456,10 +443,8 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
         if (r < 0)
                 return r;
         r = transfer_setup(&t, url, errbuf);
-        if (r < 0) {
-                result_error(rr, "cannot configure libcurl");
-                return r;
-        }
+        if (r < 0)
+                return set_errorf(&rr->error, r, "cannot configure libcurl");
 
         struct backoff b = BACKOFF_INIT(opts->backoff_initial_ms, opts->backoff_max_ms,
                                         opts->no_retry ? 0 : opts->max_retries ? opts->max_retries : FETCH_DEFAULT_RETRIES);
@@ -497,31 +482,30 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                         if (t.total > 0 && t.offset != t.total) {
                                 r = -ECONNRESET;
                                 retry = true;
-                                result_error(rr, "transfer ended after %" PRIu64 " of %" PRIu64 " bytes", t.offset, t.total);
+                                set_errorf(&rr->error, 0, "transfer ended after %" PRIu64 " of %" PRIu64 " bytes", t.offset, t.total);
                         } else
                                 break;
                 } else if (t.abort_err < 0) {
                         r = t.abort_err;
                         retry = false;
                         if (r == -EFBIG)
-                                result_error(rr, "larger than the limit of %" PRIu64 " bytes", opts->max_size);
+                                set_errorf(&rr->error, 0, "larger than the limit of %" PRIu64 " bytes", opts->max_size);
                         else if (r == -EPROTO)
-                                result_error(rr, "the server answered a Range request with HTTP %ld and a wrong range", rr->http_code);
+                                set_errorf(&rr->error, 0, "the server answered a Range request with HTTP %ld and a wrong range", rr->http_code);
                         else
-                                result_error(rr, "transfer aborted by the receiver: %s", strerror(-r));
+                                set_errorf(&rr->error, 0, "transfer aborted by the receiver: %s", strerror(-r));
                 } else {
                         r = classify(c, rr->http_code, &retry);
                         if (c == CURLE_HTTP_RETURNED_ERROR)
-                                result_error(rr, "HTTP %ld", rr->http_code);
+                                set_errorf(&rr->error, 0, "HTTP %ld", rr->http_code);
                         else
-                                result_error(rr, "%s", errbuf[0] ? errbuf : curl_easy_strerror(c));
+                                set_errorf(&rr->error, 0, "%s", errbuf[0] ? errbuf : curl_easy_strerror(c));
                 }
                 if (!retry)
                         return r;
                 if (backoff_next(&b) < 0) {
-                        size_t l = strlen(rr->error);
-                        snprintf(rr->error + l, sizeof(rr->error) - l, " (gave up after %u attempts)", rr->attempts);
-                        return r;
+                        return set_errorf(&rr->error, r, "%s (gave up after %u attempts)",
+                                          rr->error ? rr->error : strerror(-r), rr->attempts);
                 }
         }
 
@@ -529,11 +513,11 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
         unsigned mdlen = 0;
         if (EVP_DigestFinal_ex(sha, md, &mdlen) != 1 || mdlen != 32)
                 return -ENOMEM;
-        for (unsigned i = 0; i < 32; i++)
-                snprintf(rr->sha256 + 2 * i, 3, "%02x", md[i]);
+        hex_encode(md, 32, rr->sha256);
         rr->bytes = t.offset;
         rr->restarts = t.restarts;
-        rr->error[0] = 0;
+        free(rr->error);
+        rr->error = NULL;
         return 0;
 }
 
@@ -550,7 +534,8 @@ static int buffer_restart(void *userdata) {
 int fetch_to_buffer_full(const char *url, const struct fetch_options *opts, size_t max, const char *want_sha256,
                          char **ret_buf, size_t *ret_len, struct fetch_result *res) {
         struct fetch_options o = opts ? *opts : (struct fetch_options) {};
-        struct fetch_result scratch, *rr = res ? res : &scratch;
+        _cleanup_(fetch_result_done) struct fetch_result scratch = {};
+        struct fetch_result *rr = res ? res : &scratch;
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
         int r;
 
@@ -564,10 +549,8 @@ int fetch_to_buffer_full(const char *url, const struct fetch_options *opts, size
         r = fetch_url(url, &o, &sink, rr);
         if (r < 0)
                 return r;
-        if (want_sha256 && !sha256_hex_equal(want_sha256, rr->sha256)) {
-                result_error(rr, "sha256 mismatch: expected %s, got %s", want_sha256, rr->sha256);
-                return -EBADMSG;
-        }
+        if (want_sha256 && !sha256_hex_equal(want_sha256, rr->sha256))
+                return set_errorf(&rr->error, -EBADMSG, "sha256 mismatch: expected %s, got %s", want_sha256, rr->sha256);
         size_t len = sb.len;
         char *buf = strbuf_detach(&sb);
         if (!buf) {

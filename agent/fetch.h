@@ -52,16 +52,21 @@ struct fetch_result {
         unsigned restarts;              /* times the stream restarted at 0 */
         long http_code;                 /* last status (0 for file://) */
         char sha256[65];                /* lower-case hex over the delivered bytes */
-        /* Only these two are also filled on failure, so the caller can say
-         * what went wrong in its one log line. */
-        char error[256];
+        /* Also filled on failure (NULL if even that failed), so the caller
+         * can say what went wrong in its one log line; NULL on success. */
+        char *error;
 };
+
+/* Frees what a result holds and zeroes it; also a cleanup:
+ * _cleanup_(fetch_result_done) struct fetch_result res = {}; */
+void fetch_result_done(struct fetch_result *res);
 
 /* Checks the URL's scheme: 0, -EINVAL (no valid URL), -EPROTONOSUPPORT. */
 int fetch_check_url(const char *url);
 
-/* Stream url into sink. res may be NULL; it is filled on success, and on
- * failure only res->error, res->attempts and res->http_code are meaningful.
+/* Stream url into sink. res may be NULL, or zeroed, or an earlier result (it
+ * is done first); it is filled on success, and on failure only res->error,
+ * res->attempts and res->http_code are meaningful.
  * Errors: -EPROTONOSUPPORT (scheme), -EINVAL (URL), -ENOENT (404/410 or
  * missing file), -EACCES (401/403), -EPROTO (other 4xx, bad Range reply),
  * -EIO (5xx after retries), -ETIMEDOUT, -ECONNREFUSED, -EHOSTUNREACH,

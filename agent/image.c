@@ -54,6 +54,7 @@ struct stream {
 static void stream_done(struct stream *s) {
         ring_done(&s->in);
         ring_done(&s->out);
+        fetch_result_done(&s->fres);
 }
 
 static int stream_write(const void *data, size_t n, void *userdata) {
@@ -223,13 +224,20 @@ static int out_close_cb(struct archive *a, void *userdata) {
 
 /* ---- formatting errors ---- */
 
-static int set_error(struct image_result *res, int r, const char *fmt, ...) _printf_(3, 4);
-static int set_error(struct image_result *res, int r, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(res->error, sizeof(res->error), fmt, ap);
-        va_end(ap);
-        return r;
+void image_result_done(struct image_result *res) {
+        free(res->error);
+        free(res->warning);
+        *res = (struct image_result) {};
+}
+
+/* A non-fatal libarchive warning: counted, the first one kept. In the C
+ * locale kiln runs in (the initramfs has no other), a UTF-8 name in a pax
+ * header warns "Pathname can't be converted from UTF-8 to current locale"
+ * and is still written byte for byte (tests/host/test-image.sh). */
+static void note_warning(struct image_result *res, const char *path, struct archive *a) {
+        res->warnings++;
+        if (!res->warning)
+                (void) set_errorf(&res->warning, 0, "'%s': %s", path ? path : "", archive_err(a));
 }
 
 /* A failed read of the decompressed stream: bad data is explained here, a
@@ -237,7 +245,7 @@ static int set_error(struct image_result *res, int r, const char *fmt, ...) {
 static int read_failed(struct stream *s, struct archive *a, struct image_result *res, const char *what) {
         if (s->read_err < 0 && !s->decomp_error[0])
                 return s->read_err;
-        return set_error(res, -EBADMSG, "%s: %s", what, s->read_err < 0 ? s->decomp_error : archive_err(a));
+        return set_errorf(&res->error, -EBADMSG, "%s: %s", what, s->read_err < 0 ? s->decomp_error : archive_err(a));
 }
 
 /* ---- the symlink guard ----
@@ -417,20 +425,20 @@ static int guard_entry(struct linkset *ls, struct archive_entry *e, char *path_b
                 if (k > 0) {
                         bad = linkset_parent(ls, link_buf);
                         if (bad)
-                                return set_error(res, -EPERM, "refused entry '%s': its hard link target '%s' "
-                                                 "is below the symlink '%s'", path, hardlink, bad);
+                                return set_errorf(&res->error, -EPERM, "refused entry '%s': its hard link target '%s' "
+                                                  "is below the symlink '%s'", path, hardlink, bad);
                         is_link = linkset_find(ls, link_buf, strlen(link_buf)) != NULL;
                 }
         }
         bad = linkset_parent(ls, path_buf);
         if (bad)
-                return set_error(res, -EPERM, "refused entry '%s': it would be written through the symlink '%s'",
-                                 path, bad);
+                return set_errorf(&res->error, -EPERM, "refused entry '%s': it would be written through the symlink '%s'",
+                                  path, bad);
         char **self = linkset_find(ls, path_buf, strlen(path_buf));
         if (self) {
                 if (unlink(path_buf) < 0 && errno != ENOENT)
-                        return set_error(res, -errno, "cannot remove the symlink '%s' that entry '%s' replaces: %s",
-                                         path_buf, path, strerror(errno));
+                        return set_errorf(&res->error, -errno, "cannot remove the symlink '%s' that entry '%s' replaces: %s",
+                                          path_buf, path, strerror(errno));
                 linkset_remove(ls, self);
         }
         *ret_is_link = is_link;
@@ -456,7 +464,7 @@ static int extract_tar(struct stream *s, struct image_result *res) {
         res->entries = 0;
         r = target_has_symlinks();
         if (r < 0)
-                return set_error(res, r, "cannot look for symlinks in the target: %s", strerror(-r));
+                return set_errorf(&res->error, r, "cannot look for symlinks in the target: %s", strerror(-r));
         if (r > 0) {
                 ls.off = true;
                 flags |= ARCHIVE_EXTRACT_SECURE_SYMLINKS;
@@ -482,11 +490,11 @@ static int extract_tar(struct stream *s, struct image_result *res) {
                 if (r < ARCHIVE_WARN)
                         return read_failed(s, a, res, res->entries == 0 ? "cannot read the archive" :
                                            "corrupt or truncated archive");
+                const char *path = archive_entry_pathname(e);
                 if (r == ARCHIVE_WARN)
-                        res->warnings++;
+                        note_warning(res, path, a);
                 res->entries++;
 
-                const char *path = archive_entry_pathname(e);
                 if (!ls.off) {
                         r = guard_entry(&ls, e, norm, sizeof(norm), &is_link, res);
                         if (r < 0)
@@ -500,10 +508,10 @@ static int extract_tar(struct stream *s, struct image_result *res) {
                 }
                 r = archive_write_header(w, e);
                 if (r < ARCHIVE_WARN)
-                        return set_error(res, r == ARCHIVE_FATAL ? -EIO : -EPERM, "refused entry '%s': %s",
-                                         path ? path : "", archive_err(w));
+                        return set_errorf(&res->error, r == ARCHIVE_FATAL ? -EIO : -EPERM, "refused entry '%s': %s",
+                                          path ? path : "", archive_err(w));
                 if (r == ARCHIVE_WARN)
-                        res->warnings++;
+                        note_warning(res, path, w);
                 if (is_link && !ls.off) {
                         r = linkset_add(&ls, norm);
                         if (r == -E2BIG) {
@@ -526,20 +534,20 @@ static int extract_tar(struct stream *s, struct image_result *res) {
                                         return read_failed(s, a, res, "corrupt or truncated archive");
                                 la_ssize_t n = archive_write_data_block(w, buf, size, off);
                                 if (n < ARCHIVE_WARN)
-                                        return set_error(res, -EIO, "cannot write '%s': %s", path ? path : "",
-                                                         archive_err(w));
+                                        return set_errorf(&res->error, -EIO, "cannot write '%s': %s", path ? path : "",
+                                                          archive_err(w));
                                 s->written += size;
                         }
                 }
                 r = archive_write_finish_entry(w);
                 if (r < ARCHIVE_WARN)
-                        return set_error(res, -EIO, "cannot finish '%s': %s", path ? path : "", archive_err(w));
+                        return set_errorf(&res->error, -EIO, "cannot finish '%s': %s", path ? path : "", archive_err(w));
                 if (r == ARCHIVE_WARN)
-                        res->warnings++;
+                        note_warning(res, path, w);
         }
         /* Applies the deferred directory modes and times. */
         if (archive_write_close(w) != ARCHIVE_OK)
-                return set_error(res, -EIO, "cannot finish the extraction: %s", archive_err(w));
+                return set_errorf(&res->error, -EIO, "cannot finish the extraction: %s", archive_err(w));
         return 0;
 }
 
@@ -576,19 +584,19 @@ static int extract_raw(struct stream *s, int fd, uint64_t dev_size, uint8_t *buf
                 if (n < 0) {
                         if (!s->decomp_error[0])
                                 return (int) n;
-                        return set_error(res, -EBADMSG, "%s: %s", off + fill == 0 ? "cannot read the image" :
-                                         "corrupt or truncated image", s->decomp_error);
+                        return set_errorf(&res->error, -EBADMSG, "%s: %s", off + fill == 0 ? "cannot read the image" :
+                                          "corrupt or truncated image", s->decomp_error);
                 }
                 memcpy(buf + fill, p, (size_t) n);
                 fill += (size_t) n;
                 if (fill == IMAGE_RAW_WRITE_SIZE || (n == 0 && fill > 0)) {
                         if (off + fill > dev_size)
-                                return set_error(res, -ENOSPC, "the image is larger than '%s' (%" PRIu64 " bytes)",
-                                                 target, dev_size);
+                                return set_errorf(&res->error, -ENOSPC, "the image is larger than '%s' (%" PRIu64 " bytes)",
+                                                  target, dev_size);
                         r = write_all_at(fd, buf, fill, off);
                         if (r < 0)
-                                return set_error(res, r, "cannot write to '%s' at offset %" PRIu64 ": %s",
-                                                 target, off, strerror(-r));
+                                return set_errorf(&res->error, r, "cannot write to '%s' at offset %" PRIu64 ": %s",
+                                                  target, off, strerror(-r));
                         off += fill;
                         s->written = off;
                         fill = 0;
@@ -597,7 +605,7 @@ static int extract_raw(struct stream *s, int fd, uint64_t dev_size, uint8_t *buf
                         break;
         }
         if (off == 0)
-                return set_error(res, -EBADMSG, "the image is empty");
+                return set_errorf(&res->error, -EBADMSG, "the image is empty");
         return 0;
 }
 static int drain(struct stream *s) {
@@ -657,33 +665,33 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
         if (raw) {
                 target_fd = open(target, O_WRONLY | O_CLOEXEC);
                 if (target_fd < 0)
-                        return set_error(res, -errno, "cannot open '%s': %s", target, strerror(errno));
+                        return set_errorf(&res->error, -errno, "cannot open '%s': %s", target, strerror(errno));
                 if (fstat(target_fd, &st) < 0)
-                        return set_error(res, -errno, "cannot stat '%s': %s", target, strerror(errno));
+                        return set_errorf(&res->error, -errno, "cannot stat '%s': %s", target, strerror(errno));
                 if (!S_ISBLK(st.st_mode))
-                        return set_error(res, -ENOTBLK, "'%s' is not a block device", target);
+                        return set_errorf(&res->error, -ENOTBLK, "'%s' is not a block device", target);
                 if (ioctl(target_fd, BLKGETSIZE64, &dev_size) < 0)
-                        return set_error(res, -errno, "cannot get the size of '%s': %s", target, strerror(errno));
+                        return set_errorf(&res->error, -errno, "cannot get the size of '%s': %s", target, strerror(errno));
                 if (posix_memalign((void **) &rawbuf, 4096, IMAGE_RAW_WRITE_SIZE) != 0)
                         return -ENOMEM;
                 r = mkdir_p(kiln_paths.run_dir);
                 if (r < 0)
-                        return set_error(res, r, "cannot create '%s': %s", kiln_paths.run_dir, strerror(-r));
+                        return set_errorf(&res->error, r, "cannot create '%s': %s", kiln_paths.run_dir, strerror(-r));
                 marker_dir = open(kiln_paths.run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (marker_dir < 0)
-                        return set_error(res, -errno, "cannot open '%s': %s", kiln_paths.run_dir, strerror(errno));
+                        return set_errorf(&res->error, -errno, "cannot open '%s': %s", kiln_paths.run_dir, strerror(errno));
                 r = marker_create(marker_dir, IMAGE_RAW_INCOMPLETE_MARKER, target);
         } else {
                 target_fd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (target_fd < 0)
-                        return set_error(res, -errno, "cannot open target directory '%s': %s", target, strerror(errno));
+                        return set_errorf(&res->error, -errno, "cannot open target directory '%s': %s", target, strerror(errno));
                 marker_dir = fcntl(target_fd, F_DUPFD_CLOEXEC, 3);
                 if (marker_dir < 0)
                         return -errno;
                 r = marker_create(marker_dir, IMAGE_INCOMPLETE_MARKER, img->url);
         }
         if (r < 0)
-                return set_error(res, r, "cannot mark '%s' incomplete: %s", target, strerror(-r));
+                return set_errorf(&res->error, r, "cannot mark '%s' incomplete: %s", target, strerror(-r));
 
         /* libarchive extracts relative to the working directory. */
         if (!raw) {
@@ -691,7 +699,7 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
                 if (old_cwd < 0)
                         return -errno;
                 if (fchdir(target_fd) < 0)
-                        return set_error(res, -errno, "cannot enter '%s': %s", target, strerror(errno));
+                        return set_errorf(&res->error, -errno, "cannot enter '%s': %s", target, strerror(errno));
         }
 
         s->start_usec = s->last_progress_usec = now_usec();
@@ -720,10 +728,11 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
                 r = -errno;
 
         if (s->fetch_err < 0 && s->fetch_err != -ECANCELED && (r >= 0 || r == s->fetch_err || s->read_err < 0))
-                return set_error(res, s->fetch_err, "download of '%s' failed: %s", img->url, s->fres.error);
+                return set_errorf(&res->error, s->fetch_err, "download of '%s' failed: %s", img->url,
+                                  s->fres.error ? s->fres.error : strerror(-s->fetch_err));
         if (r < 0) {
-                if (!res->error[0])
-                        set_error(res, r, "%s", strerror(-r));
+                if (!res->error)
+                        set_errorf(&res->error, r, "%s", strerror(-r));
                 return r;
         }
 
@@ -733,36 +742,37 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
         res->written = s->written;
         memcpy(res->sha256, s->fres.sha256, sizeof(res->sha256));
         if (!sha256_hex_equal(img->sha256, s->fres.sha256))
-                return set_error(res, -EBADMSG, "sha256 mismatch: expected %s, got %s", img->sha256, s->fres.sha256);
+                return set_errorf(&res->error, -EBADMSG, "sha256 mismatch: expected %s, got %s", img->sha256, s->fres.sha256);
 
         if (!s->opts->no_sync) {
                 if (raw ? fsync(target_fd) < 0 : syncfs(target_fd) < 0)
-                        return set_error(res, -errno, "cannot sync '%s': %s", target, strerror(errno));
+                        return set_errorf(&res->error, -errno, "cannot sync '%s': %s", target, strerror(errno));
         }
         r = marker_remove(marker_dir, raw ? IMAGE_RAW_INCOMPLETE_MARKER : IMAGE_INCOMPLETE_MARKER);
         if (r < 0)
-                return set_error(res, r, "cannot remove the incomplete marker of '%s': %s", target, strerror(-r));
+                return set_errorf(&res->error, r, "cannot remove the incomplete marker of '%s': %s", target, strerror(-r));
         return 0;
 }
 
 int image_install(const struct spec_image *img, const char *target, const struct image_options *opts,
                   struct image_result *ret) {
         static const struct image_options defaults = {};
-        struct image_result scratch, *res = ret ? ret : &scratch;
+        _cleanup_(image_result_done) struct image_result scratch = {};
+        struct image_result *res = ret ? ret : &scratch;
         _cleanup_free_ char *ca = NULL;
         int r;
 
         if (!opts)
                 opts = &defaults;
-        memset(res, 0, sizeof(*res));
+        image_result_done(res);
         if (!img || strempty(img->url) || strempty(target))
-                return set_error(res, -EINVAL, "no image URL or target");
+                return set_errorf(&res->error, -EINVAL, "no image URL or target");
         if (!sha256_hex_valid(img->sha256))
-                return set_error(res, -EINVAL, "the image has no valid sha256 (64 hex digits)");
+                return set_errorf(&res->error, -EINVAL, "the image has no valid sha256 (64 hex digits)");
         r = fetch_check_url(img->url);
         if (r < 0)
-                return set_error(res, r, "%s '%s'", r == -EPROTONOSUPPORT ?
-                                 "unsupported URL scheme (only http, https and file):" : "not a valid URL:", img->url);
+                return set_errorf(&res->error, r, "%s '%s'", r == -EPROTONOSUPPORT ?
+                                  "unsupported URL scheme (only http, https and file):" : "not a valid URL:", img->url);
 
         _cleanup_(stream_done) struct stream s = {
                 .url = img->url,
@@ -774,7 +784,7 @@ int image_install(const struct spec_image *img, const char *target, const struct
         if (s.fopts.ca_file && s.fopts.ca_file[0] != '/') {
                 ca = realpath(s.fopts.ca_file, NULL);
                 if (!ca)
-                        return set_error(res, -errno, "cannot find CA file '%s': %s", s.fopts.ca_file, strerror(errno));
+                        return set_errorf(&res->error, -errno, "cannot find CA file '%s': %s", s.fopts.ca_file, strerror(errno));
                 s.fopts.ca_file = ca;
         }
         if (ring_init(&s.in, IMAGE_RING_SIZE) < 0 || ring_init(&s.out, IMAGE_RING_SIZE) < 0)
@@ -785,10 +795,9 @@ int image_install(const struct spec_image *img, const char *target, const struct
         res->usec = now_usec() - start;
         if (r < 0) {
                 /* only error survives a failure */
-                char err[sizeof(res->error)];
-                memcpy(err, res->error, sizeof(err));
-                memset(res, 0, sizeof(*res));
-                memcpy(res->error, err, sizeof(err));
+                char *err = TAKE_PTR(res->error);
+                image_result_done(res);
+                res->error = err;
                 return r;
         }
         stream_progress(&s, true);

@@ -62,16 +62,23 @@ struct image_result {
         unsigned attempts;      /* HTTP requests made */
         unsigned restarts;      /* times a server ignored Range (the repeated bytes were dropped) */
         unsigned warnings;      /* non-fatal libarchive warnings (e.g. xattrs unsupported) */
+        char *warning;          /* the first of them: "'PATH': MESSAGE"; NULL if none */
         uint64_t usec;
         char sha256[65];
-        /* The only field also filled on failure: what went wrong, for the
-         * caller's one log line (e.g. "sha256 mismatch: expected …, got …"). */
-        char error[512];
+        /* The only field also filled on failure (NULL if even that failed):
+         * what went wrong, for the caller's one log line (e.g. "sha256
+         * mismatch: expected …, got …"). NULL on success. */
+        char *error;
 };
+
+/* Frees what a result holds and zeroes it; also a cleanup:
+ * _cleanup_(image_result_done) struct image_result res = {}; */
+void image_result_done(struct image_result *res);
 
 /* img->url and img->sha256 are required; img->format picks tar or raw;
  * target: the mounted root directory (tar) or the block device (raw).
- * opts may be NULL. ret may be NULL.
+ * opts may be NULL. ret may be NULL, or zeroed, or an earlier result (it is
+ * done first).
  * Errors: -EBADMSG sha256 mismatch or corrupt/truncated archive, -EPERM an
  * entry was refused (escapes the target), -EFBIG larger than max_size,
  * -ENOTDIR / -ENOTBLK wrong kind of target, fetch errors (see fetch.h),

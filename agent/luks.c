@@ -2,6 +2,7 @@
 
 #include "log.h"
 #include "paths.h"
+#include "procfs.h"
 
 #include <inttypes.h>
 #include <libcryptsetup.h>
@@ -88,30 +89,13 @@ uint32_t luks_flags_from_spec(const struct spec_luks *l) {
 }
 
 int luks_pbkdf_memory_cap(uint64_t *ret) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/meminfo", kiln_paths.procfs);
-        _cleanup_free_ char *text = NULL;
-        int r = read_full_file(path, 1024 * 1024, &text, NULL);
+        struct procfs_meminfo m;
+        int r = procfs_read_meminfo(kiln_paths.procfs, &m);
         if (r < 0)
                 return r;
-        const char *p = strstr(text, "MemAvailable:");
-        if (!p)
+        if (m.available == 0)
                 return -ENODATA;
-        p += strlen("MemAvailable:");
-        while (*p == ' ' || *p == '\t')
-                p++;
-        char num[32];
-        size_t n = 0;
-        while (p[n] >= '0' && p[n] <= '9' && n + 1 < sizeof num) {
-                num[n] = p[n];
-                n++;
-        }
-        num[n] = '\0';
-        uint64_t kb;
-        r = safe_atou64(num, &kb);
-        if (r < 0)
-                return r;
-        *ret = kb * 1024 / 4;
+        *ret = m.available / 4;
         return 0;
 }
 

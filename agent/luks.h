@@ -35,7 +35,8 @@ struct luks_format_params {
 /* The activation flags a spec asks for (no_read/write_workqueue, discard). */
 uint32_t luks_flags_from_spec(const struct spec_luks *l);
 
-/* How much memory (bytes) a PBKDF may use here: a quarter of MemAvailable. */
+/* How much memory (bytes) a PBKDF may use here: a quarter of MemAvailable
+ * (kiln_paths.procfs/meminfo); -ENODATA if it lists none. */
 int luks_pbkdf_memory_cap(uint64_t *ret);
 
 /* Send libcryptsetup's messages to kiln's log at debug level. */

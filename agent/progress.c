@@ -2,6 +2,8 @@
 
 const char *progress_stage_name(const struct plan_step *s, char *buf, size_t len) {
         const char *what = s->id ? s->id : s->device;
+        if (!what && s->kind == PLAN_REGISTER)  /* one step per target, see plan.h */
+                what = s->index ? "webhook" : "cloudstack";
         snprintf(buf, len, "%s%s%s", apply_step_name(s->kind), what ? " " : "", what ? what : "");
         return buf;
 }

@@ -399,16 +399,20 @@ int report_finish(struct report *r, enum report_result result, const char *faile
         json_object *st = jget(r->root, "started_usec");
         int64_t start = st ? json_object_get_int64(st) : (int64_t) t;
 
-        /* A stage still open when the run ends is where it failed. */
+        /* A stage still open when the run fails is where it failed: it ends
+         * here, and its end goes out like any other. A run that succeeds
+         * leaves open stages open: they are what finishes it (the
+         * registration that delivers this report, the finish step) and end
+         * on their own, so every stage-begin gets exactly one stage-end. */
         json_object *stages = jget(r->root, "stages");
-        size_t n = stages ? json_object_array_length(stages) : 0;
+        size_t n = result == REPORT_FAIL && stages ? json_object_array_length(stages) : 0;
         for (size_t i = 0; i < n; i++) {
                 json_object *s = json_object_array_get_idx(stages, i);
                 if (!jget(s, "finished")) {
-                        int k = close_stage(s, result == REPORT_FAIL ? REPORT_FAIL : REPORT_WARN,
-                                            result == REPORT_FAIL ? error : "not finished");
+                        int k = close_stage(s, REPORT_FAIL, error);
                         if (k < 0)
                                 return k;
+                        emit(r, "stage-end", s);
                 }
         }
         if (jset_time(r->root, "finished", t) < 0 ||

@@ -9,7 +9,9 @@
  *
  * Stage events: report_stage_begin()/report_stage_end() record start, finish,
  * duration and result, and call the event hook (register.c installs one that
- * posts each event to the webhook). */
+ * posts each event to the webhook). Every stage-begin gets exactly one
+ * stage-end: report_finish() ends the stages a failed run left open, and
+ * leaves those of a successful run (still running) to end on their own. */
 #pragma once
 #include "inventory.h"
 #include "strbuf.h"

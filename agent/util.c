@@ -1,6 +1,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sys/stat.h>
@@ -52,6 +53,20 @@ bool strv_contains(char *const *v, const char *s) {
 
 char *strdup_or_null(const char *s) {
         return s ? strdup(s) : NULL;
+}
+
+int set_errorf(char **error, int r, const char *fmt, ...) {
+        if (!error)
+                return r;
+        va_list ap;
+        va_start(ap, fmt);
+        char *m = NULL;
+        if (vasprintf(&m, fmt, ap) < 0)
+                m = NULL;
+        va_end(ap);
+        free(*error);
+        *error = m;
+        return r;
 }
 
 int safe_atou64(const char *s, uint64_t *ret) {

@@ -49,6 +49,12 @@ bool strv_contains(char *const *v, const char *s);
 
 char *strdup_or_null(const char *s);
 
+/* Replace the message in *error with the formatted text (the old one is
+ * freed after formatting, so fmt may still print it); *error is NULL if that
+ * cannot be allocated. error may be NULL (nothing is kept). Returns r, for
+ * `return set_errorf(&res->error, -EIO, "cannot read '%s'", path);`. */
+int set_errorf(char **error, int r, const char *fmt, ...) _printf_(3, 4);
+
 /* Lower-case hex of len bytes into out, which must hold 2 * len + 1 bytes. */
 void hex_encode(const void *data, size_t len, char *out);
 /* s is exactly n hex digits (either case): a sha256 is hex_valid(s, 64). */

@@ -42,6 +42,27 @@ st = os.stat(r + "/var/lib/kiln/sparse.img")
 assert st.st_size == 8 << 20 and st.st_blocks * 512 < 1 << 20, "sparse file was filled"
 PY
 
+echo "# a UTF-8 name in a pax header: written byte for byte; libarchive's one warning is named"
+# kiln runs in the C locale (the initramfs has no other), so libarchive
+# cannot convert the name to it, warns, and writes the bytes as they are:
+# the real base image's two warnings (docs: README "Base images")
+fresh
+python3 - "$T/utf8.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
+    i = tarfile.TarInfo("etc/ssl/NetLock_F\u0151tan\u00fas\u00edtv\u00e1ny.pem")
+    i.size = 5
+    t.addfile(i, io.BytesIO(b"cert\n"))
+PY
+zstd -q "$T/utf8.tar" -o "$T/utf8.tar.zst"
+run_kiln 0 image "file://$T/utf8.tar.zst" --sha256 "$(sha256sum <"$T/utf8.tar.zst" | cut -d' ' -f1)" --target "$T/target"
+[[ $(cat "$T/target/etc/ssl/NetLock_F$(printf '\305\221')tan$(printf '\303\272')s$(printf '\303\255')tv$(printf '\303\241')ny.pem") == cert ]] \
+  || { ls -R "$T/target"; fail "the UTF-8 name was not written byte for byte"; }
+expect_err "1 warning(s)"
+expect_err "1 libarchive warning(s), the first: 'etc/ssl/NetLock_F"
+expect_err ".pem': Pathname can't be converted from UTF-8 to current locale."
+marker_absent
+
 echo "# wrong sha256: exit 5, marker left"
 fresh
 run_kiln 5 image "$U/small.tar.zst" --sha256 "$NOSUM" --target "$T/target"

@@ -35,7 +35,7 @@ mkdir -p "$T/www"
 http_start "$T/www"
 truncate -s 512M "$T/a.img"
 LOOP=$(losetup -P -f --show "$T/a.img") || exit 1
-export KILN_INVENTORY_INCLUDE_LOOP=1 KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
+export KILN_INVENTORY_INCLUDE_LOOP=$LOOP KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
 cat >"$T/spec.yaml" <<YAML
 version: 1
 hostname: kiln-resume-test

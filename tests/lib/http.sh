@@ -3,7 +3,9 @@
 #   http_test_init NAME          T=/tmp/kiln-test-NAME.XXXXXX and an EXIT trap
 #                                that runs the test's on_exit (if it defines
 #                                one), stops the proxy and nginx, removes T
-#   http_start ROOT [CERT KEY]   -> sets HTTP_PORT (and HTTPS_PORT with a cert)
+#   http_start ROOT [CERT KEY]   -> sets HTTP_PORT (and HTTPS_PORT with a cert);
+#                                HTTP_LOCATIONS (nginx directives) go into both
+#                                servers, e.g. 'location = /hook { return 204; }'
 #   http_stop                    (also done by the EXIT trap)
 #   proxy_start ACTION...        a fault-injecting proxy in front of nginx
 #   run_kiln RC ARGS...          kiln ARGS (stdin /dev/null, stderr in $T/err,
@@ -23,7 +25,7 @@ http_start() {
   local tls=""
   if [[ -n $cert ]]; then
     HTTPS_PORT=$(free_port)
-    tls="server { listen 127.0.0.1:$HTTPS_PORT ssl; ssl_certificate $cert; ssl_certificate_key $key; root $root; }"
+    tls="server { listen 127.0.0.1:$HTTPS_PORT ssl; ssl_certificate $cert; ssl_certificate_key $key; root $root; ${HTTP_LOCATIONS:-} }"
   fi
   mkdir -p "$HTTP_DIR/tmp"
   cat >"$HTTP_DIR/nginx.conf" <<CONF
@@ -39,7 +41,7 @@ http {
   fastcgi_temp_path $HTTP_DIR/tmp; uwsgi_temp_path $HTTP_DIR/tmp; scgi_temp_path $HTTP_DIR/tmp;
   default_type application/octet-stream;
   sendfile on;
-  server { listen 127.0.0.1:$HTTP_PORT; root $root; }
+  server { listen 127.0.0.1:$HTTP_PORT; root $root; ${HTTP_LOCATIONS:-} }
   $tls
 }
 CONF

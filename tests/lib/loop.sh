@@ -1,8 +1,9 @@
 # Shared by host tests that run kiln on loop devices. Source it after the
 # test's own skip checks, then:
 #   loop_init NAME     T=/tmp/kiln-NAME.XXXXXX, FAILS=0, and an EXIT trap that
-#                      unmounts $T/target, detaches this test's loop devices
-#                      (only those) and removes T, also when the test fails
+#                      runs the test's on_exit (if it defines one), unmounts
+#                      $T/target, detaches this test's loop devices (only
+#                      those) and removes T, also when the test fails
 #   attach FILE        losetup -P FILE -> ATTACHED; kiln sees only the loop
 #                      devices attached here (KILN_INVENTORY_INCLUDE_LOOP lists
 #                      them), never another checkout's test running at once
@@ -18,6 +19,7 @@ loop_init() {
 
 loop_cleanup() {
   local rc=$? l
+  if declare -F on_exit >/dev/null; then on_exit; fi
   umount -R "$T/target" 2>/dev/null
   for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
   rm -rf "$T"

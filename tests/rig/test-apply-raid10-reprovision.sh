@@ -76,13 +76,7 @@ echo "pre-init: dm:"; for d in /sys/block/dm-*/dm/name; do echo "pre-init: dm $(
 exec /init
 PRE
 chmod 755 "$RIG_TMP/pre/kiln-pre-init"
-(cd "$RIG_TMP/pre" && find . | cpio -o -H newc --quiet | zstd -q -3) >"$RIG_TMP/pre.cpio.zst" || rig_die "cannot pack the pre-init segment"
-if [[ -n ${RIG_INITRD_EXTRA:-} ]]; then
-  cat "$RIG_INITRD_EXTRA" "$RIG_TMP/pre.cpio.zst" >"$RIG_TMP/extra-combined.img"
-  RIG_INITRD_EXTRA=$RIG_TMP/extra-combined.img
-else
-  RIG_INITRD_EXTRA=$RIG_TMP/pre.cpio.zst
-fi
+rig_add_initrd_segment "$RIG_TMP/pre" zstd -q -3
 RIG_VAR_WIPE=true rig_spec specs/apply-raid10-luks-lvm.yaml
 rig_boot --append "rdinit=/kiln-pre-init" || rig_not_ok "boot 2: the guest did not finish"
 pre=$(grep '^pre-init:' "$RIG_SERIAL")

@@ -55,6 +55,15 @@ rig_check "the controller holds exactly one host" jq -e '.hosts | length == 1' "
 rig_check "the host has the node's address" jq -e '.hosts[0].ipaddress == "10.0.2.15"' "$RIG_TMP/dump-1.json"
 rig_check "the host is KVM in cluster c1" jq -e '.hosts[0].hypervisor == "KVM"' "$RIG_TMP/dump-1.json"
 rig_check "webhook events arrived" jq -e '[.events[] | select(.type == "stage-end")] | length >= 10' "$RIG_TMP/dump-1.json"
+# every stage-begin has exactly one stage-end, the next stage event after it
+# (steps run one at a time), and the two register steps are two stages
+STAGE_PAIRS='[.events[] | select(.type == "stage-begin" or .type == "stage-end") | {t: .type, s: .body.stage, n: .body.seq}]
+  | sort_by(.n) as $e | ($e | length) > 0 and ($e | length) % 2 == 0
+  and all(range(0; $e | length; 2); $e[.].t == "stage-begin" and $e[. + 1].t == "stage-end" and $e[.].s == $e[. + 1].s)
+  and ([$e[] | select(.t == "stage-begin" and (.s == "register cloudstack" or .s == "register webhook"))] | length) == 2'
+rig_check "every stage-begin event has exactly one stage-end ($(jq '[.events[] | select(.type == "stage-begin")] | length' \
+  "$RIG_TMP/dump-1.json") begins, $(jq '[.events[] | select(.type == "stage-end")] | length' "$RIG_TMP/dump-1.json") ends)" \
+  jq -e "$STAGE_PAIRS" "$RIG_TMP/dump-1.json"
 rig_check "the final report arrived with benchmark figures" \
   jq -e '(.reports | length) == 1 and (.reports[0].body.bench.crypt_write_mbps > 0)' "$RIG_TMP/dump-1.json"
 for s in "$RIG_VAR_PASSPHRASE" "$RIG_VAR_SECRET_KEY" "$RIG_VAR_HMAC_KEY" "$RIG_VAR_HOST_PASSWORD"; do

@@ -158,6 +158,32 @@ static void test_luks_key(void) {
         uint64_t cap = 0;
         CHECK_INT(luks_pbkdf_memory_cap(&cap), 0);
         CHECK(cap > 0);
+
+        /* a quarter of MemAvailable, from the procfs kiln_paths names */
+        char dir[] = "/tmp/kiln-test-meminfo.XXXXXX", file[64];
+        CHECK(mkdtemp(dir) != NULL);
+        snprintf(file, sizeof file, "%s/meminfo", dir);
+        const char *saved = kiln_paths.procfs;
+        kiln_paths.procfs = dir;
+        static const struct { const char *text; int r; uint64_t cap; } cases[] = {
+                { "MemTotal:        2048 kB\nMemFree:  100 kB\nMemAvailable:    1000 kB\n", 0, 256000 },
+                { "MemTotal:        2048 kB\nMemFree:  100 kB\n", -ENODATA, 0 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                FILE *f = fopen(file, "we");
+                CHECK(f != NULL);
+                if (!f)
+                        break;
+                fputs(cases[i].text, f);
+                fclose(f);
+                cap = 0;
+                CHECK_INT(luks_pbkdf_memory_cap(&cap), cases[i].r);
+                CHECK_U64(cap, cases[i].cap);
+        }
+        unlink(file);
+        CHECK_INT(luks_pbkdf_memory_cap(&cap), -ENOENT);
+        rmdir(dir);
+        kiln_paths.procfs = saved;
 }
 
 int main(void) {

@@ -45,10 +45,10 @@ static void test_urls(void) {
 
         char *buf = NULL;
         size_t len = 0;
-        struct fetch_result res;
+        _cleanup_(fetch_result_done) struct fetch_result res = {};
         CHECK_INT(fetch_to_buffer_full("ftp://127.0.0.1/x", NULL, 100, NULL, &buf, &len, &res), -EPROTONOSUPPORT);
         CHECK(buf == NULL);
-        CHECK(strstr(res.error, "unsupported URL scheme") != NULL);
+        CHECK_STR(res.error, "unsupported URL scheme (only http, https and file)");
 }
 
 static void test_digests(void) {
@@ -72,7 +72,8 @@ static void test_file_buffer(void) {
 
         char *buf = NULL;
         size_t len = 0;
-        struct fetch_result res;
+        /* one result through every call: each starts by freeing the last one's error */
+        _cleanup_(fetch_result_done) struct fetch_result res = {};
         CHECK_INT(fetch_to_buffer(url, NULL, 100, &buf, &len), 0);
         CHECK_STR(buf, "hello\n");
         CHECK_INT(len, 6);
@@ -83,11 +84,14 @@ static void test_file_buffer(void) {
         CHECK_INT(fetch_to_buffer_full(url, NULL, 100, "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03",
                                        &buf, &len, &res), 0);
         CHECK_STR(res.sha256, "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
+        CHECK(res.error == NULL);
         free(buf);
         buf = NULL;
         CHECK_INT(fetch_to_buffer_full(url, NULL, 100, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
                                        &buf, &len, &res), -EBADMSG);
         CHECK(buf == NULL);
+        CHECK_STR(res.error, "sha256 mismatch: expected e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855, "
+                             "got 5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
         CHECK_INT(fetch_to_buffer(url, NULL, 5, &buf, &len), -EFBIG);
         CHECK(buf == NULL);
         CHECK_INT(fetch_to_buffer(url, NULL, 6, &buf, &len), 0);
@@ -98,6 +102,7 @@ static void test_file_buffer(void) {
         struct fetch_options o = { .no_retry = true };
         CHECK_INT(fetch_to_buffer_full(url, &o, 100, NULL, &buf, &len, &res), -ENOENT);
         CHECK_INT(res.attempts, 1);
+        CHECK(res.error && strstr(res.error, path));
 }
 
 int main(void) {

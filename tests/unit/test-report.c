@@ -1,6 +1,7 @@
 /* The run report: stages with times and results, events through the hook,
  * the failure's log tail, save/load round trip, and no secret in any of it. */
 #include "log.h"
+#include "progress.h"
 #include "report.h"
 #include "tap.h"
 
@@ -16,7 +17,64 @@ static void hook(struct report *r, const char *kind, json_object *ev, void *user
         strbuf_addf(&events, "%s %s\n", kind, json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN));
 }
 
+/* "stage-begin register cloudstack" lines, one per stage event, and "run-end" */
+static void trace_hook(struct report *r, const char *kind, json_object *ev, void *userdata) {
+        json_object *stage = NULL;
+        (void) r;
+        (void) json_object_object_get_ex(ev, "stage", &stage);
+        strbuf_addf(userdata, "%s%s%s\n", kind, stage ? " " : "", stage ? json_object_get_string(stage) : "");
+}
+
+/* The hooks apply_run calls around each step (progress_apply_hook), with the
+ * run finished inside the first register step (the report is what it sends):
+ * every stage-begin gets exactly one stage-end, in order, the two register
+ * steps under their own names. A failed run ends its open stage once too. */
+static void test_stage_pairs(void) {
+        static const struct plan_step steps[] = {
+                { .kind = PLAN_MKFS, .id = "root", .device = (char *) "/dev/vg0/root" },
+                { .kind = PLAN_REGISTER, .index = 0 },
+                { .kind = PLAN_REGISTER, .index = 1 },
+                { .kind = PLAN_FINISH },
+        };
+        struct report *r = NULL;
+        _cleanup_strbuf_ struct strbuf trace = STRBUF_INIT;
+        CHECK_INT(report_new(&r), 0);
+        if (!r)
+                return;
+        report_set_event_hook(r, trace_hook, &trace);
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+                progress_apply_hook(r, &steps[i], i, ELEMENTSOF(steps), APPLY_STEP_START, 0, 0, NULL);
+                if (steps[i].kind == PLAN_REGISTER && steps[i].index == 0)
+                        CHECK_INT(report_finish(r, REPORT_SUCCESS, NULL, NULL), 0);     /* as step_register does */
+                progress_apply_hook(r, &steps[i], i, ELEMENTSOF(steps), APPLY_STEP_DONE, 0, 1000, NULL);
+        }
+        CHECK_STR(strbuf_str(&trace),
+                  "stage-begin mkfs root\nstage-end mkfs root\n"
+                  "stage-begin register cloudstack\nrun-end\nstage-end register cloudstack\n"
+                  "stage-begin register webhook\nstage-end register webhook\n"
+                  "stage-begin finish\nstage-end finish\n");
+        _cleanup_strbuf_ struct strbuf js = STRBUF_INIT;
+        CHECK_INT(report_to_json(r, &js), 0);
+        CHECK(strstr(strbuf_str(&js), "not finished") == NULL);
+        CHECK(strstr(strbuf_str(&js), "\"result\":\"WARN\"") == NULL);
+        report_free(r);
+
+        /* failed: the step's own end, then report_finish ends nothing twice */
+        r = NULL;
+        strbuf_reset(&trace);
+        CHECK_INT(report_new(&r), 0);
+        if (!r)
+                return;
+        report_set_event_hook(r, trace_hook, &trace);
+        progress_apply_hook(r, &steps[0], 0, 1, APPLY_STEP_START, 0, 0, NULL);
+        progress_apply_hook(r, &steps[0], 0, 1, APPLY_STEP_FAILED, -EIO, 1000, "mkfs.xfs exited 1");
+        CHECK_INT(report_finish(r, REPORT_FAIL, "mkfs root", "mkfs.xfs exited 1"), 0);
+        CHECK_STR(strbuf_str(&trace), "stage-begin mkfs root\nstage-end mkfs root\nrun-end\n");
+        report_free(r);
+}
+
 int main(void) {
+        test_stage_pairs();
         struct report *r = NULL;
         int n_events = 0;
         char dir[] = "/tmp/kiln-test-report-XXXXXX";
@@ -40,7 +98,7 @@ int main(void) {
         /* A secret that reaches an error message is redacted on the way in. */
         log_error("failed to fetch image with key '%s': Connection refused", SECRET);
         CHECK_INT(report_finish(r, REPORT_FAIL, "image", "image failed for key " SECRET), 0);
-        CHECK_INT(n_events, 4);         /* begin, end, begin, run-end (the open stage is closed as FAIL) */
+        CHECK_INT(n_events, 5);         /* begin, end, begin, end (the open stage is closed as FAIL), run-end */
         CHECK_INT(report_get_result(r), REPORT_FAIL);
 
         struct strbuf js = STRBUF_INIT;

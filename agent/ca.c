@@ -1,0 +1,97 @@
+#include "ca.h"
+#include "fetch.h"
+#include "paths.h"
+
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+static bool is_pem(const char *s) {
+        return strstr(s, "-----BEGIN") != NULL;
+}
+
+static bool is_url(const char *s) {
+        return strncasecmp(s, "http://", 7) == 0 || strncasecmp(s, "https://", 8) == 0 ||
+               strncasecmp(s, "file://", 7) == 0;
+}
+
+const char *ca_describe(const char *spec_ca) {
+        return !spec_ca ? "none" : is_pem(spec_ca) ? "PEM text" : spec_ca;
+}
+
+DEFINE_CLEANUP(BIO_free_all, BIO *)
+
+/* How many PEM certificates text holds. */
+static int count_certs(const char *text, size_t len) {
+        _cleanup_(BIO_free_allp) BIO *bio = BIO_new_mem_buf(text, (int) len);
+        if (!bio)
+                return -ENOMEM;
+        int n = 0;
+        for (X509 *x; (x = PEM_read_bio_X509(bio, NULL, NULL, NULL)); n++)
+                X509_free(x);
+        ERR_clear_error();
+        return n;
+}
+
+static int write_all(int fd, const char *p, size_t len) {
+        while (len > 0) {
+                ssize_t k = write(fd, p, len);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? -errno : -EIO;
+                p += k;
+                len -= (size_t) k;
+        }
+        return 0;
+}
+
+int ca_for_spec(const char *spec_ca, const char *given_file, char **ret_file, char **reterr) {
+        _cleanup_free_ char *text = NULL, *given = NULL, *path = NULL;
+        size_t len = 0, given_len = 0;
+        int r;
+
+        if (!spec_ca) {
+                *ret_file = NULL;
+                return 0;
+        }
+        if (is_pem(spec_ca)) {
+                len = strlen(spec_ca);
+                if (len > CA_MAX_BYTES)
+                        return set_errorf(reterr, -EFBIG, "larger than %u bytes", CA_MAX_BYTES);
+                if (!(text = strdup(spec_ca)))
+                        return -ENOMEM;
+        } else if (is_url(spec_ca)) {
+                struct fetch_options fo = { .ca_file = given_file };
+                _cleanup_(fetch_result_done) struct fetch_result res = {};
+                r = fetch_to_buffer_full(spec_ca, &fo, CA_MAX_BYTES, NULL, &text, &len, &res);
+                if (r < 0)
+                        return set_errorf(reterr, r, "%s", res.error ? res.error : strerror(-r));
+        } else {
+                r = read_full_file(spec_ca, CA_MAX_BYTES, &text, &len);
+                if (r < 0)
+                        return set_errorf(reterr, r, "%s", r == -EFBIG ? "larger than 1 MiB" : strerror(-r));
+        }
+        r = count_certs(text, len);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return set_errorf(reterr, -EBADMSG, "it holds no PEM certificate");
+        if (given_file && (r = read_full_file(given_file, CA_MAX_BYTES, &given, &given_len)) < 0)
+                return set_errorf(reterr, r, "cannot read the CA bundle '%s': %s", given_file, strerror(-r));
+
+        if (mkdir(kiln_paths.run_dir, 0700) < 0 && errno != EEXIST)
+                return set_errorf(reterr, -errno, "cannot create '%s': %s", kiln_paths.run_dir, strerror(errno));
+        if (asprintf(&path, "%s/%s", kiln_paths.run_dir, CA_SPEC_FILE) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return set_errorf(reterr, -errno, "cannot write '%s': %s", path, strerror(errno));
+        if ((given && ((r = write_all(fd, given, given_len)) < 0 || (r = write_all(fd, "\n", 1)) < 0)) ||
+            (r = write_all(fd, text, len)) < 0 || (r = write_all(fd, "\n", 1)) < 0)
+                return set_errorf(reterr, r, "cannot write '%s': %s", path, strerror(-r));
+        *ret_file = TAKE_PTR(path);
+        return 0;
+}

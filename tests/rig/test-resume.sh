@@ -1,0 +1,70 @@
+#!/bin/bash
+# Resume after a failure in the QEMU rig, one boot pair on the same disks:
+#  boot 1: md RAID10 far-2 + LUKS2 + LVM + xfs (specs/kvm-full.yaml) is built,
+#          then the image is not there (404): kiln fails (exit 5), the guest
+#          powers off;
+#  boot 2: the image is served; kiln assembles the array, opens LUKS,
+#          activates the VG, mounts, finds the progress record of boot 1 and
+#          goes on with the image, configure and registration.
+# The md, LUKS and VG UUIDs are read from the guest's own mdadm, cryptsetup
+# and lvm after each boot and must not change; the stand-in controller must
+# have been asked to add the host exactly once.
+. "$SRC/tests/rig/lib.sh"
+rig_init
+rig_small_image
+mv "$RIG_TMP/www/images/small.tar.zst" "$RIG_TMP/small.tar.zst"   # boot 1: 404
+
+# what the guest's tools say, after kiln, in the guest report
+seg=$RIG_TMP/seg
+mkdir -p "$seg/etc/kiln/report.d"
+cat >"$seg/etc/kiln/report.d/60-resume" <<'HOOK'
+echo "md-uuid $(mdadm --detail /dev/md/md0 2>/dev/null | sed -n 's/^ *UUID : //p')"
+echo "luks-uuid $(cryptsetup luksUUID /dev/md/md0 2>/dev/null)"
+echo "vg-uuid $(lvm vgs --noheadings -o vg_uuid kvm_vg 2>/dev/null | tr -d ' ')"
+echo "image $( [ -f /target/etc/kiln-image ] && echo present || echo absent)"
+echo "progress $(tr -d '\n ' </target/var/lib/kiln/progress.json 2>/dev/null)"
+HOOK
+rig_add_initrd_segment "$seg"
+
+rig_controller
+RIG_VAR_PASSPHRASE=$(rig_secret rig-resume-)
+RIG_VAR_HOST_PASSWORD=$(rig_secret host-pw-)
+rig_disks 4 2G
+rig_spec specs/kvm-full.yaml
+
+hook() { rig_report_section "hook 60-resume" | sed -n "s/^$1 //p"; }
+add_hosts() { jq '[.requests[] | select(.command == "addHost")] | length' "$1"; }
+
+# --- boot 1: storage built, image 404 ---
+rig_boot || rig_die "boot 1: the guest did not finish"
+b1=$RIG_BOOT_SECONDS
+rig_expect_exit 5
+rig_expect_section mdstat '256K chunks 2 far-copies \[4/4\] \[UUUU\]' "boot 1: raid10 far 2 over four members"
+rig_expect_section mounts ' /target xfs ' "boot 1: root mounted"
+md1=$(hook md-uuid) luks1=$(hook luks-uuid) vg1=$(hook vg-uuid)
+rig_check "boot 1: md, LUKS and VG UUIDs read in the guest ($md1 / $luks1 / $vg1)" [ -n "$md1" -a -n "$luks1" -a -n "$vg1" ]
+rig_check "boot 1: no image on the root" [ "$(hook image)" = absent ]
+rig_check "boot 1: the progress record lists storage, unfinished" \
+  grep -q '"stages_done":\["storage"\],"complete":false' <<<"$(hook progress)"
+rig_expect_section "kiln-file report.json" '"resumed": ?false' "boot 1: the run report says not resumed"
+rig_controller_dump "$RIG_TMP/dump-1.json" || rig_die "no controller dump"
+rig_check "boot 1: the controller was not asked to add the host" [ "$(add_hosts "$RIG_TMP/dump-1.json")" = 0 ]
+
+# --- boot 2: the image is there ---
+mv "$RIG_TMP/small.tar.zst" "$RIG_TMP/www/images/small.tar.zst"
+rig_boot || rig_die "boot 2: the guest did not finish"
+rig_expect_exit 0
+rig_expect_section mdstat '256K chunks 2 far-copies \[4/4\] \[UUUU\]' "boot 2: raid10 far 2 over four members"
+rig_check "boot 2: same md UUID ($(hook md-uuid))" [ "$(hook md-uuid)" = "$md1" ]
+rig_check "boot 2: same LUKS UUID ($(hook luks-uuid))" [ "$(hook luks-uuid)" = "$luks1" ]
+rig_check "boot 2: same VG UUID ($(hook vg-uuid))" [ "$(hook vg-uuid)" = "$vg1" ]
+rig_check "boot 2: the image is on the root" [ "$(hook image)" = present ]
+rig_check "boot 2: the progress record is complete" \
+  grep -q '"stages_done":\["storage","image","configure","register"\],"complete":true' <<<"$(hook progress)"
+rig_expect_section "kiln-file report.json" '"resumed": ?true' "boot 2: the run report says resumed"
+rig_expect_section 'target /etc/fstab' '^UUID=[0-9a-f-]+ / xfs ' "boot 2: fstab written"
+rig_controller_dump "$RIG_TMP/dump-2.json" || rig_die "no controller dump"
+rig_check "boot 2: the controller was asked to add the host once" [ "$(add_hosts "$RIG_TMP/dump-2.json")" = 1 ]
+rig_check "boot 2: the controller holds one host" jq -e '.hosts | length == 1' "$RIG_TMP/dump-2.json"
+rig_log "boot 1 took $b1 s, boot 2 $RIG_BOOT_SECONDS s"
+rig_done
