@@ -22,7 +22,7 @@
 
 #define BENCH_SEQ_BLOCK (1024u * 1024)
 #define BENCH_RAND_BLOCK 4096u
-#define BENCH_DEPTH 4u                  /* requests in flight (one thread each), by default */
+#define BENCH_DEPTH 4u                  /* requests in flight (Linux AIO, one thread), by default */
 #define BENCH_DEPTH_MAX 16u
 
 /* How kiln bench runs it (kiln apply: the defaults, {} is fine). */
@@ -66,6 +66,9 @@ struct bench_result {
         unsigned depth;                 /* requests in flight, for bench_crypt as for bench_raw */
         unsigned slice_ms;              /* 0 = from the time budget */
         double cipher_seconds;          /* of which the ciphers (dm-crypt and AF_ALG) */
+        double setup_seconds;           /* of those: device-mapper set-up (zero target, crypt table loads) and removal */
+        double dm_sample_seconds;       /* of those: the dm-crypt samples */
+        double alg_seconds;             /* of those: the AF_ALG figures */
         double seconds;                 /* time spent so far in bench_raw + bench_crypt */
         char *error;                    /* why the last call failed */
 };

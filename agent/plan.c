@@ -876,8 +876,19 @@ static int emit_luks(struct builder *b, struct node *n) {
                 return r;
 
         _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
-        r = strbuf_addf(&desc, "luksFormat %s as LUKS2: cipher %s, key %u bits", dev,
-                        x->cipher ? x->cipher : "aes-xts-plain64", x->key_size ? x->key_size : 512);
+        if (s->bench.present && s->bench.tune) {
+                /* bench_choose_for_luks() picks among the candidates at run time */
+                char *const *c = s->bench.ciphers && s->bench.ciphers[0] ? s->bench.ciphers
+                                                                         : (char *const[]) { "aes-xts-plain64:512", NULL };
+                r = strbuf_addf(&desc, "luksFormat %s as LUKS2: cipher and key size%s chosen at run time by the "
+                                "benchmark among", dev, x->sector_size ? "" : " (and sector size)");
+                for (size_t i = 0; r >= 0 && c[i]; i++)
+                        r = strbuf_addf(&desc, "%s '%s'", i ? "," : "", c[i]);
+                if (r >= 0)
+                        r = strbuf_adds(&desc, " (tuning may turn the workqueues off)");
+        } else
+                r = strbuf_addf(&desc, "luksFormat %s as LUKS2: cipher %s, key %u bits", dev,
+                                x->cipher ? x->cipher : "aes-xts-plain64", x->key_size ? x->key_size : 512);
         if (r >= 0 && x->sector_size)
                 r = strbuf_addf(&desc, ", sector %u", x->sector_size);
         if (r >= 0)

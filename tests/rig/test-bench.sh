@@ -17,6 +17,7 @@ set -euo pipefail
 RIG_EXTRA=fio
 ROUNDS=${KILN_BENCH_ROUNDS:-5}
 rig_init
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 command -v jq >/dev/null || rig_skip "no jq"
 rig_disks 2 1G
 # first in PATH: the wrapper that runs the comparison before `kiln boot`
@@ -117,10 +118,17 @@ fio_mb() { kv_rounds "fio_$1" | awk '{printf "%.2f\n", $1 * 1024 / 1e6}'; }   # 
 fio_iops() { kv_rounds "fio_$1" | awk '{print $2}'; }
 cs_enc=$(kv_rounds cryptsetup_enc_mibps | mib); cs_dec=$(kv_rounds cryptsetup_dec_mibps | mib)
 echo "# --- numbers for docs/benchmarks.md: $ROUNDS alternating rounds, medians (min..max), kernel $(kv kernel)"
+echo "# host load average (1/5/15 min): at the start $LOAD_START, at the end $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "# | figure | kiln | reference | ratio of medians | median of per-round ratios (min..max) |"
 echo "# | --- | --- | --- | --- | --- |"
 row "AF_ALG encrypt MB/s (kiln, 100 ms) vs cryptsetup benchmark" "$(per_round bench .ciphers[0].kernel_enc_mbps)" "$cs_enc"
 row "AF_ALG decrypt MB/s (kiln, 100 ms) vs cryptsetup benchmark" "$(per_round bench .ciphers[0].kernel_dec_mbps)" "$cs_dec"
+# cryptsetup 2.6.1 counts one 1 MiB buffer more than it timed (~1 s): the same
+# reference less 1 MiB/s is what it timed
+cs_enc_t=$(kv_rounds cryptsetup_enc_mibps | awk '{printf "%.2f\n", ($1 - 1) * 1.048576}')
+cs_dec_t=$(kv_rounds cryptsetup_dec_mibps | awk '{printf "%.2f\n", ($1 - 1) * 1.048576}')
+row "AF_ALG encrypt MB/s vs cryptsetup's, less its one uncounted buffer" "$(per_round bench .ciphers[0].kernel_enc_mbps)" "$cs_enc_t"
+row "AF_ALG decrypt MB/s vs cryptsetup's, less its one uncounted buffer" "$(per_round bench .ciphers[0].kernel_dec_mbps)" "$cs_dec_t"
 row "dm-crypt/zero write, depth 1, MB/s vs cryptsetup encrypt" "$(per_round bench-depth1 .ciphers[0].write.mbps)" "$cs_enc"
 row "dm-crypt/zero read, depth 1, MB/s vs cryptsetup decrypt" "$(per_round bench-depth1 .ciphers[0].read.mbps)" "$cs_dec"
 row "dm-crypt/zero write, depth 4 (the gate's), MB/s vs cryptsetup encrypt" "$(per_round bench .ciphers[0].write.mbps)" "$cs_enc"
@@ -133,6 +141,10 @@ for d in raw:vdb crypt:bc; do
 done
 row "whole gate (wall s) vs cryptsetup benchmark, one cipher (wall s)" "$(kv_rounds kiln_gate_seconds)" "$(kv_rounds cryptsetup_seconds)"
 row "gate's cipher part (s) vs cryptsetup benchmark, one cipher (wall s)" "$(per_round bench .cipher_seconds)" "$(kv_rounds cryptsetup_seconds)"
+echo "# where the gate's cipher part went (s, medians over the rounds): device-mapper set-up $(per_round bench .setup_seconds | median)," \
+  "dm-crypt samples $(per_round bench .dm_sample_seconds | median), AF_ALG $(per_round bench .alg_seconds | median);" \
+  "tune (12 candidates): set-up $(kjson bench-tune | jq .setup_seconds), samples $(kjson bench-tune | jq .dm_sample_seconds)," \
+  "AF_ALG $(kjson bench-tune | jq .alg_seconds), candidates measured $(kjson bench-tune | jq '[.ciphers[] | select(.error == null)] | length')"
 row "tune, 3 ciphers x 4 variants, no device (wall s) vs cryptsetup benchmark for the 3 (wall s)" "$(kv kiln_tune_seconds)" "$(kv cryptsetup3_seconds)"
 echo "# 50 ms samples (kiln bench --slice 50: every sample, AF_ALG too), the same rounds:"
 row "s50: whole gate (wall s) vs cryptsetup benchmark, one cipher (wall s)" "$(kv_rounds kiln_s50_seconds)" "$(kv_rounds cryptsetup_seconds)"
@@ -140,12 +152,21 @@ row "s50: dm-crypt/zero write, depth 4, MB/s vs the 150/200 ms gate" "$(per_roun
 row "s50: crypt seq write MB/s vs the 150 ms gate" "$(per_round bench-s50 .crypt.seq_write.mbps)" "$(per_round bench .crypt.seq_write.mbps)"
 row "s50: crypt seq read MB/s vs the 150 ms gate" "$(per_round bench-s50 .crypt.seq_read.mbps)" "$(per_round bench .crypt.seq_read.mbps)"
 row "s50: raw seq write MB/s vs the 150 ms gate" "$(per_round bench-s50 .raw.seq_write.mbps)" "$(per_round bench .raw.seq_write.mbps)"
-echo "# 1 s samples, once (kiln bench --slice 1000 and fio --runtime=1s), dm-crypt device:"
+echo "# 1 s samples, once (kiln bench --slice 1000 and fio --runtime=1s, both AIO depth 4), dm-crypt device:"
 for t in seq_write:write:mbps seq_read:read:mbps rand_read:randread:iops; do
   IFS=: read -r k f u <<<"$t"
   if [[ $u == mbps ]]; then fv=$(kv "fio_long_$f" | awk '{printf "%.2f", $1 * 1024 / 1e6}'); else fv=$(kv "fio_long_$f" | awk '{print $2}'); fi
-  if [[ $u == mbps ]]; then fp=$(kv "fio_psync_$f" | awk '{printf "%.2f", $1 * 1024 / 1e6}'); else fp=$(kv "fio_psync_$f" | awk '{print $2}'); fi
-  echo "# | 1 s: crypt $k $u, kiln / fio libaio depth 4 / fio psync 4 threads | $(kjson bench-long | jq ".crypt.$k.$u") | $fv | $fp |"
+  echo "# | 1 s: crypt $k $u, kiln / fio libaio depth 4 | $(kjson bench-long | jq ".crypt.$k.$u") | $fv |"
+done
+echo "# sample noise: 5 back-to-back runs per length, coefficient of variation (stdev/mean) and min..max:"
+cv() { awk '{x[NR] = $1; s += $1} END {m = s / NR; for (i = 1; i <= NR; i++) v += (x[i] - m) ^ 2; printf "%.0f %%", ((NR > 1 && m > 0) ? 100 * sqrt(v / (NR - 1)) / m : 0)}'; }
+for ms in 50 100 200; do
+  line="# | ${ms} ms |"
+  for e in write.mbps read.mbps kernel_enc_mbps kernel_dec_mbps; do
+    v=$(for k in 1 2 3 4 5; do kjson "bench-noise-$ms-$k" | jq -r ".ciphers[0].$e // empty"; done)
+    line+=" $e $(cv <<<"$v") ($(spread <<<"$v")) |"
+  done
+  echo "$line"
 done
 ratio() { awk "BEGIN{printf \"%.2f\", $(median <<<"$1") / $(median <<<"$2")}"; }
 # a sanity bound, not the 15 % target (TCG on a shared host): kiln's AF_ALG

@@ -184,6 +184,20 @@ static void test_kvm_layout(void) {
         json_object_put(o);
         p = plan_free(p);
 
+        /* with tuning, the benchmark picks the cipher at run time: the plan says so, not the spec's cipher */
+        char *cands[] = { S("aes-xts-plain64:512"), S("xchacha12,aes-adiantum-plain64:256"), NULL };
+        s.bench.tune = true;
+        s.bench.ciphers = cands;
+        CHECK_INT(build(&s, &inv, &p, &d), 0);
+        if (p)
+                CHECK_STR(p->steps[7].description,
+                          "luksFormat /dev/md/md1 as LUKS2: cipher and key size chosen at run time by the benchmark among "
+                          "'aes-xts-plain64:512', 'xchacha12,aes-adiantum-plain64:256' (tuning may turn the workqueues "
+                          "off), sector 4096, pbkdf argon2id, no key");
+        p = plan_free(p);
+        s.bench.tune = false;
+        s.bench.ciphers = NULL;
+
         /* four disks but one holds an old array: with wipe, a wipe step first */
         struct inv_signature sig_gpt = { .type = S("gpt"), .offset = 512 };
         struct inv_signature sig_md = { .type = S("linux_raid_member"), .label = S("old:1"), .offset = 4096 };

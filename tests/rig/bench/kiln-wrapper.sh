@@ -92,9 +92,16 @@ done
 # the sample length move either of them?
 /usr/bin/kiln bench --json --slice 1000 --write --offset $OFF --size $SIZE --crypt /dev/mapper/bc $RAW >$R/bench-long.json 2>&1
 fio_crypt long 1s --ioengine=libaio --iodepth=4 --numjobs=1
-# and with kiln's submission model: 4 threads, one synchronous request each
-# (4 streams for sequential I/O, where kiln's threads share one cursor)
-fio_crypt psync 1s --ioengine=psync --iodepth=1 --numjobs=4 --thread
+
+# the noise of one sample against its length: NOISE_REPS back-to-back runs of
+# the cipher part alone (dm-crypt depth 1 and AF_ALG) per sample length
+for ms in 50 100 200; do
+  k=1
+  while [ $k -le 5 ]; do
+    /usr/bin/kiln bench --json --depth 1 --slice $ms --cipher aes-xts-plain64:512 >$R/bench-noise-$ms-$k.json 2>&1
+    k=$((k + 1))
+  done
+done
 
 # the same ciphers: tuning over the three allowed candidates against
 # `cryptsetup benchmark` for those three
