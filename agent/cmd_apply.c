@@ -74,18 +74,8 @@ int cmd_apply(int argc, char **argv) {
 
         _cleanup_plan_free_ struct plan *plan = NULL;
         _cleanup_plan_free_ struct plan *resume = NULL;
-        r = plan_build(spec, inv, &plan, &diags);
-        bool unwiped = false;   /* resuming over disks the spec may not wipe: no fresh fallback */
-        if (r == -EPERM && !fresh) {
-                int k = resume_decide_unwiped(spec, inv, &plan, &resume);
-                if (k < 0)
-                        return log_error_errno(k, "failed to decide whether '%s' resumes: %m", spec_path), KILN_EXIT_FAILURE;
-                if (k > 0) {
-                        diags_clear(&diags);
-                        unwiped = true;
-                        r = 0;
-                }
-        }
+        bool unwiped;   /* resuming over disks the spec may not wipe: no fresh fallback */
+        r = resume_plan_decide(spec, inv, fresh, &diags, &plan, &resume, &unwiped);
         if (r < 0) {
                 diags_print(&diags, stderr);
                 diags_clear(&diags);
@@ -99,9 +89,6 @@ int cmd_apply(int argc, char **argv) {
                 return KILN_EXIT_FAILURE;
         }
         diags_clear(&diags);
-        r = unwiped ? 0 : resume_decide(plan, fresh, &resume);
-        if (r < 0)
-                return log_error_errno(r, "failed to decide whether to resume '%s': %m", spec_path), KILN_EXIT_FAILURE;
         log_info("%s: %s", resume ? "resume" : "fresh install", (resume ? resume : plan)->mode_why);
 
         if (!dry_run && spec->hostname && !plan->hostname) {

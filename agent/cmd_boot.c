@@ -230,18 +230,8 @@ int cmd_boot(int argc, char **argv) {
         /* 6. plan: every refusal is made here, before anything is written */
         _cleanup_plan_free_ struct plan *plan = NULL;
         _cleanup_plan_free_ struct plan *resume = NULL;
-        r = plan_build(spec, inv, &plan, &diags);
-        bool unwiped = false;   /* resuming over disks the spec may not wipe: no fresh fallback */
-        if (r == -EPERM && !cl.fresh) {
-                int k = resume_decide_unwiped(spec, inv, &plan, &resume);
-                if (k < 0)
-                        return log_error_errno(k, "failed to decide whether spec '%s' resumes: %m", url), KILN_EXIT_FAILURE;
-                if (k > 0) {
-                        diags_clear(&diags);
-                        unwiped = true;
-                        r = 0;
-                }
-        }
+        bool unwiped;   /* resuming over disks the spec may not wipe: no fresh fallback */
+        r = resume_plan_decide(spec, inv, cl.fresh, &diags, &plan, &resume, &unwiped);
         if (r < 0) {
                 diags_print(&diags, stderr);
                 diags_clear(&diags);
@@ -252,9 +242,6 @@ int cmd_boot(int argc, char **argv) {
                 return log_error_errno(r, "failed to plan spec '%s': %m", url), KILN_EXIT_FAILURE;
         }
         diags_clear(&diags);
-        r = unwiped ? 0 : resume_decide(plan, cl.fresh, &resume);
-        if (r < 0)
-                return log_error_errno(r, "failed to decide whether spec '%s' resumes: %m", url), KILN_EXIT_FAILURE;
         log_info("plan %.12s: %s (%s)", plan->fingerprint, resume ? "resume" : "fresh install",
                  (resume ? resume : plan)->mode_why);
 

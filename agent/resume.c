@@ -544,6 +544,31 @@ int resume_decide_unwiped(const struct spec *spec, const struct inventory *inv, 
         return 1;
 }
 
+int resume_plan_decide(const struct spec *spec, const struct inventory *inv, bool force_fresh, struct diags *diags,
+                       struct plan **ret_fresh, struct plan **ret_resume, bool *ret_unwiped) {
+        _cleanup_plan_free_ struct plan *fresh = NULL, *resume = NULL;
+        bool unwiped = false;
+        int r = plan_build(spec, inv, &fresh, diags);
+        if (r == -EPERM && !force_fresh) {
+                int k = resume_decide_unwiped(spec, inv, &fresh, &resume);
+                if (k < 0)
+                        return k;
+                if (k > 0) {
+                        diags_clear(diags);
+                        unwiped = true;
+                        r = 0;
+                }
+        }
+        if (r < 0)
+                return r;
+        if (!unwiped && (r = resume_decide(fresh, force_fresh, &resume)) < 0)
+                return r;
+        *ret_fresh = TAKE_PTR(fresh);
+        *ret_resume = TAKE_PTR(resume);
+        *ret_unwiped = unwiped;
+        return 0;
+}
+
 /* ---- emptying the root for a new image ---- */
 
 DEFINE_CLEANUP(closedir, DIR *)

@@ -64,6 +64,16 @@ int resume_decide(struct plan *fresh, bool force_fresh, struct plan **ret);
  * not even as a fallback) and a resume plan in *ret; 0 when that is not so. */
 int resume_decide_unwiped(const struct spec *spec, const struct inventory *inv, struct plan **ret_fresh, struct plan **ret);
 
+/* What `kiln plan`, `kiln apply` and `kiln boot` do with a spec and an
+ * inventory: plan_build(), then (unless force_fresh) resume_decide(), or
+ * resume_decide_unwiped() when plan_build() refused disks that may hold an
+ * interrupted run of this plan. On failure, plan_build()'s error with the
+ * diagnostics in *diags. On success, *ret_fresh is the fresh plan, *ret_resume
+ * the resume plan or NULL, and *ret_unwiped tells that the fresh plan must
+ * never run (the spec does not allow wiping those disks). */
+int resume_plan_decide(const struct spec *spec, const struct inventory *inv, bool force_fresh, struct diags *diags,
+                       struct plan **ret_fresh, struct plan **ret_resume, bool *ret_unwiped);
+
 /* Empty the target root for a new image: everything under it is removed
  * except other filesystems' mount points (and what leads to them) and
  * lost+found. Never crosses into another filesystem. */
