@@ -75,6 +75,7 @@ enum kiln_exit apply_exit_code(enum plan_step_kind kind) {
         case PLAN_WIPE: case PLAN_PARTITION: case PLAN_MD_CREATE: case PLAN_LUKS_FORMAT:
         case PLAN_LUKS_OPEN: case PLAN_PVCREATE: case PLAN_VGCREATE: case PLAN_LVCREATE:
         case PLAN_MKFS: case PLAN_MOUNT: case PLAN_CONFIGURE:
+        case PLAN_MD_ASSEMBLE: case PLAN_VG_ACTIVATE: case PLAN_SKIP_STAGE: case PLAN_RESUME_CHECK:
                 return KILN_EXIT_STORAGE;
         case PLAN_BENCH_RAW: case PLAN_BENCH_CRYPT:
                 return KILN_EXIT_BENCH;
@@ -1018,8 +1019,13 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
                 }
                 if (r < 0) {
                         const char *why = exec_last_line(&c.why);
-                        log_error_errno(r, "step %zu/%zu %s failed on '%s' after %.1fs: %s%s%m", k + 1, p->n_steps,
-                                        apply_step_name(s->kind), dev, usec / 1e6, why, *why ? ": " : "");
+                        if (r == -ESTALE)       /* a resume without a fresh fallback (the spec may not wipe) */
+                                log_error("step %zu/%zu %s failed on '%s': %s; no fresh install either: the spec does not "
+                                          "allow wiping these disks (wipe: true), and nothing was written",
+                                          k + 1, p->n_steps, apply_step_name(s->kind), dev, why);
+                        else
+                                log_error_errno(r, "step %zu/%zu %s failed on '%s' after %.1fs: %s%s%m", k + 1, p->n_steps,
+                                                apply_step_name(s->kind), dev, usec / 1e6, why, *why ? ": " : "");
                         hook(&c, s, i, APPLY_STEP_FAILED, r, usec, *why ? why : strerror(-r));
                         code = apply_exit_code(s->kind);
                         failed = s;

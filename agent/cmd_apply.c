@@ -73,7 +73,19 @@ int cmd_apply(int argc, char **argv) {
         }
 
         _cleanup_plan_free_ struct plan *plan = NULL;
+        _cleanup_plan_free_ struct plan *resume = NULL;
         r = plan_build(spec, inv, &plan, &diags);
+        bool unwiped = false;   /* resuming over disks the spec may not wipe: no fresh fallback */
+        if (r == -EPERM && !fresh) {
+                int k = resume_decide_unwiped(spec, inv, &plan, &resume);
+                if (k < 0)
+                        return log_error_errno(k, "failed to decide whether '%s' resumes: %m", spec_path), KILN_EXIT_FAILURE;
+                if (k > 0) {
+                        diags_clear(&diags);
+                        unwiped = true;
+                        r = 0;
+                }
+        }
         if (r < 0) {
                 diags_print(&diags, stderr);
                 diags_clear(&diags);
@@ -87,8 +99,7 @@ int cmd_apply(int argc, char **argv) {
                 return KILN_EXIT_FAILURE;
         }
         diags_clear(&diags);
-        _cleanup_plan_free_ struct plan *resume = NULL;
-        r = resume_decide(plan, fresh, &resume);
+        r = unwiped ? 0 : resume_decide(plan, fresh, &resume);
         if (r < 0)
                 return log_error_errno(r, "failed to decide whether to resume '%s': %m", spec_path), KILN_EXIT_FAILURE;
         log_info("%s: %s", resume ? "resume" : "fresh install", (resume ? resume : plan)->mode_why);
@@ -101,7 +112,7 @@ int cmd_apply(int argc, char **argv) {
         }
         if (!dry_run && !yes) {
                 bool destroys = false;
-                for (size_t i = 0; i < plan->n_steps; i++)
+                for (size_t i = 0; !unwiped && i < plan->n_steps; i++)
                         if (plan->steps[i].destroys) {
                                 if (!destroys)
                                         fprintf(stderr, "this run would destroy:\n");
@@ -120,7 +131,7 @@ int cmd_apply(int argc, char **argv) {
                                        ca_describe(spec->ca), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
 
         /* the hostname as plan_build expanded it: a dry run shows what `kiln plan` shows */
-        struct apply_options opts = { .dry_run = dry_run, .hostname = plan->hostname, .fallback = resume ? plan : NULL,
+        struct apply_options opts = { .dry_run = dry_run, .hostname = plan->hostname, .fallback = resume && !unwiped ? plan : NULL,
                                       .ca_file = ca_file };
         return apply_run(resume ? resume : plan, &opts);
 }

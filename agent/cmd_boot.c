@@ -229,7 +229,19 @@ int cmd_boot(int argc, char **argv) {
 
         /* 6. plan: every refusal is made here, before anything is written */
         _cleanup_plan_free_ struct plan *plan = NULL;
+        _cleanup_plan_free_ struct plan *resume = NULL;
         r = plan_build(spec, inv, &plan, &diags);
+        bool unwiped = false;   /* resuming over disks the spec may not wipe: no fresh fallback */
+        if (r == -EPERM && !cl.fresh) {
+                int k = resume_decide_unwiped(spec, inv, &plan, &resume);
+                if (k < 0)
+                        return log_error_errno(k, "failed to decide whether spec '%s' resumes: %m", url), KILN_EXIT_FAILURE;
+                if (k > 0) {
+                        diags_clear(&diags);
+                        unwiped = true;
+                        r = 0;
+                }
+        }
         if (r < 0) {
                 diags_print(&diags, stderr);
                 diags_clear(&diags);
@@ -240,8 +252,7 @@ int cmd_boot(int argc, char **argv) {
                 return log_error_errno(r, "failed to plan spec '%s': %m", url), KILN_EXIT_FAILURE;
         }
         diags_clear(&diags);
-        _cleanup_plan_free_ struct plan *resume = NULL;
-        r = resume_decide(plan, cl.fresh, &resume);
+        r = unwiped ? 0 : resume_decide(plan, cl.fresh, &resume);
         if (r < 0)
                 return log_error_errno(r, "failed to decide whether spec '%s' resumes: %m", url), KILN_EXIT_FAILURE;
         log_info("plan %.12s: %s (%s)", plan->fingerprint, resume ? "resume" : "fresh install",
@@ -284,7 +295,7 @@ int cmd_boot(int argc, char **argv) {
                 .userdata = report,
                 .report = report,
                 .ca_file = fo.ca_file,
-                .fallback = resume ? plan : NULL,
+                .fallback = resume && !unwiped ? plan : NULL,
         };
         log_info("applying spec '%s' (%zu steps) on %s", url, plan->n_steps, hostname ? hostname : "this machine");
         t0 = now_usec();

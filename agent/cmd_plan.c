@@ -79,7 +79,21 @@ int cmd_plan(int argc, char **argv) {
         }
 
         _cleanup_plan_free_ struct plan *plan = NULL;
+        _cleanup_plan_free_ struct plan *resume = NULL;
         r = plan_build(spec, inv, &plan, &diags);
+        bool unwiped = false;
+        if (r == -EPERM && !fresh) {
+                int k = resume_decide_unwiped(spec, inv, &plan, &resume);
+                if (k < 0) {
+                        log_error_errno(k, "failed to decide whether '%s' resumes: %m", spec_path);
+                        return KILN_EXIT_FAILURE;
+                }
+                if (k > 0) {
+                        diags_clear(&diags);
+                        unwiped = true;
+                        r = 0;
+                }
+        }
         if (r == -EPERM || r == -EINVAL) {
                 diags_sort(&diags);
                 diags_print(&diags, stderr);
@@ -94,8 +108,7 @@ int cmd_plan(int argc, char **argv) {
                 return KILN_EXIT_FAILURE;
         }
 
-        _cleanup_plan_free_ struct plan *resume = NULL;
-        r = resume_decide(plan, fresh, &resume);
+        r = unwiped ? 0 : resume_decide(plan, fresh, &resume);
         if (r < 0) {
                 log_error_errno(r, "failed to decide whether '%s' resumes: %m", spec_path);
                 return KILN_EXIT_FAILURE;

@@ -45,6 +45,7 @@ struct builder {
         const struct inv_disk **sorted;  /* inventory disks by path */
         size_t n_sorted;
         unsigned refused, invalid;
+        bool allow_signatures;  /* PLAN_ALLOW_SIGNATURES */
 };
 
 static const char *const kind_names[_PLAN_STEP_KIND_MAX] = {
@@ -347,7 +348,7 @@ static int check_selected_disk(struct builder *b, const struct spec_disk *rule, 
                 return refuse(b, rule->mark, "disk rule '%s' selects %s, which is in use by %s; set 'wipe: true' to stop %s and wipe the disk",
                               rule->id, disk_path(d), strbuf_str(&sb), holders[1] ? "them" : "it");
         }
-        if (count_signatures(d) > 0 && !rule->wipe) {
+        if (count_signatures(d) > 0 && !rule->wipe && !b->allow_signatures) {
                 strbuf_reset(&sb);
                 if ((r = describe_signatures(d, &sb)) < 0)
                         return r;
@@ -1279,12 +1280,18 @@ static int plan_fingerprint(struct plan *p) {
 }
 
 int plan_build(const struct spec *spec, const struct inventory *inv, struct plan **ret, struct diags *diags) {
+        return plan_build_full(spec, inv, 0, ret, diags);
+}
+
+int plan_build_full(const struct spec *spec, const struct inventory *inv, unsigned flags, struct plan **ret,
+                    struct diags *diags) {
         _cleanup_plan_free_ struct plan *p = calloc(1, sizeof *p);
         if (!p)
                 return -ENOMEM;
         p->spec = spec;
         p->inv = inv;
-        struct builder b = { .spec = spec, .inv = inv, .diags = diags, .plan = p };
+        struct builder b = { .spec = spec, .inv = inv, .diags = diags, .plan = p,
+                             .allow_signatures = flags & PLAN_ALLOW_SIGNATURES };
         _cleanup_free_ const char **fsdevs = calloc(spec->n_filesystems ? spec->n_filesystems : 1, sizeof *fsdevs);
         int r = fsdevs ? 0 : -ENOMEM;
 

@@ -108,6 +108,12 @@ struct plan {
  * mounted or in-use device) go into diags naming the disk and the reason,
  * and make it return -EPERM. */
 int plan_build(const struct spec *spec, const struct inventory *inv, struct plan **ret, struct diags *diags);
+/* PLAN_ALLOW_SIGNATURES: no refusal for signatures on a disk whose rule has no
+ * 'wipe: true' (resume.h: only to find out whether they are an interrupted run
+ * of this plan; such a plan is never run as it is). */
+#define PLAN_ALLOW_SIGNATURES 1u
+int plan_build_full(const struct spec *spec, const struct inventory *inv, unsigned flags, struct plan **ret,
+                    struct diags *diags);
 struct plan *plan_free(struct plan *p);
 DEFINE_CLEANUP(plan_free, struct plan *)
 #define _cleanup_plan_free_ _cleanup_(plan_freep)

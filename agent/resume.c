@@ -264,7 +264,6 @@ static const struct inv_signature *sigs_of(const struct inventory *inv, const ch
 }
 
 static bool known_device(const struct inventory *inv, const char *dev) {
-        size_t n;
         for (size_t i = 0; dev && i < inv->n_disks; i++) {
                 const struct inv_disk *d = &inv->disks[i];
                 if (d->path && streq(d->path, dev))
@@ -273,7 +272,6 @@ static bool known_device(const struct inventory *inv, const char *dev) {
                         if (d->parts[k].path && streq(d->parts[k].path, dev))
                                 return true;
         }
-        (void) n;
         return false;
 }
 
@@ -328,7 +326,6 @@ static int check_disks(struct rbuild *b) {
                         if (d->parts[k].mountpoint || d->parts[k].holders)
                                 return not_resumable(b, "%s is in use", d->parts[k].path ? d->parts[k].path : d->parts[k].name);
         }
-        bool partitioned = false;
         for (size_t i = 0; i < f->n_steps; i++) {
                 const struct plan_step *st = &f->steps[i];
                 const char *dev = st->device;
@@ -348,7 +345,6 @@ static int check_disks(struct rbuild *b) {
                                 if (!ip || ip->start != pp->start || ip->size != pp->size)
                                         return not_resumable(b, "partition %u of %s is not where this plan puts it", pp->number, dev);
                         }
-                        partitioned = true;
                         break;
                 }
                 case PLAN_MD_CREATE: {
@@ -380,9 +376,6 @@ static int check_disks(struct rbuild *b) {
                 default:
                         break;
                 }
-        }
-        if (!partitioned && f->n_disks > 0) {
-                /* whole-disk members: the first layer's signature was checked above */
         }
         return 1;
 }
@@ -527,6 +520,28 @@ int resume_decide(struct plan *fresh, bool force_fresh, struct plan **ret) {
                 return -ENOMEM;
         *ret = TAKE_PTR(p);
         return 0;
+}
+
+int resume_decide_unwiped(const struct spec *spec, const struct inventory *inv, struct plan **ret_fresh, struct plan **ret) {
+        struct diags d = {};
+        _cleanup_plan_free_ struct plan *f = NULL;
+        int r = plan_build_full(spec, inv, PLAN_ALLOW_SIGNATURES, &f, &d);
+        diags_clear(&d);
+        if (r == -EPERM || r == -EINVAL)
+                return 0;       /* refused for another reason too */
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *why = NULL;
+        _cleanup_plan_free_ struct plan *p = NULL;
+        r = resume_plan_build(f, &p, &why);
+        if (r <= 0)
+                return r;
+        if (!(p->mode_why = strdup("the disks hold this plan's layout; the progress record decides; no fresh install "
+                                   "if it does not match: the spec does not allow wiping them")))
+                return -ENOMEM;
+        *ret_fresh = TAKE_PTR(f);
+        *ret = TAKE_PTR(p);
+        return 1;
 }
 
 /* ---- emptying the root for a new image ---- */

@@ -58,6 +58,12 @@ int resume_plan_build(const struct plan *fresh, struct plan **ret, char **ret_wh
  * the resume plan's); *ret is NULL when the fresh plan stands. */
 int resume_decide(struct plan *fresh, bool force_fresh, struct plan **ret);
 
+/* plan_build() refused: maybe only because disks without 'wipe: true' hold
+ * signatures, which may be an interrupted run of this plan. Returns 1 with
+ * the plan built with PLAN_ALLOW_SIGNATURES in *ret_fresh (never to be run,
+ * not even as a fallback) and a resume plan in *ret; 0 when that is not so. */
+int resume_decide_unwiped(const struct spec *spec, const struct inventory *inv, struct plan **ret_fresh, struct plan **ret);
+
 /* Empty the target root for a new image: everything under it is removed
  * except other filesystems' mount points (and what leads to them) and
  * lost+found. Never crosses into another filesystem. */

@@ -5,6 +5,7 @@
 # and filesystem UUIDs unchanged, a half-written root emptied, the image
 # installed, the report says resumed. A run over a finished install is a
 # fresh install (UUIDs change), and so is `--fresh` over an interrupted one.
+# A spec without 'wipe: true' resumes an interrupted run and refuses the rest.
 # Assertions read the disk (blkid), the target tree and the saved report.
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}" "${BUILD:?}"
@@ -129,6 +130,29 @@ for i in 1 2 3 4; do
 done
 [[ $(report .resumed) == false ]] || fail "--fresh run's report says resumed"
 ((FAILS == 0)) && ok "--fresh re-created everything"
+
+umount -R "$T/target"
+
+# 6. a spec without 'wipe: true' (the same plan otherwise) over those disks:
+# over the finished install it refuses and changes nothing; over an
+# interrupted run it resumes
+sed 's/wipe: true/wipe: false/' "$T/spec.yaml" >"$T/nowipe.yaml"
+BEFORE=$(uuids)
+"$KILN" apply --yes "$T/nowipe.yaml" >"$T/out" 2>&1; rc=$?
+[[ $rc == 4 ]] || fail "wipe: false over a finished install exited $rc, expected 4: $(tail -3 "$T/out")"
+grep -q 'the progress record says that run finished' "$T/out" || fail "no reason given: $(tail -3 "$T/out")"
+[[ $(uuids) == "$BEFORE" ]] || fail "wipe: false over a finished install changed the disk"
+umount -R "$T/target" 2>/dev/null
+rm "$T/www/small.tar.zst"
+apply 5                 # wipe: true, interrupted again
+umount -R "$T/target"
+BEFORE=$(uuids)
+cp "$SMALL_DIR/small.tar.zst" "$T/www/"
+out=$("$KILN" plan "$T/nowipe.yaml" 2>&1) || fail "plan of the wipe: false spec refused: $out"
+grep -q '^mode: resume (.*does not allow wiping' <<<"$out" || fail "plan does not say resume: $(head -3 <<<"$out")"
+"$KILN" apply --yes "$T/nowipe.yaml" >"$T/out" 2>&1 || fail "wipe: false resume failed: $(tail -3 "$T/out")"
+[[ $(uuids) == "$BEFORE" && $(report .resumed) == true ]] && ok "wipe: false resumes an interrupted run" \
+  || fail "wipe: false did not resume (resumed: $(report .resumed))"
 
 ((FAILS == 0)) || { echo "$FAILS failure(s)"; exit 1; }
 echo "all ok"
