@@ -59,18 +59,6 @@ void bench_result_done(struct bench_result *res) {
         *res = (struct bench_result) { .chosen = -1 };
 }
 
-static void set_error(struct bench_result *res, const char *fmt, ...) _printf_(2, 3);
-static void set_error(struct bench_result *res, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        char *m = NULL;
-        if (vasprintf(&m, fmt, ap) < 0)
-                m = NULL;
-        va_end(ap);
-        free(res->error);
-        res->error = m;
-}
-
 const struct bench_cipher *bench_chosen(const struct bench_result *res) {
         if (res->chosen < 0 || (size_t) res->chosen >= res->n_ciphers)
                 return NULL;
@@ -372,35 +360,25 @@ static int device_tests(const char *dev, uint64_t offset, uint64_t len, bool wri
                         struct bench_io *w, struct bench_io *rd, struct bench_io *rnd, struct bench_result *res) {
         uint64_t size = 0;
         _cleanup_close_ int fd = open_direct(dev, write, &size);
-        if (fd < 0) {
-                set_error(res, "cannot open '%s' for direct I/O: %s", dev, strerror(-fd));
-                return fd;
-        }
-        if (offset % 4096 || offset >= size) {
-                set_error(res, "benchmark region at %" PRIu64 " is outside '%s' (%" PRIu64 " bytes) or not 4 KiB aligned",
-                          offset, dev, size);
-                return -EINVAL;
-        }
+        if (fd < 0)
+                return set_errorf(&res->error, fd, "cannot open '%s' for direct I/O: %s", dev, strerror(-fd));
+        if (offset % 4096 || offset >= size)
+                return set_errorf(&res->error, -EINVAL,
+                                  "benchmark region at %" PRIu64 " is outside '%s' (%" PRIu64 " bytes) or not 4 KiB aligned",
+                                  offset, dev, size);
         if (len == 0 || len > size - offset)
                 len = size - offset;
         len -= len % BENCH_SEQ_BLOCK;
-        if (len < (uint64_t) BENCH_SEQ_BLOCK * depth) {
-                set_error(res, "benchmark region of '%s' is too small (%" PRIu64 " bytes)", dev, len);
-                return -EINVAL;
-        }
+        if (len < (uint64_t) BENCH_SEQ_BLOCK * depth)
+                return set_errorf(&res->error, -EINVAL, "benchmark region of '%s' is too small (%" PRIu64 " bytes)", dev,
+                                  len);
         int r;
-        if (write && (r = io_run(fd, true, false, BENCH_SEQ_BLOCK, depth, offset, len, slice, w)) < 0) {
-                set_error(res, "sequential write to '%s' failed: %s", dev, strerror(-r));
-                return r;
-        }
-        if ((r = io_run(fd, false, false, BENCH_SEQ_BLOCK, depth, offset, len, slice, rd)) < 0) {
-                set_error(res, "sequential read from '%s' failed: %s", dev, strerror(-r));
-                return r;
-        }
-        if ((r = io_run(fd, false, true, BENCH_RAND_BLOCK, depth, offset, len, slice, rnd)) < 0) {
-                set_error(res, "random read from '%s' failed: %s", dev, strerror(-r));
-                return r;
-        }
+        if (write && (r = io_run(fd, true, false, BENCH_SEQ_BLOCK, depth, offset, len, slice, w)) < 0)
+                return set_errorf(&res->error, r, "sequential write to '%s' failed: %s", dev, strerror(-r));
+        if ((r = io_run(fd, false, false, BENCH_SEQ_BLOCK, depth, offset, len, slice, rd)) < 0)
+                return set_errorf(&res->error, r, "sequential read from '%s' failed: %s", dev, strerror(-r));
+        if ((r = io_run(fd, false, true, BENCH_RAND_BLOCK, depth, offset, len, slice, rnd)) < 0)
+                return set_errorf(&res->error, r, "random read from '%s' failed: %s", dev, strerror(-r));
         return 0;
 }
 
@@ -663,10 +641,9 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
                 for (size_t i = 0; list[i]; i++) {
                         _cleanup_free_ char *c = NULL;
                         unsigned ks;
-                        if ((r = bench_parse_cipher(list[i], &c, &ks)) < 0) {
-                                set_error(res, "bad cipher '%s' (expected e.g. aes-xts-plain64:512)", list[i]);
-                                return r;
-                        }
+                        if ((r = bench_parse_cipher(list[i], &c, &ks)) < 0)
+                                return set_errorf(&res->error, r, "bad cipher '%s' (expected e.g. aes-xts-plain64:512)",
+                                                  list[i]);
                         if (pass == 0) {
                                 if ((r = add_candidate(res, c, ks, 4096, false)) < 0)
                                         return r;
@@ -686,8 +663,8 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
         dev_t zdev = 0;
         if ((r = zero_create(zname, &zdev)) < 0) {
                 dm_remove(zname);
-                set_error(res, "cannot create the device-mapper zero target '%s': %s", zname, strerror(-r));
-                return r;
+                return set_errorf(&res->error, r, "cannot create the device-mapper zero target '%s': %s", zname,
+                                  strerror(-r));
         }
         _cleanup_free_ char *cpath = NULL;
         if (asprintf(&cpath, "%s/mapper/%s", kiln_paths.devfs, cname) < 0) {
@@ -787,11 +764,10 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
         res->alg_seconds = (double) (now_usec() - t_alg) / 1e6;
         res->cipher_seconds = (double) (now_usec() - res->start_usec) / 1e6;
 
-        if (res->chosen < 0) {
-                set_error(res, "no candidate cipher could be measured through dm-crypt (first: %s)",
-                          res->ciphers[0].error ? res->ciphers[0].error : "unknown");
-                return -ENOTSUP;
-        }
+        if (res->chosen < 0)
+                return set_errorf(&res->error, -ENOTSUP,
+                                  "no candidate cipher could be measured through dm-crypt (first: %s)",
+                                  res->ciphers[0].error ? res->ciphers[0].error : "unknown");
         return 0;
 }
 
