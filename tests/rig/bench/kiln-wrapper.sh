@@ -55,12 +55,14 @@ ref_side() {    # round
   awk -v r="$1" '$1 == "aes-xts" && $2 == "512b" { printf "cryptsetup_enc_mibps_%s=%s\ncryptsetup_dec_mibps_%s=%s\n", r, $3, r, $5 }' /run/cs.out
   # fio with kiln's I/O shape: one sequential stream (random for 4k) with 4
   # requests in flight, O_DIRECT, 1 MiB / 4 KiB, the same region, as long as kiln's test
+  # (fio's job start-up kept out of its figure with --ramp_time, as kiln's is out of
+  # its own; --norandommap: random offsets may repeat, as kiln's do)
   for dev in $RAW /dev/mapper/bc; do
     tag=${dev##*/}
     for rw in write read randread; do
       bs=1M; [ $rw = randread ] && bs=4k
       fio --name=k --filename=$dev --rw=$rw --bs=$bs --direct=1 --ioengine=libaio --iodepth=4 --numjobs=1 \
-        --offset=$OFF --size=$SIZE --time_based --runtime=${SLICE_MS}ms --output-format=terse \
+        --offset=$OFF --size=$SIZE --time_based --ramp_time=100ms --runtime=${SLICE_MS}ms --norandommap --output-format=terse \
         --terse-version=3 >/run/fio.out 2>&1
       # terse v3: field 7 read bw KiB/s, 8 read iops; 48 write bw KiB/s, 49 write iops
       awk -F';' -v t="$tag" -v rw=$rw -v r="$1" 'NF > 50 { if (rw == "write") printf "fio_%s_%s_%s=%s %s\n", t, rw, r, $48, $49;
