@@ -100,18 +100,6 @@ static const char *size_exact(uint64_t bytes, char *buf, size_t len) {
 #define SIZE(b) size_exact((b), (char[32]) {}, 32)
 #define APPROX(b) format_size((b), (char[32]) {}, 32)
 
-static char *strdupf(const char *fmt, ...) _printf_(1, 2);
-static char *strdupf(const char *fmt, ...) {
-        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
-        va_list ap;
-        va_start(ap, fmt);
-        int r = strbuf_vaddf(&sb, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return NULL;
-        return strbuf_detach(&sb);
-}
-
 static uint64_t align_down(uint64_t v, uint64_t a) { return v / a * a; }
 static uint64_t align_up(uint64_t v, uint64_t a) { return v > UINT64_MAX - (a - 1) ? align_down(v, a) : (v + a - 1) / a * a; }
 

@@ -234,17 +234,6 @@ static int fill(struct plan_step *s, const struct plan_step *from, char *descrip
         return 0;
 }
 
-static char *fmt(const char *f, ...) _printf_(1, 2);
-static char *fmt(const char *f, ...) {
-        va_list ap;
-        va_start(ap, f);
-        char *s = NULL;
-        if (vasprintf(&s, f, ap) < 0)
-                s = NULL;
-        va_end(ap);
-        return s;
-}
-
 /* The signatures the inventory saw on a device path (a partition or a whole disk). */
 static const struct inv_signature *sigs_of(const struct inventory *inv, const char *dev, size_t *ret_n) {
         for (size_t i = 0; dev && i < inv->n_disks; i++) {
@@ -410,7 +399,7 @@ static int emit(struct rbuild *b) {
                         for (char **in = st->inputs; in && *in; in++)
                                 if ((r = strbuf_addf(&m, "%s%s", in == st->inputs ? "" : ", ", *in)) < 0)
                                         return r;
-                        r = fill(s, st, fmt("assemble md '%s' (UUID %s) from %s; keeps the array and its data",
+                        r = fill(s, st, strdupf("assemble md '%s' (UUID %s) from %s; keeps the array and its data",
                                             x->name ? x->name : x->id, uuid, strbuf_str(&m)), NULL);
                         break;
                 }
@@ -418,7 +407,7 @@ static int emit(struct rbuild *b) {
                         const struct spec_vg *x = st->obj;
                         if (!(s = push(b, st, PLAN_VG_ACTIVATE)))
                                 return -ENOMEM;
-                        r = fill(s, st, fmt("activate VG '%s' (vgchange -ay); keeps its PVs, UUID and LVs", x->name ? x->name : x->id), NULL);
+                        r = fill(s, st, strdupf("activate VG '%s' (vgchange -ay); keeps its PVs, UUID and LVs", x->name ? x->name : x->id), NULL);
                         break;
                 }
                 case PLAN_LUKS_OPEN: case PLAN_MOUNT: case PLAN_FINISH:
@@ -429,7 +418,7 @@ static int emit(struct rbuild *b) {
                 case PLAN_IMAGE: case PLAN_CONFIGURE: case PLAN_REGISTER:
                         if (!(s = push(b, st, st->kind)))
                                 return -ENOMEM;
-                        r = fill(s, st, fmt("%s, unless the progress record says '%s' is done%s", st->description ? st->description : "",
+                        r = fill(s, st, strdupf("%s, unless the progress record says '%s' is done%s", st->description ? st->description : "",
                                             resume_stage_name(resume_stage_of(st->kind)),
                                             st->kind == PLAN_IMAGE && !st->device ? " (the root is emptied first)" : ""),
                                  st->destroys);
@@ -437,13 +426,13 @@ static int emit(struct rbuild *b) {
                 default: {
                         char *text;
                         switch (st->kind) {
-                        case PLAN_PARTITION: text = fmt("keep the GPT on %s (partitions and their UUIDs)", dev); break;
-                        case PLAN_LUKS_FORMAT: text = fmt("keep the LUKS header on %s (UUID, keyslots)", dev); break;
-                        case PLAN_PVCREATE: text = fmt("keep the PV %s", dev); break;
-                        case PLAN_LVCREATE: text = fmt("keep the LV %s", dev); break;
-                        case PLAN_MKFS: text = fmt("keep the filesystem on %s (UUID, contents)", dev); break;
+                        case PLAN_PARTITION: text = strdupf("keep the GPT on %s (partitions and their UUIDs)", dev); break;
+                        case PLAN_LUKS_FORMAT: text = strdupf("keep the LUKS header on %s (UUID, keyslots)", dev); break;
+                        case PLAN_PVCREATE: text = strdupf("keep the PV %s", dev); break;
+                        case PLAN_LVCREATE: text = strdupf("keep the LV %s", dev); break;
+                        case PLAN_MKFS: text = strdupf("keep the filesystem on %s (UUID, contents)", dev); break;
                         case PLAN_BENCH_RAW: case PLAN_BENCH_CRYPT:
-                                text = fmt("no benchmark on %s: it ran before the filesystems in the interrupted run, "
+                                text = strdupf("no benchmark on %s: it ran before the filesystems in the interrupted run, "
                                            "and its writes would destroy them", dev);
                                 break;
                         default:
@@ -461,9 +450,9 @@ static int emit(struct rbuild *b) {
                 if (r >= 0 && i == last_mount) {
                         if (!(s = push(b, NULL, PLAN_RESUME_CHECK)))
                                 return -ENOMEM;
-                        if (!(s->device = fmt("%s%s", kiln_paths.target, RESUME_RECORD_PATH)))
+                        if (!(s->device = strdupf("%s%s", kiln_paths.target, RESUME_RECORD_PATH)))
                                 return -ENOMEM;
-                        r = fill(s, NULL, fmt("read %s: go on only if it names this plan (%.12s) and the run did not finish; "
+                        r = fill(s, NULL, strdupf("read %s: go on only if it names this plan (%.12s) and the run did not finish; "
                                               "otherwise undo the steps above and install fresh", s->device, f->fingerprint), NULL);
                 }
         }
@@ -514,7 +503,7 @@ int resume_decide(struct plan *fresh, bool force_fresh, struct plan **ret) {
         if (r < 0)
                 return r;
         if (r == 0)
-                return (fresh->mode_why = fmt("no interrupted run of this plan to resume: %s", why)) ? 0 : -ENOMEM;
+                return (fresh->mode_why = strdupf("no interrupted run of this plan to resume: %s", why)) ? 0 : -ENOMEM;
         if (!(p->mode_why = strdup("the disks hold this plan's layout; the progress record decides")) ||
             !(fresh->mode_why = strdup("the fallback if the progress record does not name this plan's unfinished run")))
                 return -ENOMEM;

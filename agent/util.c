@@ -55,14 +55,25 @@ char *strdup_or_null(const char *s) {
         return s ? strdup(s) : NULL;
 }
 
+static char *vstrdupf(const char *fmt, va_list ap) {
+        char *s = NULL;
+        return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}
+
+char *strdupf(const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        char *s = vstrdupf(fmt, ap);
+        va_end(ap);
+        return s;
+}
+
 int set_errorf(char **error, int r, const char *fmt, ...) {
         if (!error)
                 return r;
         va_list ap;
         va_start(ap, fmt);
-        char *m = NULL;
-        if (vasprintf(&m, fmt, ap) < 0)
-                m = NULL;
+        char *m = vstrdupf(fmt, ap);
         va_end(ap);
         free(*error);
         *error = m;

@@ -54,6 +54,8 @@ char *strdup_or_null(const char *s);
  * cannot be allocated. error may be NULL (nothing is kept). Returns r, for
  * `return set_errorf(&res->error, -EIO, "cannot read '%s'", path);`. */
 int set_errorf(char **error, int r, const char *fmt, ...) _printf_(3, 4);
+/* A newly allocated printf-formatted string, NULL when out of memory. */
+char *strdupf(const char *fmt, ...) _printf_(1, 2);
 
 /* Lower-case hex of len bytes into out, which must hold 2 * len + 1 bytes. */
 void hex_encode(const void *data, size_t len, char *out);
