@@ -70,6 +70,14 @@ const char *apply_step_name(enum plan_step_kind kind) {
         return n ? n : "unknown";
 }
 
+const char *apply_stage_name(const struct plan_step *s, char *buf, size_t len) {
+        const char *what = s->id ? s->id : s->device;
+        if (!what && s->kind == PLAN_REGISTER)  /* one step per target, see plan.h */
+                what = s->index ? "webhook" : "cloudstack";
+        snprintf(buf, len, "%s%s%s", apply_step_name(s->kind), what ? " " : "", what ? what : "");
+        return buf;
+}
+
 enum kiln_exit apply_exit_code(enum plan_step_kind kind) {
         switch (kind) {
         case PLAN_WIPE: case PLAN_PARTITION: case PLAN_MD_CREATE: case PLAN_LUKS_FORMAT:
@@ -935,7 +943,7 @@ static void dry_run_print(const struct plan *p, const size_t *order, FILE *out) 
  * why), to the webhook; CloudStack never gets a failed node. */
 static void report_failure(struct apply_ctx *c, const struct plan_step *s, const char *why) {
         char stage[160];
-        snprintf(stage, sizeof stage, "%s%s%s", apply_step_name(s->kind), s->id ? " " : "", s->id ? s->id : "");
+        apply_stage_name(s, stage, sizeof stage);
         (void) report_finish(c->report, REPORT_FAIL, stage, why);
         struct register_options ro;
         register_options_default(&ro);

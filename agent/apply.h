@@ -50,3 +50,9 @@ int apply_run(const struct plan *p, const struct apply_options *opts);
 enum kiln_exit apply_exit_code(enum plan_step_kind kind);
 
 const char *apply_step_name(enum plan_step_kind kind);
+/* A step's stage name in the run report and the controller's events
+ * ("md-create md1", "register webhook"): one name for its begin, its end and
+ * a failure's failed_stage (buf always terminated). Steps run one at a time,
+ * so a name may repeat (a disk rule with count: 4 wipes four disks), each
+ * stage ending before the next begins. */
+const char *apply_stage_name(const struct plan_step *s, char *buf, size_t len);

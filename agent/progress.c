@@ -1,13 +1,5 @@
 #include "progress.h"
 
-const char *progress_stage_name(const struct plan_step *s, char *buf, size_t len) {
-        const char *what = s->id ? s->id : s->device;
-        if (!what && s->kind == PLAN_REGISTER)  /* one step per target, see plan.h */
-                what = s->index ? "webhook" : "cloudstack";
-        snprintf(buf, len, "%s%s%s", apply_step_name(s->kind), what ? " " : "", what ? what : "");
-        return buf;
-}
-
 static const char *storage_kind(enum plan_step_kind k) {
         switch (k) {
         case PLAN_PARTITION:   return "partitions";
@@ -30,7 +22,7 @@ void progress_apply_hook(void *userdata, const struct plan_step *s, size_t index
 
         if (!r)
                 return;
-        progress_stage_name(s, name, sizeof name);
+        apply_stage_name(s, name, sizeof name);
         switch (event) {
         case APPLY_STEP_START:
                 (void) report_stage_begin(r, name);

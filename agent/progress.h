@@ -13,7 +13,3 @@
 void progress_apply_hook(void *userdata, const struct plan_step *step, size_t index, size_t n_steps,
                          enum apply_event event, int error, uint64_t usec, const char *reason);
 
-/* "md-create md1", "register webhook": the stage name of a step (buf always
- * terminated). Steps run one at a time, so a name may repeat (a disk rule
- * with count: 4 wipes four disks), each stage ending before the next begins. */
-const char *progress_stage_name(const struct plan_step *step, char *buf, size_t len);

@@ -24,14 +24,7 @@ rig_disks 2 1G
 W=$RIG_TMP/overlay
 mkdir -p "$W/usr/sbin"
 install -m 0755 "$SRC/tests/rig/bench/kiln-wrapper.sh" "$W/usr/sbin/kiln"
-(cd "$W" && find . | cpio -o -H newc --quiet | gzip -1) >"$RIG_TMP/overlay.cpio.gz"
-if [[ -n ${RIG_INITRD_EXTRA:-} ]]; then
-  pad=$(( (4 - $(stat -c %s "$RIG_INITRD_EXTRA") % 4) % 4 ))
-  { cat "$RIG_INITRD_EXTRA"; head -c "$pad" /dev/zero; cat "$RIG_TMP/overlay.cpio.gz"; } >"$RIG_TMP/extra.img"
-else
-  cp "$RIG_TMP/overlay.cpio.gz" "$RIG_TMP/extra.img"
-fi
-RIG_INITRD_EXTRA=$RIG_TMP/extra.img
+rig_add_initrd_segment "$W" gzip -1
 
 # the stand-in controller, reached by the guest at 10.0.2.101:80
 rig_controller

@@ -96,6 +96,16 @@ static void test_names(void) {
         CHECK_INT(mount_depth("/var//lib/"), 2);
 
         CHECK_STR(apply_step_name(PLAN_MD_CREATE), "md-create");
+        /* one stage name for a step's begin, end and failed_stage */
+        char stage[160];
+        struct plan_step st = { .kind = PLAN_REGISTER, .index = 1 };
+        CHECK_STR(apply_stage_name(&st, stage, sizeof stage), "register webhook");
+        st.index = 0;
+        CHECK_STR(apply_stage_name(&st, stage, sizeof stage), "register cloudstack");
+        st = (struct plan_step) { .kind = PLAN_WIPE, .id = "d", .device = (char *) "/dev/vda" };
+        CHECK_STR(apply_stage_name(&st, stage, sizeof stage), "wipe d");
+        st.id = NULL;
+        CHECK_STR(apply_stage_name(&st, stage, sizeof stage), "wipe /dev/vda");
         CHECK_INT(apply_exit_code(PLAN_LUKS_FORMAT), KILN_EXIT_STORAGE);
         CHECK_INT(apply_exit_code(PLAN_IMAGE), KILN_EXIT_IMAGE);
         CHECK_INT(apply_exit_code(PLAN_REGISTER), KILN_EXIT_REGISTER);
