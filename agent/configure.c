@@ -99,40 +99,10 @@ int configure_mdadm_conf(const struct plan *p, struct strbuf *out, struct strbuf
 }
 
 static int write_file(const char *rel, const char *content) {
-        char path[PATH_MAX], tmp[PATH_MAX + 8];
+        char path[PATH_MAX];
         if ((size_t) snprintf(path, sizeof path, "%s%s", kiln_paths.target, rel) >= sizeof path)
                 return -ENAMETOOLONG;
-        snprintf(tmp, sizeof tmp, "%s.kiln~", path);
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (slash) {
-                *slash = '\0';
-                int r = mkdir_parents(dir);
-                if (r < 0)
-                        return r;
-        }
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return -errno;
-        size_t n = strlen(content);
-        for (size_t done = 0; done < n;) {
-                ssize_t k = write(fd, content + done, n - done);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        int r = -errno;
-                        unlink(tmp);
-                        return r;
-                }
-                done += (size_t) k;
-        }
-        if (fsync(fd) < 0 || rename(tmp, path) < 0) {
-                int r = -errno;
-                unlink(tmp);
-                return r;
-        }
-        return 0;
+        return write_file_atomic(path, content, strlen(content));
 }
 
 int configure_target(const struct plan *p, const char *hostname, struct strbuf *err) {

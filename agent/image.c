@@ -637,22 +637,6 @@ static int marker_remove(int dirfd, const char *name) {
         return 0;
 }
 
-static int mkdir_p(const char *path) {
-        char buf[PATH_MAX];
-        if (snprintf(buf, sizeof(buf), "%s", path) >= (int) sizeof(buf))
-                return -ENAMETOOLONG;
-        for (char *p = buf + 1; *p; p++)
-                if (*p == '/') {
-                        *p = 0;
-                        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                                return -errno;
-                        *p = '/';
-                }
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
-}
-
 static int install(struct stream *s, const struct spec_image *img, const char *target, struct image_result *res) {
         bool raw = img->format == SPEC_IMAGE_RAW;
         _cleanup_close_ int target_fd = -1, marker_dir = -1, old_cwd = -1;

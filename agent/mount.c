@@ -16,25 +16,6 @@ unsigned mount_depth(const char *mountpoint) {
         return d;
 }
 
-int mkdir_parents(const char *path) {
-        char buf[PATH_MAX];
-        if (strlen(path) >= sizeof buf)
-                return -ENAMETOOLONG;
-        snprintf(buf, sizeof buf, "%s", path);
-        for (char *p = buf + 1; ; p++) {
-                if (*p == '/' || *p == '\0') {
-                        char c = *p;
-                        *p = '\0';
-                        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                                return -errno;
-                        *p = c;
-                        if (c == '\0')
-                                break;
-                }
-        }
-        return 0;
-}
-
 static const struct {
         const char *name;
         unsigned long set, clear;
@@ -96,7 +77,7 @@ int mount_under_target(const char *dev, const char *mountpoint, enum spec_fs_typ
         char where[PATH_MAX];
         if ((size_t) snprintf(where, sizeof where, "%s%s", kiln_paths.target, streq(mountpoint, "/") ? "" : mountpoint) >= sizeof where)
                 return -ENAMETOOLONG;
-        int r = mkdir_parents(where);
+        int r = mkdir_p(where);
         if (r < 0)
                 return r;
         unsigned long flags;

@@ -11,8 +11,6 @@ int mount_under_target(const char *dev, const char *mountpoint, enum spec_fs_typ
 /* Number of path components: "/" = 0, "/var/lib" = 2 (mount order). */
 unsigned mount_depth(const char *mountpoint);
 
-/* mkdir -p with mode 0755. */
-int mkdir_parents(const char *path);
 
 /* Unmount everything under the target, deepest first. */
 int mount_unmount_target(void);

@@ -452,51 +452,10 @@ int report_to_json(const struct report *r, struct strbuf *out) {
         return k < 0 ? k : strbuf_add(out, "\n", 1);
 }
 
-static int mkdir_parents(const char *path) {
-        _cleanup_free_ char *p = strdup(path);
-        if (!p)
-                return -ENOMEM;
-        for (char *s = p + 1; *s; s++)
-                if (*s == '/') {
-                        *s = 0;
-                        if (mkdir(p, 0755) < 0 && errno != EEXIST)
-                                return -errno;
-                        *s = '/';
-                }
-        return 0;
-}
-
 int report_save(const struct report *r, const char *path) {
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
-        _cleanup_free_ char *tmp = NULL;
         int k = report_to_json(r, &sb);
-        if (k < 0)
-                return k;
-        k = mkdir_parents(path);
-        if (k < 0)
-                return k;
-        if (asprintf(&tmp, "%s.tmp.%d", path, (int) getpid()) < 0)
-                return -ENOMEM;
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return -errno;
-        for (size_t off = 0; off < sb.len;) {
-                ssize_t w = write(fd, sb.buf + off, sb.len - off);
-                if (w < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        k = -errno;
-                        (void) unlink(tmp);
-                        return k;
-                }
-                off += (size_t) w;
-        }
-        if (fsync(fd) < 0 || rename(tmp, path) < 0) {
-                k = -errno;
-                (void) unlink(tmp);
-                return k;
-        }
-        return 0;
+        return k < 0 ? k : write_file_atomic(path, sb.buf, sb.len);
 }
 
 int report_load(const char *path, struct report **ret) {

@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <json-c/json.h>
-#include <libgen.h>
 #include <limits.h>
 #include <sys/stat.h>
 
@@ -125,58 +124,10 @@ out:
         return r;
 }
 
-static int mkdir_p(const char *dir) {
-        char buf[PATH_MAX];
-        if (snprintf(buf, sizeof buf, "%s", dir) >= (int) sizeof buf)
-                return -ENAMETOOLONG;
-        for (char *s = buf + 1;; s++) {
-                if (*s != '/' && *s != 0)
-                        continue;
-                char c = *s;
-                *s = 0;
-                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                        return -errno;
-                *s = c;
-                if (!c)
-                        return 0;
-        }
-}
-
 int resume_record_save(const struct resume_record *rec, const char *path) {
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
         int r = resume_record_to_json(rec, &sb);
-        if (r < 0)
-                return r;
-        char dir[PATH_MAX], tmp[PATH_MAX];
-        if (snprintf(dir, sizeof dir, "%s", path) >= (int) sizeof dir ||
-            snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int) getpid()) >= (int) sizeof tmp)
-                return -ENAMETOOLONG;
-        char *d = dirname(dir);
-        if ((r = mkdir_p(d)) < 0)
-                return r;
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return -errno;
-        for (size_t off = 0; off < sb.len;) {
-                ssize_t w = write(fd, sb.buf + off, sb.len - off);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w < 0) {
-                        r = -errno;
-                        (void) unlink(tmp);
-                        return r;
-                }
-                off += (size_t) w;
-        }
-        if (fsync(fd) < 0 || rename(tmp, path) < 0) {
-                r = -errno;
-                (void) unlink(tmp);
-                return r;
-        }
-        _cleanup_close_ int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0 || fsync(dfd) < 0)
-                return -errno;
-        return 0;
+        return r < 0 ? r : write_file_atomic(path, sb.buf, sb.len);
 }
 
 int resume_record_load(const char *path, struct resume_record *ret) {

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -235,4 +236,61 @@ bool hex_valid(const char *s, size_t n) {
                 if (!isxdigit((unsigned char) s[i]))
                         return false;
         return true;
+}
+
+int mkdir_p(const char *dir) {
+        char buf[PATH_MAX];
+        if (snprintf(buf, sizeof buf, "%s", dir) >= (int) sizeof buf)
+                return -ENAMETOOLONG;
+        for (char *p = buf + 1;; p++) {
+                if (*p != '/' && *p != '\0')
+                        continue;
+                char c = *p;
+                *p = '\0';
+                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = c;
+                if (c == '\0')
+                        return 0;
+        }
+}
+
+int write_file_atomic(const char *path, const char *buf, size_t len) {
+        char dir[PATH_MAX], tmp[PATH_MAX];
+        if (snprintf(dir, sizeof dir, "%s", path) >= (int) sizeof dir ||
+            snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int) getpid()) >= (int) sizeof tmp)
+                return -ENAMETOOLONG;
+        char *slash = strrchr(dir, '/');
+        if (slash == dir)
+                slash[1] = '\0';
+        else if (slash)
+                *slash = '\0';
+        else
+                snprintf(dir, sizeof dir, ".");
+        int r = mkdir_p(dir);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return -errno;
+        for (size_t off = 0; off < len;) {
+                ssize_t w = write(fd, buf + off, len - off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0) {
+                        r = -errno;
+                        (void) unlink(tmp);
+                        return r;
+                }
+                off += (size_t) w;
+        }
+        if (fsync(fd) < 0 || rename(tmp, path) < 0) {
+                r = -errno;
+                (void) unlink(tmp);
+                return r;
+        }
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 || fsync(dfd) < 0)
+                return -errno;
+        return 0;
 }

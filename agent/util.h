@@ -79,3 +79,8 @@ uint64_t now_usec(void);
 int read_one_line(const char *path, char **ret);
 /* Read a whole file up to max bytes; -EFBIG if larger. */
 int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
+/* mkdir -p: dir and its missing parents, mode 0755. */
+int mkdir_p(const char *dir);
+/* Replace path with buf atomically: parents made, a temporary file beside it
+ * (O_NOFOLLOW), fsync, rename, fsync of the directory. */
+int write_file_atomic(const char *path, const char *buf, size_t len);
