@@ -67,6 +67,21 @@ const struct bench_cipher *bench_chosen(const struct bench_result *res) {
 
 static double cipher_score(const struct bench_cipher *c);
 
+/* Record one step [t0, now] of the gate (silently dropped past the maximum). */
+_printf_(3, 4) static void phase(struct bench_result *res, uint64_t t0, const char *fmt, ...) {
+        uint64_t t1 = now_usec();
+        if (res->n_phases >= BENCH_PHASES_MAX)
+                return;
+        struct bench_phase *ph = &res->phases[res->n_phases++];
+        va_list ap;
+        va_start(ap, fmt);
+        (void) vsnprintf(ph->name, sizeof ph->name, fmt, ap);
+        va_end(ap);
+        uint64_t base = res->process_start_usec ? res->process_start_usec : res->start_usec;
+        ph->start = t0 >= base ? (double) (t0 - base) / 1e6 : 0;
+        ph->seconds = (double) (t1 - t0) / 1e6;
+}
+
 int bench_choose_for_luks(const struct spec_bench *policy, const struct spec_luks *l, struct bench_result *res,
                           struct bench_luks_choice *ret) {
         const char *cipher = l->cipher ? l->cipher : "aes-xts-plain64";
@@ -234,6 +249,7 @@ static int io_run(int fd, bool write, bool random, unsigned bs, unsigned depth, 
                 seed = now_usec();
         seed |= 1;
         struct io_slot slot[BENCH_DEPTH_MAX] = {};
+        uint64_t t_prep = now_usec(), t_drain = 0;
         _cleanup_free_ uint32_t *lat = malloc(LAT_SAMPLES * sizeof *lat);
         aio_context_t ctx = 0;
         int r = 0;
@@ -255,6 +271,7 @@ static int io_run(int fd, bool write, bool random, unsigned bs, unsigned depth, 
                 goto out_free;
         }
         uint64_t ios = 0, n_lat = 0, lat_sum = 0, t0 = now_usec(), deadline = t0 + usec;
+        double prep = (double) (t0 - t_prep) / 1e6;
         unsigned inflight = 0;
         for (unsigned i = 0; i < depth && r >= 0; i++) {
                 slot[i].cb = (struct iocb) {
@@ -298,8 +315,11 @@ static int io_run(int fd, bool write, bool random, unsigned bs, unsigned depth, 
                          * that the sample ends near its length (at 1 MiB through
                          * dm-crypt under QEMU, 4 requests take ~80 ms to drain). The
                          * figure counts the drain either way: bytes over all the time. */
-                        if (r < 0 || t + lat_sum / ios >= deadline)
+                        if (r < 0 || t + lat_sum / ios >= deadline) {
+                                if (!t_drain)
+                                        t_drain = t;
                                 continue;
+                        }
                         uint64_t off = random ? (xorshift(&seed) % blocks) * bs : (cursor++ % blocks) * bs;
                         sl->cb.aio_offset = (int64_t) (base + off);
                         sl->t_submit = t;
@@ -314,7 +334,8 @@ static int io_run(int fd, bool write, bool random, unsigned bs, unsigned depth, 
         (void) syscall(SYS_io_destroy, ctx);
         if (r < 0)
                 goto out_free;
-        struct bench_io io = { .done = true, .block_size = bs, .depth = depth, .ios = ios, .bytes = ios * bs };
+        struct bench_io io = { .done = true, .block_size = bs, .depth = depth, .ios = ios, .bytes = ios * bs,
+                               .prep_seconds = prep, .drain_seconds = t_drain ? (double) (t1 - t_drain) / 1e6 : 0 };
         io.seconds = (double) (t1 - t0) / 1e6;
         if (io.seconds > 0) {
                 io.mbps = (double) io.bytes / 1e6 / io.seconds;
@@ -326,6 +347,7 @@ static int io_run(int fd, bool write, bool random, unsigned bs, unsigned depth, 
                 io.lat_p99_us = lat[(size_t) ((double) (n_lat - 1) * 0.99)];
                 io.lat_max_us = lat[n_lat - 1];
         }
+        io.teardown_seconds = (double) (now_usec() - t1) / 1e6;
         *ret = io;
 out_free:
         for (unsigned i = 0; i < depth; i++)
@@ -356,10 +378,12 @@ static int open_direct(const char *path, bool write, uint64_t *ret_size) {
 }
 
 /* Sequential write (if allowed), sequential read, 4K random read of [offset, offset+len). */
-static int device_tests(const char *dev, uint64_t offset, uint64_t len, bool write, uint64_t slice, unsigned depth,
-                        struct bench_io *w, struct bench_io *rd, struct bench_io *rnd, struct bench_result *res) {
-        uint64_t size = 0;
+static int device_tests(const char *tag, const char *dev, uint64_t offset, uint64_t len, bool write, uint64_t slice,
+                        unsigned depth, struct bench_io *w, struct bench_io *rd, struct bench_io *rnd,
+                        struct bench_result *res) {
+        uint64_t size = 0, t = now_usec();
         _cleanup_close_ int fd = open_direct(dev, write, &size);
+        phase(res, t, "%s: open", tag);
         if (fd < 0)
                 return set_errorf(&res->error, fd, "cannot open '%s' for direct I/O: %s", dev, strerror(-fd));
         if (offset % 4096 || offset >= size)
@@ -373,12 +397,23 @@ static int device_tests(const char *dev, uint64_t offset, uint64_t len, bool wri
                 return set_errorf(&res->error, -EINVAL, "benchmark region of '%s' is too small (%" PRIu64 " bytes)", dev,
                                   len);
         int r;
+        t = now_usec();
         if (write && (r = io_run(fd, true, false, BENCH_SEQ_BLOCK, depth, offset, len, slice, w)) < 0)
                 return set_errorf(&res->error, r, "sequential write to '%s' failed: %s", dev, strerror(-r));
+        if (write)
+                phase(res, t, "%s: seq write", tag);
+        t = now_usec();
         if ((r = io_run(fd, false, false, BENCH_SEQ_BLOCK, depth, offset, len, slice, rd)) < 0)
                 return set_errorf(&res->error, r, "sequential read from '%s' failed: %s", dev, strerror(-r));
+        phase(res, t, "%s: seq read", tag);
+        t = now_usec();
         if ((r = io_run(fd, false, true, BENCH_RAND_BLOCK, depth, offset, len, slice, rnd)) < 0)
                 return set_errorf(&res->error, r, "random read from '%s' failed: %s", dev, strerror(-r));
+        phase(res, t, "%s: 4k random read", tag);
+        t = now_usec();
+        close(fd);
+        fd = -1;
+        phase(res, t, "%s: close", tag);
         return 0;
 }
 
@@ -597,14 +632,26 @@ static int crypt_table_load(const char *name, dev_t zero, const struct bench_cip
 }
 
 /* One candidate's write and read samples on the crypt mapping at path. */
-static int cipher_sample(const char *path, struct bench_cipher *bc, uint64_t slice, unsigned depth) {
+static int cipher_sample(const char *path, struct bench_cipher *bc, uint64_t slice, unsigned depth,
+                         struct bench_result *res) {
+        uint64_t t = now_usec();
         _cleanup_close_ int fd = open_direct(path, true, NULL);
         if (fd < 0)
                 return fd;
+        phase(res, t, "dm-crypt: open");
         uint64_t span = 512ull * 1024 * 1024;
+        t = now_usec();
         int r = io_run(fd, true, false, BENCH_SEQ_BLOCK, depth, 0, span, slice, &bc->write);
-        if (r >= 0)
-                r = io_run(fd, false, false, BENCH_SEQ_BLOCK, depth, 0, span, slice, &bc->read);
+        phase(res, t, "dm-crypt: write %s:%u/%u", bc->cipher, bc->key_size, bc->sector_size);
+        if (r < 0)
+                return r;
+        t = now_usec();
+        r = io_run(fd, false, false, BENCH_SEQ_BLOCK, depth, 0, span, slice, &bc->read);
+        phase(res, t, "dm-crypt: read %s:%u/%u", bc->cipher, bc->key_size, bc->sector_size);
+        t = now_usec();
+        close(fd);
+        fd = -1;
+        phase(res, t, "dm-crypt: close");
         return r;
 }
 
@@ -661,7 +708,9 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
         snprintf(zname, sizeof zname, "kiln-bench-zero-%d", (int) getpid());
         snprintf(cname, sizeof cname, "kiln-bench-crypt-%d", (int) getpid());
         dev_t zdev = 0;
-        if ((r = zero_create(zname, &zdev)) < 0) {
+        r = zero_create(zname, &zdev);
+        phase(res, t_setup, "dm: create zero target");
+        if (r < 0) {
                 dm_remove(zname);
                 return set_errorf(&res->error, r, "cannot create the device-mapper zero target '%s': %s", zname,
                                   strerror(-r));
@@ -688,11 +737,14 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
                         continue;
                 }
                 t_setup = now_usec();
+                bool was_live = live;
                 r = crypt_table_load(cname, zdev, c, &live);
+                phase(res, t_setup, "dm: %s crypt %s:%u/%u", was_live ? "reload+resume" : "create", c->cipher,
+                      c->key_size, c->sector_size);
                 res->setup_seconds += (double) (now_usec() - t_setup) / 1e6;
                 if (r >= 0) {
                         uint64_t t_sample = now_usec();
-                        r = cipher_sample(cpath, c, slice, res->depth);
+                        r = cipher_sample(cpath, c, slice, res->depth, res);
                         res->dm_sample_seconds += (double) (now_usec() - t_sample) / 1e6;
                 }
                 if (r == -ENOMEM)
@@ -712,7 +764,10 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
         t_setup = now_usec();
         if (live)
                 dm_remove(cname);
+        phase(res, t_setup, "dm: remove crypt");
+        uint64_t t_zr = now_usec();
         dm_remove(zname);
+        phase(res, t_zr, "dm: remove zero target");
         res->setup_seconds += (double) (now_usec() - t_setup) / 1e6;
         if (r == -ENOMEM)
                 return r;
@@ -744,8 +799,10 @@ static int cipher_phase(const struct spec_bench *policy, struct bench_result *re
                         *dash = 0;
                 size_t iv = streq(mode, "ecb") ? 0 : streq(mode, "adiantum") ? 32 : 16;
                 double enc = 0, dec = 0;
+                uint64_t t = now_usec();
                 r = alg_perf(cipher, mode, c->key_size / 8, iv,
                              res->slice_ms ? (uint64_t) res->slice_ms * 1000 : ALG_SLICE_USEC, &enc, &dec);
+                phase(res, t, "af_alg: %s(%s) %u-bit encrypt+decrypt", mode, cipher, c->key_size);
                 if (r == -ENOENT || r == -EAFNOSUPPORT) {
                         if (asprintf(&res->kernel_api_missing,
                                      "the kernel's AF_ALG has no skcipher '%s(%s)' (algif_skcipher and the cipher's "
@@ -794,13 +851,21 @@ int bench_raw_ex(const struct spec_bench *policy, const char *device, uint64_t o
                  const struct bench_options *o, struct bench_result *res) {
         bench_result_done(res);
         res->start_usec = now_usec();
+        uint64_t age;
+        res->startup_seconds = -1;
+        if (procfs_self_age_usec(kiln_paths.procfs, &age) >= 0 && age <= res->start_usec) {
+                res->startup_seconds = (double) age / 1e6;
+                res->process_start_usec = res->start_usec - age;
+        }
         res->depth = o->depth ? o->depth : BENCH_DEPTH;
         res->slice_ms = o->slice_ms;
         bool write = o->write;
         if (res->depth > BENCH_DEPTH_MAX)
                 return -EINVAL;
         _cleanup_free_ char *why = NULL;
+        uint64_t t = now_usec();
         int r = bench_check_kernel(&why);
+        phase(res, t, "kernel check");
         if (r < 0) {
                 res->error = TAKE_PTR(why);
                 return r;
@@ -812,7 +877,7 @@ int bench_raw_ex(const struct spec_bench *policy, const char *device, uint64_t o
                 else {
                         res->offset = offset;
                         res->len = len;
-                        r = device_tests(device, offset, len, write, io_slice(res, 6), res->depth, &res->raw_write, &res->raw_read,
+                        r = device_tests("raw", device, offset, len, write, io_slice(res, 6), res->depth, &res->raw_write, &res->raw_read,
                                          &res->raw_rand, res);
                 }
         }
@@ -843,7 +908,7 @@ int bench_crypt_ex(const struct spec_bench *policy, const char *crypt_device, ui
         if (!(res->crypt_device = strdup(crypt_device)))
                 return -ENOMEM;
         uint64_t slice = io_slice(res, 3);
-        int r = device_tests(crypt_device, offset, len ? len : res->len, write, slice, res->depth, &res->crypt_write,
+        int r = device_tests("crypt", crypt_device, offset, len ? len : res->len, write, slice, res->depth, &res->crypt_write,
                              &res->crypt_read, &res->crypt_rand, res);
         if (r >= 0) {
                 res->overhead_write = overhead(&res->raw_write, &res->crypt_write);
@@ -912,6 +977,13 @@ static struct json_object *jdouble(double v) {
         return json_object_new_double_s(round(v * 100) / 100, buf);
 }
 
+/* seconds to the millisecond */
+static struct json_object *jsec(double v) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%.3f", v);
+        return json_object_new_double_s(round(v * 1000) / 1000, buf);
+}
+
 /* v NULL is JSON null (json-c represents null as NULL) */
 static int jadd(struct json_object *o, const char *key, struct json_object *v) {
         if (json_object_object_add(o, key, v) < 0) {
@@ -931,7 +1003,9 @@ static struct json_object *jio(const struct bench_io *io) {
             jadd(o, "depth", json_object_new_int64(io->depth)) < 0 || jadd(o, "mbps", jdouble(io->mbps)) < 0 ||
             jadd(o, "iops", jdouble(io->iops)) < 0 || jadd(o, "lat_p50_us", jdouble(io->lat_p50_us)) < 0 ||
             jadd(o, "lat_p99_us", jdouble(io->lat_p99_us)) < 0 || jadd(o, "lat_max_us", jdouble(io->lat_max_us)) < 0 ||
-            jadd(o, "bytes", json_object_new_uint64(io->bytes)) < 0 || jadd(o, "seconds", jdouble(io->seconds)) < 0) {
+            jadd(o, "bytes", json_object_new_uint64(io->bytes)) < 0 || jadd(o, "seconds", jdouble(io->seconds)) < 0 ||
+            jadd(o, "prep_seconds", jsec(io->prep_seconds)) < 0 || jadd(o, "drain_seconds", jsec(io->drain_seconds)) < 0 ||
+            jadd(o, "teardown_seconds", jsec(io->teardown_seconds)) < 0) {
                 json_object_put(o);
                 return NULL;
         }
@@ -999,6 +1073,29 @@ int bench_to_json(const struct bench_result *res, struct strbuf *out) {
         JADD(root, "setup_seconds", jdouble(res->setup_seconds));
         JADD(root, "dm_sample_seconds", jdouble(res->dm_sample_seconds));
         JADD(root, "alg_seconds", jdouble(res->alg_seconds));
+        /* from the process's start: start-up, then each step of the gate */
+        JADD(root, "startup_seconds", res->startup_seconds >= 0 ? jsec(res->startup_seconds) : json_object_new_null());
+        struct json_object *phases = r >= 0 ? json_object_new_array() : NULL;
+        if (r >= 0 && !phases)
+                r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < res->n_phases; i++) {
+                struct json_object *o = json_object_new_object();
+                if (!o) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if ((r = jadd(o, "name", json_object_new_string(res->phases[i].name))) < 0 ||
+                    (r = jadd(o, "start", jsec(res->phases[i].start))) < 0 ||
+                    (r = jadd(o, "seconds", jsec(res->phases[i].seconds))) < 0 || json_object_array_add(phases, o) < 0) {
+                        json_object_put(o);
+                        r = r < 0 ? r : -ENOMEM;
+                }
+        }
+        if (r >= 0) {
+                r = jadd(root, "phases", phases);
+                phases = NULL;
+        }
+        json_object_put(phases);
         JADD(root, "error", jstr_or_null(res->error));
 #undef JADD
         if (r >= 0) {

@@ -40,6 +40,18 @@ struct bench_io {
         double mbps;                    /* MB/s, 10^6 bytes per second */
         double iops;
         double lat_p50_us, lat_p99_us, lat_max_us;
+        /* around the timed interval (seconds): buffers and io_setup before
+         * it; the drain (from the first request not resubmitted to the
+         * last completion) is inside it; io_destroy and sorting after */
+        double prep_seconds, drain_seconds, teardown_seconds;
+};
+
+/* One step of the gate and when it ran, for --json: where the time went. */
+#define BENCH_PHASES_MAX 96
+struct bench_phase {
+        char name[56];
+        double start;                   /* seconds after the process started */
+        double seconds;
 };
 
 struct bench_cipher {
@@ -70,6 +82,10 @@ struct bench_result {
         double dm_sample_seconds;       /* of those: the dm-crypt samples */
         double alg_seconds;             /* of those: the AF_ALG figures */
         double seconds;                 /* time spent so far in bench_raw + bench_crypt */
+        double startup_seconds;         /* process start (exec) to bench_raw; < 0 = unknown */
+        uint64_t process_start_usec;    /* now_usec() clock: when the process started (phases count from it) */
+        struct bench_phase phases[BENCH_PHASES_MAX];
+        size_t n_phases;
         char *error;                    /* why the last call failed */
 };
 

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define PROCFS_MAX_FILE (16u * 1024 * 1024)
 
@@ -122,5 +124,49 @@ int procfs_misc_has(const char *procfs, const char *name) {
         for (const char *q = misc; n > 0 && (q = strstr(q, name)); q++)
                 if ((q == misc || q[-1] == ' ') && (q[n] == '\n' || q[n] == 0))
                         return 1;
+        return 0;
+}
+
+int procfs_parse_stat_starttime(const char *stat, uint64_t *ret_ticks) {
+        const char *p = stat ? strrchr(stat, ')') : NULL;
+        if (!p)
+                return -EINVAL;
+        p++;
+        /* after ')' come field 3 (state) ... field 22 (starttime) */
+        for (int field = 3; field <= 22; field++) {
+                if (*p != ' ')
+                        return -EINVAL;
+                p++;
+                size_t l = strcspn(p, " \n");
+                if (l == 0)
+                        return -EINVAL;
+                if (field == 22) {
+                        char num[32];
+                        if (l >= sizeof num)
+                                return -EINVAL;
+                        memcpy(num, p, l);
+                        num[l] = 0;
+                        return safe_atou64(num, ret_ticks) < 0 ? -EINVAL : 0;
+                }
+                p += l;
+        }
+        return -EINVAL;
+}
+
+int procfs_self_age_usec(const char *procfs, uint64_t *ret) {
+        _cleanup_free_ char *buf = NULL;
+        uint64_t ticks;
+        struct timespec ts;
+        int r = read_proc(procfs, "self/stat", &buf);
+        if (r < 0)
+                return r;
+        if ((r = procfs_parse_stat_starttime(buf, &ticks)) < 0)
+                return r;
+        long hz = sysconf(_SC_CLK_TCK);
+        if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+                return -EINVAL;
+        uint64_t now = (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+        uint64_t start = ticks * (1000000u / (uint64_t) hz);
+        *ret = now > start ? now - start : 0;
         return 0;
 }

@@ -24,3 +24,12 @@ int procfs_read_cpuinfo(const char *procfs, struct procfs_cpuinfo *ret);
 /* /proc/misc lists NAME (e.g. "device-mapper" once dm-mod is loaded):
  * 1 yes, 0 no, -errno if it cannot be read. */
 int procfs_misc_has(const char *procfs, const char *name);
+
+/* Field 22 (starttime, clock ticks after boot) of a /proc/PID/stat text.
+ * The comm field (2) may hold spaces and parentheses: fields are counted
+ * after its last ')'. -EINVAL on anything else. */
+int procfs_parse_stat_starttime(const char *stat, uint64_t *ret_ticks);
+
+/* How long ago (microseconds, CLOCK_BOOTTIME) this process started, from
+ * PROCFS/self/stat: exec, the dynamic or static start-up and main so far. */
+int procfs_self_age_usec(const char *procfs, uint64_t *ret);

@@ -76,12 +76,38 @@ static void test_misc(void) {
         CHECK_INT(procfs_misc_has(dir, "fuse"), -ENOENT);
 }
 
+static void test_stat_starttime(void) {
+        uint64_t t = 7;
+        /* a real line (kernel 6.1), starttime 1234 */
+        CHECK_INT(procfs_parse_stat_starttime("321 (kiln) R 1 321 321 0 -1 4194560 106 0 0 0 0 0 0 0 20 0 1 0 1234 "
+                                              "5472256 313 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n",
+                                              &t),
+                  0);
+        CHECK_U64(t, 1234);
+        /* comm with spaces and ')': fields count after the last ')' */
+        CHECK_INT(procfs_parse_stat_starttime("9 (a) b) (c) S 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0\n", &t), 0);
+        CHECK_U64(t, 99);
+        t = 7;
+        CHECK_INT(procfs_parse_stat_starttime("9 (x) S 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0\n", &t), -EINVAL);
+        CHECK_INT(procfs_parse_stat_starttime("9 (x) S 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 x1 0\n", &t), -EINVAL);
+        CHECK_INT(procfs_parse_stat_starttime("9 (x) S 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0  5 0\n", &t), -EINVAL);
+        CHECK_INT(procfs_parse_stat_starttime("no parenthesis", &t), -EINVAL);
+        CHECK_INT(procfs_parse_stat_starttime(NULL, &t), -EINVAL);
+        CHECK_U64(t, 7);
+        /* the real file: this process started before now, and not a day ago */
+        uint64_t age = 0;
+        CHECK_INT(procfs_self_age_usec("/proc", &age), 0);
+        CHECK(age < 86400ull * 1000000);
+        CHECK_INT(procfs_self_age_usec(dir, &age), -ENOENT);
+}
+
 int main(void) {
         if (!mkdtemp(dir))
                 return 1;
         test_meminfo();
         test_cpuinfo();
         test_misc();
+        test_stat_starttime();
         (void) rmdir(dir);
         return TEST_DONE();
 }
