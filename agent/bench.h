@@ -13,8 +13,9 @@
  *                  and the overhead against the raw figures;
  *   bench_gate()   the spec's floors decide.
  *
- * Bounded: short samples; one cipher and the six device tests take about
- * 2 s under QEMU, never more than about 5 s (docs/benchmarks.md). The module is
+ * Bounded: 50 ms samples; one cipher and the six device tests take about
+ * 0.8 s under QEMU on a quiet host, never more than about 5 s
+ * (docs/benchmarks.md). The module is
  * silent; failures come back as -errno with res->error saying why. */
 #pragma once
 #include "spec.h"
@@ -64,6 +65,8 @@ struct bench_cipher {
         char *error;                    /* this candidate could not be measured */
 };
 
+struct bench_io_engine;                 /* bench.c's Linux AIO context and buffers */
+
 struct bench_result {
         struct bench_cipher *ciphers; size_t n_ciphers;
         int chosen;                     /* index into ciphers of the fastest allowed; -1 = none */
@@ -86,6 +89,7 @@ struct bench_result {
         uint64_t process_start_usec;    /* now_usec() clock: when the process started (phases count from it) */
         struct bench_phase phases[BENCH_PHASES_MAX];
         size_t n_phases;
+        struct bench_io_engine *engine; /* bench_raw's, reused by bench_crypt, which frees it (else bench_result_done) */
         char *error;                    /* why the last call failed */
 };
 
@@ -136,6 +140,11 @@ int bench_choose_for_luks(const struct spec_bench *policy, const struct spec_luk
 
 int bench_to_json(const struct bench_result *res, struct strbuf *out);
 int bench_to_text(const struct bench_result *res, struct strbuf *out);
+
+/* How long one device test runs (microseconds): slice_ms when set, else an
+ * equal share of what is left of the gate's 5 s after spent_usec among
+ * n_tests, at most 50 ms and at least 30 ms. */
+uint64_t bench_io_slice_usec(uint64_t spent_usec, unsigned n_tests, unsigned slice_ms);
 
 /* "aes-xts-plain64:512" → cipher "aes-xts-plain64", 512 (default key size 512,
  * 256 for adiantum). -EINVAL on garbage. */

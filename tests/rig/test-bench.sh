@@ -20,6 +20,15 @@ rig_init
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 command -v jq >/dev/null || rig_skip "no jq"
 rig_disks 2 1G
+# the disks bypass the host's page cache when its filesystem allows
+# O_DIRECT (with cache=unsafe both kiln's and fio's raw figures measured the
+# page cache and swung up to 5x between back-to-back rounds)
+if dd if=/dev/zero of="$RIG_TMP/odirect.probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null; then
+  RIG_DISK_CACHE=cache=none,aio=threads
+else
+  rig_log "$RIG_TMP has no O_DIRECT: the disks keep $RIG_DISK_CACHE (raw figures measure the host page cache)"
+fi
+rm -f "$RIG_TMP/odirect.probe"
 # first in PATH: the wrapper that runs the comparison before `kiln boot`
 W=$RIG_TMP/overlay
 mkdir -p "$W/usr/sbin"
@@ -55,6 +64,8 @@ rig_check "raw device figures" jqc '.raw.device == "/dev/vdb" and .raw.seq_write
 rig_check "encrypted device figures" jqc '.crypt.device == "/dev/mapper/bc" and .crypt.seq_write.mbps > 0 and .crypt.seq_read.mbps > 0 and .crypt.rand_read.iops > 0'
 rig_check "overhead reported" jqc '.overhead.write != null and .overhead.read != null and .overhead.write < 1'
 rig_check "depth 1 when asked" test "$(kjson bench-depth1-1 | jq '.ciphers[0].write.depth')" = 1
+rig_check "phases say where the time went" \
+  jqc '.startup_seconds > 0 and ([.phases[] | select(.name | test("^(dm: create zero target|dm-crypt: write |af_alg: |raw: seq read|crypt: 4k random read)"))] | length) == 5'
 rig_check "the gate took at most 5 s (kiln: $(jq .seconds "$J") s, wall $(kv kiln_gate_seconds_1) s)" \
   awk "BEGIN{exit !($(kv kiln_gate_seconds_1) <= 5.5 && $(jq .seconds "$J") <= 5)}"
 rig_check "tuning ran (exit $(kv kiln_tune_rc))" test "$(kv kiln_tune_rc)" = 0
@@ -111,11 +122,12 @@ fio_mb() { kv_rounds "fio_$1" | awk '{printf "%.2f\n", $1 * 1024 / 1e6}'; }   # 
 fio_iops() { kv_rounds "fio_$1" | awk '{print $2}'; }
 cs_enc=$(kv_rounds cryptsetup_enc_mibps | mib); cs_dec=$(kv_rounds cryptsetup_dec_mibps | mib)
 echo "# --- numbers for docs/benchmarks.md: $ROUNDS alternating rounds, medians (min..max), kernel $(kv kernel)"
+echo "# disks: $RIG_DISK_CACHE"
 echo "# host load average (1/5/15 min): at the start $LOAD_START, at the end $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "# | figure | kiln | reference | ratio of medians | median of per-round ratios (min..max) |"
 echo "# | --- | --- | --- | --- | --- |"
-row "AF_ALG encrypt MB/s (kiln, 100 ms) vs cryptsetup benchmark" "$(per_round bench .ciphers[0].kernel_enc_mbps)" "$cs_enc"
-row "AF_ALG decrypt MB/s (kiln, 100 ms) vs cryptsetup benchmark" "$(per_round bench .ciphers[0].kernel_dec_mbps)" "$cs_dec"
+row "AF_ALG encrypt MB/s (kiln, 50 ms) vs cryptsetup benchmark" "$(per_round bench .ciphers[0].kernel_enc_mbps)" "$cs_enc"
+row "AF_ALG decrypt MB/s (kiln, 50 ms) vs cryptsetup benchmark" "$(per_round bench .ciphers[0].kernel_dec_mbps)" "$cs_dec"
 # cryptsetup 2.6.1 counts one 1 MiB buffer more than it timed (~1 s): the same
 # reference less 1 MiB/s is what it timed
 cs_enc_t=$(kv_rounds cryptsetup_enc_mibps | awk '{printf "%.2f\n", ($1 - 1) * 1.048576}')
@@ -134,17 +146,27 @@ for d in raw:vdb crypt:bc; do
 done
 row "whole gate (wall s) vs cryptsetup benchmark, one cipher (wall s)" "$(kv_rounds kiln_gate_seconds)" "$(kv_rounds cryptsetup_seconds)"
 row "gate's cipher part (s) vs cryptsetup benchmark, one cipher (wall s)" "$(per_round bench .cipher_seconds)" "$(kv_rounds cryptsetup_seconds)"
+ph() {  # ph REGEX: the seconds of the gate's phases whose name matches, summed, per round
+  local i; for ((i = 1; i <= ROUNDS; i++)); do kjson "bench-$i" | jq --arg re "$1" '[.phases[] | select(.name | test($re)) | .seconds] | add // 0'; done
+}
+echo "# where the whole gate's time went (s, medians over the rounds): start-up (exec to the gate) $(per_round bench .startup_seconds | median)," \
+  "dm set-up/removal $(ph '^dm: ' | median), dm-crypt samples $(ph '^dm-crypt: ' | median), AF_ALG $(ph '^af_alg: ' | median)," \
+  "raw device $(ph '^raw: ' | median), encrypted device $(ph '^crypt: ' | median), AIO set-up/teardown $(ph '^io: ' | median)," \
+  "kiln's own total $(per_round bench .seconds | median), wall $(kv_rounds kiln_gate_seconds | median)"
+echo "# the samples' drains (s, medians; inside each figure): dm-crypt write $(per_round bench .ciphers[0].write.drain_seconds | median)," \
+  "crypt seq write $(per_round bench .crypt.seq_write.drain_seconds | median), crypt seq read $(per_round bench .crypt.seq_read.drain_seconds | median)"
 echo "# where the gate's cipher part went (s, medians over the rounds): device-mapper set-up $(per_round bench .setup_seconds | median)," \
   "dm-crypt samples $(per_round bench .dm_sample_seconds | median), AF_ALG $(per_round bench .alg_seconds | median);" \
   "tune (12 candidates): set-up $(kjson bench-tune | jq .setup_seconds), samples $(kjson bench-tune | jq .dm_sample_seconds)," \
   "AF_ALG $(kjson bench-tune | jq .alg_seconds), candidates measured $(kjson bench-tune | jq '[.ciphers[] | select(.error == null)] | length')"
 row "tune, 3 ciphers x 4 variants, no device (wall s) vs cryptsetup benchmark for the 3 (wall s)" "$(kv kiln_tune_seconds)" "$(kv cryptsetup3_seconds)"
-echo "# 50 ms samples (kiln bench --slice 50: every sample, AF_ALG too), the same rounds:"
-row "s50: whole gate (wall s) vs cryptsetup benchmark, one cipher (wall s)" "$(kv_rounds kiln_s50_seconds)" "$(kv_rounds cryptsetup_seconds)"
-row "s50: dm-crypt/zero write, depth 4, MB/s vs the 150/200 ms gate" "$(per_round bench-s50 .ciphers[0].write.mbps)" "$(per_round bench .ciphers[0].write.mbps)"
-row "s50: crypt seq write MB/s vs the 150 ms gate" "$(per_round bench-s50 .crypt.seq_write.mbps)" "$(per_round bench .crypt.seq_write.mbps)"
-row "s50: crypt seq read MB/s vs the 150 ms gate" "$(per_round bench-s50 .crypt.seq_read.mbps)" "$(per_round bench .crypt.seq_read.mbps)"
-row "s50: raw seq write MB/s vs the 150 ms gate" "$(per_round bench-s50 .raw.seq_write.mbps)" "$(per_round bench .raw.seq_write.mbps)"
+echo "# the default 50 ms samples against 150 ms ones (kiln bench --slice 150, the old default), the same rounds:"
+row "s150: whole gate (wall s) vs cryptsetup benchmark, one cipher (wall s)" "$(kv_rounds kiln_s150_seconds)" "$(kv_rounds cryptsetup_seconds)"
+row "default (50 ms) vs s150: dm-crypt/zero write, depth 4, MB/s" "$(per_round bench .ciphers[0].write.mbps)" "$(per_round bench-s150 .ciphers[0].write.mbps)"
+row "default (50 ms) vs s150: AF_ALG encrypt MB/s" "$(per_round bench .ciphers[0].kernel_enc_mbps)" "$(per_round bench-s150 .ciphers[0].kernel_enc_mbps)"
+row "default (50 ms) vs s150: crypt seq write MB/s" "$(per_round bench .crypt.seq_write.mbps)" "$(per_round bench-s150 .crypt.seq_write.mbps)"
+row "default (50 ms) vs s150: crypt seq read MB/s" "$(per_round bench .crypt.seq_read.mbps)" "$(per_round bench-s150 .crypt.seq_read.mbps)"
+row "default (50 ms) vs s150: raw seq write MB/s" "$(per_round bench .raw.seq_write.mbps)" "$(per_round bench-s150 .raw.seq_write.mbps)"
 echo "# 1 s samples, once (kiln bench --slice 1000 and fio --runtime=1s, both AIO depth 4), dm-crypt device:"
 for t in seq_write:write:mbps seq_read:read:mbps rand_read:randread:iops; do
   IFS=: read -r k f u <<<"$t"

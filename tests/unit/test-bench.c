@@ -32,6 +32,11 @@ static void fill(struct bench_result *r) {
         r->overhead_read = 0.10;
         r->overhead_rand = 0.10;
         r->seconds = 6.5;
+        r->startup_seconds = 0.0234;
+        r->phases[0] = (struct bench_phase) { .name = "kernel check", .start = 0.024, .seconds = 0.0004 };
+        r->phases[1] = (struct bench_phase) { .name = "dm: create zero target", .start = 0.0245, .seconds = 0.0051 };
+        r->n_phases = 2;
+        r->crypt_write.drain_seconds = 0.1094;
 }
 
 static void test_parse(void) {
@@ -110,6 +115,17 @@ static void test_output(void) {
                 CHECK_STR(json_object_get_string(json_object_object_get(v, "device")), "/dev/md/md1");
                 CHECK(json_object_get_double(json_object_object_get(json_object_object_get(v, "rand_read"), "iops")) == 100.0);
                 CHECK(json_object_object_get_ex(o, "kernel_api_missing", &v) && v == NULL);
+                /* where the time went: to the millisecond */
+                CHECK(json_object_object_get_ex(o, "startup_seconds", &v) && json_object_get_double(v) == 0.023);
+                CHECK(json_object_object_get_ex(o, "phases", &v) && json_object_array_length(v) == 2);
+                w = json_object_array_get_idx(v, 1);
+                CHECK_STR(json_object_get_string(json_object_object_get(w, "name")), "dm: create zero target");
+                CHECK(json_object_get_double(json_object_object_get(w, "start")) == 0.025);  /* 0.0245 rounds up */
+                CHECK(json_object_get_double(json_object_object_get(w, "seconds")) == 0.005);
+                CHECK(json_object_object_get_ex(o, "crypt", &v));
+                w = json_object_object_get(v, "seq_write");
+                CHECK(json_object_get_double(json_object_object_get(w, "drain_seconds")) == 0.109);
+                CHECK(json_object_get_double(json_object_object_get(w, "prep_seconds")) == 0);
                 json_object_put(o);
         }
         CHECK_INT(bench_to_text(&r, &txt), 0);
@@ -122,6 +138,21 @@ static void test_output(void) {
         if (!strstr(t, "<- chosen"))
                 fputs(t, stderr);
         bench_result_done(&r);
+}
+
+static void test_io_slice(void) {
+        /* --slice wins */
+        CHECK_U64(bench_io_slice_usec(0, 6, 1000), 1000000);
+        CHECK_U64(bench_io_slice_usec(9000000, 3, 7), 7000);
+        /* by default 50 ms: the gate's 5 s leave plenty */
+        CHECK_U64(bench_io_slice_usec(0, 6, 0), 50000);
+        CHECK_U64(bench_io_slice_usec(4700000, 6, 0), 50000);
+        /* shortened to an equal share of what is left ... */
+        CHECK_U64(bench_io_slice_usec(4880000, 3, 0), 40000);
+        /* ... but never below 30 ms, even past the limit */
+        CHECK_U64(bench_io_slice_usec(4950000, 3, 0), 30000);
+        CHECK_U64(bench_io_slice_usec(60000000, 3, 0), 30000);
+        CHECK_U64(bench_io_slice_usec(0, 0, 0), 30000);
 }
 
 static struct bench_cipher cand(const char *cipher, unsigned ks, unsigned sector, bool nowq, double mbps) {
@@ -202,5 +233,6 @@ int main(void) {
         test_choose();
         test_gate();
         test_output();
+        test_io_slice();
         return TEST_DONE();
 }
