@@ -475,9 +475,16 @@ int report_from_json(const char *text, size_t len, struct report **ret) {
         if (!ok || !json_object_is_type(r->root, json_type_object) || !jget(r->root, "kiln_report") ||
             !report_run_id(r))
                 return -EBADMSG;
-        r->start_mono = now_usec();
+        /* The stages are read and extended in place: a list of objects or none. */
         json_object *stages = jget(r->root, "stages");
-        r->seq = stages ? (unsigned) json_object_array_length(stages) * 2 + 1 : 0;
+        if (stages && !json_object_is_type(stages, json_type_array))
+                return -EBADMSG;
+        size_t n = stages ? json_object_array_length(stages) : 0;
+        for (size_t i = 0; i < n; i++)
+                if (!json_object_is_type(json_object_array_get_idx(stages, i), json_type_object))
+                        return -EBADMSG;
+        r->start_mono = now_usec();
+        r->seq = stages ? (unsigned) n * 2 + 1 : 0;
         *ret = TAKE_PTR(r);
         return 0;
 }
