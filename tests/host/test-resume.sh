@@ -102,6 +102,10 @@ grep -Ev '^manifest mismatch: (etc|etc/hostname|etc/fstab|var/lib/kiln): |^manif
 [[ $(report -c .resume.stages_skipped) == '["storage"]' ]] || fail "report stages_skipped: $(report -c .resume)"
 [[ $(report ".resume.kept[\"fs ${LOOP}p2\"]") == $(blkid -o value -s UUID "${LOOP}p2") ]] \
   || fail "report does not list the kept root UUID: $(report -c .resume.kept)"
+for p in 1 2; do
+  [[ $(report ".resume.kept[\"partition ${LOOP}p$p\"]") == $(blkid -o value -s PARTUUID "${LOOP}p$p") ]] \
+    || fail "report does not list the kept PARTUUID of ${LOOP}p$p: $(report -c .resume.kept)"
+done
 [[ $(report .result) == success || $(report .result) == SUCCESS ]] || fail "report result $(report .result)"
 [[ $(jq .complete "$rec") == true && $(jq -c .stages_done "$rec") == '["storage","image","configure"]' ]] \
   || fail "progress record after the resumed run: $(cat "$rec")"
