@@ -4,7 +4,8 @@
 # the image (404) after the storage is built; the second resumes: partition
 # and filesystem UUIDs unchanged, a half-written root emptied, the image
 # installed, the report says resumed. A run over a finished install is a
-# fresh install (UUIDs change), and so is `--fresh` over an interrupted one.
+# fresh install (UUIDs change), and so is `--fresh` over an interrupted one
+# (and `kiln boot` with kiln.fresh on the kernel command line, dry run).
 # A spec without 'wipe: true' resumes an interrupted run and refuses the rest.
 # Assertions read the disk (blkid), the target tree and the saved report.
 set -uo pipefail
@@ -86,6 +87,24 @@ out=$("$KILN" apply --dry-run "$T/spec.yaml" 2>&1) || fail "dry run failed: $out
 grep -q '^mode: resume' <<<"$out" || fail "dry run does not say resume: $out"
 out=$("$KILN" plan --fresh "$T/spec.yaml" 2>&1)
 grep -q '^mode: fresh install (asked for' <<<"$out" || fail "plan --fresh does not say fresh: $(head -3 <<<"$out")"
+# kiln.fresh on the kernel command line (kiln boot --dry-run: fetch, plan, no writes)
+cp "$T/spec.yaml" "$T/www/spec.yaml"
+boot_mode() { # cmdline words -> kiln boot's mode line, or its error
+  echo "kiln.spec=http://127.0.0.1:$HTTP_PORT/spec.yaml $*" >"$T/cmdline"
+  "$KILN" boot --cmdline "$T/cmdline" --dry-run >"$T/bout" 2>&1; echo "rc=$?"
+  grep -E '^mode: |invalid kernel command line' "$T/bout"
+}
+out=$(boot_mode quiet)
+grep -q '^mode: resume' <<<"$out" || fail "kiln boot without kiln.fresh does not resume: $out"
+for w in kiln.fresh kiln.fresh=1 kiln.fresh=yes kiln.fresh=on; do
+  out=$(boot_mode "$w")
+  grep -q '^mode: fresh install (asked for: --fresh or kiln.fresh)' <<<"$out" || fail "kiln boot with $w: $out"
+done
+out=$(boot_mode "kiln.fresh kiln.fresh=no")
+grep -q '^mode: resume' <<<"$out" || fail "kiln boot with kiln.fresh=no last does not resume: $out"
+out=$(boot_mode kiln.fresh=maybe)
+[[ $out == "rc=64"*"invalid kernel command line option 'kiln.fresh=maybe' in '$T/cmdline'" ]] \
+  || fail "kiln boot with kiln.fresh=maybe: $out"
 [[ $(uuids) == "$BEFORE" ]] || fail "plan or dry run changed the disk"
 
 # 3. the second boot, image served: resumes
