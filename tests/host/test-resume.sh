@@ -16,28 +16,16 @@ for t in losetup blkid mkfs.ext4 findmnt jq zstd; do
 done
 source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/lib/image-fixtures.sh"
-
-T=$(mktemp -d /tmp/kiln-resume.XXXXXX)
-LOOP=
-cleanup() {
-  local rc=$?
-  umount -R "$T/target" 2>/dev/null
-  [[ -n $LOOP ]] && losetup -d "$LOOP"
-  http_stop
-  rm -rf "$T"
-  exit $rc
-}
-trap cleanup EXIT
-FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-ok() { echo "ok: $*"; }
+source "$SRC/tests/lib/loop.sh"       # after http.sh: its fail() counts, http.sh's exits
+loop_init resume
+on_exit() { http_stop; }
 
 small_image
 mkdir -p "$T/www"
 http_start "$T/www"
 truncate -s 512M "$T/a.img"
-LOOP=$(losetup -P -f --show "$T/a.img") || exit 1
-export KILN_INVENTORY_INCLUDE_LOOP=$LOOP KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
+attach "$T/a.img"; LOOP=$ATTACHED
+export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
 cat >"$T/spec.yaml" <<YAML
 version: 1
 hostname: kiln-resume-test
@@ -177,5 +165,4 @@ grep -q '^mode: resume (.*does not allow wiping' <<<"$out" || fail "plan does no
 [[ $(uuids) == "$BEFORE" && $(report .resumed) == true ]] && ok "wipe: false resumes an interrupted run" \
   || fail "wipe: false did not resume (resumed: $(report .resumed))"
 
-((FAILS == 0)) || { echo "$FAILS failure(s)"; exit 1; }
-echo "all ok"
+loop_done
