@@ -146,6 +146,7 @@ struct rbuild {
         struct plan *p;
         size_t alloc;
         struct strbuf why;
+        bool no_fallback;       /* the spec may not wipe these disks: a mismatch stops the run */
 };
 
 static struct plan_step *push(struct rbuild *b, const struct plan_step *from, enum plan_step_kind kind) {
@@ -403,15 +404,21 @@ static int emit(struct rbuild *b) {
                                 return -ENOMEM;
                         if (!(s->device = strdupf("%s%s", kiln_paths.target, RESUME_RECORD_PATH)))
                                 return -ENOMEM;
-                        r = fill(s, NULL, strdupf("read %s: go on only if it names this plan (%.12s) and the run did not finish; "
-                                              "otherwise undo the steps above and install fresh", s->device, f->fingerprint), NULL);
+                        r = fill(s, NULL,
+                                 b->no_fallback
+                                 ? strdupf("read %s: go on only if it names this plan (%.12s) and the run did not finish; "
+                                           "otherwise stop with nothing written (no fresh install: the spec does not allow "
+                                           "wiping these disks)", s->device, f->fingerprint)
+                                 : strdupf("read %s: go on only if it names this plan (%.12s) and the run did not finish; "
+                                           "otherwise undo the steps above and install fresh", s->device, f->fingerprint),
+                                 NULL);
                 }
         }
         return r;
 }
 
-int resume_plan_build(const struct plan *fresh, struct plan **ret, char **ret_why) {
-        struct rbuild b = { .fresh = fresh, .why = STRBUF_INIT };
+static int plan_build_resume(const struct plan *fresh, bool no_fallback, struct plan **ret, char **ret_why) {
+        struct rbuild b = { .fresh = fresh, .why = STRBUF_INIT, .no_fallback = no_fallback };
         int r = check_disks(&b);
         if (r == 0) {
                 *ret_why = strbuf_detach(&b.why);
@@ -440,6 +447,10 @@ int resume_plan_build(const struct plan *fresh, struct plan **ret, char **ret_wh
                 return r;
         *ret = TAKE_PTR(p);
         return 1;
+}
+
+int resume_plan_build(const struct plan *fresh, struct plan **ret, char **ret_why) {
+        return plan_build_resume(fresh, false, ret, ret_why);
 }
 
 int resume_decide(struct plan *fresh, bool force_fresh, struct plan **ret) {
@@ -473,7 +484,7 @@ int resume_decide_unwiped(const struct spec *spec, const struct inventory *inv, 
                 return r;
         _cleanup_free_ char *why = NULL;
         _cleanup_plan_free_ struct plan *p = NULL;
-        r = resume_plan_build(f, &p, &why);
+        r = plan_build_resume(f, true, &p, &why);
         if (r <= 0)
                 return r;
         if (!(p->mode_why = strdup("the disks hold this plan's layout; the progress record decides; no fresh install "

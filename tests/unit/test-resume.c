@@ -344,9 +344,67 @@ static void test_decide(void) {
 
 }
 
+static const struct plan_step *step_of(const struct plan *p, enum plan_step_kind k) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].kind == k)
+                        return &p->steps[i];
+        return NULL;
+}
+
+/* resume_plan_decide() over an inventory; the plans and unwiped out. */
+static int decide(const struct spec *s, const struct inventory *inv, struct plan **ret_fresh, struct plan **ret_resume,
+                  bool *ret_unwiped) {
+        struct diags d = {};
+        int r = resume_plan_decide(s, inv, false, &d, ret_fresh, ret_resume, ret_unwiped);
+        diags_clear(&d);
+        return r;
+}
+
+/* A spec without 'wipe: true' over an interrupted run: the resume plan's
+ * resume-check says the run stops on a mismatch, not that it installs fresh
+ * (the mode line says so too); with 'wipe: true' it says fresh. */
+static void test_unwiped_text(void) {
+        _cleanup_free_ char *text = template_text();
+        _cleanup_free_ char *nowipe = replaced(text, "wipe: true", "wipe: false");
+        _cleanup_spec_free_ struct spec *s = load_spec_text(text);
+        _cleanup_spec_free_ struct spec *sn = nowipe ? load_spec_text(nowipe) : NULL;
+        CHECK(s && sn);
+        if (!s || !sn)
+                return;
+        _cleanup_inventory_free_ struct inventory *again = as_built(s, "qemu-4disk");
+        CHECK(again);
+        if (!again)
+                return;
+        _cleanup_plan_free_ struct plan *f = NULL, *res = NULL, *fn = NULL, *resn = NULL;
+        bool unwiped = true;
+        CHECK_INT(decide(s, again, &f, &res, &unwiped), 0);
+        CHECK(res && !unwiped);
+        const struct plan_step *chk = res ? step_of(res, PLAN_RESUME_CHECK) : NULL;
+        CHECK(chk && strstr(chk->description, "otherwise undo the steps above and install fresh"));
+
+        CHECK_INT(decide(sn, again, &fn, &resn, &unwiped), 0);
+        CHECK(resn && unwiped);
+        if (!resn)
+                return;
+        CHECK_STR(resn->fingerprint, f->fingerprint);
+        chk = step_of(resn, PLAN_RESUME_CHECK);
+        CHECK(chk);
+        if (!chk)
+                return;
+        CHECK(!strstr(chk->description, "fresh fallback") && !strstr(chk->description, "install fresh"));
+        CHECK(strstr(chk->description, "otherwise stop with nothing written (no fresh install: the spec does not allow "
+                                       "wiping these disks)"));
+        CHECK(resn->mode_why && strstr(resn->mode_why, "no fresh install if it does not match"));
+        _cleanup_strbuf_ struct strbuf t = STRBUF_INIT;
+        CHECK_INT(plan_to_text(resn, &t), 0);
+        CHECK(!strstr(strbuf_str(&t), "install fresh"));
+}
+
+
 int main(void) {
         test_fingerprint();
         test_record();
         test_decide();
+        test_unwiped_text();
         return TEST_DONE();
 }
