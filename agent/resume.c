@@ -243,6 +243,30 @@ static const struct inv_disk *disk_of(const struct plan *p, const struct plan_st
         return NULL;
 }
 
+/* Does a storage step of the plan use this whole disk (an md member, or a
+ * LUKS header, PV or filesystem straight on it)? */
+static bool used_whole(const struct plan *p, const char *disk) {
+        for (size_t i = 0; i < p->n_steps; i++) {
+                const struct plan_step *st = &p->steps[i];
+                if (st->kind == PLAN_PARTITION && st->device && streq(st->device, disk))
+                        return false;
+                if ((st->kind == PLAN_LUKS_FORMAT || st->kind == PLAN_PVCREATE || st->kind == PLAN_MKFS) &&
+                    st->device && streq(st->device, disk))
+                        return true;
+                if (st->kind == PLAN_MD_CREATE && strv_contains(st->inputs, disk))
+                        return true;
+        }
+        return false;
+}
+
+static bool has_partition_table(const struct inv_disk *d) {
+        for (size_t i = 0; i < d->n_sigs; i++)
+                if ((d->sigs[i].usage && streq(d->sigs[i].usage, "partition_table")) ||
+                    (d->sigs[i].type && (streq(d->sigs[i].type, "gpt") || streq(d->sigs[i].type, "dos"))))
+                        return true;
+        return d->n_parts > 0;
+}
+
 /* Does the inventory show, without opening anything, what this plan builds?
  * 1 yes, 0 no (b->why says what differs). */
 static int check_disks(struct rbuild *b) {
@@ -266,6 +290,14 @@ static int check_disks(struct rbuild *b) {
                 for (size_t k = 0; k < d->n_parts; k++)
                         if (d->parts[k].mountpoint || d->parts[k].holders)
                                 return not_resumable(b, "%s is in use", d->parts[k].path ? d->parts[k].path : d->parts[k].name);
+        }
+        /* a disk used whole never got a partition table from this plan: one
+         * there now (and the md member or header the inventory may still see
+         * beside it) is another layout's */
+        for (size_t i = 0; i < f->n_disks; i++) {
+                const struct inv_disk *d = f->disks[i].disk;
+                if (used_whole(f, d->path) && has_partition_table(d))
+                        return not_resumable(b, "%s holds a partition table, this plan uses the whole disk", d->path);
         }
         for (size_t i = 0; i < f->n_steps; i++) {
                 const struct plan_step *st = &f->steps[i];

@@ -7,6 +7,8 @@
 # fresh install (UUIDs change), and so is `--fresh` over an interrupted one
 # (and `kiln boot` with kiln.fresh on the kernel command line, dry run).
 # A spec without 'wipe: true' resumes an interrupted run and refuses the rest.
+# A raw image (image.format raw onto a partition) beside a root filesystem
+# resumes too and is written onto its partition.
 # Assertions read the disk (blkid), the target tree and the saved report.
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}" "${BUILD:?}"
@@ -164,5 +166,41 @@ grep -q '^mode: resume (.*does not allow wiping' <<<"$out" || fail "plan does no
 "$KILN" apply --yes "$T/nowipe.yaml" >"$T/out" 2>&1 || fail "wipe: false resume failed: $(tail -3 "$T/out")"
 [[ $(uuids) == "$BEFORE" && $(report .resumed) == true ]] && ok "wipe: false resumes an interrupted run" \
   || fail "wipe: false did not resume (resumed: $(report .resumed))"
+
+umount -R "$T/target"
+
+# 7. a raw image (image.format raw onto a partition) beside an ext4 root: the
+# first run fails at the image (404), the second resumes, keeps the GPT and
+# the root filesystem, writes the raw image onto its partition
+head -c 3M /dev/urandom >"$T/vm.raw"
+zstd -q -3 "$T/vm.raw" -o "$T/vm.raw.zst"
+cat >"$T/raw.yaml" <<YAML
+version: 1
+hostname: kiln-resume-raw
+disks:
+  - {id: a, match: {path: $LOOP}, wipe: true}
+partitions:
+  - {id: root, on: a, size: 128M, type: linux}
+  - {id: vm, on: a, size: 16M, type: linux}
+filesystems:
+  - {on: root, type: ext4, label: root, mount: /}
+image: {url: "http://127.0.0.1:$HTTP_PORT/vm.raw.zst", sha256: "$(sha256sum <"$T/vm.raw.zst" | cut -d' ' -f1)", format: raw, target: vm}
+finish: none
+YAML
+"$KILN" apply --yes "$T/raw.yaml" >"$T/out" 2>&1; rc=$?
+[[ $rc == 5 ]] || fail "raw image spec, image missing: exit $rc, expected 5: $(tail -3 "$T/out")"
+umount -R "$T/target"
+BEFORE=$(for p in 1 2; do blkid -o value -s PARTUUID "${LOOP}p$p"; done; blkid -o value -s UUID "${LOOP}p1")
+out=$("$KILN" plan "$T/raw.yaml" 2>&1)
+grep -q '^mode: resume' <<<"$out" || fail "raw image spec: plan does not say resume: $(head -3 <<<"$out")"
+grep -Eq "image .*${LOOP}p2.*unless the progress record says 'image' is done" <<<"$out" && ! grep -q 'root is emptied' <<<"$out" \
+  || fail "raw image spec: the resume plan's image step: $(grep ' image ' <<<"$out")"
+cp "$T/vm.raw.zst" "$T/www/"
+"$KILN" apply --yes "$T/raw.yaml" >"$T/out" 2>&1 || fail "raw image spec: resumed run failed: $(tail -3 "$T/out")"
+AFTER=$(for p in 1 2; do blkid -o value -s PARTUUID "${LOOP}p$p"; done; blkid -o value -s UUID "${LOOP}p1")
+[[ $(report .resumed) == true && $AFTER == "$BEFORE" ]] && ok "raw image spec: resumed, GPT and root kept" \
+  || fail "raw image spec: resumed $(report .resumed), identifiers $BEFORE -> $AFTER"
+cmp -n "$(stat -c %s "$T/vm.raw")" "$T/vm.raw" "${LOOP}p2" && ok "raw image spec: the image is on its partition" \
+  || fail "raw image spec: ${LOOP}p2 does not hold the raw image"
 
 loop_done
