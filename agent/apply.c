@@ -23,7 +23,6 @@
 #include <inttypes.h>
 #include <libcryptsetup.h>
 #include <limits.h>
-#include <sys/reboot.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -481,23 +480,15 @@ static void save_report(const struct apply_ctx *c) {
                 log_warning_errno(r, "failed to save the run report to '%s': %m", path);
 }
 
+/* The finish step only makes the disks consistent: the reboot or power-off
+ * is the caller's (cmd_boot, after apply_run has ended this stage, finished
+ * and saved the report and delivered every event), so that every
+ * stage-begin gets its stage-end. */
 static int step_finish(struct apply_ctx *c, const struct plan_step *s) {
         enum spec_finish f = c->plan->spec->finish;
         sync();
-        if (f == SPEC_FINISH_NONE)
-                return 0;
-        if (!c->opts->finish) {
+        if (f != SPEC_FINISH_NONE && !c->opts->finish)
                 log_info("finish: '%s' is left to boot mode", f == SPEC_FINISH_REBOOT ? "reboot" : "poweroff");
-                return 0;
-        }
-        /* the run ends here: the report is final before the target goes away */
-        if (report_get_result(c->report) == REPORT_NONE)
-                (void) report_finish(c->report, REPORT_SUCCESS, NULL, NULL);
-        save_report(c);
-        (void) mount_unmount_target();
-        sync();
-        if (reboot(f == SPEC_FINISH_REBOOT ? RB_AUTOBOOT : RB_POWER_OFF) < 0)
-                return -errno;
         return 0;
 }
 

@@ -16,6 +16,7 @@
 #include "fetch.h"
 #include "inventory.h"
 #include "log.h"
+#include "mount.h"
 #include "paths.h"
 #include "plan.h"
 #include "progress.h"
@@ -27,6 +28,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <getopt.h>
+#include <sys/reboot.h>
 #include <sys/stat.h>
 
 #define BOOT_CA_MAX_BYTES (1024u * 1024u)
@@ -292,5 +294,14 @@ int cmd_boot(int argc, char **argv) {
                 return r;
         log_info("spec '%s' applied in %.1f s; finish: %s", url, (now_usec() - t0) / 1e6,
                  dry_run ? "none (dry run)" : finish_name(spec->finish));
+        if (!ao.finish || spec->finish == SPEC_FINISH_NONE)
+                return KILN_EXIT_OK;
+        /* every stage has ended and the report is saved and delivered: the target goes away */
+        r = mount_unmount_target();
+        if (r < 0)
+                log_warning_errno(r, "failed to unmount '%s' before %s: %m", kiln_paths.target, finish_name(spec->finish));
+        sync();
+        if (reboot(spec->finish == SPEC_FINISH_REBOOT ? RB_AUTOBOOT : RB_POWER_OFF) < 0)
+                return log_error_errno(-errno, "failed to %s: %m", finish_name(spec->finish)), KILN_EXIT_FAILURE;
         return KILN_EXIT_OK;
 }
