@@ -234,15 +234,8 @@ int cmd_boot(int argc, char **argv) {
         _cleanup_plan_free_ struct plan *resume = NULL;
         bool unwiped;   /* resuming over disks the spec may not wipe: no fresh fallback */
         r = resume_plan_decide(spec, inv, cl.fresh, &diags, &plan, &resume, &unwiped);
-        if (r < 0) {
-                diags_print(&diags, stderr);
-                diags_clear(&diags);
-                if (r == -EPERM)
-                        return log_error("refusing to apply spec '%s': nothing was written", url), KILN_EXIT_REFUSED;
-                if (r == -EINVAL)
-                        return log_error("spec '%s' cannot be planned on this machine", url), KILN_EXIT_BAD_SPEC;
-                return log_error_errno(r, "failed to plan spec '%s': %m", url), KILN_EXIT_FAILURE;
-        }
+        if (r < 0)
+                return cmd_plan_failed(r, &diags, "apply", url);
         diags_clear(&diags);
         log_info("plan %.12s: %s (%s)", plan->fingerprint, resume ? "resume" : "fresh install",
                  (resume ? resume : plan)->mode_why);
