@@ -25,7 +25,6 @@
 #include "resume.h"
 #include "spec.h"
 
-#include <fcntl.h>
 #include <limits.h>
 #include <getopt.h>
 #include <sys/reboot.h>
@@ -45,40 +44,24 @@ static void boot_usage(FILE *f) {
                    "  --no-finish      write the spec's finish to RUN_DIR/finish instead of doing it\n");
 }
 
-/* The CA bundle fetched from kiln.ca=URL, saved as RUN_DIR/ca.pem (a CA
- * certificate is public) so every later transfer uses the same file. */
-static int write_ca_file(const char *pem, size_t len, char **ret_path) {
+/* name in RUN_DIR (made 0700 if missing) replaced with buf: the CA bundle
+ * fetched from kiln.ca=URL (ca.pem, public), the finish for /init. */
+static int write_run_file(const char *name, const char *buf, size_t len, char **ret_path) {
         _cleanup_free_ char *path = NULL;
         if (mkdir(kiln_paths.run_dir, 0700) < 0 && errno != EEXIST)
                 return -errno;
-        if (asprintf(&path, "%s/%s", kiln_paths.run_dir, BOOT_CA_FILE) < 0)
+        if (asprintf(&path, "%s/%s", kiln_paths.run_dir, name) < 0)
                 return -ENOMEM;
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return -errno;
-        if (write(fd, pem, len) != (ssize_t) len)
-                return -EIO;
-        *ret_path = TAKE_PTR(path);
+        int r = write_file_atomic(path, buf, len);
+        if (r < 0)
+                return r;
+        if (ret_path)
+                *ret_path = TAKE_PTR(path);
         return 0;
 }
 
 static const char *finish_name(enum spec_finish f) {
         return f == SPEC_FINISH_REBOOT ? "reboot" : f == SPEC_FINISH_POWEROFF ? "poweroff" : "none";
-}
-
-static int write_finish(enum spec_finish f) {
-        _cleanup_free_ char *path = NULL;
-        if (mkdir(kiln_paths.run_dir, 0700) < 0 && errno != EEXIST)
-                return -errno;
-        if (asprintf(&path, "%s/finish", kiln_paths.run_dir) < 0)
-                return -ENOMEM;
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return -errno;
-        const char *s = finish_name(f);
-        if (dprintf(fd, "%s\n", s) != (int) strlen(s) + 1)
-                return -EIO;
-        return 0;
 }
 
 static bool is_url(const char *s) {
@@ -168,7 +151,7 @@ int cmd_boot(int argc, char **argv) {
                                 return log_error_errno(r, "failed to fetch the CA bundle '%s': %m", cl.ca), KILN_EXIT_FETCH;
                         /* One CA for everything after this: the spec, the keys, the
                          * image and the controller all take it as a file. */
-                        r = write_ca_file(ca_pem, len, &ca_path);
+                        r = write_run_file(BOOT_CA_FILE, ca_pem, len, &ca_path);
                         if (r < 0)
                                 return log_error_errno(r, "failed to save the CA bundle '%s' to '%s/%s': %m", cl.ca,
                                                        kiln_paths.run_dir, BOOT_CA_FILE), KILN_EXIT_FAILURE;
@@ -248,7 +231,8 @@ int cmd_boot(int argc, char **argv) {
 
         /* 7. run it, and finish */
         if (!dry_run && no_finish) {
-                r = write_finish(spec->finish);
+                _cleanup_free_ char *f = strdupf("%s\n", finish_name(spec->finish));
+                r = f ? write_run_file("finish", f, strlen(f), NULL) : -ENOMEM;
                 if (r < 0)
                         return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
         }
