@@ -699,7 +699,25 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
         return 0;
 }
 
-/* What the interrupted run built and this one keeps, by UUID, for the report. */
+/* "partition /dev/vda1": PARTUUID, for each partition of the kept GPT on disk. */
+static void add_partuuids(json_object *o, const char *disk) {
+        struct sigprobe_part *parts = NULL;
+        size_t n = 0;
+        if (sigprobe_partitions(disk, &parts, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *path = NULL;
+                char key[PATH_MAX + 16];
+                if (!parts[i].uuid || partition_path(disk, parts[i].number, &path) < 0)
+                        continue;
+                snprintf(key, sizeof key, "partition %s", path);
+                json_object_object_add(o, key, json_object_new_string(parts[i].uuid));
+        }
+        sigprobe_partitions_free(parts, n);
+}
+
+/* What the interrupted run built and this one keeps, by UUID (PARTUUID for
+ * a partition), for the report. */
 static json_object *kept_uuids(const struct apply_ctx *c) {
         json_object *o = json_object_new_object();
         for (size_t i = 0; o && i < c->plan->n_steps; i++) {
@@ -718,6 +736,16 @@ static json_object *kept_uuids(const struct apply_ctx *c) {
                         if (sigprobe_device(s->device, &sigs, &n) >= 0 && n > 0)
                                 uuid = sigs[0].uuid;
                 }
+                if (s->kind == PLAN_VG_ACTIVATE) {
+                        const struct spec_vg *vg = s->obj;
+                        const char *name = vg->name ? vg->name : vg->id;
+                        _cleanup_free_ char *vu = NULL;
+                        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+                        snprintf(key, sizeof key, "vg %s", name);
+                        if (lvm_vg_uuid(name, &vu, &err) >= 0)
+                                json_object_object_add(o, key, json_object_new_string(vu));
+                } else if (s->kind == PLAN_SKIP_STAGE && s->skipped == PLAN_PARTITION && s->device)
+                        add_partuuids(o, s->device);
                 if (uuid)
                         json_object_object_add(o, key, json_object_new_string(uuid));
                 for (size_t k = 0; k < n; k++) {

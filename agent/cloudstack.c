@@ -163,7 +163,7 @@ int cs_call(const struct cs_client *c, const char *command, const struct cs_para
                 .body_len = body.len,
                 .ca_file = c->ca_file,
         };
-        r = delivery_send(&req, c->policy, &resp);
+        r = c->send ? c->send(&req, c->policy, &resp, c->send_userdata) : delivery_send(&req, c->policy, &resp);
         root = parse_json(&resp.body);
         json_object *o = response_object(root);
         const char *code = jstr(o, "errorcode"), *text = jstr(o, "errortext");

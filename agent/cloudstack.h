@@ -28,6 +28,11 @@ struct cs_param {
         const char *value;
 };
 
+/* How a request travels: delivery_send() unless a test or a fuzzer puts its
+ * own transport here (tests/fuzz/fuzz-cloudstack.c answers from its input). */
+typedef int (*cs_send_fn)(const struct http_request *req, const struct delivery_policy *policy,
+                          struct http_response *resp, void *userdata);
+
 struct cs_client {
         const char *endpoint;   /* http(s)://host:8080/client/api */
         const char *api_key;
@@ -35,6 +40,8 @@ struct cs_client {
         const char *ca_file;    /* NULL = system CAs */
         const struct delivery_policy *policy;   /* NULL = default */
         unsigned expires_sec;   /* 0 = CS_EXPIRES_SEC */
+        cs_send_fn send;        /* NULL = delivery_send */
+        void *send_userdata;
 };
 
 /* Append v URL-encoded the way CloudStack re-encodes it when it verifies:

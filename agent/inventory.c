@@ -157,15 +157,13 @@ struct probe_ctx {
         const char *devname_prefix;     /* what paths in the result start with: /dev */
         bool live;
         const char *include_loop;       /* KILN_INVENTORY_INCLUDE_LOOP, see loop_included() */
-        struct mount_entry { unsigned major, minor; char *where; } *mounts;
+        struct procfs_mount *mounts;
         size_t n_mounts;
         char **reterr;                  /* the subject of a failure, for the caller's message */
 };
 
 static void probe_ctx_done(struct probe_ctx *c) {
-        for (size_t i = 0; i < c->n_mounts; i++)
-                free(c->mounts[i].where);
-        free(c->mounts);
+        procfs_mounts_free(c->mounts, c->n_mounts);
 }
 
 static void set_err(struct probe_ctx *c, const char *subject) {
@@ -225,44 +223,6 @@ static int read_attr_bool(const char *dir, const char *name, bool *ret) {
         return 0;
 }
 
-static int parse_majmin(const char *s, unsigned *ret_major, unsigned *ret_minor) {
-        const char *colon = strchr(s, ':');
-        if (!colon || colon - s > 15)
-                return -EINVAL;
-        char a[16];
-        memcpy(a, s, (size_t) (colon - s));
-        a[colon - s] = 0;
-        unsigned ma, mi;
-        int r = safe_atou(a, &ma);
-        if (r < 0)
-                return r;
-        r = safe_atou(colon + 1, &mi);
-        if (r < 0)
-                return r;
-        *ret_major = ma;
-        *ret_minor = mi;
-        return 0;
-}
-
-/* mountinfo escapes space, tab, newline and backslash as \ooo */
-static char *unescape_mount(const char *s, size_t n) {
-        char *o = malloc(n + 1);
-        if (!o)
-                return NULL;
-        size_t j = 0;
-        for (size_t i = 0; i < n; i++) {
-                if (s[i] == '\\' && i + 3 < n &&
-                    s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
-                    s[i + 3] >= '0' && s[i + 3] <= '7') {
-                        o[j++] = (char) ((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-                        i += 3;
-                } else
-                        o[j++] = s[i];
-        }
-        o[j] = 0;
-        return o;
-}
-
 static int load_mounts(struct probe_ctx *c) {
         _cleanup_free_ char *p = NULL, *buf = NULL;
         if (asprintf(&p, "%s/self/mountinfo", c->procfs) < 0)
@@ -274,46 +234,7 @@ static int load_mounts(struct probe_ctx *c) {
                 set_err(c, p);
                 return r;
         }
-        for (char *line = buf; line && *line;) {
-                char *nl = strchr(line, '\n');
-                if (nl)
-                        *nl = 0;
-                /* id parent major:minor root mountpoint ... */
-                const char *f[5];
-                size_t fl[5];
-                size_t nf = 0;
-                const char *q = line;
-                while (nf < 5 && *q) {
-                        while (*q == ' ')
-                                q++;
-                        if (!*q)
-                                break;
-                        const char *e = strchr(q, ' ');
-                        size_t l = e ? (size_t) (e - q) : strlen(q);
-                        f[nf] = q;
-                        fl[nf] = l;
-                        nf++;
-                        q += l;
-                }
-                if (nf == 5 && fl[2] < 32) {
-                        char mm[32];
-                        memcpy(mm, f[2], fl[2]);
-                        mm[fl[2]] = 0;
-                        unsigned ma, mi;
-                        if (parse_majmin(mm, &ma, &mi) >= 0 && ma != 0) {
-                                struct mount_entry *nm = realloc(c->mounts, (c->n_mounts + 1) * sizeof *nm);
-                                if (!nm)
-                                        return -ENOMEM;
-                                c->mounts = nm;
-                                char *w = unescape_mount(f[4], fl[4]);
-                                if (!w)
-                                        return -ENOMEM;
-                                c->mounts[c->n_mounts++] = (struct mount_entry) { ma, mi, w };
-                        }
-                }
-                line = nl ? nl + 1 : NULL;
-        }
-        return 0;
+        return procfs_parse_mountinfo(buf, &c->mounts, &c->n_mounts);
 }
 
 /* The first mount of the device whose sysfs directory is dir. */
@@ -324,7 +245,7 @@ static int find_mountpoint(struct probe_ctx *c, const char *dir, char **ret) {
                 return r;
         *ret = NULL;
         unsigned ma, mi;
-        if (!dev || parse_majmin(dev, &ma, &mi) < 0)
+        if (!dev || procfs_parse_devnum(dev, &ma, &mi) < 0)
                 return 0;
         for (size_t i = 0; i < c->n_mounts; i++)
                 if (c->mounts[i].major == ma && c->mounts[i].minor == mi) {

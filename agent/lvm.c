@@ -74,3 +74,22 @@ int lvm_vg_activate(const char *vg, struct strbuf *err) {
 int lvm_vg_deactivate(const char *vg, struct strbuf *err) {
         return lvm_run((const char *[]) { "vgchange", "-an", vg, NULL }, err);
 }
+
+int lvm_vg_uuid(const char *vg, char **ret, struct strbuf *err) {
+        const char *argv[] = { kiln_paths.lvm, "vgs", "--config", lvm_config, "--noheadings", "-o", "vg_uuid", vg, NULL };
+        _cleanup_strbuf_ struct strbuf out = { .max = 4096 };
+        struct exec_options o = { .err = err, .out = &out };
+        int r = exec_argv(argv, &o, NULL);
+        if (r < 0)
+                return r;
+        const char *s = strbuf_str(&out);
+        s += strspn(s, " \t\n");
+        size_t len = strcspn(s, " \t\n");
+        if (len == 0)
+                return -ENODATA;
+        char *u = strndup(s, len);
+        if (!u)
+                return -ENOMEM;
+        *ret = u;
+        return 0;
+}

@@ -16,3 +16,5 @@ int lvm_lvcreate(const char *vg, const char *lv, uint64_t bytes, unsigned percen
 int lvm_vgmknodes(const char *vg, struct strbuf *err);
 int lvm_vg_activate(const char *vg, struct strbuf *err);
 int lvm_vg_deactivate(const char *vg, struct strbuf *err);
+/* The VG's UUID as lvm prints it (xxxxxx-xxxx-...). */
+int lvm_vg_uuid(const char *vg, char **ret, struct strbuf *err);

@@ -48,13 +48,9 @@ static bool kb_value(const char *s, uint64_t *ret) {
         return true;
 }
 
-int procfs_read_meminfo(const char *procfs, struct procfs_meminfo *ret) {
-        _cleanup_free_ char *buf = NULL;
-        int r = read_proc(procfs, "meminfo", &buf);
-        if (r < 0)
-                return r;
+int procfs_parse_meminfo(char *text, struct procfs_meminfo *ret) {
         struct procfs_meminfo m = {};
-        for (char *line = buf; line && *line;) {
+        for (char *line = text; line && *line;) {
                 char *nl = strchr(line, '\n');
                 if (nl)
                         *nl = 0;
@@ -71,14 +67,17 @@ int procfs_read_meminfo(const char *procfs, struct procfs_meminfo *ret) {
         return 0;
 }
 
-int procfs_read_cpuinfo(const char *procfs, struct procfs_cpuinfo *ret) {
-        _cleanup_free_ char *buf = NULL, *model = NULL;
-        int r = read_proc(procfs, "cpuinfo", &buf);
-        if (r < 0)
-                return r;
+int procfs_read_meminfo(const char *procfs, struct procfs_meminfo *ret) {
+        _cleanup_free_ char *buf = NULL;
+        int r = read_proc(procfs, "meminfo", &buf);
+        return r < 0 ? r : procfs_parse_meminfo(buf, ret);
+}
+
+int procfs_parse_cpuinfo(char *text, struct procfs_cpuinfo *ret) {
+        _cleanup_free_ char *model = NULL;
         struct procfs_cpuinfo ci = {};
         bool flags_seen = false;
-        for (char *line = buf; line && *line;) {
+        for (char *line = text; line && *line;) {
                 char *nl = strchr(line, '\n');
                 if (nl)
                         *nl = 0;
@@ -112,15 +111,123 @@ int procfs_read_cpuinfo(const char *procfs, struct procfs_cpuinfo *ret) {
         return 0;
 }
 
+int procfs_read_cpuinfo(const char *procfs, struct procfs_cpuinfo *ret) {
+        _cleanup_free_ char *buf = NULL;
+        int r = read_proc(procfs, "cpuinfo", &buf);
+        return r < 0 ? r : procfs_parse_cpuinfo(buf, ret);
+}
+
+bool procfs_misc_lists(const char *text, const char *name) {
+        size_t n = strlen(name);
+        /* lines are "MINOR NAME" */
+        for (const char *q = text; n > 0 && (q = strstr(q, name)); q++)
+                if ((q == text || q[-1] == ' ') && (q[n] == '\n' || q[n] == 0))
+                        return true;
+        return false;
+}
+
 int procfs_misc_has(const char *procfs, const char *name) {
         _cleanup_free_ char *misc = NULL;
         int r = read_proc(procfs, "misc", &misc);
+        return r < 0 ? r : procfs_misc_lists(misc, name);
+}
+
+int procfs_parse_devnum(const char *s, unsigned *ret_major, unsigned *ret_minor) {
+        const char *colon = strchr(s, ':');
+        if (!colon || colon - s > 15)
+                return -EINVAL;
+        char a[16];
+        memcpy(a, s, (size_t) (colon - s));
+        a[colon - s] = 0;
+        unsigned ma, mi;
+        int r = safe_atou(a, &ma);
         if (r < 0)
                 return r;
-        size_t n = strlen(name);
-        /* lines are "MINOR NAME" */
-        for (const char *q = misc; n > 0 && (q = strstr(q, name)); q++)
-                if ((q == misc || q[-1] == ' ') && (q[n] == '\n' || q[n] == 0))
-                        return 1;
+        r = safe_atou(colon + 1, &mi);
+        if (r < 0)
+                return r;
+        *ret_major = ma;
+        *ret_minor = mi;
+        return 0;
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo */
+static char *unescape_mount(const char *s, size_t n) {
+        char *o = malloc(n + 1);
+        if (!o)
+                return NULL;
+        size_t j = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] == '\\' && i + 3 < n &&
+                    s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
+                    s[i + 3] >= '0' && s[i + 3] <= '7') {
+                        o[j++] = (char) ((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+                        i += 3;
+                } else
+                        o[j++] = s[i];
+        }
+        o[j] = 0;
+        return o;
+}
+
+void procfs_mounts_free(struct procfs_mount *m, size_t n) {
+        for (size_t i = 0; m && i < n; i++)
+                free(m[i].where);
+        free(m);
+}
+
+int procfs_parse_mountinfo(char *text, struct procfs_mount **ret, size_t *ret_n) {
+        struct procfs_mount *mounts = NULL;
+        size_t n = 0;
+        int r = 0;
+        for (char *line = text; line && *line;) {
+                char *nl = strchr(line, '\n');
+                if (nl)
+                        *nl = 0;
+                /* id parent major:minor root mountpoint ... */
+                const char *f[5];
+                size_t fl[5];
+                size_t nf = 0;
+                const char *q = line;
+                while (nf < 5 && *q) {
+                        while (*q == ' ')
+                                q++;
+                        if (!*q)
+                                break;
+                        const char *e = strchr(q, ' ');
+                        size_t l = e ? (size_t) (e - q) : strlen(q);
+                        f[nf] = q;
+                        fl[nf] = l;
+                        nf++;
+                        q += l;
+                }
+                if (nf == 5 && fl[2] < 32) {
+                        char mm[32];
+                        memcpy(mm, f[2], fl[2]);
+                        mm[fl[2]] = 0;
+                        unsigned ma, mi;
+                        if (procfs_parse_devnum(mm, &ma, &mi) >= 0 && ma != 0) {
+                                struct procfs_mount *nm = realloc(mounts, (n + 1) * sizeof *nm);
+                                if (!nm) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
+                                mounts = nm;
+                                char *w = unescape_mount(f[4], fl[4]);
+                                if (!w) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
+                                mounts[n++] = (struct procfs_mount) { ma, mi, w };
+                        }
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+        if (r < 0) {
+                procfs_mounts_free(mounts, n);
+                return r;
+        }
+        *ret = mounts;
+        *ret_n = n;
         return 0;
 }

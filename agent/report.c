@@ -2,6 +2,7 @@
 #include "log.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -458,28 +459,41 @@ int report_save(const struct report *r, const char *path) {
         return k < 0 ? k : write_file_atomic(path, sb.buf, sb.len);
 }
 
-int report_load(const char *path, struct report **ret) {
-        _cleanup_free_ char *data = NULL;
+int report_from_json(const char *text, size_t len, struct report **ret) {
         _cleanup_report_free_ struct report *r = NULL;
-        size_t len = 0;
-        int k = read_full_file(path, REPORT_MAX_BYTES, &data, &len);
-        if (k < 0)
-                return k;
+        if (len > REPORT_MAX_BYTES || len > INT_MAX)
+                return -EFBIG;
         r = calloc(1, sizeof *r);
         if (!r)
                 return -ENOMEM;
         json_tokener *tok = json_tokener_new();
         if (!tok)
                 return -ENOMEM;
-        r->root = json_tokener_parse_ex(tok, data, (int) len);
+        r->root = json_tokener_parse_ex(tok, text, (int) len);
         bool ok = json_tokener_get_error(tok) == json_tokener_success;
         json_tokener_free(tok);
         if (!ok || !json_object_is_type(r->root, json_type_object) || !jget(r->root, "kiln_report") ||
             !report_run_id(r))
                 return -EBADMSG;
-        r->start_mono = now_usec();
+        /* The stages are read and extended in place: a list of objects or none. */
         json_object *stages = jget(r->root, "stages");
-        r->seq = stages ? (unsigned) json_object_array_length(stages) * 2 + 1 : 0;
+        if (stages && !json_object_is_type(stages, json_type_array))
+                return -EBADMSG;
+        size_t n = stages ? json_object_array_length(stages) : 0;
+        for (size_t i = 0; i < n; i++)
+                if (!json_object_is_type(json_object_array_get_idx(stages, i), json_type_object))
+                        return -EBADMSG;
+        r->start_mono = now_usec();
+        r->seq = stages ? (unsigned) n * 2 + 1 : 0;
         *ret = TAKE_PTR(r);
         return 0;
+}
+
+int report_load(const char *path, struct report **ret) {
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        int k = read_full_file(path, REPORT_MAX_BYTES, &data, &len);
+        if (k < 0)
+                return k;
+        return report_from_json(data, len, ret);
 }

@@ -87,6 +87,9 @@ int report_to_json(const struct report *r, struct strbuf *out);
 int report_save(const struct report *r, const char *path);
 /* Read a saved report (`kiln register --report`). */
 int report_load(const char *path, struct report **ret);
+/* The same from text (tests/fuzz/fuzz-report.c): -EBADMSG when it is not a
+ * kiln run report, -EFBIG over REPORT_MAX_BYTES. */
+int report_from_json(const char *text, size_t len, struct report **ret);
 
 /* Readers for what registration needs. NULL when absent. */
 const char *report_run_id(const struct report *r);

@@ -146,6 +146,7 @@ struct rbuild {
         struct plan *p;
         size_t alloc;
         struct strbuf why;
+        bool no_fallback;       /* the spec may not wipe these disks: a mismatch stops the run */
 };
 
 static struct plan_step *push(struct rbuild *b, const struct plan_step *from, enum plan_step_kind kind) {
@@ -242,6 +243,30 @@ static const struct inv_disk *disk_of(const struct plan *p, const struct plan_st
         return NULL;
 }
 
+/* Does a storage step of the plan use this whole disk (an md member, or a
+ * LUKS header, PV or filesystem straight on it)? */
+static bool used_whole(const struct plan *p, const char *disk) {
+        for (size_t i = 0; i < p->n_steps; i++) {
+                const struct plan_step *st = &p->steps[i];
+                if (st->kind == PLAN_PARTITION && st->device && streq(st->device, disk))
+                        return false;
+                if ((st->kind == PLAN_LUKS_FORMAT || st->kind == PLAN_PVCREATE || st->kind == PLAN_MKFS) &&
+                    st->device && streq(st->device, disk))
+                        return true;
+                if (st->kind == PLAN_MD_CREATE && strv_contains(st->inputs, disk))
+                        return true;
+        }
+        return false;
+}
+
+static bool has_partition_table(const struct inv_disk *d) {
+        for (size_t i = 0; i < d->n_sigs; i++)
+                if ((d->sigs[i].usage && streq(d->sigs[i].usage, "partition_table")) ||
+                    (d->sigs[i].type && (streq(d->sigs[i].type, "gpt") || streq(d->sigs[i].type, "dos"))))
+                        return true;
+        return d->n_parts > 0;
+}
+
 /* Does the inventory show, without opening anything, what this plan builds?
  * 1 yes, 0 no (b->why says what differs). */
 static int check_disks(struct rbuild *b) {
@@ -265,6 +290,14 @@ static int check_disks(struct rbuild *b) {
                 for (size_t k = 0; k < d->n_parts; k++)
                         if (d->parts[k].mountpoint || d->parts[k].holders)
                                 return not_resumable(b, "%s is in use", d->parts[k].path ? d->parts[k].path : d->parts[k].name);
+        }
+        /* a disk used whole never got a partition table from this plan: one
+         * there now (and the md member or header the inventory may still see
+         * beside it) is another layout's */
+        for (size_t i = 0; i < f->n_disks; i++) {
+                const struct inv_disk *d = f->disks[i].disk;
+                if (used_whole(f, d->path) && has_partition_table(d))
+                        return not_resumable(b, "%s holds a partition table, this plan uses the whole disk", d->path);
         }
         for (size_t i = 0; i < f->n_steps; i++) {
                 const struct plan_step *st = &f->steps[i];
@@ -403,15 +436,21 @@ static int emit(struct rbuild *b) {
                                 return -ENOMEM;
                         if (!(s->device = strdupf("%s%s", kiln_paths.target, RESUME_RECORD_PATH)))
                                 return -ENOMEM;
-                        r = fill(s, NULL, strdupf("read %s: go on only if it names this plan (%.12s) and the run did not finish; "
-                                              "otherwise undo the steps above and install fresh", s->device, f->fingerprint), NULL);
+                        r = fill(s, NULL,
+                                 b->no_fallback
+                                 ? strdupf("read %s: go on only if it names this plan (%.12s) and the run did not finish; "
+                                           "otherwise stop with nothing written (no fresh install: the spec does not allow "
+                                           "wiping these disks)", s->device, f->fingerprint)
+                                 : strdupf("read %s: go on only if it names this plan (%.12s) and the run did not finish; "
+                                           "otherwise undo the steps above and install fresh", s->device, f->fingerprint),
+                                 NULL);
                 }
         }
         return r;
 }
 
-int resume_plan_build(const struct plan *fresh, struct plan **ret, char **ret_why) {
-        struct rbuild b = { .fresh = fresh, .why = STRBUF_INIT };
+static int plan_build_resume(const struct plan *fresh, bool no_fallback, struct plan **ret, char **ret_why) {
+        struct rbuild b = { .fresh = fresh, .why = STRBUF_INIT, .no_fallback = no_fallback };
         int r = check_disks(&b);
         if (r == 0) {
                 *ret_why = strbuf_detach(&b.why);
@@ -440,6 +479,10 @@ int resume_plan_build(const struct plan *fresh, struct plan **ret, char **ret_wh
                 return r;
         *ret = TAKE_PTR(p);
         return 1;
+}
+
+int resume_plan_build(const struct plan *fresh, struct plan **ret, char **ret_why) {
+        return plan_build_resume(fresh, false, ret, ret_why);
 }
 
 int resume_decide(struct plan *fresh, bool force_fresh, struct plan **ret) {
@@ -473,7 +516,7 @@ int resume_decide_unwiped(const struct spec *spec, const struct inventory *inv, 
                 return r;
         _cleanup_free_ char *why = NULL;
         _cleanup_plan_free_ struct plan *p = NULL;
-        r = resume_plan_build(f, &p, &why);
+        r = plan_build_resume(f, true, &p, &why);
         if (r <= 0)
                 return r;
         if (!(p->mode_why = strdup("the disks hold this plan's layout; the progress record decides; no fresh install "

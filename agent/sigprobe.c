@@ -122,3 +122,47 @@ int sigprobe_device(const char *path, struct inv_signature **ret, size_t *ret_n)
         *ret_n = n;
         return 0;
 }
+
+void sigprobe_partitions_free(struct sigprobe_part *p, size_t n) {
+        for (size_t i = 0; p && i < n; i++)
+                free(p[i].uuid);
+        free(p);
+}
+
+int sigprobe_partitions(const char *disk, struct sigprobe_part **ret, size_t *ret_n) {
+        _cleanup_close_ int fd = open(disk, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        __attribute__((cleanup(blkid_free_probep))) blkid_probe pr = blkid_new_probe();
+        if (!pr)
+                return -ENOMEM;
+        if (blkid_probe_set_device(pr, fd, 0, 0) < 0)
+                return errno > 0 ? -errno : -EIO;
+        if (blkid_probe_enable_superblocks(pr, 0) < 0 || blkid_probe_enable_partitions(pr, 1) < 0 ||
+            blkid_probe_set_partitions_flags(pr, BLKID_PARTS_FORCE_GPT) < 0)
+                return -EIO;
+        blkid_partlist pl = blkid_probe_get_partitions(pr);     /* owned by the probe */
+        int n = pl ? blkid_partlist_numof_partitions(pl) : 0;
+        if (n < 0)
+                return -EIO;
+        struct sigprobe_part *parts = calloc(n ? (size_t) n : 1, sizeof *parts);
+        if (!parts)
+                return -ENOMEM;
+        for (int i = 0; i < n; i++) {
+                blkid_partition p = blkid_partlist_get_partition(pl, i);
+                const char *u = p ? blkid_partition_get_uuid(p) : NULL;
+                int no = p ? blkid_partition_get_partno(p) : -1;
+                if (no < 0) {
+                        sigprobe_partitions_free(parts, (size_t) i);
+                        return -EIO;
+                }
+                parts[i].number = (unsigned) no;
+                if (u && *u && !(parts[i].uuid = strdup(u))) {
+                        sigprobe_partitions_free(parts, (size_t) i);
+                        return -ENOMEM;
+                }
+        }
+        *ret = parts;
+        *ret_n = (size_t) n;
+        return 0;
+}

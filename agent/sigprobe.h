@@ -7,3 +7,15 @@
 
 /* -ENOENT etc. from open; -EIO (or the probe's errno) if the device cannot be read. */
 int sigprobe_device(const char *path, struct inv_signature **ret, size_t *ret_n);
+
+/* One partition of a partition table: its number and PARTUUID (GPT) or
+ * the MBR's disk-id-based name (NULL if the table gives none). */
+struct sigprobe_part {
+        unsigned number;
+        char *uuid;
+};
+
+/* The partitions of the table on a whole disk, as libblkid reads them
+ * (read-only). *ret is empty (and *ret_n 0) when there is no table. */
+int sigprobe_partitions(const char *disk, struct sigprobe_part **ret, size_t *ret_n);
+void sigprobe_partitions_free(struct sigprobe_part *p, size_t n);

@@ -4,8 +4,11 @@
 # the image (404) after the storage is built; the second resumes: partition
 # and filesystem UUIDs unchanged, a half-written root emptied, the image
 # installed, the report says resumed. A run over a finished install is a
-# fresh install (UUIDs change), and so is `--fresh` over an interrupted one.
+# fresh install (UUIDs change), and so is `--fresh` over an interrupted one
+# (and `kiln boot` with kiln.fresh on the kernel command line, dry run).
 # A spec without 'wipe: true' resumes an interrupted run and refuses the rest.
+# A raw image (image.format raw onto a partition) beside a root filesystem
+# resumes too and is written onto its partition.
 # Assertions read the disk (blkid), the target tree and the saved report.
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}" "${BUILD:?}"
@@ -15,28 +18,16 @@ for t in losetup blkid mkfs.ext4 findmnt jq zstd; do
 done
 source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/lib/image-fixtures.sh"
-
-T=$(mktemp -d /tmp/kiln-resume.XXXXXX)
-LOOP=
-cleanup() {
-  local rc=$?
-  umount -R "$T/target" 2>/dev/null
-  [[ -n $LOOP ]] && losetup -d "$LOOP"
-  http_stop
-  rm -rf "$T"
-  exit $rc
-}
-trap cleanup EXIT
-FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-ok() { echo "ok: $*"; }
+source "$SRC/tests/lib/loop.sh"       # after http.sh: its fail() counts, http.sh's exits
+loop_init resume
+on_exit() { http_stop; }
 
 small_image
 mkdir -p "$T/www"
 http_start "$T/www"
 truncate -s 512M "$T/a.img"
-LOOP=$(losetup -P -f --show "$T/a.img") || exit 1
-export KILN_INVENTORY_INCLUDE_LOOP=$LOOP KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
+attach "$T/a.img"; LOOP=$ATTACHED
+export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
 cat >"$T/spec.yaml" <<YAML
 version: 1
 hostname: kiln-resume-test
@@ -86,6 +77,24 @@ out=$("$KILN" apply --dry-run "$T/spec.yaml" 2>&1) || fail "dry run failed: $out
 grep -q '^mode: resume' <<<"$out" || fail "dry run does not say resume: $out"
 out=$("$KILN" plan --fresh "$T/spec.yaml" 2>&1)
 grep -q '^mode: fresh install (asked for' <<<"$out" || fail "plan --fresh does not say fresh: $(head -3 <<<"$out")"
+# kiln.fresh on the kernel command line (kiln boot --dry-run: fetch, plan, no writes)
+cp "$T/spec.yaml" "$T/www/spec.yaml"
+boot_mode() { # cmdline words -> kiln boot's mode line, or its error
+  echo "kiln.spec=http://127.0.0.1:$HTTP_PORT/spec.yaml $*" >"$T/cmdline"
+  "$KILN" boot --cmdline "$T/cmdline" --dry-run >"$T/bout" 2>&1; echo "rc=$?"
+  grep -E '^mode: |invalid kernel command line' "$T/bout"
+}
+out=$(boot_mode quiet)
+grep -q '^mode: resume' <<<"$out" || fail "kiln boot without kiln.fresh does not resume: $out"
+for w in kiln.fresh kiln.fresh=1 kiln.fresh=yes kiln.fresh=on; do
+  out=$(boot_mode "$w")
+  grep -q '^mode: fresh install (asked for: --fresh or kiln.fresh)' <<<"$out" || fail "kiln boot with $w: $out"
+done
+out=$(boot_mode "kiln.fresh kiln.fresh=no")
+grep -q '^mode: resume' <<<"$out" || fail "kiln boot with kiln.fresh=no last does not resume: $out"
+out=$(boot_mode kiln.fresh=maybe)
+[[ $out == "rc=64"*"invalid kernel command line option 'kiln.fresh=maybe' in '$T/cmdline'" ]] \
+  || fail "kiln boot with kiln.fresh=maybe: $out"
 [[ $(uuids) == "$BEFORE" ]] || fail "plan or dry run changed the disk"
 
 # 3. the second boot, image served: resumes
@@ -102,6 +111,10 @@ grep -Ev '^manifest mismatch: (etc|etc/hostname|etc/fstab|var/lib/kiln): |^manif
 [[ $(report -c .resume.stages_skipped) == '["storage"]' ]] || fail "report stages_skipped: $(report -c .resume)"
 [[ $(report ".resume.kept[\"fs ${LOOP}p2\"]") == $(blkid -o value -s UUID "${LOOP}p2") ]] \
   || fail "report does not list the kept root UUID: $(report -c .resume.kept)"
+for p in 1 2; do
+  [[ $(report ".resume.kept[\"partition ${LOOP}p$p\"]") == $(blkid -o value -s PARTUUID "${LOOP}p$p") ]] \
+    || fail "report does not list the kept PARTUUID of ${LOOP}p$p: $(report -c .resume.kept)"
+done
 [[ $(report .result) == success || $(report .result) == SUCCESS ]] || fail "report result $(report .result)"
 [[ $(jq .complete "$rec") == true && $(jq -c .stages_done "$rec") == '["storage","image","configure"]' ]] \
   || fail "progress record after the resumed run: $(cat "$rec")"
@@ -154,5 +167,40 @@ grep -q '^mode: resume (.*does not allow wiping' <<<"$out" || fail "plan does no
 [[ $(uuids) == "$BEFORE" && $(report .resumed) == true ]] && ok "wipe: false resumes an interrupted run" \
   || fail "wipe: false did not resume (resumed: $(report .resumed))"
 
-((FAILS == 0)) || { echo "$FAILS failure(s)"; exit 1; }
-echo "all ok"
+umount -R "$T/target"
+
+# 7. a raw image (image.format raw onto a partition) beside an ext4 root: the
+# first run fails at the image (404), the second resumes, keeps the GPT and
+# the root filesystem, writes the raw image onto its partition
+head -c 3M /dev/urandom >"$T/vm.raw"
+zstd -q -3 "$T/vm.raw" -o "$T/vm.raw.zst"
+cat >"$T/raw.yaml" <<YAML
+version: 1
+hostname: kiln-resume-raw
+disks:
+  - {id: a, match: {path: $LOOP}, wipe: true}
+partitions:
+  - {id: root, on: a, size: 128M, type: linux}
+  - {id: vm, on: a, size: 16M, type: linux}
+filesystems:
+  - {on: root, type: ext4, label: root, mount: /}
+image: {url: "http://127.0.0.1:$HTTP_PORT/vm.raw.zst", sha256: "$(sha256sum <"$T/vm.raw.zst" | cut -d' ' -f1)", format: raw, target: vm}
+finish: none
+YAML
+"$KILN" apply --yes "$T/raw.yaml" >"$T/out" 2>&1; rc=$?
+[[ $rc == 5 ]] || fail "raw image spec, image missing: exit $rc, expected 5: $(tail -3 "$T/out")"
+umount -R "$T/target"
+BEFORE=$(for p in 1 2; do blkid -o value -s PARTUUID "${LOOP}p$p"; done; blkid -o value -s UUID "${LOOP}p1")
+out=$("$KILN" plan "$T/raw.yaml" 2>&1)
+grep -q '^mode: resume' <<<"$out" || fail "raw image spec: plan does not say resume: $(head -3 <<<"$out")"
+grep -Eq "image .*${LOOP}p2.*unless the progress record says 'image' is done" <<<"$out" && ! grep -q 'root is emptied' <<<"$out" \
+  || fail "raw image spec: the resume plan's image step: $(grep ' image ' <<<"$out")"
+cp "$T/vm.raw.zst" "$T/www/"
+"$KILN" apply --yes "$T/raw.yaml" >"$T/out" 2>&1 || fail "raw image spec: resumed run failed: $(tail -3 "$T/out")"
+AFTER=$(for p in 1 2; do blkid -o value -s PARTUUID "${LOOP}p$p"; done; blkid -o value -s UUID "${LOOP}p1")
+[[ $(report .resumed) == true && $AFTER == "$BEFORE" ]] && ok "raw image spec: resumed, GPT and root kept" \
+  || fail "raw image spec: resumed $(report .resumed), identifiers $BEFORE -> $AFTER"
+cmp -n "$(stat -c %s "$T/vm.raw")" "$T/vm.raw" "${LOOP}p2" && ok "raw image spec: the image is on its partition" \
+  || fail "raw image spec: ${LOOP}p2 does not hold the raw image"
+
+loop_done

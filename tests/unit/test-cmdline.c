@@ -48,6 +48,53 @@ static void test_debug(void) {
         free(bad);
 }
 
+/* kiln.fresh (never resume an interrupted run): bare, or a boolean value
+ * (1/0, yes/no, true/false, on/off, any case); the last one wins; anything
+ * else is an error that names the word as it was written. */
+static void test_fresh(void) {
+        struct kiln_cmdline c;
+        char *bad = NULL;
+        CHECK_INT(cmdline_parse("console=ttyS0 kiln.spec=http://h/s.yaml", &c, NULL), 0);
+        CHECK(!c.fresh);
+        cmdline_done(&c);
+        CHECK_INT(cmdline_parse("kiln.fresh", &c, NULL), 0);
+        CHECK(c.fresh);
+        CHECK(!c.debug);        /* one flag does not set the other */
+        CHECK(!c.unknown);
+        cmdline_done(&c);
+        static const char *const on[] = { "1", "yes", "true", "on", "YES", "True" };
+        static const char *const off[] = { "0", "no", "false", "off", "NO", "Off" };
+        for (size_t i = 0; i < ELEMENTSOF(on); i++) {
+                char w[32];
+                snprintf(w, sizeof w, "kiln.fresh=%s", on[i]);
+                CHECK_INT(cmdline_parse(w, &c, NULL), 0);
+                CHECK(c.fresh);
+                cmdline_done(&c);
+                snprintf(w, sizeof w, "kiln.fresh kiln.fresh=%s", off[i]);
+                CHECK_INT(cmdline_parse(w, &c, NULL), 0);
+                CHECK(!c.fresh);
+                cmdline_done(&c);
+        }
+        CHECK_INT(cmdline_parse("kiln.fresh=0 kiln.debug kiln.fresh", &c, NULL), 0);
+        CHECK(c.fresh && c.debug);
+        cmdline_done(&c);
+        static const char *const garbage[] = { "kiln.fresh=maybe", "kiln.fresh=", "kiln.fresh=2", "kiln.fresh=yess",
+                                               "kiln.fresh=\"yes no\"" };
+        for (size_t i = 0; i < ELEMENTSOF(garbage); i++) {
+                char w[64];
+                snprintf(w, sizeof w, "kiln.spec=http://h/s.yaml %s quiet", garbage[i]);
+                CHECK_INT(cmdline_parse(w, &c, &bad), -EINVAL);
+                CHECK_STR(bad, i == 4 ? "kiln.fresh=yes no" : garbage[i]);
+                free(bad);
+                bad = NULL;
+        }
+        /* kiln.freshly is another option (unknown, not kiln.fresh) */
+        CHECK_INT(cmdline_parse("kiln.freshly", &c, NULL), 0);
+        CHECK(!c.fresh && c.unknown && c.unknown[0]);
+        CHECK_STR(c.unknown[0], "kiln.freshly");
+        cmdline_done(&c);
+}
+
 static void test_quotes_and_last_wins(void) {
         struct kiln_cmdline c;
         char *bad = NULL;
@@ -131,6 +178,7 @@ int main(void) {
         test_typical();
         test_none();
         test_debug();
+        test_fresh();
         test_quotes_and_last_wins();
         test_bad_values();
         test_unknown();

@@ -73,8 +73,42 @@ static void test_stage_pairs(void) {
         report_free(r);
 }
 
+/* A saved report whose "stages" is not a list of objects (found by
+ * tests/fuzz/fuzz-report.c): json-c asserted in json_object_array_length() and
+ * json_object_object_add(). It is not a kiln report; one that is loads and
+ * goes through kiln register's steps. */
+static void test_load_hostile(void) {
+        static const char *const bad[] = {
+                "{\"kiln_report\":1,\"run_id\":\"x\",\"stages\":\"fetch\"}",
+                "{\"kiln_report\":1,\"run_id\":\"x\",\"stages\":{\"name\":\"fetch\"}}",
+                "{\"kiln_report\":1,\"run_id\":\"x\",\"stages\":[1]}",
+                "{\"kiln_report\":1,\"run_id\":\"x\",\"stages\":[{\"name\":\"fetch\"},\"register\"]}",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                struct report *r = NULL;
+                CHECK_INT(report_from_json(bad[i], strlen(bad[i]), &r), -EBADMSG);
+                CHECK(r == NULL);
+        }
+        static const char ok[] = "{\"kiln_report\":1,\"run_id\":\"x\",\"node\":7,\"registration\":[],"
+                                 "\"stages\":[{\"name\":\"register\",\"started_usec\":\"soon\"}]}";
+        struct report *r = NULL;
+        struct strbuf sb = STRBUF_INIT;
+        CHECK_INT(report_from_json(ok, strlen(ok), &r), 0);
+        if (!r)
+                return;
+        CHECK_INT(report_set_node_field(r, "ip", "10.0.2.15"), 0);
+        CHECK_STR(report_node_field(r, "ip"), "10.0.2.15");
+        CHECK_INT(report_stage_begin(r, "register"), 0);
+        CHECK_INT(report_stage_end(r, "register", REPORT_FAIL, "refused"), 0);
+        CHECK_INT(report_finish(r, REPORT_FAIL, "register", "refused"), 0);
+        CHECK_INT(report_to_json(r, &sb), 0);
+        report_free(r);
+        strbuf_release(&sb);
+}
+
 int main(void) {
         test_stage_pairs();
+        test_load_hostile();
         struct report *r = NULL;
         int n_events = 0;
         char dir[] = "/tmp/kiln-test-report-XXXXXX";

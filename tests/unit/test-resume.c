@@ -123,8 +123,11 @@ static struct inventory *as_built(const struct spec *s, const char *name) {
                         snprintf(uuid, sizeof uuid, "5a6b7c8d-9e0f-1a2b-3c4d-5e6f7a8b9c%02x", (unsigned) (i & 0xff));
                         for (char **m = st->inputs; m && *m; m++) {
                                 struct inv_partition *ip = part_at(inv, *m);
+                                struct inv_disk *d = ip ? NULL : disk_at(inv, *m);   /* a whole-disk member */
                                 if (ip)
                                         add_sig(&ip->sigs, &ip->n_sigs, sig("linux_raid_member", uuid));
+                                else if (d)
+                                        add_sig(&d->sigs, &d->n_sigs, sig("linux_raid_member", uuid));
                         }
                 }
         }
@@ -344,9 +347,219 @@ static void test_decide(void) {
 
 }
 
+static const struct plan_step *step_of(const struct plan *p, enum plan_step_kind k) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].kind == k)
+                        return &p->steps[i];
+        return NULL;
+}
+
+/* resume_plan_decide() over an inventory; the plans and unwiped out. */
+static int decide(const struct spec *s, const struct inventory *inv, struct plan **ret_fresh, struct plan **ret_resume,
+                  bool *ret_unwiped) {
+        struct diags d = {};
+        int r = resume_plan_decide(s, inv, false, &d, ret_fresh, ret_resume, ret_unwiped);
+        diags_clear(&d);
+        return r;
+}
+
+/* A spec without 'wipe: true' over an interrupted run: the resume plan's
+ * resume-check says the run stops on a mismatch, not that it installs fresh
+ * (the mode line says so too); with 'wipe: true' it says fresh. */
+static void test_unwiped_text(void) {
+        _cleanup_free_ char *text = template_text();
+        _cleanup_free_ char *nowipe = replaced(text, "wipe: true", "wipe: false");
+        _cleanup_spec_free_ struct spec *s = load_spec_text(text);
+        _cleanup_spec_free_ struct spec *sn = nowipe ? load_spec_text(nowipe) : NULL;
+        CHECK(s && sn);
+        if (!s || !sn)
+                return;
+        _cleanup_inventory_free_ struct inventory *again = as_built(s, "qemu-4disk");
+        CHECK(again);
+        if (!again)
+                return;
+        _cleanup_plan_free_ struct plan *f = NULL, *res = NULL, *fn = NULL, *resn = NULL;
+        bool unwiped = true;
+        CHECK_INT(decide(s, again, &f, &res, &unwiped), 0);
+        CHECK(res && !unwiped);
+        const struct plan_step *chk = res ? step_of(res, PLAN_RESUME_CHECK) : NULL;
+        CHECK(chk && strstr(chk->description, "otherwise undo the steps above and install fresh"));
+
+        CHECK_INT(decide(sn, again, &fn, &resn, &unwiped), 0);
+        CHECK(resn && unwiped);
+        if (!resn)
+                return;
+        CHECK_STR(resn->fingerprint, f->fingerprint);
+        chk = step_of(resn, PLAN_RESUME_CHECK);
+        CHECK(chk);
+        if (!chk)
+                return;
+        CHECK(!strstr(chk->description, "fresh fallback") && !strstr(chk->description, "install fresh"));
+        CHECK(strstr(chk->description, "otherwise stop with nothing written (no fresh install: the spec does not allow "
+                                       "wiping these disks)"));
+        CHECK(resn->mode_why && strstr(resn->mode_why, "no fresh install if it does not match"));
+        _cleanup_strbuf_ struct strbuf t = STRBUF_INIT;
+        CHECK_INT(plan_to_text(resn, &t), 0);
+        CHECK(!strstr(strbuf_str(&t), "install fresh"));
+}
+
+/* md members that are whole disks (no partitions) */
+static const char whole_disk_spec[] =
+        "version: 1\n"
+        "hostname: h\n"
+        "disks:\n"
+        "  - {id: d, match: {min_size: 2G}, count: 4, wipe: true}\n"
+        "raid:\n"
+        "  - {id: md0, level: 10, layout: f2, members: d}\n"
+        "luks:\n"
+        "  - {id: c0, on: md0, key: {passphrase: \"not-a-secret-at-all\"}}\n"
+        "lvm:\n"
+        "  - {id: vg0, name: vg0, pvs: c0}\n"
+        "volumes:\n"
+        "  - {id: root, vg: vg0, size: 1G}\n"
+        "filesystems:\n"
+        "  - {on: root, type: xfs, mount: /}\n"
+        "finish: none\n";
+
+static void test_whole_disk_members(void) {
+        _cleanup_spec_free_ struct spec *s = load_spec_text(whole_disk_spec);
+        CHECK(s);
+        if (!s)
+                return;
+        _cleanup_inventory_free_ struct inventory *again = as_built(s, "qemu-4disk");
+        CHECK(again);
+        if (!again)
+                return;
+        /* the members' superblocks on the disks: resume, assembled from the disks */
+        _cleanup_plan_free_ struct plan *f = plan_of(s, again), *res = NULL;
+        CHECK(f);
+        if (!f)
+                return;
+        CHECK_INT(count_kind(f, PLAN_PARTITION), 0);
+        CHECK_INT(resume_decide(f, false, &res), 0);
+        CHECK(res);
+        if (!res) {
+                fprintf(stderr, "not resumed: %s\n", f->mode_why);
+                return;
+        }
+        const struct plan_step *as = step_of(res, PLAN_MD_ASSEMBLE);
+        CHECK(as && as->inputs && strv_length(as->inputs) == 4);
+        if (as && as->inputs) {
+                CHECK_STR(as->inputs[0], "/dev/vda");
+                CHECK_STR(as->inputs[3], "/dev/vdd");
+                CHECK(as->uuid && strstr(as->description, as->uuid));
+        }
+        CHECK_INT(count_kind(res, PLAN_WIPE) + count_kind(res, PLAN_MD_CREATE) + count_kind(res, PLAN_LUKS_FORMAT), 0);
+        CHECK_INT(count_kind(res, PLAN_SKIP_STAGE), 4);     /* luks-format, pvcreate, lvcreate, mkfs */
+
+        /* one member disk lost its superblock (a disk swapped): fresh, and why */
+        struct inv_disk *vdc = disk_at(again, "/dev/vdc");
+        free(vdc->sigs[0].type);
+        vdc->sigs[0].type = strdup("xfs");
+        _cleanup_plan_free_ struct plan *g = plan_of(s, again), *none = NULL;
+        CHECK(g);
+        if (!g)
+                return;
+        CHECK_INT(resume_decide(g, false, &none), 0);
+        CHECK(!none);
+        CHECK(g->mode_why && strstr(g->mode_why, "/dev/vdc is not a member of md array 'md0'"));
+        free(vdc->sigs[0].type);
+        vdc->sigs[0].type = strdup("linux_raid_member");
+
+        /* a disk used whole that holds a partition table now: another layout, fresh */
+        struct inv_disk *vdb = disk_at(again, "/dev/vdb");
+        add_sig(&vdb->sigs, &vdb->n_sigs, sig("gpt", NULL));
+        _cleanup_plan_free_ struct plan *h = plan_of(s, again), *none2 = NULL;
+        CHECK(h);
+        if (!h)
+                return;
+        CHECK_INT(resume_decide(h, false, &none2), 0);
+        CHECK(!none2);
+        CHECK(h->mode_why && strstr(h->mode_why, "/dev/vdb holds a partition table, this plan uses the whole disk"));
+}
+
+/* image: {format: raw} onto a device */
+static const char raw_root_spec[] =
+        "version: 1\n"
+        "hostname: h\n"
+        "disks:\n"
+        "  - {id: d, match: {min_size: 2G}, count: 4, wipe: true}\n"
+        "partitions:\n"
+        "  - {id: data, on: d, size: rest, type: raid}\n"
+        "raid:\n"
+        "  - {id: md0, level: 10, layout: f2, members: data}\n"
+        "lvm:\n"
+        "  - {id: vg0, name: vg0, pvs: md0}\n"
+        "volumes:\n"
+        "  - {id: root, vg: vg0, size: 1G}\n"
+        "  - {id: vm, vg: vg0, size: 512M}\n"
+        "filesystems:\n"
+        "  - {on: root, type: xfs, mount: /}\n"
+        "image: {url: \"http://boot.lab/vm.raw.zst\", sha256: \"" "0000000000000000000000000000000000000000000000000000000000000000" "\", format: raw, target: vm}\n"
+        "finish: none\n";
+
+static const char raw_only_spec[] =
+        "version: 1\n"
+        "hostname: h\n"
+        "disks:\n"
+        "  - {id: d, match: {serial: kiln-disk0}, wipe: true}\n"
+        "image: {url: \"http://boot.lab/disk.raw.zst\", sha256: \"" "0000000000000000000000000000000000000000000000000000000000000000" "\", format: raw, target: d}\n"
+        "finish: none\n";
+
+static void test_raw_image(void) {
+        /* a raw image beside a root filesystem: resume; the raw image is
+         * written again unless the record lists it, and no root is emptied */
+        _cleanup_spec_free_ struct spec *s = load_spec_text(raw_root_spec);
+        CHECK(s);
+        if (!s)
+                return;
+        _cleanup_inventory_free_ struct inventory *again = as_built(s, "qemu-4disk");
+        CHECK(again);
+        if (!again)
+                return;
+        _cleanup_plan_free_ struct plan *f = plan_of(s, again), *res = NULL;
+        CHECK(f);
+        if (!f)
+                return;
+        CHECK_INT(resume_decide(f, false, &res), 0);
+        CHECK(res);
+        if (!res) {
+                fprintf(stderr, "not resumed: %s\n", f->mode_why);
+                return;
+        }
+        const struct plan_step *img = step_of(res, PLAN_IMAGE);
+        CHECK(img && img->device);
+        if (img) {
+                CHECK_STR(img->device, "/dev/vg0/vm");
+                CHECK(strstr(img->description, "unless the progress record says 'image' is done"));
+                CHECK(!strstr(img->description, "the root is emptied"));
+                CHECK(img->destroys);   /* what a raw image overwrites, still said */
+        }
+
+        /* a raw image alone: no root filesystem for the record, an honest fresh install */
+        _cleanup_spec_free_ struct spec *o = load_spec_text(raw_only_spec);
+        _cleanup_inventory_free_ struct inventory *inv = load_inv("qemu-4disk");
+        CHECK(o && inv);
+        if (!o || !inv)
+                return;
+        struct inv_disk *vda = disk_at(inv, "/dev/vda");
+        add_sig(&vda->sigs, &vda->n_sigs, sig("gpt", NULL));    /* what the image brought, or half of it */
+        _cleanup_plan_free_ struct plan *g = plan_of(o, inv), *none = NULL;
+        CHECK(g);
+        if (!g)
+                return;
+        CHECK_INT(resume_decide(g, false, &none), 0);
+        CHECK(!none && !g->resume);
+        CHECK(g->mode_why && strstr(g->mode_why, "the spec mounts no root filesystem, where the progress record is kept"));
+        CHECK(step_of(g, PLAN_WIPE) && step_of(g, PLAN_IMAGE));
+}
+
 int main(void) {
         test_fingerprint();
         test_record();
         test_decide();
+        test_unwiped_text();
+        test_whole_disk_members();
+        test_raw_image();
         return TEST_DONE();
 }

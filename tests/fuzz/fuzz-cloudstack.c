@@ -1,0 +1,102 @@
+/* libFuzzer target: CloudStack's answers (agent/cloudstack.c). The input is
+ * the controller's side of one registration: up to six answers, separated by
+ * the byte 0x1e, to listZones, listPods, listClusters, listHosts, addHost in
+ * turn. The first byte of an answer picks how it arrives ('2' HTTP 200, 'A'
+ * 401, '4' 431, '5' 503 until the time is up, '0' no answer at all); the rest
+ * is its body. cs_register_host() runs for real against them: it must end
+ * with a result that names a host or with an error message for the operator,
+ * and the message must never carry the secret key or the host password. */
+#include "cloudstack.h"
+
+#include <errno.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define SECRET "fuzz-SECRET-key-9f2c"
+#define PASSWORD "fuzz-host-PASSWORD-77aa"
+
+struct answers {
+        const uint8_t *data;
+        size_t size, pos;
+        unsigned calls;
+};
+
+static int fake_send(const struct http_request *req, const struct delivery_policy *policy,
+                     struct http_response *resp, void *userdata) {
+        struct answers *a = userdata;
+        a->calls++;
+        if (a->calls > 5)
+                __builtin_trap();       /* one registration is five requests at most */
+        resp->attempts = 1;
+        resp->body.max = DELIVERY_MAX_RESPONSE;
+        strbuf_reset(&resp->body);
+        if (a->pos >= a->size) {
+                resp->status = 0;
+                snprintf(resp->error, sizeof resp->error, "Connection refused");
+                return -ETIMEDOUT;
+        }
+        const uint8_t *p = a->data + a->pos, *end = memchr(p, 0x1e, a->size - a->pos);
+        size_t n = end ? (size_t) (end - p) : a->size - a->pos;
+        a->pos += n + (end ? 1 : 0);
+        char how = n > 0 ? (char) p[0] : '2';
+        if (n > 0 && strbuf_add(&resp->body, p + 1, n - 1) < 0)
+                return -EFBIG;
+        switch (how) {
+        case 'A':
+                resp->status = 401;
+                return -EACCES;
+        case '4':
+                resp->status = 431;
+                return -EPROTO;
+        case '5':
+                resp->status = 503;
+                snprintf(resp->error, sizeof resp->error, "HTTP 503");
+                return -ETIMEDOUT;
+        case '0':
+                resp->status = 0;
+                strbuf_reset(&resp->body);
+                snprintf(resp->error, sizeof resp->error, "Couldn't connect to server");
+                return -ETIMEDOUT;
+        default:
+                resp->status = 200;
+                return 0;
+        }
+}
+
+static bool contains(const void *hay, size_t n, const char *needle) {
+        return memmem(hay, n, needle, strlen(needle)) != NULL;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        struct answers a = { data, size, 0, 0 };
+        struct cs_client c = {
+                .endpoint = "http://127.0.0.1:9/client/api",
+                .api_key = "fuzz-api-key",
+                .secret_key = SECRET,
+                .send = fake_send,
+                .send_userdata = &a,
+        };
+        struct cs_host h = {
+                .zone = "zone1", .pod = "pod1", .cluster = "cluster1",
+                .ip = "192.0.2.10", .password = PASSWORD,
+        };
+        struct cs_result res = { 0 };
+        char *err = NULL;
+        int r = cs_register_host(&c, &h, &res, &err);
+        if (r == 0) {
+                if (!res.host_id || !res.zone_id || !res.pod_id || !res.cluster_id || a.calls < 4)
+                        __builtin_trap();
+                cs_result_done(&res);
+        } else {
+                if (res.host_id || res.zone_id)
+                        __builtin_trap();       /* ret is set only on success */
+                if (!err && r != -ENOMEM)
+                        __builtin_trap();       /* every refusal says why */
+        }
+        if (err && ((strstr(err, SECRET) && !contains(data, size, SECRET)) ||
+                    (strstr(err, PASSWORD) && !contains(data, size, PASSWORD))))
+                __builtin_trap();               /* a secret in the operator's message */
+        free(err);
+        return 0;
+}

@@ -1,0 +1,104 @@
+#!/bin/bash
+# Secrets with characters that JSON escapes or URL-encoding changes (/ + & = %
+# ' < > space, non-ASCII) never reach kiln's output at debug level (curl's
+# debug lines where there are any), a run report, an event or anything the stand-in
+# controller recorded: on the success path and on every error path
+# registration has (a wrong signature: 401; 503 until the time is up; nothing
+# listening; a path that is not the API), nor the output of validate and plan
+# for a spec with a LUKS passphrase (valid, and with an error beside it).
+# Each secret is looked for raw, JSON-escaped (with and without \/) and
+# URL-encoded (%20 and +).
+source "$(dirname "$0")/register-lib.sh"
+rnd() { od -An -tx1 -N6 /dev/urandom | tr -d ' \n'; }
+SECRET_KEY="cs/secret+&=%'<x> é-$(rnd)"
+HOST_PASSWORD="host pw/+&=%'<y>é-$(rnd)"
+HMAC_KEY="hmac/key+&=%'<z> é-$(rnd)"
+PASSPHRASE="luks pass/+&=%'é-$(rnd)"
+
+# every form a secret could take on the way out, one a line
+python3 - "$SECRET_KEY" "$HOST_PASSWORD" "$HMAC_KEY" "$PASSPHRASE" >"$T/forms" <<'PY'
+import json, sys, urllib.parse
+forms = set()
+for s in sys.argv[1:]:
+    for f in (s, json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1],
+              json.dumps(s, ensure_ascii=False)[1:-1].replace("/", "\\/"),
+              urllib.parse.quote(s, safe=""), urllib.parse.quote_plus(s, safe="")):
+        forms.add(f)
+print("\n".join(sorted(forms)))
+PY
+(( $(wc -l <"$T/forms") >= 16 )) || fail "expected at least 16 forms of the secrets"
+
+no_secret_forms() {
+  local f
+  for f in "$@"; do
+    [[ -s $f ]] || fail "$f is empty: nothing was checked"
+    if grep -aFf "$T/forms" -- "$f" >"$T/hit"; then
+      fail "a secret appears in $f: $(head -c 300 "$T/hit")"
+    fi
+  done
+}
+
+start_controller
+write_spec "$T/spec.yaml"
+
+# Success, at debug level: registered, events and report delivered and
+# verified by the controller (so the signature over these characters agrees).
+write_report "$T/r1.json" 10.0.2.15
+"$KILN" -v register --report "$T/r1.json" --spec "$T/spec.yaml" >"$T/log1" 2>&1 || { cat "$T/log1"; fail "registration failed"; }
+grep -q "added to CloudStack zone 'lab'" "$T/log1" || { cat "$T/log1"; fail "no 'added' message"; }
+[[ $(sql "SELECT count(*) FROM requests WHERE status != 200") == 0 ]] || fail "controller refused: $(sql 'SELECT * FROM requests')"
+[[ $(sql "SELECT password_given FROM hosts") == 1 ]] || fail "the host password did not arrive"
+
+admin() { curl -sf -X POST --data "$1" "$URL/kiln/admin" >/dev/null || fail "controller admin $1"; }
+# 401: CloudStack's refusal, final
+admin '{"fail_401": true}'
+write_report "$T/r2.json" 10.0.2.16
+rc=0; "$KILN" -v register --report "$T/r2.json" --spec "$T/spec.yaml" >"$T/log2" 2>&1 || rc=$?
+[[ $rc == 7 ]] && grep -q "HTTP 401" "$T/log2" || { cat "$T/log2"; fail "401: exit $rc"; }
+# 503 until the time is up
+admin '{"fail_401": false, "fail_503": 1000}'
+write_report "$T/r3.json" 10.0.2.17
+rc=0; "$KILN" -v register --report "$T/r3.json" --spec "$T/spec.yaml" --timeout 2 >"$T/log3" 2>&1 || rc=$?
+[[ $rc == 7 ]] && grep -q "did not answer listZones in time" "$T/log3" || { cat "$T/log3"; fail "503: exit $rc"; }
+admin '{"fail_503": 0}'
+# a path that is not the API (404 with a JSON body that is not CloudStack's)
+sed "s|$URL/client/api|$URL/client/nowhere|" "$T/spec.yaml" >"$T/spec-404.yaml"
+write_report "$T/r4.json" 10.0.2.18
+rc=0; "$KILN" -v register --report "$T/r4.json" --spec "$T/spec-404.yaml" --timeout 5 >"$T/log4" 2>&1 || rc=$?
+[[ $rc == 7 ]] || { cat "$T/log4"; fail "404: exit $rc"; }
+dump >"$T/dump.json"
+jq -e '.events | length >= 3' "$T/dump.json" >/dev/null || fail "the dump lacks the events"
+# nothing listening
+stop_controller
+write_report "$T/r5.json" 10.0.2.19
+rc=0; "$KILN" -v register --report "$T/r5.json" --spec "$T/spec.yaml" --timeout 2 >"$T/log5" 2>&1 || rc=$?
+[[ $rc == 7 ]] || { cat "$T/log5"; fail "refused connection: exit $rc"; }
+
+# validate and plan with a LUKS passphrase and the register secrets
+python3 - "$SRC/templates/kvm-raid10-luks-lvm.yaml" "$T/luks.yaml" "$PASSPHRASE" "$SECRET_KEY" "$HOST_PASSWORD" <<'PY'
+import json, sys
+src, dst, pp, sk, hp = sys.argv[1:]
+t = open(src).read()
+for old, new in (("fake-lab-passphrase-not-a-secret", pp), ("fake-secret-key-not-a-secret", sk),
+                 ("fake-host-password-not-a-secret", hp)):
+    assert t.count(old) == 1, old
+    t = t.replace('"%s"' % old, json.dumps(new, ensure_ascii=False))
+open(dst, "w").write(t)
+PY
+"$KILN" -v validate "$T/luks.yaml" >"$T/log6" 2>&1 || { cat "$T/log6"; fail "the passphrase spec does not validate"; }
+"$KILN" -v plan "$T/luks.yaml" --inventory "$SRC/tests/inventories/qemu-4disk.json" >"$T/plan.txt" 2>&1 ||
+  { cat "$T/plan.txt"; fail "plan failed"; }
+"$KILN" -v plan "$T/luks.yaml" --inventory "$SRC/tests/inventories/qemu-4disk.json" --json >"$T/plan.json" 2>>"$T/plan.txt" ||
+  { cat "$T/plan.txt"; fail "plan --json failed"; }
+grep -q "passphrase from the spec" "$T/plan.txt" || fail "the plan does not describe the key source"
+# an error beside the secrets: the spec is refused, the secrets stay out of the message
+printf 'bogus_top_level: 1\n' >>"$T/luks.yaml"
+rc=0; "$KILN" -v validate "$T/luks.yaml" >"$T/log7" 2>&1 || rc=$?
+[[ $rc == 2 ]] && grep -q "unknown top-level key 'bogus_top_level'" "$T/log7" || { cat "$T/log7"; fail "bad spec: exit $rc"; }
+# a secret where a list belongs is not echoed either
+sed -i 's/^bogus_top_level: 1$//; s/^\(    secret_key: \)\(.*\)$/\1[\2]/' "$T/luks.yaml"
+rc=0; "$KILN" -v validate "$T/luks.yaml" >"$T/log8" 2>&1 || rc=$?
+[[ $rc == 2 ]] && grep -q "secret_key" "$T/log8" || { cat "$T/log8"; fail "secret_key as a list: exit $rc"; }
+
+no_secret_forms "$T"/log* "$T"/r[1-5].json "$T/dump.json" "$T/plan.txt" "$T/plan.json"
+echo "ok: no form of any secret in 8 outputs, 5 reports, the controller's records and 2 plans"
