@@ -9,7 +9,7 @@ const char lvm_config[] =
         "activation{udev_sync=0 udev_rules=0 verify_udev_operations=1} "
         "devices{obtain_device_list_from_udev=0 use_devicesfile=0 hints=\"none\"}";
 
-static int lvm_run(const char *const *args, struct strbuf *err) {
+static int lvm_run(const char *const *args, struct strbuf *out, struct strbuf *err) {
         const char *argv[32];
         size_t n = 0;
         argv[n++] = kiln_paths.lvm;
@@ -22,12 +22,12 @@ static int lvm_run(const char *const *args, struct strbuf *err) {
                 argv[n++] = args[i];
         }
         argv[n] = NULL;
-        struct exec_options o = { .err = err };
+        struct exec_options o = { .err = err, .out = out };
         return exec_argv(argv, &o, NULL);
 }
 
 int lvm_pvcreate(const char *dev, struct strbuf *err) {
-        return lvm_run((const char *[]) { "pvcreate", "-y", "-Zy", dev, NULL }, err);
+        return lvm_run((const char *[]) { "pvcreate", "-y", "-Zy", dev, NULL }, NULL, err);
 }
 
 int lvm_vgcreate(const char *vg, char *const *pvs, uint64_t extent_size, struct strbuf *err) {
@@ -48,7 +48,7 @@ int lvm_vgcreate(const char *vg, char *const *pvs, uint64_t extent_size, struct 
                 args[n++] = pvs[i];
         }
         args[n] = NULL;
-        return lvm_run(args, err);
+        return lvm_run(args, NULL, err);
 }
 
 int lvm_lvcreate(const char *vg, const char *lv, uint64_t bytes, unsigned percent_free, struct strbuf *err) {
@@ -60,26 +60,24 @@ int lvm_lvcreate(const char *vg, const char *lv, uint64_t bytes, unsigned percen
         else
                 snprintf(size, sizeof size, "%u%%FREE", percent_free);
         return lvm_run((const char *[]) { "lvcreate", "-y", "-Wy", "-Zy", "-n", lv,
-                                          bytes ? "-L" : "-l", size, vg, NULL }, err);
+                                          bytes ? "-L" : "-l", size, vg, NULL }, NULL, err);
 }
 
 int lvm_vgmknodes(const char *vg, struct strbuf *err) {
-        return lvm_run((const char *[]) { "vgmknodes", vg, NULL }, err);
+        return lvm_run((const char *[]) { "vgmknodes", vg, NULL }, NULL, err);
 }
 
 int lvm_vg_activate(const char *vg, struct strbuf *err) {
-        return lvm_run((const char *[]) { "vgchange", "-ay", vg, NULL }, err);
+        return lvm_run((const char *[]) { "vgchange", "-ay", vg, NULL }, NULL, err);
 }
 
 int lvm_vg_deactivate(const char *vg, struct strbuf *err) {
-        return lvm_run((const char *[]) { "vgchange", "-an", vg, NULL }, err);
+        return lvm_run((const char *[]) { "vgchange", "-an", vg, NULL }, NULL, err);
 }
 
 int lvm_vg_uuid(const char *vg, char **ret, struct strbuf *err) {
-        const char *argv[] = { kiln_paths.lvm, "vgs", "--config", lvm_config, "--noheadings", "-o", "vg_uuid", vg, NULL };
         _cleanup_strbuf_ struct strbuf out = { .max = 4096 };
-        struct exec_options o = { .err = err, .out = &out };
-        int r = exec_argv(argv, &o, NULL);
+        int r = lvm_run((const char *[]) { "vgs", "--noheadings", "-o", "vg_uuid", vg, NULL }, &out, err);
         if (r < 0)
                 return r;
         const char *s = strbuf_str(&out);

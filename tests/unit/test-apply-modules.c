@@ -14,6 +14,9 @@
 
 #include "tap.h"
 
+#include <limits.h>
+#include <sys/stat.h>
+
 static char *joined(char **v) {
         struct strbuf sb = STRBUF_INIT;
         exec_argv_to_string((const char *const *) v, &sb);
@@ -196,6 +199,52 @@ static void test_luks_key(void) {
         kiln_paths.procfs = saved;
 }
 
+/* lvm_vg_uuid() against a stand-in lvm (kiln_paths.lvm): the argv it gets
+ * (the udev-less config, vgs -o vg_uuid VG) and the UUID out of vgs' padded
+ * output; a VG lvm does not know is an error, an empty answer -ENODATA. */
+static void test_lvm_vg_uuid(void) {
+        char dir[] = "/tmp/kiln-test-lvm.XXXXXX";
+        CHECK(mkdtemp(dir) != NULL);
+        char script[PATH_MAX], args[PATH_MAX];
+        snprintf(script, sizeof script, "%s/lvm", dir);
+        snprintf(args, sizeof args, "%s/args", dir);
+        FILE *f = fopen(script, "we");
+        CHECK(f);
+        if (!f)
+                return;
+        fprintf(f, "#!/bin/sh\necho \"$*\" >'%s'\n"
+                   "case \"$*\" in\n"
+                   "  *' kvm_vg') printf '  zjbvGq-NtMi-jF2o-mAFm-zmOT-eyH8-Y3xLWu\\n' ;;\n"
+                   "  *' empty_vg') ;;\n"
+                   "  *) echo \"  Volume group \\\"${7}\\\" not found\" >&2; exit 5 ;;\n"
+                   "esac\n", args);
+        fclose(f);
+        CHECK_INT(chmod(script, 0755), 0);
+        const char *saved = kiln_paths.lvm;
+        kiln_paths.lvm = script;
+        char *uuid = NULL;
+        struct strbuf err = STRBUF_INIT;
+        CHECK_INT(lvm_vg_uuid("kvm_vg", &uuid, &err), 0);
+        CHECK_STR(uuid, "zjbvGq-NtMi-jF2o-mAFm-zmOT-eyH8-Y3xLWu");
+        free(uuid);
+        char *got = NULL;
+        CHECK_INT(read_full_file(args, 4096, &got, NULL), 0);
+        CHECK(got && strncmp(got, "vgs --config ", 13) == 0 && strstr(got, "udev_sync=0") &&
+              strstr(got, " --noheadings -o vg_uuid kvm_vg\n"));
+        free(got);
+        uuid = NULL;
+        CHECK_INT(lvm_vg_uuid("empty_vg", &uuid, &err), -ENODATA);
+        CHECK(!uuid);
+        CHECK_INT(lvm_vg_uuid("other_vg", &uuid, &err), -EIO);
+        CHECK(!uuid);
+        CHECK(strstr(exec_last_line(&err), "not found") != NULL);
+        strbuf_release(&err);
+        kiln_paths.lvm = saved;
+        unlink(args);
+        unlink(script);
+        rmdir(dir);
+}
+
 int main(void) {
         paths_init();
         test_md_argv();
@@ -203,5 +252,6 @@ int main(void) {
         test_names();
         test_exec();
         test_luks_key();
+        test_lvm_vg_uuid();
         return TEST_DONE();
 }

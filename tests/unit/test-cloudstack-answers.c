@@ -1,0 +1,107 @@
+/* cs_register_host() against hostile or broken CloudStack answers, through
+ * struct cs_client's transport hook (no server): each gets the exact error
+ * for the operator, and a well-formed exchange registers. The answers are
+ * the ones tests/fuzz/fuzz-cloudstack.c starts from. */
+#include "cloudstack.h"
+#include "tap.h"
+
+struct canned {
+        const char *body[6];
+        long status[6];
+        int ret[6];
+        unsigned calls;
+        char commands[256];
+};
+
+static int canned_send(const struct http_request *req, const struct delivery_policy *policy,
+                       struct http_response *resp, void *userdata) {
+        struct canned *c = userdata;
+        unsigned i = c->calls++;
+        const char *cmd = strstr(req->body, "command=");
+        size_t l = strlen(c->commands);
+        snprintf(c->commands + l, sizeof c->commands - l, "%s%.*s", l ? "," : "", cmd ? (int) strcspn(cmd + 8, "&") : 1,
+                 cmd ? cmd + 8 : "?");
+        resp->attempts = 1;
+        strbuf_reset(&resp->body);
+        if (i >= 6 || !c->body[i]) {
+                resp->status = 0;
+                snprintf(resp->error, sizeof resp->error, "Connection refused");
+                return -ETIMEDOUT;
+        }
+        resp->status = c->status[i] ? c->status[i] : 200;
+        (void) strbuf_adds(&resp->body, c->body[i]);
+        return c->ret[i];
+}
+
+#define ZONES "{\"listzonesresponse\":{\"count\":1,\"zone\":[{\"id\":\"z-1\",\"name\":\"zone1\"}]}}"
+#define PODS "{\"listpodsresponse\":{\"count\":1,\"pod\":[{\"id\":\"p-1\",\"name\":\"pod1\"}]}}"
+#define CLUSTERS "{\"listclustersresponse\":{\"count\":1,\"cluster\":[{\"id\":\"c-1\",\"name\":\"cluster1\"}]}}"
+#define NO_HOSTS "{\"listhostsresponse\":{}}"
+
+static int run(struct canned *c, struct cs_result *res, char **err) {
+        struct cs_client cl = { .endpoint = "http://127.0.0.1:9/client/api", .api_key = "KEY",
+                                .secret_key = "SECRET-0123456789", .send = canned_send, .send_userdata = c };
+        struct cs_host h = { .zone = "zone1", .pod = "pod1", .cluster = "cluster1", .ip = "192.0.2.10",
+                             .password = "PASSWORD-0123456789" };
+        return cs_register_host(&cl, &h, res, err);
+}
+
+static void expect(struct canned c, int want_r, const char *want_err, const char *want_commands) {
+        struct cs_result res = { 0 };
+        char *err = NULL;
+        CHECK_INT(run(&c, &res, &err), want_r);
+        CHECK_STR(err, want_err);
+        CHECK_STR(c.commands, want_commands);
+        CHECK(res.host_id == NULL);
+        free(err);
+        cs_result_done(&res);
+}
+
+int main(void) {
+        /* a well-formed exchange: added */
+        struct canned ok = { .body = { ZONES, PODS, CLUSTERS, NO_HOSTS,
+                "{\"addhostresponse\":{\"count\":1,\"host\":[{\"id\":\"h-2\",\"name\":\"kvm-2\",\"state\":\"Up\"}]}}" } };
+        struct cs_result res = { 0 };
+        char *err = NULL;
+        CHECK_INT(run(&ok, &res, &err), 0);
+        CHECK_STR(res.host_id, "h-2");
+        CHECK_STR(res.host_state, "Up");
+        CHECK(res.added && err == NULL);
+        CHECK_STR(ok.commands, "listZones,listPods,listClusters,listHosts,addHost");
+        cs_result_done(&res);
+
+        /* not JSON at all, with HTTP 200 */
+        expect((struct canned) { .body = { "<html>proxy login</html>" } }, -EBADMSG,
+               "CloudStack answered listZones with something that is not its JSON (HTTP 200)", "listZones");
+        /* JSON, but not an object wrapping an object */
+        expect((struct canned) { .body = { "[{\"listzonesresponse\":{}}]" } }, -EBADMSG,
+               "CloudStack answered listZones with something that is not its JSON (HTTP 200)", "listZones");
+        /* truncated JSON */
+        expect((struct canned) { .body = { "{\"listzonesresponse\":{\"zone\":[{\"id\":\"z-1\"" } }, -EBADMSG,
+               "CloudStack answered listZones with something that is not its JSON (HTTP 200)", "listZones");
+        /* the list is not a list; the zone has no id */
+        expect((struct canned) { .body = { "{\"listzonesresponse\":{\"zone\":{\"id\":\"z-1\",\"name\":\"zone1\"}}}" } },
+               -ENOENT, "CloudStack has no zone 'zone1' (it has: none)", "listZones");
+        expect((struct canned) { .body = { "{\"listzonesresponse\":{\"zone\":[7,{\"name\":\"zone1\"},{\"id\":null,\"name\":\"zone1\"}]}}" } },
+               -ENOENT, "CloudStack has no zone 'zone1' (it has: '?', 'zone1', 'zone1')", "listZones");
+        /* errorcode in a 200 answer */
+        expect((struct canned) { .body = { ZONES, "{\"listpodsresponse\":{\"errorcode\":530,\"errortext\":\"internal\"}}" } },
+               -EPROTO, "CloudStack refused listPods (errorcode 530): internal", "listZones,listPods");
+        /* 431 with CloudStack's error body */
+        expect((struct canned) { .body = { ZONES, PODS, CLUSTERS, NO_HOSTS,
+                                           "{\"addhostresponse\":{\"errorcode\":431,\"errortext\":\"Unable to add the host\"}}" },
+                                 .status = { 0, 0, 0, 0, 431 }, .ret = { 0, 0, 0, 0, -EPROTO } },
+               -EPROTO, "CloudStack refused addHost (HTTP 431, errorcode 431): Unable to add the host",
+               "listZones,listPods,listClusters,listHosts,addHost");
+        /* addHost answers without a host, or a host without an id */
+        expect((struct canned) { .body = { ZONES, PODS, CLUSTERS, NO_HOSTS, "{\"addhostresponse\":{\"count\":0}}" } },
+               -EBADMSG, "CloudStack's addHost answer names no host", "listZones,listPods,listClusters,listHosts,addHost");
+        expect((struct canned) { .body = { ZONES, PODS, CLUSTERS,
+                                           "{\"listhostsresponse\":{\"host\":[{\"ipaddress\":\"192.0.2.10\"}]}}" } },
+               -EBADMSG, "CloudStack's listHosts answer has a host without an id", "listZones,listPods,listClusters,listHosts");
+        /* the connection goes away after the zones */
+        expect((struct canned) { .body = { ZONES } }, -ETIMEDOUT,
+               "CloudStack at 'http://127.0.0.1:9/client/api' did not answer listPods in time after 1 attempts (last: Connection refused)",
+               "listZones,listPods");
+        return TEST_DONE();
+}
