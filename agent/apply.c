@@ -23,7 +23,6 @@
 #include <inttypes.h>
 #include <libcryptsetup.h>
 #include <limits.h>
-#include <sys/reboot.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -97,13 +96,6 @@ enum kiln_exit apply_exit_code(enum plan_step_kind kind) {
 }
 
 /* ---- spec lookups (by id, as the plan names them) ---- */
-
-static const struct spec_vg *find_vg(const struct spec *s, const char *id) {
-        for (size_t i = 0; id && i < s->n_vgs; i++)
-                if (streq(s->vgs[i].id, id))
-                        return &s->vgs[i];
-        return NULL;
-}
 
 static const char *luks_name(const struct spec_luks *l) {
         return l->name ? l->name : l->id;
@@ -406,21 +398,11 @@ static int step_vgcreate(struct apply_ctx *c, const struct plan_step *s) {
 }
 
 static int step_lvcreate(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec_lv *lv = s->obj;
-        if (!lv)
-                return -EINVAL;
-        const struct spec_vg *vg = find_vg(c->plan->spec, lv->vg);
-        if (!vg)
-                return strbuf_addf(&c->why, "no VG '%s' in the spec", lv->vg), -EINVAL;
-        const char *vgname = vg->name ? vg->name : vg->id, *lvname = lv->name ? lv->name : lv->id;
-        uint64_t bytes = 0;
-        unsigned pct = 0;
-        switch (lv->size.kind) {
-        case SPEC_SIZE_BYTES: bytes = lv->size.bytes; break;
-        case SPEC_SIZE_PERCENT: pct = lv->size.percent; break;
-        case SPEC_SIZE_REST: pct = 100; break;
-        default: return -EINVAL;
-        }
+        const char *vgname = s->lv.vg, *lvname = s->lv.name;
+        uint64_t bytes = s->lv.bytes;
+        unsigned pct = s->lv.percent_free;
+        if (!vgname || !lvname || (!bytes) == (!pct))
+                return strbuf_addf(&c->why, "the plan's lvcreate step names no VG, LV or size"), -EINVAL;
         int r = lvm_lvcreate(vgname, lvname, bytes, pct, &c->why);
         if (r < 0)
                 return r;
@@ -481,23 +463,15 @@ static void save_report(const struct apply_ctx *c) {
                 log_warning_errno(r, "failed to save the run report to '%s': %m", path);
 }
 
+/* The finish step only makes the disks consistent: the reboot or power-off
+ * is the caller's (cmd_boot, after apply_run has ended this stage, finished
+ * and saved the report and delivered every event), so that every
+ * stage-begin gets its stage-end. */
 static int step_finish(struct apply_ctx *c, const struct plan_step *s) {
         enum spec_finish f = c->plan->spec->finish;
         sync();
-        if (f == SPEC_FINISH_NONE)
-                return 0;
-        if (!c->opts->finish) {
+        if (f != SPEC_FINISH_NONE && !c->opts->finish)
                 log_info("finish: '%s' is left to boot mode", f == SPEC_FINISH_REBOOT ? "reboot" : "poweroff");
-                return 0;
-        }
-        /* the run ends here: the report is final before the target goes away */
-        if (report_get_result(c->report) == REPORT_NONE)
-                (void) report_finish(c->report, REPORT_SUCCESS, NULL, NULL);
-        save_report(c);
-        (void) mount_unmount_target();
-        sync();
-        if (reboot(f == SPEC_FINISH_REBOOT ? RB_AUTOBOOT : RB_POWER_OFF) < 0)
-                return -errno;
         return 0;
 }
 

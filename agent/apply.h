@@ -29,7 +29,7 @@ struct report;
 struct apply_options {
         bool dry_run;           /* print the steps, change nothing */
         FILE *dry_run_out;      /* where dry run prints; NULL = stdout */
-        bool finish;            /* PLAN_FINISH may reboot / power off (boot mode only) */
+        bool finish;            /* the caller does the spec's finish after apply_run (boot mode only) */
         const char *hostname;   /* already expanded; NULL = spec's if it has no ${…} */
         apply_hook_t hook;
         void *userdata;

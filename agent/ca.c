@@ -1,8 +1,8 @@
 #include "ca.h"
 #include "fetch.h"
 #include "paths.h"
+#include "strbuf.h"
 
-#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <strings.h>
@@ -33,19 +33,6 @@ static int count_certs(const char *text, size_t len) {
                 X509_free(x);
         ERR_clear_error();
         return n;
-}
-
-static int write_all(int fd, const char *p, size_t len) {
-        while (len > 0) {
-                ssize_t k = write(fd, p, len);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return k < 0 ? -errno : -EIO;
-                p += k;
-                len -= (size_t) k;
-        }
-        return 0;
 }
 
 int ca_for_spec(const char *spec_ca, const char *given_file, char **ret_file, char **reterr) {
@@ -82,15 +69,18 @@ int ca_for_spec(const char *spec_ca, const char *given_file, char **ret_file, ch
         if (given_file && (r = read_full_file(given_file, CA_MAX_BYTES, &given, &given_len)) < 0)
                 return set_errorf(reterr, r, "cannot read the CA bundle '%s': %s", given_file, strerror(-r));
 
+        /* the given bundle, then the spec's: one file for every later transfer */
+        _cleanup_strbuf_ struct strbuf pem = STRBUF_INIT;
+        pem.max = 2 * CA_MAX_BYTES + 2;
+        if ((given && (strbuf_add(&pem, given, given_len) < 0 || strbuf_adds(&pem, "\n") < 0)) ||
+            strbuf_add(&pem, text, len) < 0 || strbuf_adds(&pem, "\n") < 0)
+                return -ENOMEM;
         if (mkdir(kiln_paths.run_dir, 0700) < 0 && errno != EEXIST)
                 return set_errorf(reterr, -errno, "cannot create '%s': %s", kiln_paths.run_dir, strerror(errno));
         if (asprintf(&path, "%s/%s", kiln_paths.run_dir, CA_SPEC_FILE) < 0)
                 return -ENOMEM;
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return set_errorf(reterr, -errno, "cannot write '%s': %s", path, strerror(errno));
-        if ((given && ((r = write_all(fd, given, given_len)) < 0 || (r = write_all(fd, "\n", 1)) < 0)) ||
-            (r = write_all(fd, text, len)) < 0 || (r = write_all(fd, "\n", 1)) < 0)
+        r = write_file_atomic(path, pem.buf, pem.len);
+        if (r < 0)
                 return set_errorf(reterr, r, "cannot write '%s': %s", path, strerror(-r));
         *ret_file = TAKE_PTR(path);
         return 0;

@@ -49,20 +49,10 @@ int cmd_apply(int argc, char **argv) {
         }
         const char *spec_path = argv[optind];
 
-        struct diags diags = {};
         _cleanup_spec_free_ struct spec *spec = NULL;
-        int r = spec_load(spec_path, &spec, &diags);
-        if (r < 0) {
-                diags_print(&diags, stderr);
-                diags_clear(&diags);
-                if (r == -EINVAL)
-                        return KILN_EXIT_BAD_SPEC;
-                log_error_errno(r, "failed to load spec '%s': %m", spec_path);
-                return KILN_EXIT_BAD_SPEC;
-        }
-        r = spec_register_secrets(spec);
-        if (r < 0)
-                return log_error_errno(r, "failed to register the spec's secrets: %m"), KILN_EXIT_FAILURE;
+        int r = cmd_load_spec(spec_path, &spec);
+        if (r != KILN_EXIT_OK)
+                return r;
 
         _cleanup_inventory_free_ struct inventory *inv = NULL;
         r = inv_path ? inventory_load(inv_path, &inv) : inventory_probe(NULL, &inv);
@@ -72,22 +62,13 @@ int cmd_apply(int argc, char **argv) {
                 return KILN_EXIT_FAILURE;
         }
 
+        struct diags diags = {};
         _cleanup_plan_free_ struct plan *plan = NULL;
         _cleanup_plan_free_ struct plan *resume = NULL;
         bool unwiped;   /* resuming over disks the spec may not wipe: no fresh fallback */
         r = resume_plan_decide(spec, inv, fresh, &diags, &plan, &resume, &unwiped);
-        if (r < 0) {
-                diags_print(&diags, stderr);
-                diags_clear(&diags);
-                if (r == -EPERM) {
-                        log_error("refusing to apply '%s': nothing was written", spec_path);
-                        return KILN_EXIT_REFUSED;
-                }
-                if (r == -EINVAL)
-                        return KILN_EXIT_BAD_SPEC;
-                log_error_errno(r, "failed to plan '%s': %m", spec_path);
-                return KILN_EXIT_FAILURE;
-        }
+        if (r < 0)
+                return cmd_plan_failed(r, &diags, "apply", spec_path);
         diags_clear(&diags);
         log_info("%s: %s", resume ? "resume" : "fresh install", (resume ? resume : plan)->mode_why);
 

@@ -16,6 +16,7 @@
 #include "fetch.h"
 #include "inventory.h"
 #include "log.h"
+#include "mount.h"
 #include "paths.h"
 #include "plan.h"
 #include "progress.h"
@@ -24,9 +25,9 @@
 #include "resume.h"
 #include "spec.h"
 
-#include <fcntl.h>
 #include <limits.h>
 #include <getopt.h>
+#include <sys/reboot.h>
 #include <sys/stat.h>
 
 #define BOOT_CA_MAX_BYTES (1024u * 1024u)
@@ -43,40 +44,24 @@ static void boot_usage(FILE *f) {
                    "  --no-finish      write the spec's finish to RUN_DIR/finish instead of doing it\n");
 }
 
-/* The CA bundle fetched from kiln.ca=URL, saved as RUN_DIR/ca.pem (a CA
- * certificate is public) so every later transfer uses the same file. */
-static int write_ca_file(const char *pem, size_t len, char **ret_path) {
+/* name in RUN_DIR (made 0700 if missing) replaced with buf: the CA bundle
+ * fetched from kiln.ca=URL (ca.pem, public), the finish for /init. */
+static int write_run_file(const char *name, const char *buf, size_t len, char **ret_path) {
         _cleanup_free_ char *path = NULL;
         if (mkdir(kiln_paths.run_dir, 0700) < 0 && errno != EEXIST)
                 return -errno;
-        if (asprintf(&path, "%s/%s", kiln_paths.run_dir, BOOT_CA_FILE) < 0)
+        if (asprintf(&path, "%s/%s", kiln_paths.run_dir, name) < 0)
                 return -ENOMEM;
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return -errno;
-        if (write(fd, pem, len) != (ssize_t) len)
-                return -EIO;
-        *ret_path = TAKE_PTR(path);
+        int r = write_file_atomic(path, buf, len);
+        if (r < 0)
+                return r;
+        if (ret_path)
+                *ret_path = TAKE_PTR(path);
         return 0;
 }
 
 static const char *finish_name(enum spec_finish f) {
         return f == SPEC_FINISH_REBOOT ? "reboot" : f == SPEC_FINISH_POWEROFF ? "poweroff" : "none";
-}
-
-static int write_finish(enum spec_finish f) {
-        _cleanup_free_ char *path = NULL;
-        if (mkdir(kiln_paths.run_dir, 0700) < 0 && errno != EEXIST)
-                return -errno;
-        if (asprintf(&path, "%s/finish", kiln_paths.run_dir) < 0)
-                return -ENOMEM;
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return -errno;
-        const char *s = finish_name(f);
-        if (dprintf(fd, "%s\n", s) != (int) strlen(s) + 1)
-                return -EIO;
-        return 0;
 }
 
 static bool is_url(const char *s) {
@@ -166,7 +151,7 @@ int cmd_boot(int argc, char **argv) {
                                 return log_error_errno(r, "failed to fetch the CA bundle '%s': %m", cl.ca), KILN_EXIT_FETCH;
                         /* One CA for everything after this: the spec, the keys, the
                          * image and the controller all take it as a file. */
-                        r = write_ca_file(ca_pem, len, &ca_path);
+                        r = write_run_file(BOOT_CA_FILE, ca_pem, len, &ca_path);
                         if (r < 0)
                                 return log_error_errno(r, "failed to save the CA bundle '%s' to '%s/%s': %m", cl.ca,
                                                        kiln_paths.run_dir, BOOT_CA_FILE), KILN_EXIT_FAILURE;
@@ -232,15 +217,8 @@ int cmd_boot(int argc, char **argv) {
         _cleanup_plan_free_ struct plan *resume = NULL;
         bool unwiped;   /* resuming over disks the spec may not wipe: no fresh fallback */
         r = resume_plan_decide(spec, inv, cl.fresh, &diags, &plan, &resume, &unwiped);
-        if (r < 0) {
-                diags_print(&diags, stderr);
-                diags_clear(&diags);
-                if (r == -EPERM)
-                        return log_error("refusing to apply spec '%s': nothing was written", url), KILN_EXIT_REFUSED;
-                if (r == -EINVAL)
-                        return log_error("spec '%s' cannot be planned on this machine", url), KILN_EXIT_BAD_SPEC;
-                return log_error_errno(r, "failed to plan spec '%s': %m", url), KILN_EXIT_FAILURE;
-        }
+        if (r < 0)
+                return cmd_plan_failed(r, &diags, "apply", url);
         diags_clear(&diags);
         log_info("plan %.12s: %s (%s)", plan->fingerprint, resume ? "resume" : "fresh install",
                  (resume ? resume : plan)->mode_why);
@@ -253,7 +231,8 @@ int cmd_boot(int argc, char **argv) {
 
         /* 7. run it, and finish */
         if (!dry_run && no_finish) {
-                r = write_finish(spec->finish);
+                _cleanup_free_ char *f = strdupf("%s\n", finish_name(spec->finish));
+                r = f ? write_run_file("finish", f, strlen(f), NULL) : -ENOMEM;
                 if (r < 0)
                         return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
         }
@@ -292,5 +271,14 @@ int cmd_boot(int argc, char **argv) {
                 return r;
         log_info("spec '%s' applied in %.1f s; finish: %s", url, (now_usec() - t0) / 1e6,
                  dry_run ? "none (dry run)" : finish_name(spec->finish));
+        if (!ao.finish || spec->finish == SPEC_FINISH_NONE)
+                return KILN_EXIT_OK;
+        /* every stage has ended and the report is saved and delivered: the target goes away */
+        r = mount_unmount_target();
+        if (r < 0)
+                log_warning_errno(r, "failed to unmount '%s' before %s: %m", kiln_paths.target, finish_name(spec->finish));
+        sync();
+        if (reboot(spec->finish == SPEC_FINISH_REBOOT ? RB_AUTOBOOT : RB_POWER_OFF) < 0)
+                return log_error_errno(-errno, "failed to %s: %m", finish_name(spec->finish)), KILN_EXIT_FAILURE;
         return KILN_EXIT_OK;
 }

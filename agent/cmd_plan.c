@@ -48,22 +48,10 @@ int cmd_plan(int argc, char **argv) {
         }
         const char *spec_path = argv[optind];
 
-        _cleanup_(diags_clear) struct diags diags = {};
         _cleanup_spec_free_ struct spec *spec = NULL;
-        int r = spec_load(spec_path, &spec, &diags);
-        if (r < 0) {
-                diags_sort(&diags);
-                diags_print(&diags, stderr);
-                if (r == -EINVAL || diags.n > 0)
-                        return KILN_EXIT_BAD_SPEC;
-                log_error_errno(r, "failed to load spec '%s': %m", spec_path);
-                return KILN_EXIT_FAILURE;
-        }
-        r = spec_register_secrets(spec);
-        if (r < 0) {
-                log_error_errno(r, "failed to register the secrets of '%s': %m", spec_path);
-                return KILN_EXIT_FAILURE;
-        }
+        int r = cmd_load_spec(spec_path, &spec);
+        if (r != KILN_EXIT_OK)
+                return r;
 
         _cleanup_inventory_free_ struct inventory *inv = NULL;
         if (inventory_file)
@@ -78,23 +66,13 @@ int cmd_plan(int argc, char **argv) {
                 return KILN_EXIT_FAILURE;
         }
 
+        _cleanup_(diags_clear) struct diags diags = {};
         _cleanup_plan_free_ struct plan *plan = NULL;
         _cleanup_plan_free_ struct plan *resume = NULL;
         bool unwiped;
         r = resume_plan_decide(spec, inv, fresh, &diags, &plan, &resume, &unwiped);
-        if (r == -EPERM || r == -EINVAL) {
-                diags_sort(&diags);
-                diags_print(&diags, stderr);
-                if (r == -EINVAL)
-                        return KILN_EXIT_BAD_SPEC;
-                log_error("refusing to plan '%s': %zu problem%s above, nothing was changed",
-                          spec_path, diags.n, diags.n == 1 ? "" : "s");
-                return KILN_EXIT_REFUSED;
-        }
-        if (r < 0) {
-                log_error_errno(r, "failed to plan '%s': %m", spec_path);
-                return KILN_EXIT_FAILURE;
-        }
+        if (r < 0)
+                return cmd_plan_failed(r, &diags, "plan", spec_path);
         const struct plan *shown = resume ? resume : plan;
         _cleanup_strbuf_ struct strbuf out = STRBUF_INIT;
         r = json ? plan_to_json(shown, &out) : plan_to_text(shown, &out);

@@ -53,7 +53,6 @@ int cmd_register(int argc, char **argv) {
         _cleanup_free_ char *err = NULL;
         struct register_options ro;
         struct register_events ev;
-        struct diags diags = { 0 };
         int c, r;
 
         register_options_default(&ro);
@@ -90,21 +89,9 @@ int cmd_register(int argc, char **argv) {
         if (ro.event_policy.request_timeout_ms > ro.event_policy.total_ms)
                 ro.event_policy.request_timeout_ms = ro.event_policy.total_ms;
 
-        r = spec_load(spec_path, &spec, &diags);
-        if (r < 0) {
-                diags_print(&diags, stderr);
-                diags_clear(&diags);
-                if (r == -EINVAL)
-                        return KILN_EXIT_BAD_SPEC;
-                log_error_errno(r, "failed to read host spec '%s': %m", spec_path);
-                return KILN_EXIT_BAD_SPEC;
-        }
-        diags_clear(&diags);
-        r = spec_register_secrets(spec);
-        if (r < 0) {
-                log_error_errno(r, "failed to register the spec's secrets for redaction: %m");
-                return KILN_EXIT_FAILURE;
-        }
+        r = cmd_load_spec(spec_path, &spec);
+        if (r != KILN_EXIT_OK)
+                return r;
         _cleanup_free_ char *ca_file = NULL, *ca_err = NULL;
         r = ca_for_spec(spec->ca, ro.ca_file, &ca_file, &ca_err);
         if (r < 0) {

@@ -2,6 +2,8 @@
  * parses options, calls the silent modules, logs once and returns an exit
  * code from exitcode.h. */
 #pragma once
+#include "diag.h"
+#include "spec.h"
 
 int cmd_validate(int argc, char **argv);
 int cmd_inventory(int argc, char **argv);
@@ -12,3 +14,13 @@ int cmd_register(int argc, char **argv);
 int cmd_boot(int argc, char **argv);
 int cmd_fetch(int argc, char **argv);
 int cmd_image(int argc, char **argv);
+
+/* Shared by the subcommands (cmd_common.c); both log and return an exit code. */
+/* Loads and validates the spec at path (its problems printed, sorted) and
+ * registers its secrets; KILN_EXIT_OK and *ret set, or the exit code. */
+int cmd_load_spec(const char *path, struct spec **ret);
+/* After resume_plan_decide() (or plan_build()) returned r < 0: prints the
+ * problems in diags (sorted; clears them), says why once and returns the exit
+ * code: -EPERM refused, -EINVAL bad spec, else failure. verb: "apply",
+ * "plan"; subject: the spec's path or URL. */
+int cmd_plan_failed(int r, struct diags *diags, const char *verb, const char *subject);

@@ -445,6 +445,17 @@ static int cmp_part(const void *a, const void *b) {
         return strcmp(x->name, y->name);
 }
 
+/* A partition attribute that is missing or out of range. The kernel always
+ * shows them, so on a live system the partition changed as it was read, its
+ * disk's table being re-read (-ENODEV: the caller drops it and marks the disk
+ * unreadable); in a recorded tree, the tree is broken (-EINVAL). */
+static int partition_attr_bad(struct probe_ctx *c, const char *dir, int r) {
+        if (r >= 0 && c->live)
+                return -ENODEV;
+        set_err(c, dir);
+        return r < 0 ? r : -EINVAL;
+}
+
 static int probe_partition(struct probe_ctx *c, const char *diskdir, const char *name, struct inv_partition *p,
                            bool *unreadable) {
         _cleanup_free_ char *dir = NULL, *open_path = NULL;
@@ -459,22 +470,16 @@ static int probe_partition(struct probe_ctx *c, const char *diskdir, const char 
         uint64_t v;
         bool found;
         r = read_attr_u64(dir, "partition", &v, &found);
-        if (r < 0 || !found || v > UINT32_MAX) {
-                set_err(c, dir);
-                return r < 0 ? r : -EINVAL;
-        }
+        if (r < 0 || !found || v > UINT32_MAX)
+                return partition_attr_bad(c, dir, r);
         p->number = (unsigned) v;
         r = read_attr_u64(dir, "start", &v, &found);
-        if (r < 0 || !found || v > UINT64_MAX / 512) {
-                set_err(c, dir);
-                return r < 0 ? r : -EINVAL;
-        }
+        if (r < 0 || !found || v > UINT64_MAX / 512)
+                return partition_attr_bad(c, dir, r);
         p->start = v * 512;
         r = read_attr_u64(dir, "size", &v, &found);
-        if (r < 0 || !found || v > UINT64_MAX / 512) {
-                set_err(c, dir);
-                return r < 0 ? r : -EINVAL;
-        }
+        if (r < 0 || !found || v > UINT64_MAX / 512)
+                return partition_attr_bad(c, dir, r);
         p->size = v * 512;
         r = read_holders(dir, &p->holders);
         if (r < 0)
@@ -546,6 +551,33 @@ static int probe_by_id(struct probe_ctx *c, struct inventory *inv) {
                                 }
                         }
         }
+        return 0;
+}
+
+/* A live disk can change while it is probed (a loop device detached or
+ * emptied, its partition table re-read by another program). Read its size
+ * and partitions again: gone or empty now, it is left out (*ret_skip); else
+ * changed, its listing is not one state of the disk, so it is unreadable, which
+ * plan_build refuses to select. The inventory fails on neither. */
+static int probe_disk_recheck(struct probe_ctx *c, const char *dir, struct inv_disk *d, char **parts, bool *ret_skip) {
+        uint64_t v;
+        bool found;
+        int r = read_attr_u64(dir, "size", &v, &found);
+        if (r < 0)
+                return r;
+        if (!found || v == 0) {
+                *ret_skip = true;
+                return 0;
+        }
+        _cleanup_strv_free_ char **now = NULL;
+        r = list_dir(dir, want_part, (void *) dir, &now);
+        if (r < 0)
+                return r;
+        if (v * 512 != d->size || strv_length(now) != strv_length(parts))
+                d->unreadable = true;
+        for (size_t i = 0; !d->unreadable && now && now[i]; i++)
+                if (!streq(now[i], parts[i]))
+                        d->unreadable = true;
         return 0;
 }
 
@@ -630,14 +662,24 @@ static int probe_disk(struct probe_ctx *c, const char *blockdir, const char *nam
                 if (!d->parts)
                         return -ENOMEM;
                 for (size_t i = 0; i < np; i++) {
-                        d->n_parts++;
-                        r = probe_partition(c, dir, parts[i], &d->parts[i], &d->unreadable);
+                        struct inv_partition *p = &d->parts[d->n_parts++];
+                        r = probe_partition(c, dir, parts[i], p, &d->unreadable);
+                        if (r == -ENODEV) {
+                                part_done(p);
+                                *p = (struct inv_partition) {};
+                                d->n_parts--;
+                                d->unreadable = true;
+                                continue;
+                        }
                         if (r < 0)
                                 return r;
                 }
                 qsort(d->parts, d->n_parts, sizeof *d->parts, cmp_part);
         }
-        return probe_sigs_at(c, open_path, &d->sigs, &d->n_sigs, &d->unreadable);
+        r = probe_sigs_at(c, open_path, &d->sigs, &d->n_sigs, &d->unreadable);
+        if (r < 0 || !c->live)
+                return r;
+        return probe_disk_recheck(c, dir, d, parts, ret_skip);
 }
 
 static int cmp_disk(const void *a, const void *b) {

@@ -46,7 +46,8 @@ static const struct command {
 };
 
 static int cmd_help(int argc, char **argv) {
-        printf("usage: kiln [-v] COMMAND [ARGS...]\n\ncommands:\n");
+        printf("usage: kiln [-v|-q] [-t] COMMAND [ARGS...]\n"
+               "  -t, --timestamps  prefix log lines with the seconds since kiln started\n\ncommands:\n");
         for (size_t i = 0; i < ELEMENTSOF(commands); i++)
                 printf("  %-10s %s\n", commands[i].name, commands[i].summary);
         printf("\nexit codes: 0 ok, 2 bad spec, 3 refused, 4 storage, 5 image, 6 benchmark gate,\n"
@@ -62,6 +63,8 @@ int main(int argc, char **argv) {
                         log_set_max_level(LOG_LEVEL_DEBUG);
                 else if (streq(argv[i], "-q") || streq(argv[i], "--quiet"))
                         log_set_max_level(LOG_LEVEL_WARN);
+                else if (streq(argv[i], "-t") || streq(argv[i], "--timestamps"))
+                        log_set_timestamps(true);
                 else if (streq(argv[i], "--help") || streq(argv[i], "-h"))
                         return cmd_help(0, NULL);
                 else if (streq(argv[i], "--version"))

@@ -965,6 +965,11 @@ static int emit_lvs(struct builder *b, struct node *vgn, uint64_t extent) {
                 if ((r = step_emit(b, PLAN_LVCREATE, x->id, x, 0, vgn->vg_path, sz, approx, n->devs[0],
                                    strdupf("lvcreate %s in %s: %s", n->devs[0], vg_name(vg), strbuf_str(&what)), NULL)) < 0)
                         return r;
+                b->plan->steps[b->plan->n_steps - 1].lv = (struct plan_lv) {
+                        .vg = vg_name(vg), .name = lv_name(x),
+                        .bytes = x->size.kind == SPEC_SIZE_BYTES ? x->size.bytes : 0,
+                        .percent_free = x->size.kind == SPEC_SIZE_BYTES ? 0 : x->size.kind == SPEC_SIZE_REST ? 100 : x->size.percent,
+                };
         }
         return 0;
 }
@@ -1496,6 +1501,15 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
                         r = json_kv_str(out, "skips", plan_step_kind_name(st->skipped), true);
                 if (r >= 0 && st->uuid)
                         r = json_kv_str(out, "uuid", st->uuid, true);
+                if (r >= 0 && st->kind == PLAN_LVCREATE) {
+                        r = strbuf_adds(out, ",\"lv\":{");
+                        if (r >= 0)
+                                r = json_kv_str(out, "vg", st->lv.vg, false);
+                        if (r >= 0)
+                                r = json_kv_str(out, "name", st->lv.name, true);
+                        if (r >= 0)
+                                r = strbuf_addf(out, ",\"bytes\":%" PRIu64 ",\"percent_free\":%u}", st->lv.bytes, st->lv.percent_free);
+                }
                 if (r >= 0)
                         r = json_kv_str(out, "description", st->description, true);
                 if (r >= 0)

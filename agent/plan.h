@@ -55,6 +55,11 @@ struct plan_step {
         struct plan_part *parts; size_t n_parts;   /* PLAN_PARTITION only */
         enum plan_step_kind skipped;                /* PLAN_SKIP_STAGE only: the kind it skips */
         char *uuid;                                 /* PLAN_MD_ASSEMBLE only */
+        struct plan_lv {                            /* PLAN_LVCREATE only: what lvcreate gets */
+                const char *vg, *name;              /* VG and LV names (point into the spec) */
+                uint64_t bytes;                     /* exact size, or 0 with: */
+                unsigned percent_free;              /* -l N%FREE (spec "rest" = 100) */
+        } lv;
 };
 
 /* Step fields by kind:
@@ -67,7 +72,7 @@ struct plan_step {
  *   BENCH_CRYPT  id/obj: luks; device: /dev/mapper/NAME; inputs: { the device under LUKS }
  *   PVCREATE     id/obj: vg; device: the PV; index: which PV of the VG
  *   VGCREATE     id/obj: vg; device: /dev/VG; inputs: the PVs
- *   LVCREATE     id/obj: lv; device: /dev/VG/LV; inputs: { /dev/VG }
+ *   LVCREATE     id/obj: lv; device: /dev/VG/LV; inputs: { /dev/VG }; lv: VG and LV names, size rule
  *   MKFS, MOUNT  id: the filesystem's "on"; obj: struct spec_filesystem; device: the block device
  *   IMAGE        obj: struct spec_image; device: raw target or NULL (tar into the target root)
  *   CONFIGURE    obj: the spec

@@ -32,7 +32,9 @@ for f in init usr/bin/kiln bin/busybox usr/sbin/mdadm usr/sbin/lvm usr/sbin/cryp
          usr/share/udhcpc/default.script etc/kiln/modules.load; do
   [[ -e $r/$f || -L $r/$f ]] || fail "'/$f' is missing from the image"
 done
-cmp -s "$KILN" "$r/usr/bin/kiln" || fail "the image's kiln is not '$KILN'"
+strip --strip-unneeded -o "$tmp/kiln" "$KILN"
+cmp -s "$tmp/kiln" "$r/usr/bin/kiln" || fail "the image's kiln is not '$KILN' (stripped)"
+readelf -S "$r/usr/bin/kiln" | grep -q '\.symtab' && fail "the image's kiln has a symbol table (not stripped)"
 grep -q 'udev_sync = 0' "$r/etc/lvm/lvm.conf" && grep -q 'obtain_device_list_from_udev = 0' "$r/etc/lvm/lvm.conf" \
   || fail "lvm.conf does not turn udev off"
 # every library each binary needs is in the image (resolved inside the image root)

@@ -1,0 +1,108 @@
+#!/bin/bash
+# `kiln boot` does the spec's finish itself (without --no-finish) only after
+# every stage has ended: each stage-begin the webhook gets has exactly one
+# stage-end, the finish stage's too, and the saved report has every stage
+# ended, before the reboot. The reboot is real: kiln runs as PID 1 of its own
+# PID namespace, where reboot(2) ends that namespace (the caller sees the
+# init die of SIGHUP for a reboot, SIGINT for a power-off) and nothing else.
+# With --no-finish the finish goes to RUN_DIR/finish and kiln exits 0, with
+# the same events. On a real loop disk, the spec and image served by nginx,
+# the events taken by the stand-in controller.
+set -uo pipefail
+: "${KILN:?}" "${SRC:?}" "${BUILD:?}"
+[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
+for t in losetup mkfs.ext4 findmnt jq zstd python3 sqlite3 unshare; do
+  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
+done
+# Never run kiln's reboot outside a PID namespace of its own.
+[[ $(unshare --pid --fork sh -c 'echo $$' 2>/dev/null) == 1 ]] || { echo "SKIP: cannot make a PID namespace"; exit 77; }
+source "$SRC/tests/lib/http.sh"
+source "$SRC/tests/lib/image-fixtures.sh"
+source "$SRC/tests/lib/loop.sh"
+loop_init boot-finish
+CTL_PID=
+on_exit() {
+  [[ -n $CTL_PID ]] && kill "$CTL_PID" 2>/dev/null && wait "$CTL_PID" 2>/dev/null
+  http_stop
+}
+
+small_image
+mkdir -p "$T/www"
+cp "$SMALL_DIR/small.tar.zst" "$T/www/"
+http_start "$T/www"
+"$SRC/tests/controller/start.sh" "$T/ctl" >/dev/null || exit 1
+CTL_PID=$(cat "$T/ctl/pid")
+CTL="http://127.0.0.1:$(cat "$T/ctl/port")"
+HMAC_KEY=$(jq -r .hmac_key "$T/ctl/config.json")
+truncate -s 256M "$T/a.img"
+attach "$T/a.img"
+LOOP=$ATTACHED
+export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
+
+write_spec() { # FINISH
+  cat >"$T/www/spec.yaml" <<YAML
+version: 1
+hostname: kiln-finish-test
+disks:
+  - {id: a, match: {path: $LOOP}, wipe: true}
+partitions:
+  - {id: root, on: a, size: rest, type: linux}
+filesystems:
+  - {on: root, type: ext4, label: root, mount: /}
+image: {url: "http://127.0.0.1:$HTTP_PORT/small.tar.zst", sha256: "$SMALL_SUM"}
+register:
+  webhook: {url: "$CTL/kiln/webhook", hmac_key: "$HMAC_KEY"}
+finish: $1
+YAML
+}
+echo "kiln.spec=http://127.0.0.1:$HTTP_PORT/spec.yaml" >"$T/cmdline"
+
+sql() { sqlite3 "$T/ctl/controller.db" "$1"; }
+# stage events of the last run, one "TYPE STAGE" line each, in order
+run_events() {
+  local run
+  run=$(sql "SELECT run_id FROM events ORDER BY id DESC LIMIT 1")
+  sql "SELECT type || ' ' || json_extract(body, '\$.stage') FROM events WHERE run_id = '$run' AND type LIKE 'stage-%' ORDER BY id" >"$T/events"
+}
+check_events() { # WHAT
+  run_events
+  local begins ends
+  begins=$(sed -n 's/^stage-begin //p' "$T/events" | sort)
+  ends=$(sed -n 's/^stage-end //p' "$T/events" | sort)
+  [[ -n $begins ]] || { fail "$1: the webhook got no stage events"; return; }
+  [[ $begins == "$ends" ]] && ok "$1: every stage-begin has one stage-end ($(wc -l <<<"$begins") stages)" \
+    || fail "$1: stage-begin and stage-end differ: $(diff <(echo "$begins") <(echo "$ends") | grep '^[<>]' | tr '\n' ' ')"
+  [[ $(tail -1 "$T/events") == "stage-end finish" ]] || fail "$1: the last stage event is not the finish's end: $(tail -2 "$T/events" | tr '\n' ' ')"
+  jq -e '[.stages[] | select(.finished == null)] | length == 0' "$T/run/report.json" >/dev/null \
+    || fail "$1: the saved report has open stages: $(jq -c '[.stages[] | select(.finished == null) | .name]' "$T/run/report.json")"
+  jq -e '[.stages[] | select(.name == "finish" and .result == "SUCCESS")] | length == 1' "$T/run/report.json" >/dev/null \
+    || fail "$1: the saved report has no successful finish stage: $(jq -c '[.stages[] | .name + " " + (.result // "-")]' "$T/run/report.json")"
+}
+
+# kiln boot as PID 1 of a new PID namespace; want: its exit status as the
+# shell sees it (128 + the signal the namespace's init died of)
+boot_in_pidns() { # FINISH WANT_RC
+  write_spec "$1"
+  umount -R "$T/target" 2>/dev/null
+  unshare --pid --fork sh -c '[ "$$" = 1 ] || exit 99; exec "$0" boot --cmdline "$1"' "$KILN" "$T/cmdline" >"$T/out" 2>&1
+  local rc=$?
+  [[ $rc == "$2" ]] && ok "kiln boot did the $1 (exit status $rc)" \
+    || { cat "$T/out"; fail "kiln boot with finish: $1 exited $rc, expected $2"; }
+  check_events "finish: $1"
+  findmnt "$T/target" >/dev/null && fail "finish: $1: the target is still mounted"
+}
+
+# 1. without --no-finish: kiln reboots (SIGHUP) or powers off (SIGINT) once every stage has ended
+boot_in_pidns reboot 129
+boot_in_pidns poweroff 130
+
+# 3. --no-finish (what /init runs): the finish is written down, kiln exits 0
+write_spec reboot
+umount -R "$T/target" 2>/dev/null
+"$KILN" boot --no-finish --cmdline "$T/cmdline" >"$T/out" 2>&1
+rc=$?
+[[ $rc == 0 ]] || { cat "$T/out"; fail "kiln boot --no-finish exited $rc"; }
+[[ $(cat "$T/run/finish" 2>/dev/null) == reboot ]] || fail "RUN_DIR/finish: '$(cat "$T/run/finish" 2>/dev/null)', expected reboot"
+check_events "--no-finish"
+
+loop_done

@@ -1,0 +1,103 @@
+#!/bin/bash
+# Devices that change while kiln reads them: partitions dropped and re-added
+# (as when another program repartitions a disk or re-reads its table), a disk that becomes empty and comes back.
+# The inventory never fails on them: a disk that is gone or empty is left
+# out, one whose partitions changed under the probe is listed as unreadable
+# (so `kiln plan` refuses to select it, and plans around it), and a steady
+# disk is always listed as it is. Only this test's own loop devices churn.
+set -uo pipefail
+: "${KILN:?}" "${SRC:?}"
+[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
+for t in losetup sfdisk partx jq; do
+  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
+done
+. "$SRC/tests/lib/loop.sh"
+loop_init churn
+CHURN_PIDS=()
+on_exit() { local p; for p in "${CHURN_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; }
+
+truncate -s 64M "$T/steady.img" "$T/parts.img" "$T/empty.img"
+attach "$T/steady.img"; STEADY=$ATTACHED
+attach "$T/parts.img"; PARTS=$ATTACHED
+attach "$T/empty.img"; EMPTY=$ATTACHED
+# eight partitions, so that a probe is often inside the table when it is re-read
+printf 'label: gpt\n%s' "$(for i in 1 2 3 4 5 6 7 8; do echo 'size=4MiB, type=linux'; done)" | sfdisk -q "$PARTS" \
+  || { fail "sfdisk on $PARTS"; loop_done; }
+partx -a "$PARTS" 2>/dev/null  # (this kernel may not read GPT itself: partx adds the partitions)
+[[ -e ${PARTS}p8 ]] || { fail "no ${PARTS}p8 after sfdisk"; loop_done; }
+
+# the churn: drop and re-add PARTS' partitions; EMPTY's backing file empty, then back
+churn_parts() { while :; do partx -d "$PARTS" 2>/dev/null; partx -a "$PARTS" 2>/dev/null; done; }
+churn_parts &
+CHURN_PIDS+=($!)
+( while :; do truncate -s 0 "$T/empty.img"; losetup -c "$EMPTY"; truncate -s 64M "$T/empty.img"; losetup -c "$EMPTY"; done ) &
+CHURN_PIDS+=($!)
+
+RUNS=${KILN_CHURN_RUNS:-80}
+fails=0 partial=0 unreadable=0 parts_seen=0 empty_seen=0 empty_gone=0 steady_bad=0
+for ((i = 0; i < RUNS; i++)); do
+  if ! "$KILN" inventory --json >"$T/inv.json" 2>"$T/err"; then
+    ((fails++ == 0)) && cp "$T/err" "$T/first-err"
+    continue
+  fi
+  s=$(jq -r --arg s "$STEADY" --arg p "$PARTS" --arg e "$EMPTY" '
+        [([.disks[] | select(.path == $s) | "\(.size) \(.unreadable) \(.partitions | length)"] | .[0] // "missing"),
+         ([.disks[] | select(.path == $p) | "\(.unreadable) \(.partitions | length)"] | .[0] // "missing"),
+         ([.disks[] | select(.path == $e) | "\(.size)"] | .[0] // "missing")] | join(",")' "$T/inv.json")
+  IFS=, read -r st pa em <<<"$s"
+  [[ $st == "67108864 false 0" ]] || { ((steady_bad++ == 0)) && echo "steady disk listed as: $st"; }
+  case $pa in
+    "false 8") parts_seen=$((parts_seen + 1)) ;;
+    "true "*) unreadable=$((unreadable + 1)) ;;
+    "false "[0-7]) partial=$((partial + 1)) ;;   # one state of the table, caught between two changes
+    *) fail "$PARTS listed as '$pa'" ;;
+  esac
+  case $em in
+    67108864) empty_seen=$((empty_seen + 1)) ;;
+    missing) empty_gone=$((empty_gone + 1)) ;;
+    *) fail "$EMPTY listed with size $em (neither 64 MiB nor left out)" ;;
+  esac
+done
+on_exit; CHURN_PIDS=()
+echo "$RUNS runs: $fails failed; $PARTS whole $parts_seen, unreadable $unreadable, between changes $partial; $EMPTY listed $empty_seen, left out $empty_gone"
+((fails == 0)) && ok "the inventory never failed while devices changed" \
+  || fail "the inventory failed $fails of $RUNS times, first: $(cat "$T/first-err")"
+((steady_bad == 0)) && ok "the steady disk was always listed as it is" || fail "the steady disk was misread $steady_bad times"
+
+# kiln plan: a spec that selects the steady disk plans while the others churn;
+# one that selects a disk whose partitions changed under the probe is refused
+cat >"$T/spec.yaml" <<YAML
+version: 1
+hostname: churn
+disks:
+  - {id: a, match: {path: $STEADY}, wipe: true}
+partitions:
+  - {id: root, on: a, size: rest, type: linux}
+filesystems:
+  - {on: root, type: ext4, mount: /}
+YAML
+churn_parts &
+CHURN_PIDS+=($!)
+bad=0
+for ((i = 0; i < 10; i++)); do
+  "$KILN" plan "$T/spec.yaml" >/dev/null 2>"$T/err" && continue
+  ((bad++ == 0)) && cp "$T/err" "$T/first-err"
+done
+((bad == 0)) && ok "a spec on the steady disk plans while another disk churns" \
+  || fail "kiln plan failed $bad of 10 times while another disk churned: $(cat "$T/first-err")"
+# the churning disk selected: refused as unreadable (exit 3), or planned when
+# the probe caught it steady; never a failed inventory
+sed "s|path: $STEADY|path: $PARTS|" "$T/spec.yaml" >"$T/parts.yaml"
+refused=0 other=0
+for ((i = 0; i < 10; i++)); do
+  "$KILN" plan "$T/parts.yaml" >/dev/null 2>"$T/err"; rc=$?
+  if [[ $rc == 3 ]] && grep -qF "disk rule 'a' selects $PARTS, which could not be read" "$T/err"; then
+    refused=$((refused + 1))
+  elif [[ $rc != 0 ]]; then
+    ((other++ == 0)) && cp "$T/err" "$T/first-err"
+  fi
+done
+((other == 0 && refused > 0)) && ok "a spec on the churning disk is refused as unreadable ($refused of 10 runs)" \
+  || fail "kiln plan on the churning disk: $refused refusals as unreadable, $other other failures: $(cat "$T/first-err" 2>/dev/null)"
+on_exit; CHURN_PIDS=()
+loop_done
