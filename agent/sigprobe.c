@@ -8,6 +8,22 @@ static inline void blkid_free_probep(blkid_probe *p) {
                 blkid_free_probe(*p);
 }
 
+/* Open a device read-only and attach a new probe to it; the caller keeps the
+ * descriptor open for as long as the probe lives. */
+static int probe_open(const char *path, int *ret_fd, blkid_probe *ret_pr) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        __attribute__((cleanup(blkid_free_probep))) blkid_probe pr = blkid_new_probe();
+        if (!pr)
+                return -ENOMEM;
+        if (blkid_probe_set_device(pr, fd, 0, 0) < 0)
+                return errno > 0 ? -errno : -EIO;
+        *ret_fd = TAKE_FD(fd);
+        *ret_pr = TAKE_PTR(pr);
+        return 0;
+}
+
 static int lookup(blkid_probe pr, const char *name, char **ret) {
         const char *v = NULL;
         *ret = NULL;
@@ -41,14 +57,11 @@ static void sig_clear(struct inv_signature *s) {
 }
 
 int sigprobe_device(const char *path, struct inv_signature **ret, size_t *ret_n) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
-        __attribute__((cleanup(blkid_free_probep))) blkid_probe pr = blkid_new_probe();
-        if (!pr)
-                return -ENOMEM;
-        if (blkid_probe_set_device(pr, fd, 0, 0) < 0)
-                return errno > 0 ? -errno : -EIO;
+        _cleanup_close_ int fd = -1;
+        __attribute__((cleanup(blkid_free_probep))) blkid_probe pr = NULL;
+        int r = probe_open(path, &fd, &pr);
+        if (r < 0)
+                return r;
         /* what wipefs enables: also stale signatures with a bad checksum */
         if (blkid_probe_enable_superblocks(pr, 1) < 0 ||
             blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_MAGIC | BLKID_SUBLKS_TYPE | BLKID_SUBLKS_USAGE |
@@ -59,7 +72,6 @@ int sigprobe_device(const char *path, struct inv_signature **ret, size_t *ret_n)
 
         struct inv_signature *sigs = NULL;
         size_t n = 0;
-        int r = 0;
         for (unsigned guard = 0; guard < 256; guard++) {
                 errno = 0;
                 int rc = blkid_do_probe(pr);
@@ -130,14 +142,11 @@ void sigprobe_partitions_free(struct sigprobe_part *p, size_t n) {
 }
 
 int sigprobe_partitions(const char *disk, struct sigprobe_part **ret, size_t *ret_n) {
-        _cleanup_close_ int fd = open(disk, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
-        __attribute__((cleanup(blkid_free_probep))) blkid_probe pr = blkid_new_probe();
-        if (!pr)
-                return -ENOMEM;
-        if (blkid_probe_set_device(pr, fd, 0, 0) < 0)
-                return errno > 0 ? -errno : -EIO;
+        _cleanup_close_ int fd = -1;
+        __attribute__((cleanup(blkid_free_probep))) blkid_probe pr = NULL;
+        int r = probe_open(disk, &fd, &pr);
+        if (r < 0)
+                return r;
         if (blkid_probe_enable_superblocks(pr, 0) < 0 || blkid_probe_enable_partitions(pr, 1) < 0 ||
             blkid_probe_set_partitions_flags(pr, BLKID_PARTS_FORCE_GPT) < 0)
                 return -EIO;
