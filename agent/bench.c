@@ -24,22 +24,25 @@
 #define SOL_ALG 279
 #endif
 
-/* Time budget (microseconds from the start of bench_raw). Short samples,
- * no ramp-up: each dm-crypt candidate writes and reads for CIPHER_SLICE
- * each (the first always runs; with tuning the rest stop at
- * CIPHER_PHASE_END, variants first); the AF_ALG figure encrypts and
- * decrypts for ALG_SLICE each (once per cipher and key size); the six
- * device tests get IO_SLICE each, shortened to what is left of GATE_LIMIT
- * (never below IO_SLICE_MIN). One cipher: 10 x 50 ms of samples plus their
- * drains and the set-up, about 0.8 s under QEMU on a quiet host. 50 ms
- * samples were no noisier than 100-200 ms ones there (docs/benchmarks.md,
- * coefficient of variation 2-13 % for each length); under heavy host load
- * every length swings 10-50 %. --slice sets all of them. */
-#define CIPHER_SLICE_USEC (50u * 1000)
+/* Time budget (microseconds from the start of bench_raw). Each sample has a
+ * warm-up, a measured window and a drain (io_run); the slices below are the
+ * windows' least length. Each dm-crypt candidate writes and reads (the first
+ * always runs; with tuning the rest stop at CIPHER_PHASE_END, variants
+ * first); the AF_ALG figure encrypts and decrypts for ALG_SLICE each (once
+ * per cipher and key size); the six device tests get IO_SLICE each,
+ * shortened to what is left of GATE_LIMIT (never below IO_SLICE_MIN). A
+ * window also holds at least WINDOW_MIN_IOS completions, so a slow path (a
+ * 1 MiB request through dm-crypt takes 15-40 ms under QEMU) gets a longer
+ * one, and a fast one (a disk, 4 KiB reads) no more than it needs. A sample
+ * stops issuing at SAMPLE_CAP whatever its window holds. --slice sets every
+ * slice. */
+#define CIPHER_SLICE_USEC (20u * 1000)
 #define ALG_SLICE_USEC (50u * 1000)
 #define CIPHER_PHASE_END_USEC (1500u * 1000)
-#define IO_SLICE_USEC (50u * 1000)
-#define IO_SLICE_MIN_USEC (30u * 1000)
+#define IO_SLICE_USEC (20u * 1000)
+#define IO_SLICE_MIN_USEC (10u * 1000)
+#define WINDOW_MIN_IOS 2u
+#define SAMPLE_CAP(usec) ((usec) * 10 > 250000u ? (usec) * 10 : 250000u)
 #define GATE_LIMIT_USEC (5000u * 1000)
 #define ALG_BUFFER (1024u * 1024)       /* as `cryptsetup benchmark`: 1 MiB ... */
 #define ALG_REQUEST (64u * 1024)        /* ... in 64 KiB requests, one IV each */
@@ -319,7 +322,22 @@ static int engine_init(struct bench_io_engine *e, unsigned depth) {
         return 0;
 }
 
-/* Run one pattern on an open O_DIRECT fd for about usec microseconds. */
+/* Run one pattern on an open O_DIRECT fd: a sample in three parts, as fio's
+ * --ramp_time and --runtime:
+ *  - warm-up, from the first submission to the first completion: the queue
+ *    fills, first-touch costs (under QEMU the first 1 MiB request through
+ *    dm-crypt takes 1.5-3 times as long as the ones after it). Not counted.
+ *  - window, from the first completion to the completion at which the
+ *    window is at least usec long and holds at least WINDOW_MIN_IOS later
+ *    completions: every completed slot is resubmitted at once, so the queue
+ *    stays full. The figure is what completed in it over its length. The
+ *    requests completed together with the first one are not in it (devices
+ *    complete in batches: a window from batch to batch counts whole batches).
+ *  - drain: nothing more is submitted and what is in flight completes. Not
+ *    counted (the queue is no longer full).
+ * A sample that reaches SAMPLE_CAP(usec) stops issuing with what its window
+ * holds; one whose window is empty then falls back to bytes over all its
+ * time. Latencies are those of the window's requests. */
 static int io_run(struct bench_io_engine *e, int fd, bool write, bool random, unsigned bs, uint64_t base, uint64_t span,
                   uint64_t usec, struct bench_io *ret) {
         unsigned depth = e->depth;
@@ -332,7 +350,7 @@ static int io_run(struct bench_io_engine *e, int fd, bool write, bool random, un
         span -= span % bs;
         uint64_t blocks = span / bs, cursor = 0;
         struct io_slot slot[BENCH_DEPTH_MAX] = {};
-        uint64_t t_prep = now_usec(), t_drain = 0;
+        uint64_t t_prep = now_usec();
         uint32_t *lat = e->lat;
         aio_context_t ctx = e->ctx;
         int r = 0;
@@ -355,7 +373,8 @@ static int io_run(struct bench_io_engine *e, int fd, bool write, bool random, un
         }
         for (unsigned i = 0; i < depth; i++)
                 slot[i].buf = e->buf[i];
-        uint64_t ios = 0, n_lat = 0, lat_sum = 0, t0 = now_usec(), deadline = t0 + usec;
+        uint64_t ios = 0, n_lat = 0, t0 = now_usec(), cap = t0 + SAMPLE_CAP(usec);
+        uint64_t t_first = 0, t_stop = 0, win_ios = 0;
         double prep = (double) (t0 - t_prep) / 1e6;
         unsigned inflight = 0;
         for (unsigned i = 0; i < depth && r >= 0; i++) {
@@ -382,6 +401,9 @@ static int io_run(struct bench_io_engine *e, int fd, bool write, bool random, un
                         break;
                 }
                 uint64_t t = now_usec();
+                bool counted = t_first && !t_stop;      /* inside the window */
+                if (!t_first)
+                        t_first = t;
                 for (long x = 0; x < k; x++) {
                         struct io_slot *sl = &slot[ev[x].data];
                         inflight--;
@@ -391,28 +413,31 @@ static int io_run(struct bench_io_engine *e, int fd, bool write, bool random, un
                                 continue;
                         }
                         ios++;
-                        uint64_t d = t - sl->t_submit;
-                        lat_sum += d;
-                        if (n_lat < LAT_SAMPLES)
-                                lat[n_lat++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t) d;
-                        /* a request issued now would complete about one mean latency
-                         * from now: past the deadline, let the queue drain instead, so
-                         * that the sample ends near its length (at 1 MiB through
-                         * dm-crypt under QEMU, 4 requests take ~80 ms to drain). The
-                         * figure counts the drain either way: bytes over all the time. */
-                        if (r < 0 || t + lat_sum / ios >= deadline) {
-                                if (!t_drain)
-                                        t_drain = t;
-                                continue;
+                        if (counted) {
+                                win_ios++;
+                                uint64_t d = t - sl->t_submit;
+                                if (n_lat < LAT_SAMPLES)
+                                        lat[n_lat++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t) d;
                         }
+                }
+                if (!t_stop && (r < 0 || (t - t_first >= usec && win_ios >= WINDOW_MIN_IOS) || t >= cap))
+                        t_stop = t;
+                if (t_stop)
+                        continue;
+                for (long x = 0; x < k; x++) {
+                        if (ev[x].res != (int64_t) bs)
+                                continue;
+                        struct io_slot *sl = &slot[ev[x].data];
                         uint64_t off = random ? (xorshift(&e->seed) % blocks) * bs : (cursor++ % blocks) * bs;
                         sl->cb.aio_offset = (int64_t) (base + off);
                         sl->t_submit = t;
                         int q = aio_submit_one(ctx, &sl->cb);
-                        if (q < 0)
+                        if (q < 0) {
                                 r = q;
-                        else
-                                inflight++;
+                                t_stop = t;
+                                break;
+                        }
+                        inflight++;
                 }
         }
         uint64_t t1 = now_usec();
@@ -424,9 +449,15 @@ static int io_run(struct bench_io_engine *e, int fd, bool write, bool random, un
                 return r;
         }
         struct bench_io io = { .done = true, .block_size = bs, .depth = depth, .ios = ios, .bytes = ios * bs,
-                               .prep_seconds = prep, .drain_seconds = t_drain ? (double) (t1 - t_drain) / 1e6 : 0 };
-        io.seconds = (double) (t1 - t0) / 1e6;
-        if (io.seconds > 0) {
+                               .prep_seconds = prep, .seconds = (double) (t1 - t0) / 1e6,
+                               .warmup_seconds = t_first ? (double) (t_first - t0) / 1e6 : 0,
+                               .drain_seconds = t_stop ? (double) (t1 - t_stop) / 1e6 : 0 };
+        if (win_ios > 0 && t_stop > t_first) {
+                io.window_ios = win_ios;
+                io.window_seconds = (double) (t_stop - t_first) / 1e6;
+                io.mbps = (double) win_ios * bs / 1e6 / io.window_seconds;
+                io.iops = (double) win_ios / io.window_seconds;
+        } else if (io.seconds > 0) {
                 io.mbps = (double) io.bytes / 1e6 / io.seconds;
                 io.iops = (double) io.ios / io.seconds;
         }
@@ -1138,6 +1169,9 @@ static struct json_object *jio(const struct bench_io *io) {
             jadd(o, "iops", jdouble(io->iops)) < 0 || jadd(o, "lat_p50_us", jdouble(io->lat_p50_us)) < 0 ||
             jadd(o, "lat_p99_us", jdouble(io->lat_p99_us)) < 0 || jadd(o, "lat_max_us", jdouble(io->lat_max_us)) < 0 ||
             jadd(o, "bytes", json_object_new_uint64(io->bytes)) < 0 || jadd(o, "seconds", jdouble(io->seconds)) < 0 ||
+            jadd(o, "warmup_seconds", jsec(io->warmup_seconds)) < 0 ||
+            jadd(o, "window_seconds", jsec(io->window_seconds)) < 0 ||
+            jadd(o, "window_ios", json_object_new_uint64(io->window_ios)) < 0 ||
             jadd(o, "prep_seconds", jsec(io->prep_seconds)) < 0 || jadd(o, "drain_seconds", jsec(io->drain_seconds)) < 0 ||
             jadd(o, "teardown_seconds", jsec(io->teardown_seconds)) < 0) {
                 json_object_put(o);

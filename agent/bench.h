@@ -41,10 +41,15 @@ struct bench_io {
         double mbps;                    /* MB/s, 10^6 bytes per second */
         double iops;
         double lat_p50_us, lat_p99_us, lat_max_us;
-        /* around the timed interval (seconds): buffers and io_setup before
-         * it; the drain (from the first request not resubmitted to the
-         * last completion) is inside it; io_destroy and sorting after */
-        double prep_seconds, drain_seconds, teardown_seconds;
+        /* the sample's parts (seconds; `seconds` is all of them): the
+         * warm-up to the first completion and the drain after the last
+         * resubmission are outside the figure, which is window_ios requests
+         * over window_seconds (0 when the window stayed empty: then bytes
+         * over all the time); preparation (buffers) before and sorting the
+         * latencies after the sample */
+        double warmup_seconds, window_seconds, drain_seconds;
+        uint64_t window_ios;
+        double prep_seconds, teardown_seconds;
 };
 
 /* One step of the gate and when it ran, for --json: where the time went. */

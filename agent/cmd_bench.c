@@ -15,8 +15,9 @@ static int help(void) {
                "figure beside it (measured as libcryptsetup's crypt_benchmark() does) where the kernel\n"
                "has AF_ALG; then, with DEVICE, sequential and 4 KiB random direct I/O on DEVICE and\n"
                "(--crypt) on a dm-crypt device over it. --depth: requests in flight (default %u);\n"
-               "--slice: run each dm-crypt, AF_ALG and device test this many milliseconds (default: the\n"
-               "gate's time budget). Reads only, unless --write: that overwrites SIZE bytes of DEVICE\n"
+               "--slice: each dm-crypt and device test measures at least this many milliseconds after\n"
+               "its warm-up (and at least 2 completions); AF_ALG runs this long (default: the gate's\n"
+               "time budget). Reads only, unless --write: that overwrites SIZE bytes of DEVICE\n"
                "(and of --crypt DEV) from OFFSET. With floors given, exits 6 when one is missed.\n",
                BENCH_DEPTH);
         return KILN_EXIT_OK;

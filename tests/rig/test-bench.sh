@@ -5,7 +5,7 @@
 #     overhead, inside its time bound, leaving no mapping behind; an
 #     impossible floor exits 6. ROUNDS alternating rounds of kiln against
 #     `cryptsetup benchmark` and fio (same direction, block size, requests in
-#     flight, region, duration) give the medians for docs/benchmarks.md
+#     flight, region; fio measured at its steady state, 500 ms) give the medians for docs/benchmarks.md
 #     (printed at the end).
 #  2. Then the real `kiln boot` with tests/rig/specs/bench-floor.yaml: tuning
 #     picks the LUKS parameters and luksFormat uses them (the guest's
@@ -140,9 +140,9 @@ row "dm-crypt/zero write, depth 4 (the gate's), MB/s vs cryptsetup encrypt" "$(p
 row "dm-crypt/zero read, depth 4 (the gate's), MB/s vs cryptsetup decrypt" "$(per_round bench .ciphers[0].read.mbps)" "$cs_dec"
 for d in raw:vdb crypt:bc; do
   k=${d%%:*} f=${d#*:}
-  row "$k seq write 1M MB/s vs fio" "$(per_round bench ".$k.seq_write.mbps")" "$(fio_mb "${f}_write")"
-  row "$k seq read 1M MB/s vs fio" "$(per_round bench ".$k.seq_read.mbps")" "$(fio_mb "${f}_read")"
-  row "$k rand read 4k IOPS vs fio" "$(per_round bench ".$k.rand_read.iops")" "$(fio_iops "${f}_randread")"
+  row "$k seq write 1M MB/s vs fio (500 ms)" "$(per_round bench ".$k.seq_write.mbps")" "$(fio_mb "${f}_write")"
+  row "$k seq read 1M MB/s vs fio (500 ms)" "$(per_round bench ".$k.seq_read.mbps")" "$(fio_mb "${f}_read")"
+  row "$k rand read 4k IOPS vs fio (500 ms)" "$(per_round bench ".$k.rand_read.iops")" "$(fio_iops "${f}_randread")"
 done
 row "whole gate (wall s) vs cryptsetup benchmark, one cipher (wall s)" "$(kv_rounds kiln_gate_seconds)" "$(kv_rounds cryptsetup_seconds)"
 row "gate's cipher part (s) vs cryptsetup benchmark, one cipher (wall s)" "$(per_round bench .cipher_seconds)" "$(kv_rounds cryptsetup_seconds)"
@@ -153,20 +153,25 @@ echo "# where the whole gate's time went (s, medians over the rounds): start-up 
   "dm set-up/removal $(ph '^dm: ' | median), dm-crypt samples $(ph '^dm-crypt: ' | median), AF_ALG $(ph '^af_alg: ' | median)," \
   "raw device $(ph '^raw: ' | median), encrypted device $(ph '^crypt: ' | median), AIO set-up/teardown $(ph '^io: ' | median)," \
   "kiln's own total $(per_round bench .seconds | median), wall $(kv_rounds kiln_gate_seconds | median)"
-echo "# the samples' drains (s, medians; inside each figure): dm-crypt write $(per_round bench .ciphers[0].write.drain_seconds | median)," \
-  "crypt seq write $(per_round bench .crypt.seq_write.drain_seconds | median), crypt seq read $(per_round bench .crypt.seq_read.drain_seconds | median)"
+parts() {  # parts JQ-PATH: warm-up / window (completions) / drain of one sample, medians
+  echo "$(per_round bench "$1.warmup_seconds" | median) / $(per_round bench "$1.window_seconds" | median) ($(per_round bench "$1.window_ios" | median)) / $(per_round bench "$1.drain_seconds" | median)"
+}
+echo "# the samples' parts (s, medians; warm-up and drain outside the figure): warm-up / window (completions) / drain:" \
+  "dm-crypt write $(parts .ciphers[0].write), dm-crypt read $(parts .ciphers[0].read), raw seq write $(parts .raw.seq_write)," \
+  "raw 4k random read $(parts .raw.rand_read), crypt seq write $(parts .crypt.seq_write), crypt seq read $(parts .crypt.seq_read)," \
+  "crypt 4k random read $(parts .crypt.rand_read)"
 echo "# where the gate's cipher part went (s, medians over the rounds): device-mapper set-up $(per_round bench .setup_seconds | median)," \
   "dm-crypt samples $(per_round bench .dm_sample_seconds | median), AF_ALG $(per_round bench .alg_seconds | median);" \
   "tune (12 candidates): set-up $(kjson bench-tune | jq .setup_seconds), samples $(kjson bench-tune | jq .dm_sample_seconds)," \
   "AF_ALG $(kjson bench-tune | jq .alg_seconds), candidates measured $(kjson bench-tune | jq '[.ciphers[] | select(.error == null)] | length')"
 row "tune, 3 ciphers x 4 variants, no device (wall s) vs cryptsetup benchmark for the 3 (wall s)" "$(kv kiln_tune_seconds)" "$(kv cryptsetup3_seconds)"
-echo "# the default 50 ms samples against 150 ms ones (kiln bench --slice 150, the old default), the same rounds:"
+echo "# the default 20 ms windows against 150 ms ones (kiln bench --slice 150), the same rounds:"
 row "s150: whole gate (wall s) vs cryptsetup benchmark, one cipher (wall s)" "$(kv_rounds kiln_s150_seconds)" "$(kv_rounds cryptsetup_seconds)"
-row "default (50 ms) vs s150: dm-crypt/zero write, depth 4, MB/s" "$(per_round bench .ciphers[0].write.mbps)" "$(per_round bench-s150 .ciphers[0].write.mbps)"
-row "default (50 ms) vs s150: AF_ALG encrypt MB/s" "$(per_round bench .ciphers[0].kernel_enc_mbps)" "$(per_round bench-s150 .ciphers[0].kernel_enc_mbps)"
-row "default (50 ms) vs s150: crypt seq write MB/s" "$(per_round bench .crypt.seq_write.mbps)" "$(per_round bench-s150 .crypt.seq_write.mbps)"
-row "default (50 ms) vs s150: crypt seq read MB/s" "$(per_round bench .crypt.seq_read.mbps)" "$(per_round bench-s150 .crypt.seq_read.mbps)"
-row "default (50 ms) vs s150: raw seq write MB/s" "$(per_round bench .raw.seq_write.mbps)" "$(per_round bench-s150 .raw.seq_write.mbps)"
+row "default vs s150: dm-crypt/zero write, depth 4, MB/s" "$(per_round bench .ciphers[0].write.mbps)" "$(per_round bench-s150 .ciphers[0].write.mbps)"
+row "default vs s150: AF_ALG encrypt MB/s" "$(per_round bench .ciphers[0].kernel_enc_mbps)" "$(per_round bench-s150 .ciphers[0].kernel_enc_mbps)"
+row "default vs s150: crypt seq write MB/s" "$(per_round bench .crypt.seq_write.mbps)" "$(per_round bench-s150 .crypt.seq_write.mbps)"
+row "default vs s150: crypt seq read MB/s" "$(per_round bench .crypt.seq_read.mbps)" "$(per_round bench-s150 .crypt.seq_read.mbps)"
+row "default vs s150: raw seq write MB/s" "$(per_round bench .raw.seq_write.mbps)" "$(per_round bench-s150 .raw.seq_write.mbps)"
 echo "# 1 s samples, once (kiln bench --slice 1000 and fio --runtime=1s, both AIO depth 4), dm-crypt device:"
 for t in seq_write:write:mbps seq_read:read:mbps rand_read:randread:iops; do
   IFS=: read -r k f u <<<"$t"

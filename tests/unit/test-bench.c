@@ -37,6 +37,9 @@ static void fill(struct bench_result *r) {
         r->phases[1] = (struct bench_phase) { .name = "dm: create zero target", .start = 0.0245, .seconds = 0.0051 };
         r->n_phases = 2;
         r->crypt_write.drain_seconds = 0.1094;
+        r->crypt_write.warmup_seconds = 0.0316;
+        r->crypt_write.window_seconds = 0.0221;
+        r->crypt_write.window_ios = 2;
 }
 
 static void test_parse(void) {
@@ -125,6 +128,9 @@ static void test_output(void) {
                 CHECK(json_object_object_get_ex(o, "crypt", &v));
                 w = json_object_object_get(v, "seq_write");
                 CHECK(json_object_get_double(json_object_object_get(w, "drain_seconds")) == 0.109);
+                CHECK(json_object_get_double(json_object_object_get(w, "warmup_seconds")) == 0.032);
+                CHECK(json_object_get_double(json_object_object_get(w, "window_seconds")) == 0.022);
+                CHECK(json_object_get_int64(json_object_object_get(w, "window_ios")) == 2);
                 CHECK(json_object_get_double(json_object_object_get(w, "prep_seconds")) == 0);
                 json_object_put(o);
         }
@@ -144,15 +150,15 @@ static void test_io_slice(void) {
         /* --slice wins */
         CHECK_U64(bench_io_slice_usec(0, 6, 1000), 1000000);
         CHECK_U64(bench_io_slice_usec(9000000, 3, 7), 7000);
-        /* by default 50 ms: the gate's 5 s leave plenty */
-        CHECK_U64(bench_io_slice_usec(0, 6, 0), 50000);
-        CHECK_U64(bench_io_slice_usec(4700000, 6, 0), 50000);
+        /* by default a 20 ms window: the gate's 5 s leave plenty */
+        CHECK_U64(bench_io_slice_usec(0, 6, 0), 20000);
+        CHECK_U64(bench_io_slice_usec(4880000, 6, 0), 20000);
         /* shortened to an equal share of what is left ... */
-        CHECK_U64(bench_io_slice_usec(4880000, 3, 0), 40000);
-        /* ... but never below 30 ms, even past the limit */
-        CHECK_U64(bench_io_slice_usec(4950000, 3, 0), 30000);
-        CHECK_U64(bench_io_slice_usec(60000000, 3, 0), 30000);
-        CHECK_U64(bench_io_slice_usec(0, 0, 0), 30000);
+        CHECK_U64(bench_io_slice_usec(4955000, 3, 0), 15000);
+        /* ... but never below 10 ms, even past the limit */
+        CHECK_U64(bench_io_slice_usec(4990000, 3, 0), 10000);
+        CHECK_U64(bench_io_slice_usec(60000000, 3, 0), 10000);
+        CHECK_U64(bench_io_slice_usec(0, 0, 0), 10000);
 }
 
 static struct bench_cipher cand(const char *cipher, unsigned ks, unsigned sector, bool nowq, double mbps) {
