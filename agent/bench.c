@@ -37,7 +37,7 @@
  * stops issuing at SAMPLE_CAP whatever its window holds. --slice sets every
  * slice. */
 #define CIPHER_SLICE_USEC (20u * 1000)
-#define ALG_SLICE_USEC (50u * 1000)
+#define ALG_SLICE_USEC (40u * 1000)
 #define CIPHER_PHASE_END_USEC (1500u * 1000)
 #define IO_SLICE_USEC (20u * 1000)
 #define IO_SLICE_MIN_USEC (10u * 1000)
@@ -797,12 +797,12 @@ static int cipher_sample(struct bench_io_engine *e, const char *path, struct ben
         phase(res, t, "dm-crypt: open");
         uint64_t span = 512ull * 1024 * 1024;
         t = now_usec();
-        int r = io_run(e, fd, true, false, BENCH_SEQ_BLOCK, 0, span, slice, &bc->write);
+        int r = io_run(e, fd, true, false, BENCH_CIPHER_BLOCK, 0, span, slice, &bc->write);
         phase(res, t, "dm-crypt: write %s:%u/%u", bc->cipher, bc->key_size, bc->sector_size);
         if (r < 0)
                 return r;
         t = now_usec();
-        r = io_run(e, fd, false, false, BENCH_SEQ_BLOCK, 0, span, slice, &bc->read);
+        r = io_run(e, fd, false, false, BENCH_CIPHER_BLOCK, 0, span, slice, &bc->read);
         phase(res, t, "dm-crypt: read %s:%u/%u", bc->cipher, bc->key_size, bc->sector_size);
         t = now_usec();
         close(fd);
