@@ -17,8 +17,8 @@ static bool is_url(const char *s) {
                strncasecmp(s, "file://", 7) == 0;
 }
 
-const char *ca_describe(const char *spec_ca) {
-        return !spec_ca ? "none" : is_pem(spec_ca) ? "PEM text" : spec_ca;
+const char *ca_describe(const char *spec_ca, char buf[static URL_DISPLAY_MAX]) {
+        return !spec_ca ? "none" : is_pem(spec_ca) ? "PEM text" : url_display(spec_ca, buf);
 }
 
 DEFINE_CLEANUP(BIO_free_all, BIO *)

@@ -96,7 +96,7 @@ int cmd_apply(int argc, char **argv) {
         _cleanup_free_ char *ca_file = NULL, *ca_err = NULL;
         if (!dry_run && (r = ca_for_spec(spec->ca, NULL, &ca_file, &ca_err)) < 0)
                 return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", spec_path,
-                                       ca_describe(spec->ca), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
+                                       ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
 
         /* the hostname as plan_build expanded it: a dry run shows what `kiln plan` shows */
         struct apply_options opts = { .dry_run = dry_run, .hostname = plan->hostname, .fallback = resume && !unwiped ? plan : NULL,

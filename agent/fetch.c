@@ -1,6 +1,7 @@
 #include "fetch.h"
 #include "log.h"
 #include "strbuf.h"
+#include "url.h"
 
 #include <curl/curl.h>
 #include <inttypes.h>
@@ -77,6 +78,56 @@ bool sha256_hex_equal(const char *a, const char *b) {
         return diff == 0;
 }
 
+/* curl's text may quote a URL (a redirect's target): kept without its credentials. */
+static void set_error_scrubbed(char **error, const char *text) {
+        _cleanup_strbuf_ struct strbuf shown = STRBUF_INIT;
+        if (url_scrub(text, strlen(text), &shown) < 0)
+                set_errorf(error, 0, "(error text not shown)");
+        else
+                set_errorf(error, 0, "%s", strbuf_str(&shown));
+}
+
+/* One line of curl's debug text as it may be logged: the request target's
+ * query string, credentials sent in headers and every URL (a redirect's
+ * Location, curl's own remarks) without what url_display() leaves out. */
+static void debug_line(const char *tag, bool out, const char *line, size_t len) {
+        static const char *const secret_headers[] = { "authorization:", "proxy-authorization:", "cookie:", "set-cookie:" };
+        _cleanup_strbuf_ struct strbuf shown = STRBUF_INIT;
+        size_t n = len > 512 ? 512 : len;
+
+        shown.max = 4096;
+        for (size_t i = 0; i < ELEMENTSOF(secret_headers); i++) {
+                size_t hn = strlen(secret_headers[i]);
+                if (n >= hn && strncasecmp(line, secret_headers[i], hn) == 0) {
+                        log_debug("curl %s %.*s [redacted]", tag, (int) hn, line);
+                        return;
+                }
+        }
+        if (n >= 9 && strncasecmp(line, "location:", 9) == 0) {
+                /* a relative Location has no "scheme://" for url_scrub to find */
+                char buf[URL_DISPLAY_MAX];
+                _cleanup_free_ char *v = strndup(line + 9, n - 9);
+                if (!v)
+                        return;
+                log_debug("curl %s Location: %s", tag, url_display(v + strspn(v, " \t"), buf));
+                return;
+        }
+        if (out) {
+                /* "GET /path?query HTTP/1.1": the target's query string goes */
+                const char *sp = memchr(line, ' ', n);
+                const char *qm = sp ? memchr(sp, '?', n - (size_t) (sp - line)) : NULL;
+                const char *sp2 = qm ? memchr(qm, ' ', n - (size_t) (qm - line)) : NULL;
+                if (qm && (!sp2 || qm < sp2)) {
+                        log_debug("curl %s %.*s?...%.*s", tag, (int) (qm - line), line, sp2 ? (int) (line + n - sp2) : 0,
+                                  sp2 ? sp2 : "");
+                        return;
+                }
+        }
+        if (url_scrub(line, n, &shown) < 0)
+                return;
+        log_debug("curl %s %s", tag, strbuf_str(&shown));
+}
+
 static int debug_cb(CURL *c, curl_infotype type, char *data, size_t size, void *userdata) {
         const char *tag;
         switch (type) {
@@ -93,7 +144,7 @@ static int debug_cb(CURL *c, curl_infotype type, char *data, size_t size, void *
                 if (len > 0 && data[len - 1] == '\r')
                         len--;
                 if (len > 0)
-                        log_debug("curl %s %.*s", tag, (int) (len > 512 ? 512 : len), data);
+                        debug_line(tag, type == CURLINFO_HEADER_OUT, data, len);
                 if (!nl)
                         break;
                 size -= n + 1;
@@ -552,7 +603,7 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                         if (c == CURLE_HTTP_RETURNED_ERROR)
                                 set_errorf(&rr->error, 0, "HTTP %ld", rr->http_code);
                         else
-                                set_errorf(&rr->error, 0, "%s", errbuf[0] ? errbuf : curl_easy_strerror(c));
+                                set_error_scrubbed(&rr->error, errbuf[0] ? errbuf : curl_easy_strerror(c));
                 }
                 if (!retry)
                         return r;

@@ -2,6 +2,7 @@
 #include "log.h"
 #include "paths.h"
 #include "ring.h"
+#include "url.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -644,6 +645,7 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
         uint64_t dev_size = 0;
         pthread_t fetcher, decompressor;
         struct stat st;
+        char shown[URL_DISPLAY_MAX];
         int r;
 
         if (raw) {
@@ -672,7 +674,7 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
                 marker_dir = fcntl(target_fd, F_DUPFD_CLOEXEC, 3);
                 if (marker_dir < 0)
                         return -errno;
-                r = marker_create(marker_dir, IMAGE_INCOMPLETE_MARKER, img->url);
+                r = marker_create(marker_dir, IMAGE_INCOMPLETE_MARKER, url_display(img->url, shown));
         }
         if (r < 0)
                 return set_errorf(&res->error, r, "cannot mark '%s' incomplete: %s", target, strerror(-r));
@@ -712,7 +714,7 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
                 r = -errno;
 
         if (s->fetch_err < 0 && s->fetch_err != -ECANCELED && (r >= 0 || r == s->fetch_err || s->read_err < 0))
-                return set_errorf(&res->error, s->fetch_err, "download of '%s' failed: %s", img->url,
+                return set_errorf(&res->error, s->fetch_err, "download of '%s' failed: %s", url_display(img->url, shown),
                                   s->fres.error ? s->fres.error : strerror(-s->fetch_err));
         if (r < 0) {
                 if (!res->error)
@@ -740,6 +742,7 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
 
 int image_install(const struct spec_image *img, const char *target, const struct image_options *opts,
                   struct image_result *ret) {
+        char shown[URL_DISPLAY_MAX];
         static const struct image_options defaults = {};
         _cleanup_(image_result_done) struct image_result scratch = {};
         struct image_result *res = ret ? ret : &scratch;
@@ -756,7 +759,7 @@ int image_install(const struct spec_image *img, const char *target, const struct
         r = fetch_check_url(img->url);
         if (r < 0)
                 return set_errorf(&res->error, r, "%s '%s'", r == -EPROTONOSUPPORT ?
-                                  "unsupported URL scheme (only http, https and file):" : "not a valid URL:", img->url);
+                                  "unsupported URL scheme (only http, https and file):" : "not a valid URL:", url_display(img->url, shown));
 
         _cleanup_(stream_done) struct stream s = {
                 .url = img->url,

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "spec_yaml.h"
 #include "strbuf.h"
+#include "url.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -604,10 +605,11 @@ static bool check_vars(struct ctx *c, const struct loc *l, const char *key, cons
 
 static void check_url(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
                       const char *url, bool allow_file) {
-        char f[256], t[QUOTE_MAX + 4];
+        char f[256], t[QUOTE_MAX + 4], shown[URL_DISPLAY_MAX];
         const char *sep = strstr(url, "://");
+        url_display(url, shown);        /* errors quote it without userinfo or query string */
         if (!sep) {
-                emitn(c, v, "%s is not a url: '%s'", fld(l, key, f), q(url, t));
+                emitn(c, v, "%s is not a url: '%s'", fld(l, key, f), q(shown, t));
                 return;
         }
         size_t n = (size_t) (sep - url);
@@ -624,11 +626,11 @@ static void check_url(struct ctx *c, const struct loc *l, const char *key, const
         }
         const char *rest = sep + 3;
         if (http && (!*rest || *rest == '/')) {
-                emitn(c, v, "%s has no host: '%s'", fld(l, key, f), q(url, t));
+                emitn(c, v, "%s has no host: '%s'", fld(l, key, f), q(shown, t));
                 return;
         }
         if (file && *rest != '/') {
-                emitn(c, v, "%s must name an absolute path: '%s'", fld(l, key, f), q(url, t));
+                emitn(c, v, "%s must name an absolute path: '%s'", fld(l, key, f), q(shown, t));
                 return;
         }
         for (const char *p = url; *p; p++)
