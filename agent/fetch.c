@@ -87,45 +87,12 @@ static void set_error_scrubbed(char **error, const char *text) {
                 set_errorf(error, 0, "%s", strbuf_str(&shown));
 }
 
-/* One line of curl's debug text as it may be logged: the request target's
- * query string, credentials sent in headers and every URL (a redirect's
- * Location, curl's own remarks) without what url_display() leaves out. */
+/* One line of curl's debug text, logged as url_scrub_debug_line() renders it. */
 static void debug_line(const char *tag, bool out, const char *line, size_t len) {
-        static const char *const secret_headers[] = { "authorization:", "proxy-authorization:", "cookie:", "set-cookie:" };
         _cleanup_strbuf_ struct strbuf shown = STRBUF_INIT;
-        size_t n = len > 512 ? 512 : len;
-
         shown.max = 4096;
-        for (size_t i = 0; i < ELEMENTSOF(secret_headers); i++) {
-                size_t hn = strlen(secret_headers[i]);
-                if (n >= hn && strncasecmp(line, secret_headers[i], hn) == 0) {
-                        log_debug("curl %s %.*s [redacted]", tag, (int) hn, line);
-                        return;
-                }
-        }
-        if (n >= 9 && strncasecmp(line, "location:", 9) == 0) {
-                /* a relative Location has no "scheme://" for url_scrub to find */
-                char buf[URL_DISPLAY_MAX];
-                _cleanup_free_ char *v = strndup(line + 9, n - 9);
-                if (!v)
-                        return;
-                log_debug("curl %s Location: %s", tag, url_display(v + strspn(v, " \t"), buf));
-                return;
-        }
-        if (out) {
-                /* "GET /path?query HTTP/1.1": the target's query string goes */
-                const char *sp = memchr(line, ' ', n);
-                const char *qm = sp ? memchr(sp, '?', n - (size_t) (sp - line)) : NULL;
-                const char *sp2 = qm ? memchr(qm, ' ', n - (size_t) (qm - line)) : NULL;
-                if (qm && (!sp2 || qm < sp2)) {
-                        log_debug("curl %s %.*s?...%.*s", tag, (int) (qm - line), line, sp2 ? (int) (line + n - sp2) : 0,
-                                  sp2 ? sp2 : "");
-                        return;
-                }
-        }
-        if (url_scrub(line, n, &shown) < 0)
-                return;
-        log_debug("curl %s %s", tag, strbuf_str(&shown));
+        if (url_scrub_debug_line(line, len > 512 ? 512 : len, out, &shown) >= 0)
+                log_debug("curl %s %s", tag, strbuf_str(&shown));
 }
 
 static int debug_cb(CURL *c, curl_infotype type, char *data, size_t size, void *userdata) {

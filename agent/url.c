@@ -2,6 +2,7 @@
 #include "util.h"
 
 #include <string.h>
+#include <strings.h>
 
 struct out {
         char *buf;
@@ -120,4 +121,52 @@ int url_scrub(const char *text, size_t len, struct strbuf *out) {
                 done = i = e;
         }
         return strbuf_add(out, text + done, len - done);
+}
+
+int url_scrub_debug_line(const char *line, size_t n, bool out, struct strbuf *ret) {
+        static const char *const secret_headers[] = { "authorization:", "proxy-authorization:", "cookie:", "set-cookie:" };
+        _cleanup_strbuf_ struct strbuf shown = STRBUF_INIT;
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(secret_headers); i++) {
+                size_t hn = strlen(secret_headers[i]);
+                if (n >= hn && strncasecmp(line, secret_headers[i], hn) == 0) {
+                        r = strbuf_add(ret, line, hn);
+                        return r < 0 ? r : strbuf_adds(ret, " [redacted]");
+                }
+        }
+        if (n >= 9 && strncasecmp(line, "location:", 9) == 0) {
+                /* a relative Location has no "scheme://" for url_scrub() to find */
+                char buf[URL_DISPLAY_MAX];
+                _cleanup_free_ char *v = strndup(line + 9, n - 9);
+                if (!v)
+                        return -ENOMEM;
+                r = strbuf_add(ret, line, 9);
+                return r < 0 ? r : strbuf_addf(ret, " %s", url_display(v + strspn(v, " \t"), buf));
+        }
+        if (out) {
+                /* "GET /path?query HTTP/1.1": the target's query string goes */
+                const char *sp = memchr(line, ' ', n);
+                const char *qm = sp ? memchr(sp, '?', n - (size_t) (sp - line)) : NULL;
+                if (qm) {
+                        const char *sp2 = memchr(qm, ' ', n - (size_t) (qm - line));
+                        r = strbuf_add(ret, line, (size_t) (qm - line));
+                        if (r >= 0)
+                                r = strbuf_adds(ret, "?...");
+                        return r < 0 || !sp2 ? r : strbuf_add(ret, sp2, n - (size_t) (sp2 - line));
+                }
+        }
+        r = url_scrub(line, n, &shown);
+        if (r < 0)
+                return r;
+        /* HTTP/2: curl describes the request as "[:path: /x?query]" */
+        const char *s = strbuf_str(&shown), *ph = strstr(s, ":path: "), *qm = ph ? strchr(ph, '?') : NULL;
+        if (qm) {
+                const char *close = strchr(qm, ']');
+                r = strbuf_add(ret, s, (size_t) (qm - s));
+                if (r >= 0)
+                        r = strbuf_adds(ret, "?...");
+                return r < 0 || !close ? r : strbuf_adds(ret, close);
+        }
+        return strbuf_add(ret, s, shown.len);
 }

@@ -25,3 +25,12 @@ char *url_display_dup(const char *url);
  * message) to out with every URL in it ("scheme://" up to a blank, quote or
  * '>') rendered by url_display(). Silent. 0 or -errno from strbuf. */
 int url_scrub(const char *text, size_t len, struct strbuf *out);
+
+/* Appends one line of curl's debug output (len bytes, no line end) to out
+ * as it may be logged: the value of an Authorization, Proxy-Authorization,
+ * Cookie or Set-Cookie header as "[redacted]"; a Location header's value
+ * (relative or not) by url_display(); for a line kiln sent (out true), the
+ * request target's query string of "GET /path?query HTTP/1.1" as "?...";
+ * the query string of an HTTP/2 ":path:" pseudo-header curl describes as
+ * "?..."; every other URL by url_scrub(). Silent. 0 or -errno from strbuf. */
+int url_scrub_debug_line(const char *line, size_t len, bool out, struct strbuf *ret);

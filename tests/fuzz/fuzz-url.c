@@ -3,8 +3,8 @@
  * url_display() must render any text within URL_DISPLAY_MAX, without control
  * characters, with nothing after a '?' or '#' but "...", and with no '@' in
  * what it shows as the authority (no '@' at all when it shows no scheme);
- * url_scrub() must render any text (ASan watches both read exactly what they
- * are given). */
+ * url_scrub() and url_scrub_debug_line() must render any text (ASan watches
+ * that all read exactly what they are given). */
 #include "url.h"
 
 #include <stdlib.h>
@@ -39,6 +39,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         struct strbuf sb = STRBUF_INIT;
         if (url_scrub(text, size, &sb) < 0)
+                __builtin_trap();
+        strbuf_release(&sb);
+        if (url_scrub_debug_line(text, size, size > 0 && (data[0] & 1), &sb) < 0)
                 __builtin_trap();
         strbuf_release(&sb);
         free(text);

@@ -86,8 +86,38 @@ static void test_scrub(void) {
         CHECK_INT(url_scrub("http://h/a", 10, &small), -E2BIG);
 }
 
+static void check_debug(const char *in, bool out, const char *want) {
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        CHECK_INT(url_scrub_debug_line(in, strlen(in), out, &sb), 0);
+        if (!streq(strbuf_str(&sb), want))
+                fprintf(stderr, "url_scrub_debug_line('%s')\n", in);
+        CHECK_STR(strbuf_str(&sb), want);
+}
+
+static void test_debug_lines(void) {
+        check_debug("GET /blob?token=abc&sig=def HTTP/1.1", true, "GET /blob?... HTTP/1.1");
+        check_debug("GET /blob?token=abc", true, "GET /blob?...");
+        check_debug("GET /blob HTTP/1.1", true, "GET /blob HTTP/1.1");
+        check_debug("Host: 127.0.0.1:8080", true, "Host: 127.0.0.1:8080");
+        check_debug("Authorization: Basic a2lsbjpzZWNyZXQ=", true, "Authorization: [redacted]");
+        check_debug("proxy-authorization: Bearer x", true, "proxy-authorization: [redacted]");
+        check_debug("Cookie: session=abc", true, "Cookie: [redacted]");
+        check_debug("Set-Cookie: session=abc; Path=/", false, "Set-Cookie: [redacted]");
+        check_debug("Location: /blob?sig=abc", false, "Location: /blob?...");
+        check_debug("location:https://u:p@cdn/x?X-Amz-Signature=abc", false, "location: https://cdn/x?...");
+        check_debug("Issue another request to this URL: 'http://h:1/blob?sig=abc'", false,
+                    "Issue another request to this URL: 'http://h:1/blob?...'");
+        /* HTTP/2: curl 7.88 and 8.x describe the pseudo-headers as text */
+        check_debug("h2h3 [:path: /blob?sig=abc]", false, "h2h3 [:path: /blob?...]");
+        check_debug("[HTTP/2] [1] [:path: /k?X-Amz-Signature=abc&x=1]", false, "[HTTP/2] [1] [:path: /k?...]");
+        check_debug("[HTTP/2] [1] [:path: /k]", false, "[HTTP/2] [1] [:path: /k]");
+        check_debug("HTTP/1.1 200 OK", false, "HTTP/1.1 200 OK");
+        check_debug("", false, "");
+}
+
 int main(void) {
         test_display();
         test_scrub();
+        test_debug_lines();
         return TEST_DONE();
 }
