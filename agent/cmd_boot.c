@@ -108,10 +108,9 @@ int cmd_boot(int argc, char **argv) {
 
         /* 2. this machine: the values ${mac} etc. expand to, and the disks to plan on */
         _cleanup_inventory_free_ struct inventory *inv = NULL;
-        r = inv_path ? inventory_load(inv_path, &inv) : inventory_probe(NULL, &inv);
-        if (r < 0)
-                return log_error_errno(r, "failed to read the inventory of '%s': %m", inv_path ? inv_path : "this machine"),
-                       KILN_EXIT_FAILURE;
+        r = cmd_load_inventory(inv_path, &inv);
+        if (r != KILN_EXIT_OK)
+                return r;
         struct spec_vars vars = {
                 .mac = inventory_primary_mac(inv),
                 .uuid = inv->machine_uuid,
