@@ -35,7 +35,7 @@
 
 static void boot_usage(FILE *f) {
         fprintf(f, "usage: kiln boot [--cmdline FILE] [--inventory FILE|DIR] [--dry-run] [--no-finish]\n"
-                   "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.debug from /proc/cmdline,\n"
+                   "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.fresh from /proc/cmdline,\n"
                    "  fetches the host spec and applies it (what the kiln initramfs runs)\n"
                    "  --cmdline FILE   read the kernel command line from FILE\n"
                    "  --inventory X    plan against a recorded inventory (with --dry-run)\n"
