@@ -34,8 +34,7 @@ CHURN_PIDS+=($!)
 CHURN_PIDS+=($!)
 
 # An ASan build's probe is several times slower, under the same churn: fewer
-# runs there (the same checks; the churning disk still turns up unreadable in
-# most of them), the full count in the normal build.
+# runs there (the same checks), the full count in the normal build.
 if [[ ${KILN_SANITIZE:-OFF} == ON ]]; then RUNS=${KILN_CHURN_RUNS:-20} PLANS=5; else RUNS=${KILN_CHURN_RUNS:-80} PLANS=10; fi
 fails=0 partial=0 unreadable=0 parts_seen=0 empty_seen=0 empty_gone=0 steady_bad=0
 for ((i = 0; i < RUNS; i++)); do
@@ -92,7 +91,9 @@ done
 # the probe caught it steady; never a failed inventory
 sed "s|path: $STEADY|path: $PARTS|" "$T/spec.yaml" >"$T/parts.yaml"
 refused=0 other=0
-for ((i = 0; i < PLANS; i++)); do
+# (at least PLANS runs, up to 10 until one is refused: on a busy machine as
+# few as 3 in 10 catch the disk mid-change)
+for ((i = 0; i < 10 && (i < PLANS || refused == 0); i++)); do
   "$KILN" plan "$T/parts.yaml" >/dev/null 2>"$T/err"; rc=$?
   if [[ $rc == 3 ]] && grep -qF "disk rule 'a' selects $PARTS, which could not be read" "$T/err"; then
     refused=$((refused + 1))
@@ -100,7 +101,7 @@ for ((i = 0; i < PLANS; i++)); do
     ((other++ == 0)) && cp "$T/err" "$T/first-err"
   fi
 done
-((other == 0 && refused > 0)) && ok "a spec on the churning disk is refused as unreadable ($refused of $PLANS runs)" \
+((other == 0 && refused > 0)) && ok "a spec on the churning disk is refused as unreadable ($refused of $i runs)" \
   || fail "kiln plan on the churning disk: $refused refusals as unreadable, $other other failures: $(cat "$T/first-err" 2>/dev/null)"
 on_exit; CHURN_PIDS=()
 loop_done
