@@ -783,6 +783,8 @@ static int step_resume_check(struct apply_ctx *c, const struct plan_step *s) {
         int r = resume_record_load(s->device, &rec);
         if (r == -ENOENT)
                 return strbuf_addf(&c->why, "no progress record '%s'", s->device), -ESTALE;
+        if (r == -ENOTEMPTY)
+                return strbuf_addf(&c->why, "progress record '%s' has data after its JSON document", s->device), -ESTALE;
         if (r < 0)
                 return strbuf_addf(&c->why, "unreadable progress record '%s'", s->device), -ESTALE;
         if (!streq(rec.fingerprint, c->plan->fingerprint))

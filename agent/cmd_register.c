@@ -111,6 +111,10 @@ int cmd_register(int argc, char **argv) {
                 log_error("'%s' is not a kiln run report", report_path);
                 return KILN_EXIT_REGISTER;
         }
+        if (r == -ENOTEMPTY) {
+                log_error("run report '%s' has data after its JSON document: refusing it", report_path);
+                return KILN_EXIT_REGISTER;
+        }
         if (r < 0) {
                 log_error_errno(r, "failed to read run report '%s': %m", report_path);
                 return KILN_EXIT_REGISTER;

@@ -471,7 +471,13 @@ int report_from_json(const char *text, size_t len, struct report **ret) {
                 return -ENOMEM;
         r->root = json_tokener_parse_ex(tok, text, (int) len);
         bool ok = json_tokener_get_error(tok) == json_tokener_success;
+        size_t end = json_tokener_get_parse_end(tok);
         json_tokener_free(tok);
+        /* one document: after it only white space (the tokener stops where the object closes) */
+        while (ok && end < len && text[end] != 0 && strchr(" \t\r\n", text[end]))
+                end++;
+        if (ok && end < len)
+                return -ENOTEMPTY;
         if (!ok || !json_object_is_type(r->root, json_type_object) || !jget(r->root, "kiln_report") ||
             !report_run_id(r))
                 return -EBADMSG;

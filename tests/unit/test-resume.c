@@ -6,6 +6,7 @@
 #include "resume.h"
 #include "tap.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 static char *src_path(const char *rel) {
@@ -287,6 +288,46 @@ static void test_record(void) {
                 int r = resume_record_from_json(bad[i], strlen(bad[i]), &x);
                 CHECK_INT(r, -EBADMSG);
         }
+
+        /* one document and nothing after it but white space */
+        _cleanup_strbuf_ struct strbuf t = STRBUF_INIT;
+#define TAIL(s) s, sizeof(s) - 1
+        static const struct { const char *tail; size_t len; int err; } tails[] = {
+                { TAIL(""), 0 },
+                { TAIL("\n"), 0 },
+                { TAIL(" \t\r\n  "), 0 },
+                { TAIL("x"), -ENOTEMPTY },
+                { TAIL("\n}"), -ENOTEMPTY },
+                { TAIL(" {\"kiln_progress\": 1}"), -ENOTEMPTY },
+                { TAIL("\n\0"), -ENOTEMPTY },
+                { TAIL("\0garbage"), -ENOTEMPTY },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(tails); i++) {
+                strbuf_reset(&t);
+                CHECK_INT(strbuf_add(&t, sb.buf, sb.len), 0);
+                CHECK_INT(strbuf_add(&t, tails[i].tail, tails[i].len), 0);
+                struct resume_record x = {};
+                int r = resume_record_from_json(t.buf, t.len, &x);
+                if (r != tails[i].err)
+                        fprintf(stderr, "record followed by '%s'\n", tails[i].tail);
+                CHECK_INT(r, tails[i].err);
+                if (r == 0)
+                        CHECK_STR(x.fingerprint, rec.fingerprint);
+                else
+                        CHECK(!x.run_id && !x.version && !x.stages);
+                resume_record_done(&x);
+        }
+        /* the same from a file */
+        char junk[] = "/tmp/kiln-test-resume-junk.XXXXXX";
+        int fd = mkostemp(junk, O_CLOEXEC);
+        CHECK(fd >= 0);
+        CHECK_INT(write(fd, sb.buf, sb.len), (long) sb.len);
+        CHECK_INT(write(fd, "\n{}\n", 4), 4);
+        close(fd);
+        struct resume_record x = {};
+        CHECK_INT(resume_record_load(junk, &x), -ENOTEMPTY);
+        CHECK(!x.run_id && !x.version);
+        unlink(junk);
         resume_record_done(&rec);
 }
 
