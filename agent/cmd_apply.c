@@ -55,12 +55,9 @@ int cmd_apply(int argc, char **argv) {
                 return r;
 
         _cleanup_inventory_free_ struct inventory *inv = NULL;
-        r = inv_path ? inventory_load(inv_path, &inv) : inventory_probe(NULL, &inv);
-        if (r < 0) {
-                log_error_errno(r, "failed to read the inventory%s%s%s: %m", inv_path ? " '" : "",
-                                inv_path ? inv_path : "", inv_path ? "'" : "");
-                return KILN_EXIT_FAILURE;
-        }
+        r = cmd_load_inventory(inv_path, &inv);
+        if (r != KILN_EXIT_OK)
+                return r;
 
         struct diags diags = {};
         _cleanup_plan_free_ struct plan *plan = NULL;

@@ -29,7 +29,6 @@
 #include <limits.h>
 #include <getopt.h>
 #include <sys/reboot.h>
-#include <sys/stat.h>
 
 #define BOOT_CA_MAX_BYTES (1024u * 1024u)
 #define BOOT_CA_FILE "ca.pem"           /* in RUN_DIR: kiln.ca= fetched from a URL */
@@ -37,28 +36,12 @@
 
 static void boot_usage(FILE *f) {
         fprintf(f, "usage: kiln boot [--cmdline FILE] [--inventory FILE|DIR] [--dry-run] [--no-finish]\n"
-                   "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.debug from /proc/cmdline,\n"
+                   "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.fresh from /proc/cmdline,\n"
                    "  fetches the host spec and applies it (what the kiln initramfs runs)\n"
                    "  --cmdline FILE   read the kernel command line from FILE\n"
                    "  --inventory X    plan against a recorded inventory (with --dry-run)\n"
                    "  --dry-run        fetch, validate and print the steps; change nothing\n"
                    "  --no-finish      write the spec's finish to RUN_DIR/finish instead of doing it\n");
-}
-
-/* name in RUN_DIR (made 0700 if missing) replaced with buf: the CA bundle
- * fetched from kiln.ca=URL (ca.pem, public), the finish for /init. */
-static int write_run_file(const char *name, const char *buf, size_t len, char **ret_path) {
-        _cleanup_free_ char *path = NULL;
-        if (mkdir(kiln_paths.run_dir, 0700) < 0 && errno != EEXIST)
-                return -errno;
-        if (asprintf(&path, "%s/%s", kiln_paths.run_dir, name) < 0)
-                return -ENOMEM;
-        int r = write_file_atomic(path, buf, len);
-        if (r < 0)
-                return r;
-        if (ret_path)
-                *ret_path = TAKE_PTR(path);
-        return 0;
 }
 
 static const char *finish_name(enum spec_finish f) {
@@ -133,10 +116,9 @@ int cmd_boot(int argc, char **argv) {
 
         /* 2. this machine: the values ${mac} etc. expand to, and the disks to plan on */
         _cleanup_inventory_free_ struct inventory *inv = NULL;
-        r = inv_path ? inventory_load(inv_path, &inv) : inventory_probe(NULL, &inv);
-        if (r < 0)
-                return log_error_errno(r, "failed to read the inventory of '%s': %m", inv_path ? inv_path : "this machine"),
-                       KILN_EXIT_FAILURE;
+        r = cmd_load_inventory(inv_path, &inv);
+        if (r != KILN_EXIT_OK)
+                return r;
         struct spec_vars vars = {
                 .mac = inventory_primary_mac(inv),
                 .uuid = inv->machine_uuid,
@@ -161,7 +143,7 @@ int cmd_boot(int argc, char **argv) {
                                 return log_error_errno(r, "failed to fetch the CA bundle '%s': %m", ca_shown), KILN_EXIT_FETCH;
                         /* One CA for everything after this: the spec, the keys, the
                          * image and the controller all take it as a file. */
-                        r = write_run_file(BOOT_CA_FILE, ca_pem, len, &ca_path);
+                        r = run_file_write(BOOT_CA_FILE, ca_pem, len, &ca_path);
                         if (r < 0)
                                 return log_error_errno(r, "failed to save the CA bundle '%s' to '%s/%s': %m", ca_shown,
                                                        kiln_paths.run_dir, BOOT_CA_FILE), KILN_EXIT_FAILURE;
@@ -244,7 +226,7 @@ int cmd_boot(int argc, char **argv) {
         /* 7. run it, and finish */
         if (!dry_run && no_finish) {
                 _cleanup_free_ char *f = strdupf("%s\n", finish_name(spec->finish));
-                r = f ? write_run_file("finish", f, strlen(f), NULL) : -ENOMEM;
+                r = f ? run_file_write("finish", f, strlen(f), NULL) : -ENOMEM;
                 if (r < 0)
                         return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
         }

@@ -107,10 +107,9 @@ static uint64_t align_up(uint64_t v, uint64_t a) { return v > UINT64_MAX - (a - 
 /* A finding at a spec position: refusal (-EPERM) or invalid input (-EINVAL). */
 static int finding(struct builder *b, bool refusal, struct spec_mark m, const char *fmt, ...) _printf_(4, 5);
 static int finding(struct builder *b, bool refusal, struct spec_mark m, const char *fmt, ...) {
-        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
         va_list ap;
         va_start(ap, fmt);
-        int r = strbuf_vaddf(&sb, fmt, ap);
+        int r = diags_addv(b->diags, b->spec->file, m.line, m.col, fmt, ap);
         va_end(ap);
         if (r < 0)
                 return r;
@@ -118,7 +117,7 @@ static int finding(struct builder *b, bool refusal, struct spec_mark m, const ch
                 b->refused++;
         else
                 b->invalid++;
-        return diags_add(b->diags, b->spec->file, m.line, m.col, "%s", strbuf_str(&sb));
+        return 0;
 }
 #define refuse(b, m, ...) finding((b), true, (m), __VA_ARGS__)
 #define invalid(b, m, ...) finding((b), false, (m), __VA_ARGS__)

@@ -74,7 +74,6 @@ static const char *kind_name(enum spec_obj_kind k) {
 
 static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...) _printf_(4, 5);
 static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...) {
-        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
         if (c->n_emitted >= SPEC_MAX_DIAGS) {
                 if (c->n_emitted++ == SPEC_MAX_DIAGS && diags_add(c->d, c->file, 0, 0,
                                 "more than %u problems; only the first %u are shown",
@@ -85,10 +84,8 @@ static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ..
         c->n_emitted++;
         va_list ap;
         va_start(ap, fmt);
-        int r = strbuf_vaddf(&sb, fmt, ap);
+        int r = diags_addv(c->d, c->file, line, col, fmt, ap);
         va_end(ap);
-        if (r >= 0)
-                r = diags_add(c->d, c->file, line, col, "%s", strbuf_str(&sb));
         if (r < 0 && c->error == 0)
                 c->error = r;
 }
