@@ -18,6 +18,7 @@
 #include "paths.h"
 #include "resume.h"
 #include "sigprobe.h"
+#include "url.h"
 #include "wipe.h"
 
 #include <inttypes.h>
@@ -244,22 +245,24 @@ static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks
                 .hostname = c->opts->hostname ? c->opts->hostname : inv ? inv->hostname : NULL,
         };
         _cleanup_free_ char *url = NULL;
+        char shown[URL_DISPLAY_MAX];
         int r = spec_expand(l->key.url, &vars, &url);
         if (r < 0)
-                return strbuf_addf(&c->why, "cannot expand the key URL '%s'", l->key.url), r;
+                return strbuf_addf(&c->why, "cannot expand the key URL '%s'", url_display(l->key.url, shown)), r;
+        url_display(url, shown);
         struct fetch_options fo = { .ca_file = c->opts->ca_file };      /* kiln.ca and the spec's ca: (ca.h) */
         char *buf = NULL;
         size_t len = 0;
         _cleanup_(fetch_result_done) struct fetch_result res = {};
         r = fetch_to_buffer_full(url, &fo, LUKS_MAX_KEY_FETCH, l->key.sha256, &buf, &len, &res);
         if (r < 0)
-                return strbuf_addf(&c->why, "key from '%s': %s", url, res.error ? res.error : strerror(-r)), r;
+                return strbuf_addf(&c->why, "key from '%s': %s", shown, res.error ? res.error : strerror(-r)), r;
         (void) log_register_secret(buf);
         r = len ? luks_key_new(buf, len, ret) : -EINVAL;
         explicit_wipe(buf, len);
         free(buf);
         if (r < 0)
-                return strbuf_addf(&c->why, "key from '%s' is empty or cannot be locked in memory", url), r;
+                return strbuf_addf(&c->why, "key from '%s' is empty or cannot be locked in memory", shown), r;
         return 0;
 }
 
@@ -783,6 +786,8 @@ static int step_resume_check(struct apply_ctx *c, const struct plan_step *s) {
         int r = resume_record_load(s->device, &rec);
         if (r == -ENOENT)
                 return strbuf_addf(&c->why, "no progress record '%s'", s->device), -ESTALE;
+        if (r == -ENOTEMPTY)
+                return strbuf_addf(&c->why, "progress record '%s' has data after its JSON document", s->device), -ESTALE;
         if (r < 0)
                 return strbuf_addf(&c->why, "unreadable progress record '%s'", s->device), -ESTALE;
         if (!streq(rec.fingerprint, c->plan->fingerprint))

@@ -6,7 +6,6 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 static bool is_pem(const char *s) {
         return strstr(s, "-----BEGIN") != NULL;
@@ -17,8 +16,8 @@ static bool is_url(const char *s) {
                strncasecmp(s, "file://", 7) == 0;
 }
 
-const char *ca_describe(const char *spec_ca) {
-        return !spec_ca ? "none" : is_pem(spec_ca) ? "PEM text" : spec_ca;
+const char *ca_describe(const char *spec_ca, char buf[static URL_DISPLAY_MAX]) {
+        return !spec_ca ? "none" : is_pem(spec_ca) ? "PEM text" : url_display(spec_ca, buf);
 }
 
 DEFINE_CLEANUP(BIO_free_all, BIO *)
@@ -36,7 +35,7 @@ static int count_certs(const char *text, size_t len) {
 }
 
 int ca_for_spec(const char *spec_ca, const char *given_file, char **ret_file, char **reterr) {
-        _cleanup_free_ char *text = NULL, *given = NULL, *path = NULL;
+        _cleanup_free_ char *text = NULL, *given = NULL;
         size_t len = 0, given_len = 0;
         int r;
 
@@ -75,13 +74,8 @@ int ca_for_spec(const char *spec_ca, const char *given_file, char **ret_file, ch
         if ((given && (strbuf_add(&pem, given, given_len) < 0 || strbuf_adds(&pem, "\n") < 0)) ||
             strbuf_add(&pem, text, len) < 0 || strbuf_adds(&pem, "\n") < 0)
                 return -ENOMEM;
-        if (mkdir(kiln_paths.run_dir, 0700) < 0 && errno != EEXIST)
-                return set_errorf(reterr, -errno, "cannot create '%s': %s", kiln_paths.run_dir, strerror(errno));
-        if (asprintf(&path, "%s/%s", kiln_paths.run_dir, CA_SPEC_FILE) < 0)
-                return -ENOMEM;
-        r = write_file_atomic(path, pem.buf, pem.len);
+        r = run_file_write(CA_SPEC_FILE, pem.buf, pem.len, ret_file);
         if (r < 0)
-                return set_errorf(reterr, r, "cannot write '%s': %s", path, strerror(-r));
-        *ret_file = TAKE_PTR(path);
+                return set_errorf(reterr, r, "cannot write '%s/%s': %s", kiln_paths.run_dir, CA_SPEC_FILE, strerror(-r));
         return 0;
 }

@@ -5,6 +5,7 @@
  * or an http(s)/file URL, fetched trusting the first). They end up in one
  * PEM file, so that every transfer takes the same `ca_file`. */
 #pragma once
+#include "url.h"
 #include "util.h"
 
 #define CA_MAX_BYTES (1024u * 1024u)
@@ -18,5 +19,6 @@
  * says what went wrong, without repeating spec_ca. */
 int ca_for_spec(const char *spec_ca, const char *given_file, char **ret_file, char **reterr);
 
-/* How to name spec_ca in a message: the path or URL, or "PEM text". */
-const char *ca_describe(const char *spec_ca);
+/* How to name spec_ca in a message: the path, the URL as url_display()
+ * shows it (rendered into buf, which is returned), or "PEM text". */
+const char *ca_describe(const char *spec_ca, char buf[static URL_DISPLAY_MAX]);

@@ -1,4 +1,5 @@
 #include "cloudstack.h"
+#include "url.h"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -168,13 +169,15 @@ int cs_call(const struct cs_client *c, const char *command, const struct cs_para
         json_object *o = response_object(root);
         const char *code = jstr(o, "errorcode"), *text = jstr(o, "errortext");
         if (r < 0) {
+                char shown[URL_DISPLAY_MAX];
+                url_display(c->endpoint, shown);
                 if (text)
                         return set_errorf(ret_error, r, "CloudStack refused %s (HTTP %ld, errorcode %s): %s",
                                           command, resp.status, code ? code : "?", text);
                 if (r == -ETIMEDOUT)
                         return set_errorf(ret_error, r, "CloudStack at '%s' did not answer %s in time after %u attempts (last: %s)",
-                                          c->endpoint, command, resp.attempts, resp.error[0] ? resp.error : "timeout");
-                return set_errorf(ret_error, r, "CloudStack request %s to '%s' failed: %s", command, c->endpoint,
+                                          shown, command, resp.attempts, resp.error[0] ? resp.error : "timeout");
+                return set_errorf(ret_error, r, "CloudStack request %s to '%s' failed: %s", command, shown,
                                   resp.error[0] ? resp.error : strerror(-r));
         }
         if (!o)

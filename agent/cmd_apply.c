@@ -55,12 +55,9 @@ int cmd_apply(int argc, char **argv) {
                 return r;
 
         _cleanup_inventory_free_ struct inventory *inv = NULL;
-        r = inv_path ? inventory_load(inv_path, &inv) : inventory_probe(NULL, &inv);
-        if (r < 0) {
-                log_error_errno(r, "failed to read the inventory%s%s%s: %m", inv_path ? " '" : "",
-                                inv_path ? inv_path : "", inv_path ? "'" : "");
-                return KILN_EXIT_FAILURE;
-        }
+        r = cmd_load_inventory(inv_path, &inv);
+        if (r != KILN_EXIT_OK)
+                return r;
 
         struct diags diags = {};
         _cleanup_plan_free_ struct plan *plan = NULL;
@@ -96,7 +93,7 @@ int cmd_apply(int argc, char **argv) {
         _cleanup_free_ char *ca_file = NULL, *ca_err = NULL;
         if (!dry_run && (r = ca_for_spec(spec->ca, NULL, &ca_file, &ca_err)) < 0)
                 return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", spec_path,
-                                       ca_describe(spec->ca), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
+                                       ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
 
         /* the hostname as plan_build expanded it: a dry run shows what `kiln plan` shows */
         struct apply_options opts = { .dry_run = dry_run, .hostname = plan->hostname, .fallback = resume && !unwiped ? plan : NULL,

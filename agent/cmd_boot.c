@@ -24,11 +24,11 @@
 #include "report.h"
 #include "resume.h"
 #include "spec.h"
+#include "url.h"
 
 #include <limits.h>
 #include <getopt.h>
 #include <sys/reboot.h>
-#include <sys/stat.h>
 
 #define BOOT_CA_MAX_BYTES (1024u * 1024u)
 #define BOOT_CA_FILE "ca.pem"           /* in RUN_DIR: kiln.ca= fetched from a URL */
@@ -36,28 +36,12 @@
 
 static void boot_usage(FILE *f) {
         fprintf(f, "usage: kiln boot [--cmdline FILE] [--inventory FILE|DIR] [--dry-run] [--no-finish]\n"
-                   "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.debug from /proc/cmdline,\n"
+                   "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.fresh from /proc/cmdline,\n"
                    "  fetches the host spec and applies it (what the kiln initramfs runs)\n"
                    "  --cmdline FILE   read the kernel command line from FILE\n"
                    "  --inventory X    plan against a recorded inventory (with --dry-run)\n"
                    "  --dry-run        fetch, validate and print the steps; change nothing\n"
                    "  --no-finish      write the spec's finish to RUN_DIR/finish instead of doing it\n");
-}
-
-/* name in RUN_DIR (made 0700 if missing) replaced with buf: the CA bundle
- * fetched from kiln.ca=URL (ca.pem, public), the finish for /init. */
-static int write_run_file(const char *name, const char *buf, size_t len, char **ret_path) {
-        _cleanup_free_ char *path = NULL;
-        if (mkdir(kiln_paths.run_dir, 0700) < 0 && errno != EEXIST)
-                return -errno;
-        if (asprintf(&path, "%s/%s", kiln_paths.run_dir, name) < 0)
-                return -ENOMEM;
-        int r = write_file_atomic(path, buf, len);
-        if (r < 0)
-                return r;
-        if (ret_path)
-                *ret_path = TAKE_PTR(path);
-        return 0;
 }
 
 static const char *finish_name(enum spec_finish f) {
@@ -114,21 +98,27 @@ int cmd_boot(int argc, char **argv) {
                         return log_error_errno(r, "failed to read the kernel command line '%s': %m", clp), KILN_EXIT_USAGE;
                 r = cmdline_parse(text, &cl, &bad);
         }
-        if (r == -EINVAL && bad)
-                return log_error("invalid kernel command line option '%s' in '%s'", bad, clp), KILN_EXIT_USAGE;
+        if (r == -EINVAL && bad) {
+                _cleanup_strbuf_ struct strbuf shown_bad = STRBUF_INIT;
+                (void) url_scrub(bad, strlen(bad), &shown_bad);
+                return log_error("invalid kernel command line option '%s' in '%s'", strbuf_str(&shown_bad), clp),
+                       KILN_EXIT_USAGE;
+        }
         if (r < 0)
                 return log_error_errno(r, "failed to parse the kernel command line '%s': %m", clp), KILN_EXIT_USAGE;
-        for (char **u = cl.unknown; u && *u; u++)
-                log_warning("ignoring unknown kernel command line option '%s'", *u);
+        for (char **u = cl.unknown; u && *u; u++) {
+                _cleanup_strbuf_ struct strbuf shown_u = STRBUF_INIT;
+                (void) url_scrub(*u, strlen(*u), &shown_u);
+                log_warning("ignoring unknown kernel command line option '%s'", strbuf_str(&shown_u));
+        }
         if (!cl.spec)
                 return log_error("no kiln.spec= on the kernel command line '%s'", clp), KILN_EXIT_USAGE;
 
         /* 2. this machine: the values ${mac} etc. expand to, and the disks to plan on */
         _cleanup_inventory_free_ struct inventory *inv = NULL;
-        r = inv_path ? inventory_load(inv_path, &inv) : inventory_probe(NULL, &inv);
-        if (r < 0)
-                return log_error_errno(r, "failed to read the inventory of '%s': %m", inv_path ? inv_path : "this machine"),
-                       KILN_EXIT_FAILURE;
+        r = cmd_load_inventory(inv_path, &inv);
+        if (r != KILN_EXIT_OK)
+                return r;
         struct spec_vars vars = {
                 .mac = inventory_primary_mac(inv),
                 .uuid = inv->machine_uuid,
@@ -141,19 +131,21 @@ int cmd_boot(int argc, char **argv) {
         struct fetch_options fo = { .max_retries = BOOT_FETCH_RETRIES };
         _cleanup_free_ char *ca_pem = NULL, *ca_path = NULL;
         if (cl.ca) {
+                char ca_shown[URL_DISPLAY_MAX];
+                url_display(cl.ca, ca_shown);
                 if (is_url(cl.ca)) {
                         size_t len;
                         _cleanup_(fetch_result_done) struct fetch_result res = {};
                         r = fetch_to_buffer_full(cl.ca, &fo, BOOT_CA_MAX_BYTES, NULL, &ca_pem, &len, &res);
                         if (r < 0 && res.error)
-                                return log_error("failed to fetch the CA bundle '%s': %s", cl.ca, res.error), KILN_EXIT_FETCH;
+                                return log_error("failed to fetch the CA bundle '%s': %s", ca_shown, res.error), KILN_EXIT_FETCH;
                         if (r < 0)
-                                return log_error_errno(r, "failed to fetch the CA bundle '%s': %m", cl.ca), KILN_EXIT_FETCH;
+                                return log_error_errno(r, "failed to fetch the CA bundle '%s': %m", ca_shown), KILN_EXIT_FETCH;
                         /* One CA for everything after this: the spec, the keys, the
                          * image and the controller all take it as a file. */
-                        r = write_run_file(BOOT_CA_FILE, ca_pem, len, &ca_path);
+                        r = run_file_write(BOOT_CA_FILE, ca_pem, len, &ca_path);
                         if (r < 0)
-                                return log_error_errno(r, "failed to save the CA bundle '%s' to '%s/%s': %m", cl.ca,
+                                return log_error_errno(r, "failed to save the CA bundle '%s' to '%s/%s': %m", ca_shown,
                                                        kiln_paths.run_dir, BOOT_CA_FILE), KILN_EXIT_FAILURE;
                         fo.ca_file = ca_path;
                 } else {
@@ -166,37 +158,39 @@ int cmd_boot(int argc, char **argv) {
         /* 4. the spec */
         _cleanup_free_ char *url = NULL, *data = NULL;
         size_t len = 0;
+        char shown[URL_DISPLAY_MAX];
         r = spec_expand(cl.spec, &vars, &url);
         if (r < 0)
                 return log_error_errno(r, "failed to expand kiln.spec '%s' (known: ${mac} ${uuid} ${serial} ${hostname}): %m",
-                                       cl.spec), KILN_EXIT_USAGE;
-        log_info("fetching spec '%s'%s", url, cl.spec_sha256 ? " (sha256 pinned)" : "");
+                                       url_display(cl.spec, shown)), KILN_EXIT_USAGE;
+        url_display(url, shown);       /* the URL as logged and reported; url itself only goes to the fetch */
+        log_info("fetching spec '%s'%s", shown, cl.spec_sha256 ? " (sha256 pinned)" : "");
         _cleanup_(fetch_result_done) struct fetch_result res = {};
         uint64_t t0 = now_usec();
         r = fetch_to_buffer_full(url, &fo, SPEC_MAX_BYTES, cl.spec_sha256, &data, &len, &res);
         if (r == -EBADMSG)
-                return log_error("spec '%s' does not match kiln.spec.sha256=%s (got %s)", url, cl.spec_sha256,
+                return log_error("spec '%s' does not match kiln.spec.sha256=%s (got %s)", shown, cl.spec_sha256,
                                  res.sha256[0] ? res.sha256 : "another digest"), KILN_EXIT_FETCH;
         if (r == -EFBIG)
-                return log_error("spec '%s' is larger than %u bytes", url, SPEC_MAX_BYTES), KILN_EXIT_FETCH;
+                return log_error("spec '%s' is larger than %u bytes", shown, SPEC_MAX_BYTES), KILN_EXIT_FETCH;
         if (r < 0) {
                 if (res.error)
-                        return log_error("failed to fetch spec '%s' after %u attempt(s): %s", url, res.attempts, res.error),
+                        return log_error("failed to fetch spec '%s' after %u attempt(s): %s", shown, res.attempts, res.error),
                                KILN_EXIT_FETCH;
-                return log_error_errno(r, "failed to fetch spec '%s': %m", url), KILN_EXIT_FETCH;
+                return log_error_errno(r, "failed to fetch spec '%s': %m", shown), KILN_EXIT_FETCH;
         }
-        log_info("fetched spec '%s': %zu bytes in %.1f s, sha256 %s", url, len, (now_usec() - t0) / 1e6, res.sha256);
+        log_info("fetched spec '%s': %zu bytes in %.1f s, sha256 %s", shown, len, (now_usec() - t0) / 1e6, res.sha256);
 
         /* 5. validate */
         struct diags diags = {};
         _cleanup_spec_free_ struct spec *spec = NULL;
-        r = spec_parse(url, data, len, &spec, &diags);
+        r = spec_parse(shown, data, len, &spec, &diags);
         if (r < 0) {
                 diags_print(&diags, stderr);
                 diags_clear(&diags);
                 if (r == -EINVAL)
-                        return log_error("spec '%s' is not valid", url), KILN_EXIT_BAD_SPEC;
-                return log_error_errno(r, "failed to parse spec '%s': %m", url), KILN_EXIT_BAD_SPEC;
+                        return log_error("spec '%s' is not valid", shown), KILN_EXIT_BAD_SPEC;
+                return log_error_errno(r, "failed to parse spec '%s': %m", shown), KILN_EXIT_BAD_SPEC;
         }
         diags_clear(&diags);
         explicit_wipe(data, len);       /* it may hold passphrases; the spec keeps its own copy */
@@ -207,8 +201,8 @@ int cmd_boot(int argc, char **argv) {
         _cleanup_free_ char *spec_ca = NULL, *ca_err = NULL;
         r = ca_for_spec(spec->ca, fo.ca_file, &spec_ca, &ca_err);
         if (r < 0)
-                return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", url,
-                                       ca_describe(spec->ca), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
+                return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", shown,
+                                       ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
         if (spec_ca)
                 fo.ca_file = spec_ca;
 
@@ -218,7 +212,7 @@ int cmd_boot(int argc, char **argv) {
         bool unwiped;   /* resuming over disks the spec may not wipe: no fresh fallback */
         r = resume_plan_decide(spec, inv, cl.fresh, &diags, &plan, &resume, &unwiped);
         if (r < 0)
-                return cmd_plan_failed(r, &diags, "apply", url);
+                return cmd_plan_failed(r, &diags, "apply", shown);
         diags_clear(&diags);
         log_info("plan %.12s: %s (%s)", plan->fingerprint, resume ? "resume" : "fresh install",
                  (resume ? resume : plan)->mode_why);
@@ -226,13 +220,13 @@ int cmd_boot(int argc, char **argv) {
         const char *hostname = plan->hostname;  /* expanded by plan_build, as `kiln plan` shows it */
         if (!dry_run && spec->hostname && !hostname)
                 return log_error("refusing to apply spec '%s': hostname '%s' needs ${%s}, which this machine's inventory "
-                                 "lacks; nothing was written", url, spec->hostname,
+                                 "lacks; nothing was written", shown, spec->hostname,
                                  plan->hostname_missing ? plan->hostname_missing : "?"), KILN_EXIT_BAD_SPEC;
 
         /* 7. run it, and finish */
         if (!dry_run && no_finish) {
                 _cleanup_free_ char *f = strdupf("%s\n", finish_name(spec->finish));
-                r = f ? write_run_file("finish", f, strlen(f), NULL) : -ENOMEM;
+                r = f ? run_file_write("finish", f, strlen(f), NULL) : -ENOMEM;
                 if (r < 0)
                         return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
         }
@@ -263,13 +257,13 @@ int cmd_boot(int argc, char **argv) {
                 .ca_file = fo.ca_file,
                 .fallback = resume && !unwiped ? plan : NULL,
         };
-        log_info("applying spec '%s' (%zu steps) on %s", url, plan->n_steps, hostname ? hostname : "this machine");
+        log_info("applying spec '%s' (%zu steps) on %s", shown, plan->n_steps, hostname ? hostname : "this machine");
         t0 = now_usec();
         r = apply_run(resume ? resume : plan, &ao);       /* on failure it said which step, on what and why, reported it and saved the report */
         register_events_done(&ev);
         if (r != KILN_EXIT_OK)
                 return r;
-        log_info("spec '%s' applied in %.1f s; finish: %s", url, (now_usec() - t0) / 1e6,
+        log_info("spec '%s' applied in %.1f s; finish: %s", shown, (now_usec() - t0) / 1e6,
                  dry_run ? "none (dry run)" : finish_name(spec->finish));
         if (!ao.finish || spec->finish == SPEC_FINISH_NONE)
                 return KILN_EXIT_OK;

@@ -1,5 +1,5 @@
-/* What several subcommands do alike at their boundary: load the spec, and
- * turn a failed plan into its message and exit code. Front-end code: it logs,
+/* What several subcommands do alike at their boundary: load the spec and the
+ * inventory, and turn a failed plan into its message and exit code. Front-end code: it logs,
  * once, and returns an exit code from exitcode.h. */
 #include "commands.h"
 #include "exitcode.h"
@@ -21,6 +21,14 @@ int cmd_load_spec(const char *path, struct spec **ret) {
         if (r < 0)
                 return log_error_errno(r, "failed to register the secrets of spec '%s': %m", path), KILN_EXIT_FAILURE;
         *ret = TAKE_PTR(spec);
+        return KILN_EXIT_OK;
+}
+
+int cmd_load_inventory(const char *path, struct inventory **ret) {
+        int r = path ? inventory_load(path, ret) : inventory_probe(NULL, ret);
+        if (r < 0)
+                return log_error_errno(r, "failed to read the inventory of '%s': %m", path ? path : "this machine"),
+                       KILN_EXIT_FAILURE;
         return KILN_EXIT_OK;
 }
 

@@ -7,6 +7,7 @@
 #include "exitcode.h"
 #include "fetch.h"
 #include "log.h"
+#include "url.h"
 
 #include <fcntl.h>
 #include <getopt.h>
@@ -121,6 +122,8 @@ int cmd_fetch(int argc, char **argv) {
                 return KILN_EXIT_USAGE;
         }
         const char *url = argv[optind];
+        char shown[URL_DISPLAY_MAX];
+        url_display(url, shown);        /* what is logged: no userinfo, no query string */
 
         _cleanup_close_ int fd = -1;
         _cleanup_(unlink_freep) char *tmp = NULL;
@@ -138,13 +141,13 @@ int cmd_fetch(int argc, char **argv) {
         _cleanup_(fetch_result_done) struct fetch_result res = {};
         r = fetch_url(url, &o, &sink, &res);
         if (r < 0) {
-                log_error_errno(r, "failed to fetch '%s': %s", url, res.error ? res.error : strerror(-r));
+                log_error_errno(r, "failed to fetch '%s': %s", shown, res.error ? res.error : strerror(-r));
                 return KILN_EXIT_FETCH;
         }
         log_info("fetched '%s': %" PRIu64 " bytes, %u attempt(s), %u restart(s), sha256 %s",
-                 url, res.bytes, res.attempts, res.restarts, res.sha256);
+                 shown, res.bytes, res.attempts, res.restarts, res.sha256);
         if (sha && !sha256_hex_equal(sha, res.sha256)) {
-                log_error("sha256 mismatch for '%s': expected %s, got %s", url, sha, res.sha256);
+                log_error("sha256 mismatch for '%s': expected %s, got %s", shown, sha, res.sha256);
                 return KILN_EXIT_FETCH;
         }
         if (out) {

@@ -5,6 +5,7 @@
 #include "exitcode.h"
 #include "image.h"
 #include "log.h"
+#include "url.h"
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -82,6 +83,8 @@ int cmd_image(int argc, char **argv) {
                 return KILN_EXIT_USAGE;
         }
         img.url = argv[optind];
+        char shown[URL_DISPLAY_MAX];
+        url_display(img.url, shown);    /* what is logged: no userinfo, no query string */
         if (format)
                 img.format = streq(format, "raw") ? SPEC_IMAGE_RAW : SPEC_IMAGE_TAR;
         else {
@@ -94,20 +97,20 @@ int cmd_image(int argc, char **argv) {
         _cleanup_(image_result_done) struct image_result res = {};
         r = image_install(&img, target, &o, &res);
         if (r == -EBADMSG && res.error && strstr(res.error, "sha256 mismatch")) {
-                log_error("image '%s' failed verification: %s; '%s' is left marked incomplete", img.url, res.error, target);
+                log_error("image '%s' failed verification: %s; '%s' is left marked incomplete", shown, res.error, target);
                 return KILN_EXIT_IMAGE;
         }
         if (r < 0) {
-                log_error_errno(r, "failed to install image '%s' onto '%s': %s", img.url, target,
+                log_error_errno(r, "failed to install image '%s' onto '%s': %s", shown, target,
                                 res.error ? res.error : strerror(-r));
                 return KILN_EXIT_IMAGE;
         }
         if (res.warning)
-                log_warning("image '%s': %u libarchive warning(s), the first: %s", img.url, res.warnings, res.warning);
+                log_warning("image '%s': %u libarchive warning(s), the first: %s", shown, res.warnings, res.warning);
         char sz[32];
         log_info("installed image '%s' onto '%s': %" PRIu64 " entries, %s written, %u request(s), %u restart(s), "
                  "%u warning(s), sha256 %s verified",
-                 img.url, target, res.entries, format_size(res.written, sz, sizeof(sz)), res.attempts,
+                 shown, target, res.entries, format_size(res.written, sz, sizeof(sz)), res.attempts,
                  res.restarts, res.warnings, res.sha256);
         return KILN_EXIT_OK;
 }

@@ -54,17 +54,9 @@ int cmd_plan(int argc, char **argv) {
                 return r;
 
         _cleanup_inventory_free_ struct inventory *inv = NULL;
-        if (inventory_file)
-                r = inventory_load_json(inventory_file, &inv);
-        else if (sysroot)
-                r = inventory_load(sysroot, &inv);
-        else
-                r = inventory_probe(NULL, &inv);
-        if (r < 0) {
-                log_error_errno(r, "failed to read the inventory of '%s': %m",
-                                inventory_file ? inventory_file : sysroot ? sysroot : "this machine");
-                return KILN_EXIT_FAILURE;
-        }
+        r = cmd_load_inventory(inventory_file ? inventory_file : sysroot, &inv);
+        if (r != KILN_EXIT_OK)
+                return r;
 
         _cleanup_(diags_clear) struct diags diags = {};
         _cleanup_plan_free_ struct plan *plan = NULL;

@@ -95,7 +95,7 @@ int cmd_register(int argc, char **argv) {
         _cleanup_free_ char *ca_file = NULL, *ca_err = NULL;
         r = ca_for_spec(spec->ca, ro.ca_file, &ca_file, &ca_err);
         if (r < 0) {
-                log_error_errno(r, "failed to load the CA of host spec '%s' (%s): %s", spec_path, ca_describe(spec->ca),
+                log_error_errno(r, "failed to load the CA of host spec '%s' (%s): %s", spec_path, ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}),
                                 ca_err ? ca_err : strerror(-r));
                 return KILN_EXIT_REGISTER;
         }
@@ -109,6 +109,10 @@ int cmd_register(int argc, char **argv) {
         r = report_load(report_path, &report);
         if (r == -EBADMSG) {
                 log_error("'%s' is not a kiln run report", report_path);
+                return KILN_EXIT_REGISTER;
+        }
+        if (r == -ENOTEMPTY) {
+                log_error("run report '%s' has data after its JSON document: refusing it", report_path);
                 return KILN_EXIT_REGISTER;
         }
         if (r < 0) {

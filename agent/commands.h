@@ -3,6 +3,7 @@
  * code from exitcode.h. */
 #pragma once
 #include "diag.h"
+#include "inventory.h"
 #include "spec.h"
 
 int cmd_validate(int argc, char **argv);
@@ -24,3 +25,7 @@ int cmd_load_spec(const char *path, struct spec **ret);
  * code: -EPERM refused, -EINVAL bad spec, else failure. verb: "apply",
  * "plan"; subject: the spec's path or URL. */
 int cmd_plan_failed(int r, struct diags *diags, const char *verb, const char *subject);
+/* The inventory of a recording (path: a saved JSON file or a /sys + /dev
+ * tree, as inventory_load() takes it) or, path NULL, of this machine;
+ * KILN_EXIT_OK and *ret set, or the exit code. */
+int cmd_load_inventory(const char *path, struct inventory **ret);

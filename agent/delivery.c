@@ -1,6 +1,7 @@
 #include "delivery.h"
 #include "backoff.h"
 #include "fetch.h"
+#include "url.h"
 
 #include <curl/curl.h>
 #include <time.h>
@@ -90,7 +91,11 @@ static int curl_once(const struct http_request *req, unsigned connect_ms, unsign
         *ret_code = cc;
         resp->status = 0;
         if (cc != CURLE_OK) {
-                snprintf(resp->error, sizeof resp->error, "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
+                /* curl's text may quote the URL (a redirect's target): shown without its credentials */
+                const char *e = errbuf[0] ? errbuf : curl_easy_strerror(cc);
+                _cleanup_strbuf_ struct strbuf shown = STRBUF_INIT;
+                snprintf(resp->error, sizeof resp->error, "%s",
+                         url_scrub(e, strlen(e), &shown) >= 0 ? strbuf_str(&shown) : "(error text not shown)");
                 if (cc == CURLE_URL_MALFORMAT || cc == CURLE_UNSUPPORTED_PROTOCOL)
                         return -EINVAL;
                 if (cc == CURLE_WRITE_ERROR)

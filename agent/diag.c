@@ -1,7 +1,7 @@
 #include "diag.h"
 #include "strbuf.h"
 
-int diags_add(struct diags *d, const char *file, unsigned line, unsigned col, const char *fmt, ...) {
+int diags_addv(struct diags *d, const char *file, unsigned line, unsigned col, const char *fmt, va_list ap) {
         if (d->n == d->alloc) {
                 size_t na = d->alloc ? d->alloc * 2 : 16;
                 struct diag *ni = realloc(d->items, na * sizeof *ni);
@@ -11,10 +11,7 @@ int diags_add(struct diags *d, const char *file, unsigned line, unsigned col, co
                 d->alloc = na;
         }
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
-        va_list ap;
-        va_start(ap, fmt);
         int r = strbuf_vaddf(&sb, fmt, ap);
-        va_end(ap);
         if (r < 0)
                 return r;
         char *f = file ? strdup(file) : NULL;
@@ -22,6 +19,14 @@ int diags_add(struct diags *d, const char *file, unsigned line, unsigned col, co
                 return -ENOMEM;
         d->items[d->n++] = (struct diag) { .file = f, .line = line, .col = col, .message = strbuf_detach(&sb) };
         return 0;
+}
+
+int diags_add(struct diags *d, const char *file, unsigned line, unsigned col, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = diags_addv(d, file, line, col, fmt, ap);
+        va_end(ap);
+        return r;
 }
 
 void diags_sort(struct diags *d) {

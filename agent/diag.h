@@ -16,6 +16,7 @@ struct diags {
 };
 
 int diags_add(struct diags *d, const char *file, unsigned line, unsigned col, const char *fmt, ...) _printf_(5, 6);
+int diags_addv(struct diags *d, const char *file, unsigned line, unsigned col, const char *fmt, va_list ap) _printf_(5, 0);
 /* Sorted by file, line, col, in insertion order within one position. */
 void diags_sort(struct diags *d);
 void diags_print(const struct diags *d, FILE *f);

@@ -1,6 +1,7 @@
 #include "fetch.h"
 #include "log.h"
 #include "strbuf.h"
+#include "url.h"
 
 #include <curl/curl.h>
 #include <inttypes.h>
@@ -38,7 +39,9 @@ struct transfer {
         uint64_t offset;        /* bytes delivered in the current stream */
         uint64_t total;         /* announced size of the whole stream; 0 = unknown */
         bool first_write;       /* per attempt */
-        int64_t range_start;    /* from Content-Range of the current response; -1 = none */
+        struct fetch_content_range range;       /* from Content-Range of the current response */
+        bool have_range;                        /* false: none, not a valid one, or two */
+        bool range_seen;
         int abort_err;          /* set by a callback that aborted the transfer */
         uint64_t skip;          /* bytes of this response to drop (restart without sink->restart) */
         unsigned restarts;
@@ -75,6 +78,23 @@ bool sha256_hex_equal(const char *a, const char *b) {
         return diff == 0;
 }
 
+/* curl's text may quote a URL (a redirect's target): kept without its credentials. */
+static void set_error_scrubbed(char **error, const char *text) {
+        _cleanup_strbuf_ struct strbuf shown = STRBUF_INIT;
+        if (url_scrub(text, strlen(text), &shown) < 0)
+                set_errorf(error, 0, "(error text not shown)");
+        else
+                set_errorf(error, 0, "%s", strbuf_str(&shown));
+}
+
+/* One line of curl's debug text, logged as url_scrub_debug_line() renders it. */
+static void debug_line(const char *tag, bool out, const char *line, size_t len) {
+        _cleanup_strbuf_ struct strbuf shown = STRBUF_INIT;
+        shown.max = 4096;
+        if (url_scrub_debug_line(line, len > 512 ? 512 : len, out, &shown) >= 0)
+                log_debug("curl %s %s", tag, strbuf_str(&shown));
+}
+
 static int debug_cb(CURL *c, curl_infotype type, char *data, size_t size, void *userdata) {
         const char *tag;
         switch (type) {
@@ -91,7 +111,7 @@ static int debug_cb(CURL *c, curl_infotype type, char *data, size_t size, void *
                 if (len > 0 && data[len - 1] == '\r')
                         len--;
                 if (len > 0)
-                        log_debug("curl %s %.*s", tag, (int) (len > 512 ? 512 : len), data);
+                        debug_line(tag, type == CURLINFO_HEADER_OUT, data, len);
                 if (!nl)
                         break;
                 size -= n + 1;
@@ -142,29 +162,68 @@ static CURLcode ssl_ctx_cb(CURL *c, void *sslctx, void *userdata) {
         return CURLE_OK;
 }
 
-/* "Content-Range: bytes START-END/TOTAL" (TOTAL may be '*'). */
-static int parse_content_range(const char *v, size_t len, int64_t *ret_start) {
-        char buf[128];
-        if (len >= sizeof(buf))
+static bool is_blank(char c) {
+        return c == ' ' || c == '\t';
+}
+
+/* Decimal digits at *p (before end) up to INT64_MAX; advances *p. */
+static int parse_range_number(const char **p, const char *end, uint64_t *ret) {
+        const char *q = *p;
+        uint64_t v = 0;
+        if (q >= end || *q < '0' || *q > '9')
                 return -EINVAL;
-        memcpy(buf, v, len);
-        buf[len] = 0;
-        char *p = buf;
-        while (*p == ' ' || *p == '\t')
+        for (; q < end && *q >= '0' && *q <= '9'; q++) {
+                unsigned d = (unsigned) (*q - '0');
+                if (v > ((uint64_t) INT64_MAX - d) / 10)
+                        return -ERANGE;
+                v = v * 10 + d;
+        }
+        *p = q;
+        *ret = v;
+        return 0;
+}
+
+int fetch_parse_content_range(const char *v, size_t len, struct fetch_content_range *ret) {
+        struct fetch_content_range cr = {};
+        int r;
+
+        if (!v)
+                return -EINVAL;
+        const char *p = v, *end = v + len;
+        while (end > p && (is_blank(end[-1]) || end[-1] == '\r' || end[-1] == '\n'))
+                end--;
+        while (p < end && is_blank(*p))
                 p++;
-        if (strncasecmp(p, "bytes", 5) != 0)
+        if (end - p < 5 || strncasecmp(p, "bytes", 5) != 0)
                 return -EINVAL;
         p += 5;
-        while (*p == ' ')
+        if (p >= end || !is_blank(*p))
+                return -EINVAL;
+        while (p < end && is_blank(*p))
                 p++;
-        char *dash = strchr(p, '-');
-        if (!dash)
+        r = parse_range_number(&p, end, &cr.first);
+        if (r < 0)
+                return r;
+        if (p >= end || *p++ != '-')
                 return -EINVAL;
-        *dash = 0;
-        uint64_t start;
-        if (safe_atou64(p, &start) < 0 || start > INT64_MAX)
+        r = parse_range_number(&p, end, &cr.last);
+        if (r < 0)
+                return r;
+        if (p >= end || *p++ != '/')
                 return -EINVAL;
-        *ret_start = (int64_t) start;
+        if (p < end && *p == '*')
+                p++;
+        else {
+                r = parse_range_number(&p, end, &cr.complete);
+                if (r < 0)
+                        return r;
+                cr.complete_known = true;
+        }
+        if (p != end)
+                return -EINVAL;
+        if (cr.first > cr.last || (cr.complete_known && cr.last >= cr.complete))
+                return -ERANGE;
+        *ret = cr;
         return 0;
 }
 
@@ -174,14 +233,12 @@ static size_t header_cb(char *data, size_t size, size_t nmemb, void *userdata) {
         static const char cr[] = "content-range:";
 
         if (n >= 5 && memcmp(data, "HTTP/", 5) == 0)
-                t->range_start = -1;        /* a new response (redirect, 100-continue) */
+                t->have_range = t->range_seen = false;  /* a new response (redirect, 100-continue) */
         else if (n > strlen(cr) && strncasecmp(data, cr, strlen(cr)) == 0) {
-                size_t vlen = n - strlen(cr);
-                while (vlen > 0 && (data[strlen(cr) + vlen - 1] == '\n' || data[strlen(cr) + vlen - 1] == '\r'))
-                        vlen--;
-                int64_t start;
-                if (parse_content_range(data + strlen(cr), vlen, &start) >= 0)
-                        t->range_start = start;
+                /* a second Content-Range, or an invalid one, leaves none */
+                t->have_range = !t->range_seen &&
+                        fetch_parse_content_range(data + strlen(cr), n - strlen(cr), &t->range) >= 0;
+                t->range_seen = true;
         }
         return n;
 }
@@ -189,6 +246,21 @@ static size_t header_cb(char *data, size_t size, size_t nmemb, void *userdata) {
 static int transfer_reset_hash(struct transfer *t) {
         if (EVP_DigestInit_ex(t->sha, EVP_sha256(), NULL) != 1)
                 return -ENOMEM;
+        return 0;
+}
+
+/* A 206 answer must be the range kiln asked for ("OFFSET-", to the end):
+ * it starts at the offset, its length is the Content-Length, it reaches
+ * the end, and the whole is as long as an earlier answer said. */
+static int transfer_check_range(const struct transfer *t, curl_off_t cl) {
+        const struct fetch_content_range *cr = &t->range;
+
+        if (!t->have_range || cr->first != t->offset)
+                return -EPROTO;
+        if (cl >= 0 && (uint64_t) cl != cr->last - cr->first + 1)
+                return -EPROTO;
+        if (cr->complete_known && (cr->last + 1 != cr->complete || (t->total > 0 && cr->complete != t->total)))
+                return -EPROTO;
         return 0;
 }
 
@@ -202,11 +274,12 @@ static int transfer_begin_body(struct transfer *t) {
         (void) curl_easy_getinfo(t->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
 
         if (!t->is_file) {
-                if (t->offset > 0) {
-                        if (code == 206) {
-                                if (t->range_start != (int64_t) t->offset)
-                                        return -EPROTO;
-                        } else if (code == 200) {
+                if (code == 206) {
+                        r = transfer_check_range(t, cl);
+                        if (r < 0)
+                                return r;
+                } else if (t->offset > 0) {
+                        if (code == 200) {
                                 /* The server ignored Range: the body starts at 0 again. */
                                 t->restarts++;
                                 if (t->sink->restart) {
@@ -221,8 +294,7 @@ static int transfer_begin_body(struct transfer *t) {
                                         t->skip = t->offset;    /* drop what was delivered already */
                         } else
                                 return -EPROTO;
-                } else if (code == 206 && t->range_start != 0)
-                        return -EPROTO;
+                }
         }
 
         if (cl >= 0) {
@@ -437,7 +509,6 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                 .curl = curl,
                 .sha = sha,
                 .is_file = strncasecmp(url, "file:", 5) == 0,
-                .range_start = -1,
         };
         r = transfer_reset_hash(&t);
         if (r < 0)
@@ -460,7 +531,7 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                 } else
                         (void) curl_easy_setopt(curl, CURLOPT_RANGE, NULL);
                 t.first_write = true;
-                t.range_start = -1;
+                t.have_range = t.range_seen = false;
                 t.skip = 0;
                 t.abort_err = 0;
                 errbuf[0] = 0;
@@ -499,7 +570,7 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                         if (c == CURLE_HTTP_RETURNED_ERROR)
                                 set_errorf(&rr->error, 0, "HTTP %ld", rr->http_code);
                         else
-                                set_errorf(&rr->error, 0, "%s", errbuf[0] ? errbuf : curl_easy_strerror(c));
+                                set_error_scrubbed(&rr->error, errbuf[0] ? errbuf : curl_easy_strerror(c));
                 }
                 if (!retry)
                         return r;

@@ -61,6 +61,24 @@ struct fetch_result {
  * _cleanup_(fetch_result_done) struct fetch_result res = {}; */
 void fetch_result_done(struct fetch_result *res);
 
+/* The value of an HTTP "Content-Range: bytes FIRST-LAST/COMPLETE" header
+ * (RFC 9110 14.4), as a 206 answer to kiln's resume request carries it. */
+struct fetch_content_range {
+        uint64_t first;
+        uint64_t last;                  /* inclusive */
+        uint64_t complete;              /* the whole length; 0 when unknown */
+        bool complete_known;            /* false for a "*" total */
+};
+
+/* Parses what follows "Content-Range:" (len bytes, need not be
+ * NUL-terminated; blanks around it and a trailing CR LF are allowed).
+ * The unit "bytes" (any case), one or more blanks, FIRST-LAST, '/', then
+ * COMPLETE or '*'; numbers are decimal digits only, at most INT64_MAX.
+ * Silent. 0 (ret filled), -EINVAL (syntax: another unit, a missing part,
+ * a sign, junk after, the unsatisfied-range form "bytes * /N"), -ERANGE (a
+ * number beyond INT64_MAX, FIRST > LAST, LAST >= COMPLETE). */
+int fetch_parse_content_range(const char *v, size_t len, struct fetch_content_range *ret);
+
 /* Checks the URL's scheme: 0, -EINVAL (no valid URL), -EPROTONOSUPPORT. */
 int fetch_check_url(const char *url);
 

@@ -2,6 +2,8 @@
 #include "log.h"
 #include "paths.h"
 #include "ring.h"
+#include "targuard.h"
+#include "url.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -16,7 +18,6 @@
 
 #define IMAGE_BLOCK_SIZE (256u << 10)   /* what one libarchive read gets */
 #define IMAGE_RAW_WRITE_SIZE (4u << 20) /* raw: writes of this size, aligned */
-#define IMAGE_LINKSET_MAX_BYTES (2u << 20) /* symlink guard; beyond it libarchive checks every path */
 
 DEFINE_CLEANUP(archive_read_free, struct archive *)
 DEFINE_CLEANUP(archive_write_free, struct archive *)
@@ -248,144 +249,7 @@ static int read_failed(struct stream *s, struct archive *a, struct image_result 
         return set_errorf(&res->error, -EBADMSG, "%s: %s", what, s->read_err < 0 ? s->decomp_error : archive_err(a));
 }
 
-/* ---- the symlink guard ----
- *
- * libarchive's ARCHIVE_EXTRACT_SECURE_SYMLINKS lstat()s every component of
- * every path (six syscalls per entry, most of kiln's extraction time on a
- * root filesystem). When the target holds no symlink at the start, the only
- * symlinks are those this archive creates, so kiln remembers their paths
- * instead and refuses an entry (or a hard link target) below one of them, as
- * libarchive would; an entry replacing such a symlink removes it first, as
- * libarchive does. When the target already holds symlinks, or the set would
- * outgrow IMAGE_LINKSET_MAX_BYTES, or a path is too long to check here,
- * libarchive's own check is switched on instead. */
-
-#define LINKSET_TOMB ((char *) 1)
-
-struct linkset {
-        char **slot;
-        size_t cap, used;       /* used: live + tombstones */
-        size_t bytes;
-        bool off;               /* not (or no longer) in use: libarchive checks */
-};
-
-static void linkset_free(struct linkset *ls) {
-        for (size_t i = 0; i < ls->cap; i++)
-                if (ls->slot[i] != LINKSET_TOMB)
-                        free(ls->slot[i]);
-        free(ls->slot);
-        *ls = (struct linkset) { .off = true };
-}
-
-static uint64_t hash_bytes(const char *p, size_t n) {
-        uint64_t h = 0xcbf29ce484222325ull;     /* FNV-1a */
-        for (size_t i = 0; i < n; i++)
-                h = (h ^ (uint8_t) p[i]) * 0x100000001b3ull;
-        return h;
-}
-
-/* The slot holding p[0..n), or NULL. */
-static char **linkset_find(struct linkset *ls, const char *p, size_t n) {
-        if (ls->cap == 0)
-                return NULL;
-        for (size_t i = hash_bytes(p, n) & (ls->cap - 1);; i = (i + 1) & (ls->cap - 1)) {
-                char *x = ls->slot[i];
-                if (!x)
-                        return NULL;
-                if (x != LINKSET_TOMB && strncmp(x, p, n) == 0 && x[n] == 0)
-                        return &ls->slot[i];
-        }
-}
-
-static int linkset_grow(struct linkset *ls) {
-        size_t cap = ls->cap ? ls->cap * 2 : 1024;
-        char **slot = calloc(cap, sizeof(char *));
-        if (!slot)
-                return -ENOMEM;
-        size_t used = 0;
-        for (size_t i = 0; i < ls->cap; i++) {
-                char *x = ls->slot[i];
-                if (!x || x == LINKSET_TOMB)
-                        continue;
-                size_t j = hash_bytes(x, strlen(x)) & (cap - 1);
-                while (slot[j])
-                        j = (j + 1) & (cap - 1);
-                slot[j] = x;
-                used++;
-        }
-        free(ls->slot);
-        ls->slot = slot;
-        ls->cap = cap;
-        ls->used = used;
-        return 0;
-}
-
-/* 0, or -E2BIG when the set is full (the caller switches the guard off). */
-static int linkset_add(struct linkset *ls, const char *path) {
-        if (linkset_find(ls, path, strlen(path)))
-                return 0;
-        size_t need = strlen(path) + 1 + 2 * sizeof(char *);
-        if (ls->bytes + need + (ls->cap ? ls->cap : 1024) * 2 * sizeof(char *) > IMAGE_LINKSET_MAX_BYTES)
-                return -E2BIG;
-        if ((ls->used + 1) * 10 > ls->cap * 7) {
-                int r = linkset_grow(ls);
-                if (r < 0)
-                        return r;
-        }
-        char *x = strdup(path);
-        if (!x)
-                return -ENOMEM;
-        size_t i = hash_bytes(x, strlen(x)) & (ls->cap - 1);
-        while (ls->slot[i] && ls->slot[i] != LINKSET_TOMB)
-                i = (i + 1) & (ls->cap - 1);
-        if (!ls->slot[i])
-                ls->used++;
-        ls->slot[i] = x;
-        ls->bytes += need;
-        return 0;
-}
-
-static void linkset_remove(struct linkset *ls, char **slot) {
-        ls->bytes -= strlen(*slot) + 1 + 2 * sizeof(char *);
-        free(*slot);
-        *slot = LINKSET_TOMB;
-}
-
-/* libarchive's reading of an entry path: "./a//b/./c/" is "a/b/c".
- * 1: normalised into buf; 0: nothing to check (libarchive refuses absolute
- * paths and "..", the root itself is no entry to guard); -ENAMETOOLONG. */
-static int path_normalize(const char *in, char *buf, size_t size) {
-        size_t n = 0;
-        if (!in || in[0] == '/')
-                return 0;
-        for (const char *p = in; *p;) {
-                const char *end = strchrnul(p, '/');
-                size_t len = (size_t) (end - p);
-                if (len == 2 && p[0] == '.' && p[1] == '.')
-                        return 0;
-                if (len > 0 && !(len == 1 && p[0] == '.')) {
-                        if (n + (n > 0) + len + 1 > size)
-                                return -ENAMETOOLONG;
-                        if (n > 0)
-                                buf[n++] = '/';
-                        memcpy(buf + n, p, len);
-                        n += len;
-                }
-                p = *end ? end + 1 : end;
-        }
-        buf[n] = 0;
-        return n > 0;
-}
-
-/* The first proper prefix of path that is a remembered symlink, or NULL. */
-static const char *linkset_parent(struct linkset *ls, const char *path) {
-        for (const char *p = strchr(path, '/'); p; p = strchr(p + 1, '/')) {
-                char **x = linkset_find(ls, path, (size_t) (p - path));
-                if (x)
-                        return *x;
-        }
-        return NULL;
-}
+/* ---- the symlink guard (targuard.h) ---- */
 
 static int has_symlink_cb(const char *path, const struct stat *st, int type, struct FTW *ftw) {
         return type == FTW_SL || type == FTW_SLN;
@@ -405,43 +269,30 @@ static int target_has_symlinks(void) {
  * entry, or a hard link to one) to remember after it was written; the
  * normalised path is left in path_buf. 1: a path this guard cannot check,
  * the caller switches to libarchive's check. */
-static int guard_entry(struct linkset *ls, struct archive_entry *e, char *path_buf, size_t size,
+static int guard_entry(struct tar_guard *g, struct archive_entry *e, char *path_buf, size_t size,
                        bool *ret_is_link, struct image_result *res) {
-        char link_buf[PATH_MAX];
-        const char *path = archive_entry_pathname(e), *hardlink = archive_entry_hardlink(e), *bad;
-        bool is_link = archive_entry_filetype(e) == AE_IFLNK && !hardlink;
-        int r;
+        const char *path = archive_entry_pathname(e), *hardlink = archive_entry_hardlink(e);
+        struct tar_guard_verdict v;
 
         *ret_is_link = false;
-        r = path_normalize(path, path_buf, size);
-        if (r == 0)
-                return 0;       /* libarchive refuses it, or there is nothing to guard */
+        int r = tar_guard_check(g, path, hardlink, archive_entry_filetype(e) == AE_IFLNK, path_buf, size, &v);
+        if (r == -EPERM && v.via_hardlink)
+                return set_errorf(&res->error, r, "refused entry '%s': its hard link target '%s' is below the symlink '%s'",
+                                  path, hardlink, v.below);
+        if (r == -EPERM)
+                return set_errorf(&res->error, r, "refused entry '%s': it would be written through the symlink '%s'",
+                                  path, v.below);
         if (r < 0)
+                return r;
+        if (v.uncheckable)
                 return 1;
-        if (hardlink) {
-                int k = path_normalize(hardlink, link_buf, sizeof(link_buf));
-                if (k < 0)
-                        return 1;
-                if (k > 0) {
-                        bad = linkset_parent(ls, link_buf);
-                        if (bad)
-                                return set_errorf(&res->error, -EPERM, "refused entry '%s': its hard link target '%s' "
-                                                  "is below the symlink '%s'", path, hardlink, bad);
-                        is_link = linkset_find(ls, link_buf, strlen(link_buf)) != NULL;
-                }
-        }
-        bad = linkset_parent(ls, path_buf);
-        if (bad)
-                return set_errorf(&res->error, -EPERM, "refused entry '%s': it would be written through the symlink '%s'",
-                                  path, bad);
-        char **self = linkset_find(ls, path_buf, strlen(path_buf));
-        if (self) {
+        if (v.replaces_link) {
                 if (unlink(path_buf) < 0 && errno != ENOENT)
                         return set_errorf(&res->error, -errno, "cannot remove the symlink '%s' that entry '%s' replaces: %s",
                                           path_buf, path, strerror(errno));
-                linkset_remove(ls, self);
+                (void) tar_guard_forget(g, path_buf);
         }
-        *ret_is_link = is_link;
+        *ret_is_link = v.makes_link;
         return 0;
 }
 
@@ -450,7 +301,7 @@ static int guard_entry(struct linkset *ls, struct archive_entry *e, char *path_b
 static int extract_tar(struct stream *s, struct image_result *res) {
         _cleanup_(archive_read_freep) struct archive *a = NULL;
         _cleanup_(archive_write_freep) struct archive *w = NULL;
-        _cleanup_(linkset_free) struct linkset ls = {};
+        _cleanup_(tar_guard_done) struct tar_guard guard = {};
         /* Numeric owners only: no archive_write_disk_set_standard_lookup(). */
         int flags = ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
                 ARCHIVE_EXTRACT_ACL | ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_FFLAGS |
@@ -466,7 +317,7 @@ static int extract_tar(struct stream *s, struct image_result *res) {
         if (r < 0)
                 return set_errorf(&res->error, r, "cannot look for symlinks in the target: %s", strerror(-r));
         if (r > 0) {
-                ls.off = true;
+                guard.off = true;
                 flags |= ARCHIVE_EXTRACT_SECURE_SYMLINKS;
         }
 
@@ -495,12 +346,12 @@ static int extract_tar(struct stream *s, struct image_result *res) {
                         note_warning(res, path, a);
                 res->entries++;
 
-                if (!ls.off) {
-                        r = guard_entry(&ls, e, norm, sizeof(norm), &is_link, res);
+                if (!guard.off) {
+                        r = guard_entry(&guard, e, norm, sizeof(norm), &is_link, res);
                         if (r < 0)
                                 return r;
                         if (r > 0) {
-                                linkset_free(&ls);
+                                tar_guard_done(&guard);
                                 flags |= ARCHIVE_EXTRACT_SECURE_SYMLINKS;
                                 if (archive_write_disk_set_options(w, flags) != ARCHIVE_OK)
                                         return -EINVAL;
@@ -512,10 +363,10 @@ static int extract_tar(struct stream *s, struct image_result *res) {
                                           path ? path : "", archive_err(w));
                 if (r == ARCHIVE_WARN)
                         note_warning(res, path, w);
-                if (is_link && !ls.off) {
-                        r = linkset_add(&ls, norm);
+                if (is_link && !guard.off) {
+                        r = tar_guard_add(&guard, norm);
                         if (r == -E2BIG) {
-                                linkset_free(&ls);
+                                tar_guard_done(&guard);
                                 flags |= ARCHIVE_EXTRACT_SECURE_SYMLINKS;
                                 if (archive_write_disk_set_options(w, flags) != ARCHIVE_OK)
                                         return -EINVAL;
@@ -644,6 +495,7 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
         uint64_t dev_size = 0;
         pthread_t fetcher, decompressor;
         struct stat st;
+        char shown[URL_DISPLAY_MAX];
         int r;
 
         if (raw) {
@@ -672,7 +524,7 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
                 marker_dir = fcntl(target_fd, F_DUPFD_CLOEXEC, 3);
                 if (marker_dir < 0)
                         return -errno;
-                r = marker_create(marker_dir, IMAGE_INCOMPLETE_MARKER, img->url);
+                r = marker_create(marker_dir, IMAGE_INCOMPLETE_MARKER, url_display(img->url, shown));
         }
         if (r < 0)
                 return set_errorf(&res->error, r, "cannot mark '%s' incomplete: %s", target, strerror(-r));
@@ -712,7 +564,7 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
                 r = -errno;
 
         if (s->fetch_err < 0 && s->fetch_err != -ECANCELED && (r >= 0 || r == s->fetch_err || s->read_err < 0))
-                return set_errorf(&res->error, s->fetch_err, "download of '%s' failed: %s", img->url,
+                return set_errorf(&res->error, s->fetch_err, "download of '%s' failed: %s", url_display(img->url, shown),
                                   s->fres.error ? s->fres.error : strerror(-s->fetch_err));
         if (r < 0) {
                 if (!res->error)
@@ -740,6 +592,7 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
 
 int image_install(const struct spec_image *img, const char *target, const struct image_options *opts,
                   struct image_result *ret) {
+        char shown[URL_DISPLAY_MAX];
         static const struct image_options defaults = {};
         _cleanup_(image_result_done) struct image_result scratch = {};
         struct image_result *res = ret ? ret : &scratch;
@@ -756,7 +609,7 @@ int image_install(const struct spec_image *img, const char *target, const struct
         r = fetch_check_url(img->url);
         if (r < 0)
                 return set_errorf(&res->error, r, "%s '%s'", r == -EPROTONOSUPPORT ?
-                                  "unsupported URL scheme (only http, https and file):" : "not a valid URL:", img->url);
+                                  "unsupported URL scheme (only http, https and file):" : "not a valid URL:", url_display(img->url, shown));
 
         _cleanup_(stream_done) struct stream s = {
                 .url = img->url,

@@ -1,6 +1,8 @@
 #include "paths.h"
 #include "util.h"
 
+#include <sys/stat.h>
+
 struct kiln_paths kiln_paths = {
         .sysfs = "/sys",
         .devfs = "/dev",
@@ -34,4 +36,18 @@ void paths_init(void) {
                 if (!strempty(v))
                         *map[i].field = v;
         }
+}
+
+int run_file_write(const char *name, const char *buf, size_t len, char **ret_path) {
+        _cleanup_free_ char *path = NULL;
+        if (mkdir(kiln_paths.run_dir, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        if (asprintf(&path, "%s/%s", kiln_paths.run_dir, name) < 0)
+                return -ENOMEM;
+        int r = write_file_atomic(path, buf, len);
+        if (r < 0)
+                return r;
+        if (ret_path)
+                *ret_path = TAKE_PTR(path);
+        return 0;
 }

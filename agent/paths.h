@@ -3,6 +3,8 @@
  * e.g. KILN_SYSFS=/tmp/rec/sys). Ignition keeps the same in distro.go. */
 #pragma once
 
+#include <stddef.h>
+
 struct kiln_paths {
         const char *sysfs;          /* /sys */
         const char *devfs;          /* /dev */
@@ -21,3 +23,8 @@ extern struct kiln_paths kiln_paths;
 
 /* Apply KILN_* environment overrides; called once from main(). */
 void paths_init(void);
+
+/* name in run_dir (made 0700 if missing) replaced atomically with buf; its
+ * path in *ret_path when ret_path is not NULL. For kiln's own state files:
+ * the CA bundles (public), the finish for /init. */
+int run_file_write(const char *name, const char *buf, size_t len, char **ret_path);

@@ -8,6 +8,7 @@
  * mounts (shallowest first), image, configure, register, finish. */
 #include "plan.h"
 #include "paths.h"
+#include "url.h"
 #include <fnmatch.h>
 #include <openssl/evp.h>
 #include <inttypes.h>
@@ -106,10 +107,9 @@ static uint64_t align_up(uint64_t v, uint64_t a) { return v > UINT64_MAX - (a - 
 /* A finding at a spec position: refusal (-EPERM) or invalid input (-EINVAL). */
 static int finding(struct builder *b, bool refusal, struct spec_mark m, const char *fmt, ...) _printf_(4, 5);
 static int finding(struct builder *b, bool refusal, struct spec_mark m, const char *fmt, ...) {
-        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
         va_list ap;
         va_start(ap, fmt);
-        int r = strbuf_vaddf(&sb, fmt, ap);
+        int r = diags_addv(b->diags, b->spec->file, m.line, m.col, fmt, ap);
         va_end(ap);
         if (r < 0)
                 return r;
@@ -117,7 +117,7 @@ static int finding(struct builder *b, bool refusal, struct spec_mark m, const ch
                 b->refused++;
         else
                 b->invalid++;
-        return diags_add(b->diags, b->spec->file, m.line, m.col, "%s", strbuf_str(&sb));
+        return 0;
 }
 #define refuse(b, m, ...) finding((b), true, (m), __VA_ARGS__)
 #define invalid(b, m, ...) finding((b), false, (m), __VA_ARGS__)
@@ -1137,6 +1137,7 @@ static int emit_mounts(struct builder *b, const char **devs) {
 static int emit_tail(struct builder *b) {
         const struct spec *s = b->spec;
         const char *target = kiln_paths.target;
+        char shown[URL_DISPLAY_MAX];   /* URLs in the plan: no userinfo, no query string */
         int r;
         if (s->image.present) {
                 const struct spec_image *im = &s->image;
@@ -1151,12 +1152,12 @@ static int emit_tail(struct builder *b) {
                 }
                 if (dev)
                         r = step_emit(b, PLAN_IMAGE, NULL, im, 0, NULL, 0, false, dev,
-                                      strdupf("write raw image %s (sha256 %.12s) to %s", im->url ? im->url : "",
+                                      strdupf("write raw image %s (sha256 %.12s) to %s", url_display(im->url, shown),
                                               im->sha256 ? im->sha256 : "none", dev),
                                       strdupf("contents of %s", dev));
                 else
                         r = step_emit(b, PLAN_IMAGE, NULL, im, 0, NULL, 0, false, NULL,
-                                      strdupf("unpack tar image %s (sha256 %.12s) into %s", im->url ? im->url : "",
+                                      strdupf("unpack tar image %s (sha256 %.12s) into %s", url_display(im->url, shown),
                                               im->sha256 ? im->sha256 : "none", target), NULL);
                 if (r < 0)
                         return r;
@@ -1169,12 +1170,12 @@ static int emit_tail(struct builder *b) {
         const struct spec_cloudstack *c = &s->cloudstack;
         if (c->present &&
             (r = step_emit(b, PLAN_REGISTER, NULL, c, 0, NULL, 0, false, NULL,
-                           strdupf("register with CloudStack at %s (zone %s, pod %s, cluster %s)", c->endpoint ? c->endpoint : "",
+                           strdupf("register with CloudStack at %s (zone %s, pod %s, cluster %s)", url_display(c->endpoint, shown),
                                    c->zone ? c->zone : "-", c->pod ? c->pod : "-", c->cluster ? c->cluster : "-"), NULL)) < 0)
                 return r;
         if (s->webhook.present &&
             (r = step_emit(b, PLAN_REGISTER, NULL, &s->webhook, 1, NULL, 0, false, NULL,
-                           strdupf("report to webhook %s%s", s->webhook.url ? s->webhook.url : "",
+                           strdupf("report to webhook %s%s", url_display(s->webhook.url, shown),
                                    s->webhook.hmac_key ? " (HMAC signed)" : ""), NULL)) < 0)
                 return r;
         return step_emit(b, PLAN_FINISH, NULL, s, 0, NULL, 0, false, NULL,

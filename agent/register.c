@@ -1,6 +1,7 @@
 #include "register.h"
 #include "cloudstack.h"
 #include "webhook.h"
+#include "url.h"
 
 void register_options_default(struct register_options *o) {
         *o = (struct register_options) {
@@ -57,6 +58,11 @@ void register_events_done(struct register_events *ev) {
 }
 
 static json_object *jstr(const char *s) { return s ? json_object_new_string(s) : NULL; }
+/* A URL as the report and its events show it (url.h). */
+static json_object *jurl(const char *s) {
+        char shown[URL_DISPLAY_MAX];
+        return s ? json_object_new_string(url_display(s, shown)) : NULL;
+}
 
 static int register_cloudstack(const struct spec *spec, struct report *r, const struct register_options *o,
                                char **ret_error) {
@@ -68,7 +74,7 @@ static int register_cloudstack(const struct spec *spec, struct report *r, const 
 
         if (!rec)
                 return -ENOMEM;
-        json_object_object_add(rec, "endpoint", jstr(c->endpoint));
+        json_object_object_add(rec, "endpoint", jurl(c->endpoint));
         json_object_object_add(rec, "zone", jstr(c->zone));
         json_object_object_add(rec, "pod", jstr(c->pod));
         json_object_object_add(rec, "cluster", jstr(c->cluster));
@@ -122,7 +128,7 @@ static int register_webhook(const struct spec *spec, struct report *r, const str
 
         if (!rec)
                 return -ENOMEM;
-        json_object_object_add(rec, "url", jstr(w->url));
+        json_object_object_add(rec, "url", jurl(w->url));
         json_object_object_add(rec, "result", jstr("SUCCESS"));
         /* Recorded before sending, so the report the controller gets says where it went. */
         k = report_set_registration(r, "webhook", rec);

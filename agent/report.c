@@ -1,5 +1,6 @@
 #include "report.h"
 #include "log.h"
+#include "url.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -349,10 +350,11 @@ int report_add_storage(struct report *r, const char *kind, const char *id, const
 }
 
 int report_set_image(struct report *r, const char *url, const char *sha256, uint64_t bytes, double seconds) {
+        char shown[URL_DISPLAY_MAX];
         json_object *o = json_object_new_object();
         if (!o || jset(r->root, "image", o) < 0)
                 return -ENOMEM;
-        if (jset_str(o, "url", url) < 0 || jset_str(o, "sha256", sha256) < 0 ||
+        if (jset_str(o, "url", url ? url_display(url, shown) : NULL) < 0 || jset_str(o, "sha256", sha256) < 0 ||
             jset(o, "bytes", json_object_new_int64((int64_t) bytes)) < 0 ||
             jset(o, "seconds", json_object_new_double(seconds)) < 0)
                 return -ENOMEM;
@@ -471,7 +473,13 @@ int report_from_json(const char *text, size_t len, struct report **ret) {
                 return -ENOMEM;
         r->root = json_tokener_parse_ex(tok, text, (int) len);
         bool ok = json_tokener_get_error(tok) == json_tokener_success;
+        size_t end = json_tokener_get_parse_end(tok);
         json_tokener_free(tok);
+        /* one document: after it only white space (the tokener stops where the object closes) */
+        while (ok && end < len && text[end] != 0 && strchr(" \t\r\n", text[end]))
+                end++;
+        if (ok && end < len)
+                return -ENOTEMPTY;
         if (!ok || !json_object_is_type(r->root, json_type_object) || !jget(r->root, "kiln_report") ||
             !report_run_id(r))
                 return -EBADMSG;

@@ -88,7 +88,8 @@ int report_save(const struct report *r, const char *path);
 /* Read a saved report (`kiln register --report`). */
 int report_load(const char *path, struct report **ret);
 /* The same from text (tests/fuzz/fuzz-report.c): -EBADMSG when it is not a
- * kiln run report, -EFBIG over REPORT_MAX_BYTES. */
+ * kiln run report, -ENOTEMPTY when anything but white space follows the
+ * JSON document, -EFBIG over REPORT_MAX_BYTES. */
 int report_from_json(const char *text, size_t len, struct report **ret);
 
 /* Readers for what registration needs. NULL when absent. */

@@ -85,9 +85,17 @@ int resume_record_from_json(const char *text, size_t len, struct resume_record *
                 return -ENOMEM;
         json_object *root = json_tokener_parse_ex(tok, text, (int) len);
         bool ok = json_tokener_get_error(tok) == json_tokener_success;
+        size_t end = json_tokener_get_parse_end(tok);
         json_tokener_free(tok);
         struct resume_record rec = {};
         int r = -EBADMSG;
+        /* one document: after it only white space (the tokener stops where the object closes) */
+        while (ok && end < len && text[end] != 0 && strchr(" \t\r\n", text[end]))
+                end++;
+        if (ok && end < len) {
+                r = -ENOTEMPTY;
+                goto out;
+        }
         json_object *fmt, *stages, *complete;
         const char *fp, *version, *run_id;
         if (!ok || !json_object_is_type(root, json_type_object) ||

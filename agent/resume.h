@@ -40,7 +40,8 @@ const char *resume_stage_name(enum resume_stage s);
 enum resume_stage resume_stage_of(enum plan_step_kind k);
 
 int resume_record_to_json(const struct resume_record *rec, struct strbuf *out);
-/* -EBADMSG when the text is not a record of RESUME_RECORD_FORMAT. */
+/* -EBADMSG when the text is not a record of RESUME_RECORD_FORMAT,
+ * -ENOTEMPTY when anything but white space follows the JSON document. */
 int resume_record_from_json(const char *text, size_t len, struct resume_record *ret);
 /* Atomic: a temporary file in the same directory, fsync, rename, fsync of
  * the directory; missing parent directories are made. */

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "spec_yaml.h"
 #include "strbuf.h"
+#include "url.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -73,7 +74,6 @@ static const char *kind_name(enum spec_obj_kind k) {
 
 static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...) _printf_(4, 5);
 static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...) {
-        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
         if (c->n_emitted >= SPEC_MAX_DIAGS) {
                 if (c->n_emitted++ == SPEC_MAX_DIAGS && diags_add(c->d, c->file, 0, 0,
                                 "more than %u problems; only the first %u are shown",
@@ -84,10 +84,8 @@ static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ..
         c->n_emitted++;
         va_list ap;
         va_start(ap, fmt);
-        int r = strbuf_vaddf(&sb, fmt, ap);
+        int r = diags_addv(c->d, c->file, line, col, fmt, ap);
         va_end(ap);
-        if (r >= 0)
-                r = diags_add(c->d, c->file, line, col, "%s", strbuf_str(&sb));
         if (r < 0 && c->error == 0)
                 c->error = r;
 }
@@ -604,10 +602,11 @@ static bool check_vars(struct ctx *c, const struct loc *l, const char *key, cons
 
 static void check_url(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
                       const char *url, bool allow_file) {
-        char f[256], t[QUOTE_MAX + 4];
+        char f[256], t[QUOTE_MAX + 4], shown[URL_DISPLAY_MAX];
         const char *sep = strstr(url, "://");
+        url_display(url, shown);        /* errors quote it without userinfo or query string */
         if (!sep) {
-                emitn(c, v, "%s is not a url: '%s'", fld(l, key, f), q(url, t));
+                emitn(c, v, "%s is not a url: '%s'", fld(l, key, f), q(shown, t));
                 return;
         }
         size_t n = (size_t) (sep - url);
@@ -624,11 +623,11 @@ static void check_url(struct ctx *c, const struct loc *l, const char *key, const
         }
         const char *rest = sep + 3;
         if (http && (!*rest || *rest == '/')) {
-                emitn(c, v, "%s has no host: '%s'", fld(l, key, f), q(url, t));
+                emitn(c, v, "%s has no host: '%s'", fld(l, key, f), q(shown, t));
                 return;
         }
         if (file && *rest != '/') {
-                emitn(c, v, "%s must name an absolute path: '%s'", fld(l, key, f), q(url, t));
+                emitn(c, v, "%s must name an absolute path: '%s'", fld(l, key, f), q(shown, t));
                 return;
         }
         for (const char *p = url; *p; p++)

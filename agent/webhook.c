@@ -1,5 +1,6 @@
 #include "webhook.h"
 #include "log.h"
+#include "url.h"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -66,13 +67,15 @@ int webhook_post(const struct webhook_target *t, const char *event, const char *
         };
         r = delivery_send(&req, t->policy, &resp);
         if (r < 0 && ret_error) {
+                char shown[URL_DISPLAY_MAX];
+                url_display(t->url, shown);
                 free(*ret_error);
                 *ret_error = NULL;
                 if (r == -ETIMEDOUT)
                         r = asprintf(ret_error, "webhook '%s' did not take the %s event in time after %u attempts (last: %s)",
-                                     t->url, event, resp.attempts, resp.error[0] ? resp.error : "timeout") < 0 ? -ENOMEM : r;
+                                     shown, event, resp.attempts, resp.error[0] ? resp.error : "timeout") < 0 ? -ENOMEM : r;
                 else
-                        r = asprintf(ret_error, "webhook '%s' refused the %s event: %s", t->url, event,
+                        r = asprintf(ret_error, "webhook '%s' refused the %s event: %s", shown, event,
                                      resp.error[0] ? resp.error : strerror(-r)) < 0 ? -ENOMEM : r;
         }
         return r;

@@ -74,6 +74,25 @@ run_kiln 8 fetch "http://127.0.0.1:$PROXY_PORT/blob" --retries 1 -o "$T/cut"
 grep -q "gave up after 2 attempts" "$T/err" || { cat "$T/err"; fail "cut give-up message"; }
 [[ ! -e $T/cut ]] || fail "a failed fetch left a partial '$T/cut' ($(stat -c %s "$T/cut") bytes)"
 proxy_stop
+# a 206 must carry the range asked for, to the end of the file: the proxy
+# rewrites the resumed answer's Content-Range. The right value passes (the
+# rewrite itself is harmless); each wrong one (trailing junk, another total,
+# another start, short of the end, two ranges) is final (no third request
+# although retries are left) and -o FILE is not created
+proxy_start cut:1200000 "crange:bytes {first}-2499999/2500000"
+run_kiln 0 fetch "http://127.0.0.1:$PROXY_PORT/blob" --sha256 "$SUM" -o "$T/out"
+cmp "$T/www/blob" "$T/out" || fail "resumed content differs after a rewritten Content-Range"
+proxy_stop
+for bad in "bytes {first}-2499999/2500000x" "bytes {first}-2599999/2600000" "bytes 0-2499999/2500000" \
+           "bytes {first}-2499998/2500000" "bytes {first}-2499999/2500000, bytes 0-1/2500000"; do
+  proxy_start cut:1200000 "crange:$bad"
+  run_kiln 8 fetch "http://127.0.0.1:$PROXY_PORT/blob" --retries 3 -o "$T/badrange"
+  grep -q "failed to fetch 'http://127.0.0.1:$PROXY_PORT/blob': the server answered a Range request with HTTP 206 and a wrong range" \
+    "$T/err" || { cat "$T/err"; fail "Content-Range '$bad' not refused"; }
+  [[ $(requests) == 2 ]] || { cat "$PROXY_LOG"; fail "Content-Range '$bad': expected 2 requests, saw $(requests)"; }
+  [[ ! -e $T/badrange ]] || fail "Content-Range '$bad' left '$T/badrange'"
+  proxy_stop
+done
 # a wrong digest or a 404 leaves an existing FILE as it was
 echo old >"$T/keep"
 run_kiln 8 fetch "$U/blob" --sha256 "$(printf '0%.0s' {1..64})" -o "$T/keep"

@@ -161,6 +161,22 @@ apply 5                 # wipe: true, interrupted again
 umount -R "$T/target"
 BEFORE=$(uuids)
 cp "$SMALL_DIR/small.tar.zst" "$T/www/"
+# its progress record with data after the JSON document is not resumable:
+# wipe: false refuses, names the record, changes nothing; then put it back
+mkdir -p "$T/mnt"
+mount "${LOOP}p2" "$T/mnt" || fail "cannot mount the root to edit the progress record"
+recsize=$(stat -c %s "$T/mnt/var/lib/kiln/progress.json")
+printf '\n{"kiln_progress": 1}' >>"$T/mnt/var/lib/kiln/progress.json"
+umount "$T/mnt"
+"$KILN" apply --yes "$T/nowipe.yaml" >"$T/out" 2>&1; rc=$?
+[[ $rc == 4 ]] || fail "wipe: false over a record with data after it exited $rc, expected 4: $(tail -3 "$T/out")"
+grep -q "progress record '[^']*/var/lib/kiln/progress.json' has data after its JSON document" "$T/out" \
+  || fail "no reason given for the record with data after it: $(tail -3 "$T/out")"
+[[ $(uuids) == "$BEFORE" ]] || fail "wipe: false over a record with data after it changed the disk"
+umount -R "$T/target" 2>/dev/null
+mount "${LOOP}p2" "$T/mnt" || fail "cannot mount the root to restore the progress record"
+truncate -s "$recsize" "$T/mnt/var/lib/kiln/progress.json"
+umount "$T/mnt"
 out=$("$KILN" plan "$T/nowipe.yaml" 2>&1) || fail "plan of the wipe: false spec refused: $out"
 grep -q '^mode: resume (.*does not allow wiping' <<<"$out" || fail "plan does not say resume: $(head -3 <<<"$out")"
 "$KILN" apply --yes "$T/nowipe.yaml" >"$T/out" 2>&1 || fail "wipe: false resume failed: $(tail -3 "$T/out")"

@@ -6,6 +6,9 @@
 # registration has (a wrong signature: 401; 503 until the time is up; nothing
 # listening; a path that is not the API), nor the output of validate and plan
 # for a spec with a LUKS passphrase (valid, and with an error beside it).
+# URL credentials (userinfo, a query token) on the CloudStack endpoint and
+# the webhook are checked the same way (tests/host/test-secrets-url.sh does
+# fetch, image, plan and validate).
 # Each secret is looked for raw, JSON-escaped (with and without \/) and
 # URL-encoded (%20 and +).
 source "$(dirname "$0")/register-lib.sh"
@@ -40,6 +43,16 @@ no_secret_forms() {
 
 start_controller
 write_spec "$T/spec.yaml"
+# URL credentials: userinfo on the CloudStack endpoint and the webhook, a
+# token in the webhook's query string. The controller still gets the real
+# URLs (it answers the same; it records paths only); kiln shows them as
+# scheme://host:port/path with "?..." (url.h), in its output, the report and
+# the events.
+URL_PW="urlpw-$(rnd)" URL_TOKEN="urltok-$(rnd)"
+sed -i "s|endpoint: \"$URL/client/api\"|endpoint: \"http://kiln:$URL_PW@127.0.0.1:$PORT/client/api\"|;
+        s|url: \"$URL/kiln/webhook\"|url: \"http://hook:$URL_PW@127.0.0.1:$PORT/kiln/webhook?token=$URL_TOKEN\&sig=$URL_TOKEN\"|" "$T/spec.yaml"
+grep -qF "$URL_TOKEN" "$T/spec.yaml" && grep -qF "kiln:$URL_PW@" "$T/spec.yaml" || fail "the spec's URLs were not given credentials"
+printf '%s\n' "$URL_PW" "$URL_TOKEN" "$(printf 'kiln:%s' "$URL_PW" | base64 -w0)" "$(printf 'hook:%s' "$URL_PW" | base64 -w0)" >>"$T/forms"
 
 # Success, at debug level: registered, events and report delivered and
 # verified by the controller (so the signature over these characters agrees).
@@ -48,6 +61,9 @@ write_report "$T/r1.json" 10.0.2.15
 grep -q "added to CloudStack zone 'lab'" "$T/log1" || { cat "$T/log1"; fail "no 'added' message"; }
 [[ $(sql "SELECT count(*) FROM requests WHERE status != 200") == 0 ]] || fail "controller refused: $(sql 'SELECT * FROM requests')"
 [[ $(sql "SELECT password_given FROM hosts") == 1 ]] || fail "the host password did not arrive"
+jq -e --arg u "http://127.0.0.1:$PORT" '.registration.webhook.url == "\($u)/kiln/webhook?..." and
+  .registration.cloudstack.endpoint == "\($u)/client/api"' "$T/r1.json" >/dev/null ||
+  fail "the report does not show the URLs without credentials: $(jq -c .registration "$T/r1.json")"
 
 admin() { curl -sf -X POST --data "$1" "$URL/kiln/admin" >/dev/null || fail "controller admin $1"; }
 # 401: CloudStack's refusal, final
@@ -62,10 +78,12 @@ rc=0; "$KILN" -v register --report "$T/r3.json" --spec "$T/spec.yaml" --timeout 
 [[ $rc == 7 ]] && grep -q "did not answer listZones in time" "$T/log3" || { cat "$T/log3"; fail "503: exit $rc"; }
 admin '{"fail_503": 0}'
 # a path that is not the API (404 with a JSON body that is not CloudStack's)
-sed "s|$URL/client/api|$URL/client/nowhere|" "$T/spec.yaml" >"$T/spec-404.yaml"
+sed "s|/client/api|/client/nowhere|" "$T/spec.yaml" >"$T/spec-404.yaml"
 write_report "$T/r4.json" 10.0.2.18
 rc=0; "$KILN" -v register --report "$T/r4.json" --spec "$T/spec-404.yaml" --timeout 5 >"$T/log4" 2>&1 || rc=$?
 [[ $rc == 7 ]] || { cat "$T/log4"; fail "404: exit $rc"; }
+grep -qF "CloudStack request listZones to 'http://127.0.0.1:$PORT/client/nowhere' failed" "$T/log4" ||
+  { cat "$T/log4"; fail "404: the endpoint is not shown without its credentials"; }
 dump >"$T/dump.json"
 jq -e '.events | length >= 3' "$T/dump.json" >/dev/null || fail "the dump lacks the events"
 # nothing listening
@@ -73,6 +91,8 @@ stop_controller
 write_report "$T/r5.json" 10.0.2.19
 rc=0; "$KILN" -v register --report "$T/r5.json" --spec "$T/spec.yaml" --timeout 2 >"$T/log5" 2>&1 || rc=$?
 [[ $rc == 7 ]] || { cat "$T/log5"; fail "refused connection: exit $rc"; }
+grep -qF "'http://127.0.0.1:$PORT/client/api'" "$T/log5" ||
+  { cat "$T/log5"; fail "refused connection: the endpoint is not shown without its credentials"; }
 
 # validate and plan with a LUKS passphrase and the register secrets
 python3 - "$SRC/templates/kvm-raid10-luks-lvm.yaml" "$T/luks.yaml" "$PASSPHRASE" "$SECRET_KEY" "$HOST_PASSWORD" <<'PY'

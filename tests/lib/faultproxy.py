@@ -11,6 +11,8 @@ next ACTION to it (then "pass" once the list is used up):
   status:C    answer with HTTP status C and an empty body, upstream untouched
   norange     drop the Range header (the server then ignores the range)
   stall:N     send N bytes of the response, then go silent for 60 s
+  crange:V    forward, with the response's Content-Range value replaced by V
+              ("{first}" in V becomes the first byte the request asked for)
 Each request is logged to LOGFILE as "METHOD PATH range=VALUE action=ACTION".
 """
 import socket
@@ -68,6 +70,19 @@ def handle(conn):
             limit = int(action.split(":")[1])
             stall = True
         sent = 0
+        pending = b""
+        if action.startswith("crange:"):
+            while b"\r\n\r\n" not in pending:
+                chunk = up.recv(65536)
+                if not chunk:
+                    break
+                pending += chunk
+            first = rng[0].split("=", 1)[1].split("-", 1)[0] if rng else "0"
+            value = action.split(":", 1)[1].replace("{first}", first).encode()
+            rhead, sep, body = pending.partition(b"\r\n\r\n")
+            rlines = [b"Content-Range: " + value if h.lower().startswith(b"content-range:") else h
+                      for h in rhead.split(b"\r\n")]
+            conn.sendall(b"\r\n".join(rlines) + sep + body)
         while True:
             chunk = up.recv(65536)
             if not chunk:

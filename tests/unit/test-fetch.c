@@ -61,6 +61,89 @@ static void test_digests(void) {
         CHECK(!sha256_hex_equal(a, NULL));
 }
 
+static int cr(const char *v, struct fetch_content_range *ret) {
+        return fetch_parse_content_range(v, strlen(v), ret);
+}
+
+static void test_content_range(void) {
+        struct fetch_content_range c, untouched = { .first = 7, .last = 7, .complete = 8, .complete_known = true };
+
+        CHECK_INT(cr("bytes 100-199/1000", &c), 0);
+        CHECK_U64(c.first, 100);
+        CHECK_U64(c.last, 199);
+        CHECK_U64(c.complete, 1000);
+        CHECK(c.complete_known);
+        /* what follows the colon as curl hands it over: blank, CR LF */
+        CHECK_INT(cr(" bytes 0-0/1\r\n", &c), 0);
+        CHECK_U64(c.last, 0);
+        CHECK_U64(c.complete, 1);
+        CHECK_INT(cr("\tBYTES\t\t5-9/*  ", &c), 0);
+        CHECK_U64(c.first, 5);
+        CHECK_U64(c.last, 9);
+        CHECK(!c.complete_known);
+        CHECK_U64(c.complete, 0);
+        CHECK_INT(cr("bytes 9223372036854775806-9223372036854775806/9223372036854775807", &c), 0);
+        CHECK_U64(c.first, INT64_MAX - 1);
+        CHECK_U64(c.complete, INT64_MAX);
+        /* only len bytes count: the rest of curl's buffer is not read */
+        CHECK_INT(fetch_parse_content_range("bytes 1-2/3 and more", 11, &c), 0);
+        CHECK_U64(c.complete, 3);
+
+        static const struct { const char *v; int err; } bad[] = {
+                /* overflow: beyond INT64_MAX, and beyond UINT64_MAX */
+                { "bytes 0-9223372036854775808/*", -ERANGE },
+                { "bytes 9223372036854775808-9223372036854775809/*", -ERANGE },
+                { "bytes 0-1/99999999999999999999999", -ERANGE },
+                /* start > end, end at or past the total */
+                { "bytes 200-100/1000", -ERANGE },
+                { "bytes 0-1000/1000", -ERANGE },
+                { "bytes 999-1000/1000", -ERANGE },
+                { "bytes 0-0/0", -ERANGE },
+                /* missing parts */
+                { "", -EINVAL },
+                { "   \r\n", -EINVAL },
+                { "bytes", -EINVAL },
+                { "bytes ", -EINVAL },
+                { "bytes 100", -EINVAL },
+                { "bytes 100-", -EINVAL },
+                { "bytes 100-199", -EINVAL },
+                { "bytes 100-199/", -EINVAL },
+                { "bytes -199/1000", -EINVAL },
+                { "bytes 100-/1000", -EINVAL },
+                { "100-199/1000", -EINVAL },
+                { "bytes100-199/1000", -EINVAL },
+                /* the unsatisfied-range form answers a 416, not a resume */
+                { "bytes */1000", -EINVAL },
+                /* another unit, signs, spaces inside, other number forms */
+                { "items 100-199/1000", -EINVAL },
+                { "bytesx 100-199/1000", -EINVAL },
+                { "bytes +100-199/1000", -EINVAL },
+                { "bytes 100--199/1000", -EINVAL },
+                { "bytes 100 - 199/1000", -EINVAL },
+                { "bytes 100-199 /1000", -EINVAL },
+                { "bytes 0x10-0x20/1000", -EINVAL },
+                /* trailing junk */
+                { "bytes 100-199/1000x", -EINVAL },
+                { "bytes 100-199/1000 1000", -EINVAL },
+                { "bytes 100-199/1000/1000", -EINVAL },
+                { "bytes 100-199/*x", -EINVAL },
+                { "bytes 100-199/**", -EINVAL },
+                { "bytes 100-199/1000, bytes 200-299/1000", -EINVAL },
+                { "bytes 100-199/1000\r\nX-Other: 1", -EINVAL },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                c = untouched;
+                int r = cr(bad[i].v, &c);
+                if (r != bad[i].err)
+                        fprintf(stderr, "content range '%s'\n", bad[i].v);
+                CHECK_INT(r, bad[i].err);
+                CHECK(c.first == 7 && c.last == 7 && c.complete == 8 && c.complete_known);  /* ret untouched */
+        }
+        /* a NUL inside is junk, not an end */
+        CHECK_INT(fetch_parse_content_range("bytes 1-2/3\0", 12, &c), -EINVAL);
+        CHECK_INT(fetch_parse_content_range(NULL, 0, &c), -EINVAL);
+}
+
 static void test_file_buffer(void) {
         char path[] = "/tmp/kiln-test-fetch.XXXXXX";
         int fd = mkostemp(path, O_CLOEXEC);
@@ -109,6 +192,7 @@ int main(void) {
         test_backoff();
         test_urls();
         test_digests();
+        test_content_range();
         test_file_buffer();
         return TEST_DONE();
 }

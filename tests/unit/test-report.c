@@ -103,6 +103,32 @@ static void test_load_hostile(void) {
         CHECK_INT(report_finish(r, REPORT_FAIL, "register", "refused"), 0);
         CHECK_INT(report_to_json(r, &sb), 0);
         report_free(r);
+
+        /* one document and nothing after it but white space: what was
+         * saved loads with a newline after it, not with anything else */
+#define TAIL(s) s, sizeof(s) - 1
+        static const struct { const char *tail; size_t len; int err; } tails[] = {
+                { TAIL("\n"), 0 },
+                { TAIL(" \t\r\n"), 0 },
+                { TAIL("x"), -ENOTEMPTY },
+                { TAIL("\n]"), -ENOTEMPTY },
+                { TAIL("{\"kiln_report\":1,\"run_id\":\"y\"}"), -ENOTEMPTY },
+                { TAIL("\0\n"), -ENOTEMPTY },
+        };
+        struct strbuf t = STRBUF_INIT;
+        for (size_t i = 0; i < ELEMENTSOF(tails); i++) {
+                strbuf_reset(&t);
+                CHECK_INT(strbuf_add(&t, sb.buf, sb.len), 0);
+                CHECK_INT(strbuf_add(&t, tails[i].tail, tails[i].len), 0);
+                r = NULL;
+                int k = report_from_json(t.buf, t.len, &r);
+                if (k != tails[i].err)
+                        fprintf(stderr, "report followed by '%s'\n", tails[i].tail);
+                CHECK_INT(k, tails[i].err);
+                CHECK(k == 0 ? r && streq(report_run_id(r), "x") : !r);
+                report_free(r);
+        }
+        strbuf_release(&t);
         strbuf_release(&sb);
 }
 
@@ -167,6 +193,12 @@ int main(void) {
         fclose(f);
         struct report *bad = NULL;
         CHECK_INT(report_load(path, &bad), -EBADMSG);
+        /* A report with something after it. */
+        f = fopen(path, "we");
+        fputs("{\"kiln_report\":1,\"run_id\":\"x\"}\n#", f);
+        fclose(f);
+        CHECK_INT(report_load(path, &bad), -ENOTEMPTY);
+        CHECK(bad == NULL);
 
         char cmd[200];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -6,6 +6,7 @@
 #include "resume.h"
 #include "tap.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 static char *src_path(const char *rel) {
@@ -144,6 +145,45 @@ static struct plan *plan_of(const struct spec *s, const struct inventory *inv) {
         return p;
 }
 
+/* A second boot after a first one built spec_text's storage on qemu-4disk
+ * and stopped (as_built): the spec, that inventory, the plan over it and the
+ * resume plan resume_decide() makes of that. */
+struct second_boot {
+        struct spec *spec;
+        struct inventory *inv;
+        struct plan *fresh, *resume;
+};
+
+static void second_boot_done(struct second_boot *b) {
+        plan_free(b->resume);
+        plan_free(b->fresh);
+        inventory_free(b->inv);
+        spec_free(b->spec);
+}
+
+/* Checks each part; false when one is missing (the test stops there). */
+static bool second_boot(const char *spec_text, struct second_boot *ret) {
+        ret->spec = load_spec_text(spec_text);
+        CHECK(ret->spec);
+        if (!ret->spec)
+                return false;
+        ret->inv = as_built(ret->spec, "qemu-4disk");
+        CHECK(ret->inv);
+        if (!ret->inv)
+                return false;
+        ret->fresh = plan_of(ret->spec, ret->inv);
+        CHECK(ret->fresh);
+        if (!ret->fresh)
+                return false;
+        CHECK_INT(resume_decide(ret->fresh, false, &ret->resume), 0);
+        CHECK(ret->resume);
+        if (!ret->resume) {
+                fprintf(stderr, "not resumed: %s\n", ret->fresh->mode_why);
+                return false;
+        }
+        return true;
+}
+
 static void test_fingerprint(void) {
         _cleanup_free_ char *text = template_text();
         _cleanup_spec_free_ struct spec *s = load_spec_text(text);
@@ -248,6 +288,46 @@ static void test_record(void) {
                 int r = resume_record_from_json(bad[i], strlen(bad[i]), &x);
                 CHECK_INT(r, -EBADMSG);
         }
+
+        /* one document and nothing after it but white space */
+        _cleanup_strbuf_ struct strbuf t = STRBUF_INIT;
+#define TAIL(s) s, sizeof(s) - 1
+        static const struct { const char *tail; size_t len; int err; } tails[] = {
+                { TAIL(""), 0 },
+                { TAIL("\n"), 0 },
+                { TAIL(" \t\r\n  "), 0 },
+                { TAIL("x"), -ENOTEMPTY },
+                { TAIL("\n}"), -ENOTEMPTY },
+                { TAIL(" {\"kiln_progress\": 1}"), -ENOTEMPTY },
+                { TAIL("\n\0"), -ENOTEMPTY },
+                { TAIL("\0garbage"), -ENOTEMPTY },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(tails); i++) {
+                strbuf_reset(&t);
+                CHECK_INT(strbuf_add(&t, sb.buf, sb.len), 0);
+                CHECK_INT(strbuf_add(&t, tails[i].tail, tails[i].len), 0);
+                struct resume_record x = {};
+                int r = resume_record_from_json(t.buf, t.len, &x);
+                if (r != tails[i].err)
+                        fprintf(stderr, "record followed by '%s'\n", tails[i].tail);
+                CHECK_INT(r, tails[i].err);
+                if (r == 0)
+                        CHECK_STR(x.fingerprint, rec.fingerprint);
+                else
+                        CHECK(!x.run_id && !x.version && !x.stages);
+                resume_record_done(&x);
+        }
+        /* the same from a file */
+        char junk[] = "/tmp/kiln-test-resume-junk.XXXXXX";
+        int fd = mkostemp(junk, O_CLOEXEC);
+        CHECK(fd >= 0);
+        CHECK_INT(write(fd, sb.buf, sb.len), (long) sb.len);
+        CHECK_INT(write(fd, "\n{}\n", 4), 4);
+        close(fd);
+        struct resume_record x = {};
+        CHECK_INT(resume_record_load(junk, &x), -ENOTEMPTY);
+        CHECK(!x.run_id && !x.version);
+        unlink(junk);
         resume_record_done(&rec);
 }
 
@@ -260,15 +340,14 @@ static size_t count_kind(const struct plan *p, enum plan_step_kind k) {
 
 static void test_decide(void) {
         _cleanup_free_ char *text = template_text();
-        _cleanup_spec_free_ struct spec *s = load_spec_text(text);
+        _cleanup_(second_boot_done) struct second_boot b = {};
+        if (!second_boot(text, &b))
+                return;
+        const struct spec *s = b.spec;
         _cleanup_inventory_free_ struct inventory *blank = load_inv("qemu-4disk");
         _cleanup_inventory_free_ struct inventory *prov = load_inv("qemu-4disk-provisioned");
-        CHECK(s);
-        if (!s)
-                return;
-        _cleanup_inventory_free_ struct inventory *again = as_built(s, "qemu-4disk");
-        CHECK(blank && prov && again);
-        if (!blank || !prov || !again)
+        CHECK(blank && prov);
+        if (!blank || !prov)
                 return;
 
         /* blank disks: fresh, and why */
@@ -292,59 +371,48 @@ static void test_decide(void) {
         CHECK(!r);
         CHECK(o->mode_why && strstr(o->mode_why, "partition 1 of /dev/vda is not where this plan puts it"));
 
-        /* a second boot: resume; the same with --fresh: fresh */
-        _cleanup_plan_free_ struct plan *f = plan_of(s, again);
-        CHECK(f);
-        if (!f)
-                return;
-        _cleanup_plan_free_ struct plan *res = NULL;
-        CHECK_INT(resume_decide(f, false, &res), 0);
-        CHECK(res);
-        if (!res)
-                fprintf(stderr, "not resumed: %s\n", f->mode_why);
-        if (res) {
-                CHECK(res->resume);
-                CHECK_STR(res->fingerprint, f->fingerprint);
-                CHECK_INT(count_kind(res, PLAN_WIPE) + count_kind(res, PLAN_PARTITION) + count_kind(res, PLAN_MD_CREATE) +
-                          count_kind(res, PLAN_LUKS_FORMAT) + count_kind(res, PLAN_PVCREATE) + count_kind(res, PLAN_VGCREATE) +
-                          count_kind(res, PLAN_LVCREATE) + count_kind(res, PLAN_MKFS) + count_kind(res, PLAN_BENCH_RAW) +
-                          count_kind(res, PLAN_BENCH_CRYPT), 0);
-                CHECK_INT(count_kind(res, PLAN_MD_ASSEMBLE), count_kind(f, PLAN_MD_CREATE));
-                CHECK_INT(count_kind(res, PLAN_LUKS_OPEN), count_kind(f, PLAN_LUKS_OPEN));
-                CHECK_INT(count_kind(res, PLAN_VG_ACTIVATE), count_kind(f, PLAN_VGCREATE));
-                CHECK_INT(count_kind(res, PLAN_MOUNT), count_kind(f, PLAN_MOUNT));
-                CHECK_INT(count_kind(res, PLAN_RESUME_CHECK), 1);
-                CHECK_INT(count_kind(res, PLAN_IMAGE), count_kind(f, PLAN_IMAGE));
-                CHECK_INT(count_kind(res, PLAN_REGISTER), count_kind(f, PLAN_REGISTER));
-                for (size_t i = 0; i < res->n_steps; i++) {
-                        CHECK(!res->steps[i].destroys || res->steps[i].kind == PLAN_IMAGE);
-                        if (res->steps[i].kind == PLAN_MD_ASSEMBLE)
-                                CHECK(res->steps[i].uuid && strlen(res->steps[i].uuid) == 36);
-                }
-                /* the check comes right after the last mount, before the image */
-                size_t chk = 0, last_mount = 0;
-                for (size_t i = 0; i < res->n_steps; i++) {
-                        if (res->steps[i].kind == PLAN_RESUME_CHECK)
-                                chk = i;
-                        if (res->steps[i].kind == PLAN_MOUNT)
-                                last_mount = i;
-                }
-                CHECK_INT(chk, last_mount + 1);
-                _cleanup_strbuf_ struct strbuf t = STRBUF_INIT;
-                CHECK_INT(plan_to_text(res, &t), 0);
-                CHECK(strstr(strbuf_str(&t), "mode: resume ("));
-                CHECK(strstr(strbuf_str(&t), "assemble"));
-                CHECK(strstr(strbuf_str(&t), "skip-stage"));
-                _cleanup_strbuf_ struct strbuf j = STRBUF_INIT;
-                CHECK_INT(plan_to_json(res, &j), 0);
-                CHECK(strstr(strbuf_str(&j), "\"mode\":\"resume\""));
+        /* a second boot: resume (second_boot()); the same with --fresh: fresh */
+        const struct plan *f = b.fresh, *res = b.resume;
+        CHECK(res->resume);
+        CHECK_STR(res->fingerprint, f->fingerprint);
+        CHECK_INT(count_kind(res, PLAN_WIPE) + count_kind(res, PLAN_PARTITION) + count_kind(res, PLAN_MD_CREATE) +
+                  count_kind(res, PLAN_LUKS_FORMAT) + count_kind(res, PLAN_PVCREATE) + count_kind(res, PLAN_VGCREATE) +
+                  count_kind(res, PLAN_LVCREATE) + count_kind(res, PLAN_MKFS) + count_kind(res, PLAN_BENCH_RAW) +
+                  count_kind(res, PLAN_BENCH_CRYPT), 0);
+        CHECK_INT(count_kind(res, PLAN_MD_ASSEMBLE), count_kind(f, PLAN_MD_CREATE));
+        CHECK_INT(count_kind(res, PLAN_LUKS_OPEN), count_kind(f, PLAN_LUKS_OPEN));
+        CHECK_INT(count_kind(res, PLAN_VG_ACTIVATE), count_kind(f, PLAN_VGCREATE));
+        CHECK_INT(count_kind(res, PLAN_MOUNT), count_kind(f, PLAN_MOUNT));
+        CHECK_INT(count_kind(res, PLAN_RESUME_CHECK), 1);
+        CHECK_INT(count_kind(res, PLAN_IMAGE), count_kind(f, PLAN_IMAGE));
+        CHECK_INT(count_kind(res, PLAN_REGISTER), count_kind(f, PLAN_REGISTER));
+        for (size_t i = 0; i < res->n_steps; i++) {
+                CHECK(!res->steps[i].destroys || res->steps[i].kind == PLAN_IMAGE);
+                if (res->steps[i].kind == PLAN_MD_ASSEMBLE)
+                        CHECK(res->steps[i].uuid && strlen(res->steps[i].uuid) == 36);
         }
-        _cleanup_plan_free_ struct plan *g = plan_of(s, again);
+        /* the check comes right after the last mount, before the image */
+        size_t chk = 0, last_mount = 0;
+        for (size_t i = 0; i < res->n_steps; i++) {
+                if (res->steps[i].kind == PLAN_RESUME_CHECK)
+                        chk = i;
+                if (res->steps[i].kind == PLAN_MOUNT)
+                        last_mount = i;
+        }
+        CHECK_INT(chk, last_mount + 1);
+        _cleanup_strbuf_ struct strbuf t = STRBUF_INIT;
+        CHECK_INT(plan_to_text(res, &t), 0);
+        CHECK(strstr(strbuf_str(&t), "mode: resume ("));
+        CHECK(strstr(strbuf_str(&t), "assemble"));
+        CHECK(strstr(strbuf_str(&t), "skip-stage"));
+        _cleanup_strbuf_ struct strbuf j = STRBUF_INIT;
+        CHECK_INT(plan_to_json(res, &j), 0);
+        CHECK(strstr(strbuf_str(&j), "\"mode\":\"resume\""));
+        _cleanup_plan_free_ struct plan *g = plan_of(s, b.inv);
         struct plan *none = NULL;
         CHECK_INT(resume_decide(g, true, &none), 0);
         CHECK(!none);
         CHECK(g->mode_why && strstr(g->mode_why, "--fresh"));
-
 }
 
 static const struct plan_step *step_of(const struct plan *p, enum plan_step_kind k) {
@@ -422,26 +490,14 @@ static const char whole_disk_spec[] =
         "finish: none\n";
 
 static void test_whole_disk_members(void) {
-        _cleanup_spec_free_ struct spec *s = load_spec_text(whole_disk_spec);
-        CHECK(s);
-        if (!s)
-                return;
-        _cleanup_inventory_free_ struct inventory *again = as_built(s, "qemu-4disk");
-        CHECK(again);
-        if (!again)
-                return;
         /* the members' superblocks on the disks: resume, assembled from the disks */
-        _cleanup_plan_free_ struct plan *f = plan_of(s, again), *res = NULL;
-        CHECK(f);
-        if (!f)
+        _cleanup_(second_boot_done) struct second_boot b = {};
+        if (!second_boot(whole_disk_spec, &b))
                 return;
-        CHECK_INT(count_kind(f, PLAN_PARTITION), 0);
-        CHECK_INT(resume_decide(f, false, &res), 0);
-        CHECK(res);
-        if (!res) {
-                fprintf(stderr, "not resumed: %s\n", f->mode_why);
-                return;
-        }
+        const struct spec *s = b.spec;
+        struct inventory *again = b.inv;
+        const struct plan *res = b.resume;
+        CHECK_INT(count_kind(b.fresh, PLAN_PARTITION), 0);
         const struct plan_step *as = step_of(res, PLAN_MD_ASSEMBLE);
         CHECK(as && as->inputs && strv_length(as->inputs) == 4);
         if (as && as->inputs) {
@@ -509,25 +565,10 @@ static const char raw_only_spec[] =
 static void test_raw_image(void) {
         /* a raw image beside a root filesystem: resume; the raw image is
          * written again unless the record lists it, and no root is emptied */
-        _cleanup_spec_free_ struct spec *s = load_spec_text(raw_root_spec);
-        CHECK(s);
-        if (!s)
+        _cleanup_(second_boot_done) struct second_boot b = {};
+        if (!second_boot(raw_root_spec, &b))
                 return;
-        _cleanup_inventory_free_ struct inventory *again = as_built(s, "qemu-4disk");
-        CHECK(again);
-        if (!again)
-                return;
-        _cleanup_plan_free_ struct plan *f = plan_of(s, again), *res = NULL;
-        CHECK(f);
-        if (!f)
-                return;
-        CHECK_INT(resume_decide(f, false, &res), 0);
-        CHECK(res);
-        if (!res) {
-                fprintf(stderr, "not resumed: %s\n", f->mode_why);
-                return;
-        }
-        const struct plan_step *img = step_of(res, PLAN_IMAGE);
+        const struct plan_step *img = step_of(b.resume, PLAN_IMAGE);
         CHECK(img && img->device);
         if (img) {
                 CHECK_STR(img->device, "/dev/vg0/vm");
