@@ -13,10 +13,11 @@
  *                  and the overhead against the raw figures;
  *   bench_gate()   the spec's floors decide.
  *
- * Bounded: 50 ms samples; one cipher and the six device tests take about
- * 0.8 s under QEMU on a quiet host, never more than about 5 s
- * (docs/benchmarks.md). The module is
- * silent; failures come back as -errno with res->error saying why. */
+ * Bounded: each sample measures a steady-state window of at least 20 ms
+ * after its warm-up; one cipher and the six device tests take about 0.45 s
+ * under QEMU on a quiet host, never more than about 5 s
+ * (docs/benchmarks.md). The module is silent; failures come back as -errno
+ * with res->error saying why. */
 #pragma once
 #include "spec.h"
 #include "strbuf.h"
@@ -151,9 +152,9 @@ int bench_choose_for_luks(const struct spec_bench *policy, const struct spec_luk
 int bench_to_json(const struct bench_result *res, struct strbuf *out);
 int bench_to_text(const struct bench_result *res, struct strbuf *out);
 
-/* How long one device test runs (microseconds): slice_ms when set, else an
- * equal share of what is left of the gate's 5 s after spent_usec among
- * n_tests, at most 50 ms and at least 30 ms. */
+/* One device test's least window (microseconds): slice_ms when set, else
+ * an equal share of what is left of the gate's 5 s after spent_usec among
+ * n_tests, at most 20 ms and at least 10 ms. */
 uint64_t bench_io_slice_usec(uint64_t spent_usec, unsigned n_tests, unsigned slice_ms);
 
 /* "aes-xts-plain64:512" → cipher "aes-xts-plain64", 512 (default key size 512,
