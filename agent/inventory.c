@@ -1260,6 +1260,10 @@ static int load_disk(struct jload *l, struct json_object *o, struct inv_disk *d)
                 return r;
         if (!d->name)
                 return jerr(l, "name", "missing");
+        /* the planner and resume name a disk by its path: a live inventory
+         * always has one, a recorded one must too */
+        if (!d->path)
+                return jerr(l, "path", "missing");
         struct json_object *a;
         size_t n;
         if ((r = get_array(l, o, "partitions", INVENTORY_MAX_PARTS, &a, &n)) < 0 || n == 0)

@@ -113,8 +113,10 @@ static void test_bad_json(void) {
         static const struct { const char *text; int r; const char *msg; } cases[] = {
                 { "{\"version\": 1, \"disks\": [{\"name\": \"vda\", \"size\": -1}]}", -EINVAL,
                   "disks[0].size: expected an unsigned integer" },
-                { "{\"version\": 1, \"disks\": [{\"name\": \"vda\", \"partitions\": [{\"name\": \"vda1\", \"start\": \"x\"}]}]}",
+                { "{\"version\": 1, \"disks\": [{\"name\": \"vda\", \"path\": \"/dev/vda\", \"partitions\": [{\"name\": \"vda1\", \"start\": \"x\"}]}]}",
                   -EINVAL, "disks[0].partitions[0].start: expected an unsigned integer" },
+                /* found by fuzz-inventory: resume compared a disk's missing path */
+                { "{\"version\": 1, \"disks\": [{\"name\": \"vda\", \"size\": 1}]}", -EINVAL, "disks[0].path: missing" },
                 { "{\"version\": 1, \"disks\": [{\"name\": \"vda\", \"sise\": 1}]}", -EINVAL, "disks[0].sise: unknown key" },
                 { "{\"version\": 2}", -EINVAL, "version: unsupported inventory version (expected 1)" },
                 { "{\"version\": 1, \"cpu\": {\"count\": true}}", -EINVAL, "cpu.count: expected an unsigned integer" },
