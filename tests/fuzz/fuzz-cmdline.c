@@ -10,12 +10,11 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        /* /proc/cmdline is text: read_full_file() hands it over NUL-terminated */
-        char *text = malloc(size + 1);
+        /* /proc/cmdline is text, handed over NUL-terminated (read_full_file()):
+         * a NUL inside the input ends it there, as it would the parser */
+        char *text = strndup((const char *) data, size);
         if (!text)
                 return 0;
-        memcpy(text, data, size);
-        text[size] = 0;
 
         struct kiln_cmdline c = {};
         char *bad = NULL;

@@ -65,11 +65,9 @@ static const char *model_above(const struct model *m, const char *path) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        char *text = malloc(size + 1);
+        char *text = strndup((const char *) data, size);
         if (!text)
                 return 0;
-        memcpy(text, data, size);
-        text[size] = 0;
 
         struct tar_guard g = {};
         struct model m = {};
