@@ -11,6 +11,8 @@ PKGS=(
   python3 jq curl zstd xz-utils gzip tar cpio kmod busybox-static
   mdadm lvm2 cryptsetup-bin xfsprogs e2fsprogs dosfstools parted fdisk fio sqlite3
   nginx-light qemu-system-x86 qemu-utils ipxe-qemu mmdebstrap file socat bc
+  # booting the installed disks: UEFI firmware, Tang and its key tools
+  ovmf tang jose
 )
 missing=()
 for p in "${PKGS[@]}"; do
