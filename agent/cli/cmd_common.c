@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "exitcode.h"
 #include "log.h"
+#include "probe.h"
 
 int cmd_load_spec(const char *path, struct spec **ret) {
         _cleanup_(diags_clear) struct diags diags = {};
