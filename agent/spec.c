@@ -8,6 +8,7 @@
 #include "url.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <math.h>
 
 #define ID_MAX 64
@@ -355,29 +356,63 @@ static int get_double(struct ctx *c, const struct loc *l, const char *key, const
         return 1;
 }
 
-/* A byte size: 512, 256K, 20G, 1T (binary). */
-static int get_bytes(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, uint64_t *ret) {
-        char f[256], t[QUOTE_MAX + 8];
-        if (!v)
-                return 0;
-        if (want_scalar(c, l, key, v, "a size") < 0)
-                return -1;
+/* A byte size (docs/spec.md "Sizes"): 512M, 20G, 30GB, 1TiB, 512B. A bare
+ * number is refused: "size: 512" on an ESP meant MiB, not a 1 MiB partition. */
+static int parse_bytes_value(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
+                             const char *expect, uint64_t *ret) {
+        char f[256], t[QUOTE_MAX + 8], t2[QUOTE_MAX + 4];
         uint64_t x;
-        int r = parse_size(v->value, &x);
+        unsigned flags = 0;
+        int r = parse_size_full(v->value, &x, &flags);
         if (r == -ERANGE) {
                 emitn(c, v, "%s is too large: %s", fld(l, key, f), describe(v, t));
                 return -1;
         }
         if (r < 0) {
-                emitn(c, v, "%s must be a size like 512K, 20G or 1T, not %s", fld(l, key, f), describe(v, t));
+                /* a unit in the wrong case ("30gb", "1Tb", "20GIB"): say which spellings mean what */
+                const char *u = v->value + strspn(v->value, "0123456789");
+                char hint[160] = "";
+                if (u != v->value && *u && strchr("KMGTPkmgtp", *u) &&
+                    (!u[1] || strcasecmp(u + 1, "b") == 0 || strcasecmp(u + 1, "ib") == 0)) {
+                        int n = (int) (u - v->value);
+                        char L = (char) toupper((unsigned char) *u);
+                        snprintf(hint, sizeof hint, " (write '%.*s%cB' for powers of 1000 or '%.*s%c' / '%.*s%ciB' for powers of 1024)",
+                                 n, v->value, L, n, v->value, L, n, v->value, L);
+                }
+                emitn(c, v, "%s must be %s, not %s%s", fld(l, key, f), expect, describe(v, t), hint);
                 return -1;
         }
         if (x == 0) {
                 emitn(c, v, "%s must not be 0", fld(l, key, f));
                 return -1;
         }
+        if (flags & SIZE_BARE) {
+                static const char units[] = "KMGTP";
+                unsigned u = 0;
+                uint64_t y = x;
+                while (u < 5 && y >= 1024 && y % 1024 == 0) {
+                        y /= 1024;
+                        u++;
+                }
+                q(v->value, t2);
+                if (u > 0)
+                        emitn(c, v, "%s has no unit: write '%" PRIu64 "%c' (%s bytes) or '%sB'", fld(l, key, f), y,
+                              units[u - 1], t2, t2);
+                else
+                        emitn(c, v, "%s has no unit: write '%sM' (MiB), '%sMB' (10^6 bytes) or '%sB' (bytes)",
+                              fld(l, key, f), t2, t2, t2);
+                return -1;
+        }
         *ret = x;
         return 1;
+}
+
+static int get_bytes(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, uint64_t *ret) {
+        if (!v)
+                return 0;
+        if (want_scalar(c, l, key, v, "a size") < 0)
+                return -1;
+        return parse_bytes_value(c, l, key, v, "a size like 512M, 20G, 30GB or 1TiB", ret);
 }
 
 static bool is_pow2(uint64_t x) {
@@ -422,22 +457,11 @@ static int get_spec_size(struct ctx *c, const struct loc *l, const char *key, co
                         sz.percent = p;
                 }
         } else {
-                int r = parse_size(s, &sz.bytes);
-                if (r == -ERANGE) {
-                        emitn(c, v, "%s is too large: %s", fld(l, key, f), describe(v, t));
+                if (parse_bytes_value(c, l, key, v,
+                                      lv ? "a size like 20G, 'N%FREE' (1-100) or '100%FREE'"
+                                         : "a size like 20G, a percentage of the disk (1%-100%) or 'rest'",
+                                      &sz.bytes) < 0)
                         return -1;
-                }
-                if (r < 0) {
-                        emitn(c, v, "%s must be %s, not %s", fld(l, key, f),
-                              lv ? "a size like 20G, 'N%FREE' (1-100) or '100%FREE'"
-                                 : "a size like 20G, a percentage of the disk (1%-100%) or 'rest'",
-                              describe(v, t));
-                        return -1;
-                }
-                if (sz.bytes == 0) {
-                        emitn(c, v, "%s must not be 0", fld(l, key, f));
-                        return -1;
-                }
                 sz.kind = SPEC_SIZE_BYTES;
         }
         *ret = sz;
@@ -565,9 +589,12 @@ static void check_name(struct ctx *c, const struct loc *l, const char *key, cons
                       fld(l, key, f), max, q(name, t));
 }
 
-static const char *const spec_vars[] = { "mac", "uuid", "serial", "hostname", NULL };
+/* ${mac:hexhyp} and ${mac:hexraw} are iPXE's spellings of the MAC without
+ * colons (b0-26-28-4f-8a-10, b026284f8a10): the forms a host name can hold. */
+static const char *const spec_vars[] = { "mac", "mac:hexhyp", "mac:hexraw", "uuid", "serial", "hostname", NULL };
+#define SPEC_VARS_TEXT "${mac}, ${mac:hexhyp}, ${mac:hexraw}, ${uuid}, ${serial}, ${hostname}"
 
-/* ${mac} ${uuid} ${serial} ${hostname} are the only variables. */
+/* ${mac} ${uuid} ${serial} ${hostname} (and the ${mac} forms) are the only variables. */
 static bool check_vars(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *s) {
         char f[256], t[QUOTE_MAX + 4];
         for (const char *p = s; (p = strstr(p, "${")); ) {
@@ -591,11 +618,100 @@ static bool check_vars(struct ctx *c, const struct loc *l, const char *key, cons
                         size_t rn = n < QUOTE_MAX ? n : QUOTE_MAX;
                         memcpy(raw, p + 2, rn);
                         raw[rn] = 0;
-                        emitn(c, v, "%s uses unknown variable '${%s}' (known: ${mac}, ${uuid}, ${serial}, ${hostname})",
+                        emitn(c, v, "%s uses unknown variable '${%s}' (known: " SPEC_VARS_TEXT ")",
                               fld(l, key, f), q(raw, t));
                         return false;
                 }
                 p = e + 1;
+        }
+        return true;
+}
+
+const char *spec_hostname_problem(const char *h) {
+        size_t n = strlen(h);
+        if (n == 0)
+                return "is empty";
+        if (n > 253)
+                return "is longer than 253 characters";
+        for (const char *p = h; *p; p++)
+                if (!isalnum((unsigned char) *p) && *p != '-' && *p != '.')
+                        return "may hold only letters, digits, '-' and '.'";
+        for (const char *p = h; ; ) {
+                size_t len = strcspn(p, ".");
+                if (len == 0)
+                        return "has an empty label (a leading, trailing or doubled '.')";
+                if (len > 63)
+                        return "has a label longer than 63 characters";
+                if (p[0] == '-' || p[len - 1] == '-')
+                        return "has a label that starts or ends with '-'";
+                if (!p[len])
+                        break;
+                p += len + 1;
+        }
+        return NULL;
+}
+
+/* The template is checked with every variable standing for one letter: what
+ * is wrong then is wrong whatever the machine reports (the plan checks the
+ * expanded name again). */
+static void check_hostname(struct ctx *c, const struct ynode *v, const char *h) {
+        char t[QUOTE_MAX + 4];
+        if (strstr(h, "${mac}")) {
+                emitn(c, v, "'hostname' uses ${mac}, whose ':' cannot be in a host name; "
+                      "write ${mac:hexhyp} (b0-26-28-4f-8a-10) or ${mac:hexraw} (b026284f8a10)");
+                return;
+        }
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        int r = 0;
+        for (const char *p = h; r >= 0 && *p; p++) {
+                const char *e = p[0] == '$' && p[1] == '{' ? strchr(p, '}') : NULL;
+                if (e) {
+                        r = strbuf_adds(&sb, "x");
+                        p = e;
+                } else
+                        r = strbuf_add(&sb, p, 1);
+        }
+        if (r < 0) {
+                c->error = r;
+                return;
+        }
+        const char *why = spec_hostname_problem(strbuf_str(&sb));
+        if (why)
+                emitn(c, v, "'hostname' must be a host name (RFC 1123), but '%s' %s", q(h, t), why);
+}
+
+/* Values cheap boards and some hypervisors put in SMBIOS instead of a real
+ * serial or UUID; a host name made from one would be the same on every such
+ * machine, so they count as missing. */
+bool spec_value_is_placeholder(const char *value) {
+        static const char *const words[] = {
+                "to be filled by o.e.m.", "default string", "system serial number", "chassis serial number",
+                "base board serial number", "serial number", "serialnumber", "not specified", "not applicable",
+                "not available", "none", "n/a", "na", "oem", "o.e.m.", "empty", "unknown", "invalid",
+                "0123456789", "123456789", "1234567890", "123456789abc", "03000200-0400-0500-0006-000700080009",
+                NULL,
+        };
+        if (!value)
+                return true;
+        while (*value == ' ')
+                value++;
+        size_t n = strlen(value);
+        while (n > 0 && value[n - 1] == ' ')
+                n--;
+        if (n == 0)
+                return true;
+        for (size_t i = 0; words[i]; i++)
+                if (strlen(words[i]) == n && strncasecmp(words[i], value, n) == 0)
+                        return true;
+        /* all one character once dashes and spaces are left out: 0000..., FFFF-..., XXXX */
+        char first = 0;
+        for (size_t i = 0; i < n; i++) {
+                char ch = (char) toupper((unsigned char) value[i]);
+                if (ch == '-' || ch == ' ')
+                        continue;
+                if (first && ch != first)
+                        return false;
+                first = ch;
         }
         return true;
 }
@@ -811,7 +927,12 @@ static void parse_partition(struct ctx *c, const struct ynode *m, size_t idx, st
         const struct ynode *v;
         if (!(v = map_get(m, "size")))
                 missing(c, m, where, "size");
-        (void) get_spec_size(c, &l, "size", v, false, &p->size);
+        if (get_spec_size(c, &l, "size", v, false, &p->size) > 0 && p->size.kind == SPEC_SIZE_BYTES &&
+            p->size.bytes < (1u << 20)) {
+                char sz[32];
+                emitn(c, v, "%s is %s; a partition is at least 1M (partitions are aligned to 1 MiB)",
+                      fld(&l, "size", f), format_size(p->size.bytes, sz, sizeof sz));
+        }
         int e;
         if (get_enum(c, &l, "type", map_get(m, "type"), part_types, &e) > 0)
                 p->type = e;
@@ -1989,7 +2110,7 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
         };
         struct spec *s = c->s;
         struct loc l = { NULL, "" };
-        char f[256], t[QUOTE_MAX + 8];
+        char t[QUOTE_MAX + 8];
         check_keys(c, root, &l, keys);
 
         const struct ynode *v = map_get(root, "version");
@@ -2004,19 +2125,10 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
                         s->version = 1;
         }
         v = map_get(root, "hostname");
-        if (get_str(c, &l, "hostname", v, &s->hostname) > 0 && check_vars(c, &l, "hostname", v, s->hostname)) {
-                bool ok = strlen(s->hostname) <= 253;
-                for (const char *p = s->hostname; ok && *p; p++) {
-                        if (p[0] == '$' && p[1] == '{') {
-                                p = strchr(p, '}');
-                                continue;
-                        }
-                        if (!isalnum((unsigned char) *p) && *p != '-' && *p != '.')
-                                ok = false;
-                }
-                if (!ok)
-                        emitn(c, v, "%s must be a host name (letters, digits, '-', '.'), not '%s'",
-                              fld(&l, "hostname", f), q(s->hostname, t));
+        if (get_str(c, &l, "hostname", v, &s->hostname) > 0) {
+                s->hostname_mark = (struct spec_mark) { v->line, v->col };
+                if (check_vars(c, &l, "hostname", v, s->hostname))
+                        check_hostname(c, v, s->hostname);
         }
         (void) get_str(c, &l, "ca", map_get(root, "ca"), &s->ca);
 
@@ -2222,23 +2334,31 @@ int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, c
                         return -EINVAL;
                 size_t n = (size_t) (e - d - 2);
                 const char *val = NULL, *name = NULL;
-                static const char *const names[] = { "mac", "uuid", "serial", "hostname" };
-                const char *vals[] = { vars ? vars->mac : NULL, vars ? vars->uuid : NULL,
-                                       vars ? vars->serial : NULL, vars ? vars->hostname : NULL };
+                static const char *const names[] = { "mac", "mac:hexhyp", "mac:hexraw", "uuid", "serial", "hostname" };
+                const char *vals[] = { vars ? vars->mac : NULL, vars ? vars->mac : NULL, vars ? vars->mac : NULL,
+                                       vars ? vars->uuid : NULL, vars ? vars->serial : NULL,
+                                       vars ? vars->hostname : NULL };
+                size_t which = 0;
                 for (size_t i = 0; i < ELEMENTSOF(names); i++)
                         if (strlen(names[i]) == n && strncmp(names[i], d + 2, n) == 0) {
                                 name = names[i];
                                 val = vals[i];
+                                which = i;
                         }
                 if (!name)
                         return -EINVAL;
                 if (!val) {
                         if (reterr_var)
-                                *reterr_var = name;
+                                *reterr_var = which < 3 ? "mac" : name;
                         return -ENODATA;
                 }
-                r = strbuf_adds(&sb, val);
-                if (r < 0)
+                if (which == 1 || which == 2) {
+                        /* iPXE's :hexhyp and :hexraw: lower case, '-' or nothing between the bytes */
+                        for (const char *m = val; *m; m++)
+                                if (*m == ':' ? which == 1 && (r = strbuf_adds(&sb, "-")) < 0
+                                              : (r = strbuf_addf(&sb, "%c", tolower((unsigned char) *m))) < 0)
+                                        return r;
+                } else if ((r = strbuf_adds(&sb, val)) < 0)
                         return r;
                 p = e + 1;
         }

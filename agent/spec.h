@@ -260,7 +260,8 @@ enum spec_finish {
 struct spec {
         char *file;             /* name used in diagnostics */
         unsigned version;
-        char *hostname;         /* may contain ${mac} ${uuid} ${serial} ${hostname} */
+        char *hostname;         /* may contain ${mac:hexhyp} ${mac:hexraw} ${uuid} ${serial} ${hostname} */
+        struct spec_mark hostname_mark;
         char *ca;               /* extra CA bundle (PEM text or path/URL) for HTTPS */
 
         struct spec_disk *disks;             size_t n_disks;
@@ -306,7 +307,7 @@ enum spec_obj_kind {
 };
 enum spec_obj_kind spec_lookup(const struct spec *s, const char *id, const void **ret_obj);
 
-/* Expand ${mac} ${uuid} ${serial} ${hostname} in a string. Unknown variables
+/* Expand ${mac} ${mac:hexhyp} ${mac:hexraw} ${uuid} ${serial} ${hostname} in a string. Unknown variables
  * are an error (-EINVAL). Values come from the inventory (see inventory.h). */
 struct spec_vars {
         const char *mac, *uuid, *serial, *hostname;
@@ -315,6 +316,14 @@ int spec_expand(const char *in, const struct spec_vars *vars, char **ret);
 /* The same; on -ENODATA (a variable without a value in vars) *reterr_var
  * names that variable ("serial"). */
 int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, const char **reterr_var);
+
+/* Why h is not a host name by RFC 1123 ("has a label that starts or ends
+ * with '-'"), or NULL when it is one. */
+const char *spec_hostname_problem(const char *h);
+/* An SMBIOS serial or UUID that boards report instead of a real one ("To be
+ * filled by O.E.M.", "Default string", all zeros, ...): kiln treats it as
+ * missing. NULL counts as a placeholder. */
+bool spec_value_is_placeholder(const char *value);
 
 const char *spec_part_type_name(enum spec_part_type t);
 const char *spec_fs_type_name(enum spec_fs_type t);

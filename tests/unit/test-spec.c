@@ -309,6 +309,47 @@ static void test_expand(void) {
         CHECK(missing == NULL);
         CHECK_STR(out, "52:54:00:12:34:56");
         free(out);
+        out = NULL;
+        /* iPXE's forms of the MAC, the ones a host name can hold */
+        struct spec_vars upper = { .mac = "B0:26:28:4F:8A:10" };
+        CHECK_INT(spec_expand("n-${mac:hexhyp}.${mac:hexraw}", &upper, &out), 0);
+        CHECK_STR(out, "n-b0-26-28-4f-8a-10.b026284f8a10");
+        free(out);
+        out = NULL;
+        missing = NULL;
+        CHECK_INT(spec_expand_full("${mac:hexraw}", &none, &out, &missing), -ENODATA);
+        CHECK_STR(missing, "mac");
+}
+
+static void test_hostname_rules(void) {
+        CHECK(spec_hostname_problem("kvm-01.lab") == NULL);
+        CHECK(spec_hostname_problem("a") == NULL);
+        CHECK(spec_hostname_problem("node-b0:26") != NULL);
+        CHECK(spec_hostname_problem("junk-To be filled by O.E.M.") != NULL);
+        CHECK(spec_hostname_problem("-a") != NULL);
+        CHECK(spec_hostname_problem("a-.b") != NULL);
+        CHECK(spec_hostname_problem("a..b") != NULL);
+        CHECK(spec_hostname_problem("a.") != NULL);
+        CHECK(spec_hostname_problem("") != NULL);
+        char label[80];
+        memset(label, 'a', 64);
+        label[64] = 0;
+        CHECK(spec_hostname_problem(label) != NULL);
+        label[63] = 0;
+        CHECK(spec_hostname_problem(label) == NULL);
+        /* placeholder serials and UUIDs count as missing */
+        static const char *const junk[] = {
+                "To be filled by O.E.M.", "TO BE FILLED BY O.E.M.", "Default string", "System Serial Number",
+                "0123456789", "00000000", "0", "  ", "", "00000000-0000-0000-0000-000000000000",
+                "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", "03000200-0400-0500-0006-000700080009", "Not Specified",
+                "XXXXXXXXXX", NULL,
+        };
+        for (size_t i = 0; junk[i]; i++)
+                CHECK(spec_value_is_placeholder(junk[i]));
+        CHECK(spec_value_is_placeholder(NULL));
+        CHECK(!spec_value_is_placeholder("SN-TEST-42"));
+        CHECK(!spec_value_is_placeholder("6b1f2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"));
+        CHECK(!spec_value_is_placeholder("CZ1234ABCD"));
 }
 
 /* A generated key is kept nowhere: fine under a scratch filesystem nobody
@@ -402,6 +443,7 @@ static void test_boot_unlock(void) {
 }
 
 int main(void) {
+        test_hostname_rules();
         test_luks_lvm();
         test_lvm_luks();
         test_other_templates();
