@@ -25,7 +25,8 @@
 # apt sources' contents, mmdebstrap's version) and the image (that root plus
 # the files in boot/), so editing the report unit costs a repack, not a
 # mmdebstrap run. Files are written under a temporary name that keeps their
-# suffix (NAME.tmp.PID.tar.zst) and renamed into place only when complete.
+# suffix (NAME.tmp.PID.tar.zst) and renamed into place only when complete
+# (initramfs/cache.sh).
 # Needs root and this host's apt sources (sources.sh). KILN_BOOT_ZSTD_LEVEL
 # sets the compression (default 9).
 set -euo pipefail
@@ -41,7 +42,8 @@ for t in mmdebstrap zstd tar sha256sum flock; do
   command -v "$t" >/dev/null || { echo "build-boot.sh: '$t' is missing (bash tests/deps.sh)" >&2; exit 1; }
 done
 . "$here/sources.sh"
-cache=${KILN_CACHE:-/var/cache/kiln}
+. "$here/../cache.sh"
+cache=$KILN_CACHE_DIR
 level=${KILN_BOOT_ZSTD_LEVEL:-9}
 mkdir -p "$cache" "$out"
 msg() { echo "build-boot: $*" >&2; }
@@ -92,7 +94,7 @@ root=$cache/boot-root-$suite-$key1.tar.zst
 exec 9>"$cache/.lock-boot-image"
 flock 9             # one build at a time: a second caller waits, then reuses it
 if [[ ! -s $root ]]; then
-  tmp=$cache/boot-root-$suite-$key1.tmp.$$.tar.zst
+  tmp=$(cache_tmp "$root" .tar.zst)
   rm -f "$tmp"
   msg "mmdebstrap $suite (${#pkgs[@]} packages, minbase): a few minutes"
   t0=$(date +%s)
@@ -106,14 +108,14 @@ if [[ ! -s $root ]]; then
     --customize-hook='rm -f "$1"/etc/apt/sources.list "$1"/etc/apt/sources.list.d/*' \
     --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin "$1"/var/cache/apt/archives/*.deb' \
     "$suite" - "${sources[@]}" | zstd -q -T0 -3 -o "$tmp" -f
-  mv -f "$tmp" "$root"; tmp=
+  cache_commit "$tmp" "$root"; tmp=
   msg "package root: $(stat -c %s "$root") bytes in $(( $(date +%s) - t0 )) s"
 fi
 
 # --- layer 2: the image (root + the report unit and its friends) --------------
 key2=$( {
   echo "kiln boot image v1 $key1 level $level"
-  sha256sum "$0" "$here"/boot/*
+  cat "$0" "$here"/boot/*        # contents, not names: the key must not depend on the path
 } | sha256sum | cut -c1-16)
 img=$cache/boot-$suite-$key2.tar.zst
 if [[ ! -s $img ]]; then
@@ -133,22 +135,24 @@ if [[ ! -s $img ]]; then
   (cd "$o" && find . ! -type d | sort) >"$stage/list"
   # the root's hostname is replaced: delete it first, then append
   tar --delete -f "$stage/image.tar" ./etc/hostname 2>/dev/null || true
-  tar -C "$o" --numeric-owner --owner=0 --group=0 --no-recursion -rf "$stage/image.tar" -T "$stage/list"
-  tmp=$cache/boot-$suite-$key2.tmp.$$.tar.zst
+  tar -C "$o" --numeric-owner --owner=0 --group=0 --mtime=@1700000000 --no-recursion \
+    -rf "$stage/image.tar" -T "$stage/list"
+  tmp=$(cache_tmp "$img" .tar.zst)
   zstd -q -T0 -"$level" "$stage/image.tar" -o "$tmp" -f
   rm -rf "$stage"; stage=
-  mv -f "$tmp" "$img"; tmp=
+  cache_commit "$tmp" "$img"; tmp=
   msg "image: $(stat -c %s "$img") bytes in $(( $(date +%s) - t0 )) s (zstd -$level)"
-  # older images of this suite go; the package roots stay (they cost minutes)
-  for f in "$cache"/boot-"$suite"-*.tar.zst; do
-    [[ $f == "$img" || $f == *.tmp.* ]] || rm -f "$f"
+  # older images and package roots of this suite go
+  for f in "$cache"/boot-"$suite"-*.tar.zst "$cache"/boot-root-"$suite"-*.tar.zst; do
+    [[ $f == "$img" || $f == "$root" || $f == *.tmp.* ]] || rm -f "$f"
   done
 fi
 flock -u 9
 
 name=boot-$suite.tar.zst
-tmp=$out/boot-$suite.tmp.$$.tar.zst
-cp "$img" "$tmp" && mv -f "$tmp" "$out/$name"; tmp=
+tmp=$(cache_tmp "$out/$name" .tar.zst)
+cp "$img" "$tmp"
+cache_commit "$tmp" "$out/$name"; tmp=
 sha=$(sha256sum "$out/$name" | cut -d' ' -f1)
 echo "$sha  $name" >"$out/$name.sha256.tmp.$$" && mv -f "$out/$name.sha256.tmp.$$" "$out/$name.sha256"
 echo "KILN_BOOT_IMAGE=$out/$name"

@@ -23,8 +23,8 @@ fi
 . "$(cd "$(dirname "$0")" && pwd)/sources.sh"
 mkdir -p "$out"
 img=$out/kvm-host-$suite.tar.zst
-tmp=$out/kvm-host-$suite.tmp.$$.tar.zst     # renamed into place only when complete
-trap 'rm -f "$tmp"; echo "build.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
+source "$(dirname "$0")/../cache.sh"
+tmp=$(cache_tmp "$img" .tar.zst)
 pkgs=(
   linux-image-amd64 systemd-sysv udev kmod ifupdown isc-dhcp-client iproute2
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
@@ -48,6 +48,6 @@ mmdebstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}")" \
   --customize-hook='rm -f "$1"/etc/apt/sources.list "$1"/etc/apt/sources.list.d/*' \
   --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
   "$suite" - "${sources[@]}" | zstd -q -T0 -"${KILN_BASE_ZSTD_LEVEL:-12}" -o "$tmp" -f
-mv -f "$tmp" "$img"
+cache_commit "$tmp" "$img"
 (cd "$out" && sha256sum "$(basename "$img")" >"$(basename "$img").sha256")
 echo "base image: $img ($(stat -c %s "$img") bytes)"
