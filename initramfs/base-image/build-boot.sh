@@ -126,6 +126,7 @@ if [[ ! -s $img ]]; then
   install -D -m 0644 "$here/boot/kiln-report.service" "$o/etc/systemd/system/kiln-report.service"
   install -D -m 0644 "$here/boot/ssh-keygen.conf" "$o/etc/systemd/system/ssh.service.d/kiln-keygen.conf"
   install -D -m 0644 "$here/boot/initramfs-test.conf" "$o/etc/initramfs-tools/conf.d/kiln-test-image.conf"
+  install -D -m 0644 "$here/boot/initramfs-test.modules" "$o/usr/share/initramfs-tools/modules.d/kiln-test-image"
   mkdir -p "$o/etc/systemd/system/multi-user.target.wants"
   ln -s /etc/systemd/system/kiln-report.service "$o/etc/systemd/system/multi-user.target.wants/kiln-report.service"
   echo kiln-boot >"$o/etc/hostname"
