@@ -69,14 +69,14 @@ excludes=(
 m=/lib/modules/*/kernel
 includes=(
   '/usr/share/doc/*/copyright'
-  "$m/arch/*" "$m/crypto/*" "$m/lib/*" "$m/block/*"
+  "$m/arch/*" "$m/virt/*" "$m/crypto/*" "$m/lib/*" "$m/block/*"
   "$m/drivers/block/*" "$m/drivers/md/*" "$m/drivers/virtio/*" "$m/drivers/char/*"
   "$m/drivers/ata/*" "$m/drivers/nvme/*" "$m/drivers/firmware/*" "$m/drivers/acpi/*"
   "$m/drivers/scsi/scsi_mod.ko" "$m/drivers/scsi/scsi_common.ko" "$m/drivers/scsi/sd_mod.ko"
   "$m/drivers/scsi/virtio_scsi.ko" "$m/drivers/net/virtio_net.ko" "$m/drivers/net/net_failover.ko"
   "$m/net/core/*" "$m/net/packet/*"
   "$m/fs/xfs/*" "$m/fs/ext4/*" "$m/fs/jbd2/*" "$m/fs/mbcache.ko" "$m/fs/fat/*" "$m/fs/nls/*"
-  "$m/fs/efivarfs/*" "$m/fs/autofs/*"
+  "$m/fs/efivarfs/*" "$m/fs/autofs/*" "$m/fs/binfmt_misc.ko"
 )
 dpkgopts=()
 for e in "${excludes[@]}"; do dpkgopts+=(--dpkgopt="path-exclude=$e"); done

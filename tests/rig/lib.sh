@@ -526,6 +526,9 @@ rig_boot_disk() {
   else
     args+=(-boot c)
   fi
+  # a VGA adapter, as servers have: without one GRUB's i386-pc console (BIOS
+  # int 10h) hangs before it loads the kernel
+  args+=(-device VGA)
   # no option ROM on the NIC: the firmware boots the disks, not the network
   args+=(-netdev "user,id=n0,restrict=on,guestfwd=tcp:$RIG_HTTP_IP:80-cmd:$RIG_TMP/relay${RIG_NET_EXTRA:-}"
          -device "virtio-net-pci,netdev=n0,mac=$RIG_MAC,romfile=")
