@@ -14,6 +14,8 @@ if [[ ! -e $dir/config.json ]]; then
 {"api_key": "kiln-test-api-key",
  "secret_key": "kiln-test-secret-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')",
  "hmac_key": "kiln-test-hmac-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')",
+ "admin_api_key": "kiln-test-admin-key",
+ "admin_secret_key": "kiln-test-admin-secret-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')",
  "zones": [{"name": "lab", "pods": [{"name": "p1", "clusters": ["c1"]}]}]}
 JSON
   )

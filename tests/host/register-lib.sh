@@ -25,6 +25,8 @@ SECRET_KEY="cs-secret-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"
 HOST_PASSWORD="host-pw-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"
 HMAC_KEY="hmac-key-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"
 API_KEY="kiln-test-api-key"
+ADMIN_API_KEY="kiln-test-admin-key"
+ADMIN_SECRET_KEY="cs-admin-secret-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"
 
 # start_controller [controller options...]
 start_controller() {
@@ -33,6 +35,7 @@ start_controller() {
   mkdir -p "$T/ctl"
   (umask 077; cat >"$T/ctl/config.json" <<JSON
 {"api_key": "$API_KEY", "secret_key": "$SECRET_KEY", "hmac_key": "$HMAC_KEY",
+ "admin_api_key": "$ADMIN_API_KEY", "admin_secret_key": "$ADMIN_SECRET_KEY",
  "zones": [{"name": "lab", "pods": [{"name": "p1", "clusters": ["c1"]}]},
            {"name": "other", "pods": [{"name": "p9", "clusters": ["c9"]}]}]}
 JSON
@@ -95,7 +98,7 @@ dump() { python3 "$SRC/tests/controller/controller.py" --dump "$T/ctl/controller
 assert_no_secrets() {
   local f s
   for f in "$@"; do
-    for s in "$SECRET_KEY" "$HOST_PASSWORD" "$HMAC_KEY"; do
+    for s in "$SECRET_KEY" "$HOST_PASSWORD" "$HMAC_KEY" "$ADMIN_SECRET_KEY"; do
       if grep -qF -- "$s" "$f"; then fail "a secret of the spec appears in $f"; fi
     done
   done
