@@ -21,7 +21,10 @@ JSON
   )
 fi
 rm -f "$dir/port"
-python3 "$here/controller.py" --db "$dir/controller.db" --config "$dir/config.json" \
+# Debian's python3: the one python3-paramiko (tests/deps.sh) is installed for
+py=/usr/bin/python3
+[[ -x $py ]] || py=python3
+"$py" "$here/controller.py" --db "$dir/controller.db" --config "$dir/config.json" \
   --port 0 --port-file "$dir/port" "$@" >>"$dir/controller.log" 2>&1 &
 pid=$!
 echo "$pid" >"$dir/pid"
