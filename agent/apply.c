@@ -238,12 +238,11 @@ static struct apply_key *key_slot(struct apply_ctx *c, const struct spec_luks *l
  * pinned by its sha256, copied into locked memory; the transfer buffer is wiped. */
 static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks_key **ret) {
         const struct inventory *inv = c->plan->inv;
-        struct spec_vars vars = {
-                .mac = inv ? inventory_primary_mac(inv) : NULL,
-                .uuid = inv ? inv->machine_uuid : NULL,
-                .serial = inv ? inv->serial : NULL,
-                .hostname = c->opts->hostname ? c->opts->hostname : inv ? inv->hostname : NULL,
-        };
+        struct spec_vars vars = {};
+        if (inv)
+                plan_spec_vars(inv, &vars);
+        if (c->opts->hostname)
+                vars.hostname = c->opts->hostname;
         _cleanup_free_ char *url = NULL;
         char shown[URL_DISPLAY_MAX];
         int r = spec_expand(l->key.url, &vars, &url);

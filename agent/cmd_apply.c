@@ -70,9 +70,11 @@ int cmd_apply(int argc, char **argv) {
         log_info("%s: %s", resume ? "resume" : "fresh install", (resume ? resume : plan)->mode_why);
 
         if (!dry_run && spec->hostname && !plan->hostname) {
-                log_error("refusing to apply '%s': hostname '%s' needs ${%s}, which this machine's inventory lacks; "
-                          "nothing was written", spec_path, spec->hostname,
-                          plan->hostname_missing ? plan->hostname_missing : "?");
+                log_error("refusing to apply '%s': hostname '%s' needs ${%s}, %s%s%s; nothing was written",
+                          spec_path, spec->hostname, plan->hostname_missing ? plan->hostname_missing : "?",
+                          plan->hostname_placeholder ? "but this machine reports the placeholder '" :
+                                                       "which this machine's inventory lacks",
+                          plan->hostname_placeholder ?: "", plan->hostname_placeholder ? "'" : "");
                 return KILN_EXIT_BAD_SPEC;
         }
         if (!dry_run && !yes) {

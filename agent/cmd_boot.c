@@ -119,12 +119,8 @@ int cmd_boot(int argc, char **argv) {
         r = cmd_load_inventory(inv_path, &inv);
         if (r != KILN_EXIT_OK)
                 return r;
-        struct spec_vars vars = {
-                .mac = inventory_primary_mac(inv),
-                .uuid = inv->machine_uuid,
-                .serial = inv->serial,
-                .hostname = inv->hostname,
-        };
+        struct spec_vars vars;
+        plan_spec_vars(inv, &vars);
 
         /* 3. the extra CA: a file on the initramfs, or fetched (it is then
          * trusted on the strength of the system CAs alone) */
@@ -161,7 +157,7 @@ int cmd_boot(int argc, char **argv) {
         char shown[URL_DISPLAY_MAX];
         r = spec_expand(cl.spec, &vars, &url);
         if (r < 0)
-                return log_error_errno(r, "failed to expand kiln.spec '%s' (known: ${mac} ${uuid} ${serial} ${hostname}): %m",
+                return log_error_errno(r, "failed to expand kiln.spec '%s' (known: ${mac} ${mac:hexhyp} ${mac:hexraw} ${uuid} ${serial} ${hostname}; a placeholder serial or uuid counts as missing): %m",
                                        url_display(cl.spec, shown)), KILN_EXIT_USAGE;
         url_display(url, shown);       /* the URL as logged and reported; url itself only goes to the fetch */
         log_info("fetching spec '%s'%s", shown, cl.spec_sha256 ? " (sha256 pinned)" : "");
@@ -219,9 +215,11 @@ int cmd_boot(int argc, char **argv) {
 
         const char *hostname = plan->hostname;  /* expanded by plan_build, as `kiln plan` shows it */
         if (!dry_run && spec->hostname && !hostname)
-                return log_error("refusing to apply spec '%s': hostname '%s' needs ${%s}, which this machine's inventory "
-                                 "lacks; nothing was written", shown, spec->hostname,
-                                 plan->hostname_missing ? plan->hostname_missing : "?"), KILN_EXIT_BAD_SPEC;
+                return log_error("refusing to apply spec '%s': hostname '%s' needs ${%s}, %s%s%s; nothing was written",
+                                 shown, spec->hostname, plan->hostname_missing ? plan->hostname_missing : "?",
+                                 plan->hostname_placeholder ? "but this machine reports the placeholder '" :
+                                                              "which this machine's inventory lacks",
+                                 plan->hostname_placeholder ?: "", plan->hostname_placeholder ? "'" : ""), KILN_EXIT_BAD_SPEC;
 
         /* 7. run it, and finish */
         if (!dry_run && no_finish) {

@@ -607,8 +607,9 @@ static int layout_disk(struct builder *b, const struct spec_disk *rule, const st
         uint64_t tail = lsec + GPT_ENTRIES_BYTES;
         uint64_t end = d->size > tail ? align_down(d->size - tail, ALIGN) : 0;
         uint64_t first = ALIGN;
+        uint64_t usable = end > first ? end - first : 0;
         uint64_t fixed = 0;
-        size_t rest = SIZE_MAX;
+        size_t rest = SIZE_MAX, last_pct = SIZE_MAX;
         int r;
 
         for (size_t i = 0; i < n; i++) {
@@ -620,6 +621,7 @@ static int layout_disk(struct builder *b, const struct spec_disk *rule, const st
                         break;
                 case SPEC_SIZE_PERCENT:
                         v = align_down(d->size / 100 * sz->percent + d->size % 100 * sz->percent / 100, ALIGN);
+                        last_pct = i;
                         break;
                 case SPEC_SIZE_REST:
                         if (rest != SIZE_MAX)
@@ -635,7 +637,16 @@ static int layout_disk(struct builder *b, const struct spec_disk *rule, const st
                 out[i].size = v;
                 fixed = fixed > UINT64_MAX - v ? UINT64_MAX : fixed + v;
         }
-        uint64_t usable = end > first ? end - first : 0;
+        /* Percentages are of the whole disk, but the GPT and the 1 MiB
+         * alignment take some of it: the last percentage partition gives back
+         * what would run past the usable end, so "100%" (or 50% + 50%) fits. */
+        uint64_t overhead = d->size > usable ? d->size - usable : 0;
+        if (fixed > usable && last_pct != SIZE_MAX && fixed - usable <= overhead &&
+            out[last_pct].size > align_up(fixed - usable, ALIGN)) {
+                uint64_t give = align_up(fixed - usable, ALIGN);
+                out[last_pct].size -= give;
+                fixed -= give;
+        }
         if (fixed > usable || (rest != SIZE_MAX && usable - fixed < ALIGN)) {
                 _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
                 for (size_t i = 0; i < n; i++)
@@ -1277,6 +1288,15 @@ int plan_build(const struct spec *spec, const struct inventory *inv, struct plan
         return plan_build_full(spec, inv, 0, ret, diags);
 }
 
+void plan_spec_vars(const struct inventory *inv, struct spec_vars *ret) {
+        *ret = (struct spec_vars) {
+                .mac = inventory_primary_mac(inv),
+                .uuid = spec_value_is_placeholder(inv->machine_uuid) ? NULL : inv->machine_uuid,
+                .serial = spec_value_is_placeholder(inv->serial) ? NULL : inv->serial,
+                .hostname = inv->hostname,
+        };
+}
+
 int plan_build_full(const struct spec *spec, const struct inventory *inv, unsigned flags, struct plan **ret,
                     struct diags *diags) {
         _cleanup_plan_free_ struct plan *p = calloc(1, sizeof *p);
@@ -1290,13 +1310,20 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
         int r = fsdevs ? 0 : -ENOMEM;
 
         if (r >= 0 && spec->hostname) {
-                const struct spec_vars vars = {
-                        .mac = inventory_primary_mac(inv), .uuid = inv->machine_uuid,
-                        .serial = inv->serial, .hostname = inv->hostname,
-                };
+                struct spec_vars vars;
+                plan_spec_vars(inv, &vars);
                 r = spec_expand_full(spec->hostname, &vars, &p->hostname, &p->hostname_missing);
-                if (r == -ENODATA || r == -EINVAL)
+                if (r == -ENODATA || r == -EINVAL) {
                         r = 0;  /* a value the inventory lacks: shown unexpanded */
+                        if (p->hostname_missing && streq(p->hostname_missing, "serial") && inv->serial)
+                                p->hostname_placeholder = inv->serial;
+                        else if (p->hostname_missing && streq(p->hostname_missing, "uuid") && inv->machine_uuid)
+                                p->hostname_placeholder = inv->machine_uuid;
+                }
+                const char *why = p->hostname ? spec_hostname_problem(p->hostname) : NULL;
+                if (r >= 0 && why)
+                        r = invalid(&b, spec->hostname_mark, "hostname '%s' becomes '%s' on this machine, which is not a host name (RFC 1123): it %s",
+                                    spec->hostname, p->hostname, why);
         }
 
         if (r >= 0)
@@ -1367,6 +1394,9 @@ int plan_to_text(const struct plan *p, struct strbuf *out) {
                 r = strbuf_addf(out, "hostname: %s (from '%s')\ndisks:\n", p->hostname, s->hostname);
         else if (p->hostname || !s->hostname)
                 r = strbuf_addf(out, "hostname: %s\ndisks:\n", p->hostname ? p->hostname : "");
+        else if (p->hostname_placeholder)
+                r = strbuf_addf(out, "hostname: '%s' (not expanded: the inventory's %s '%s' is a placeholder)\ndisks:\n",
+                                s->hostname, p->hostname_missing, p->hostname_placeholder);
         else
                 r = strbuf_addf(out, "hostname: '%s' (not expanded: the inventory has no %s)\ndisks:\n", s->hostname,
                                 p->hostname_missing ? p->hostname_missing : "value for it");

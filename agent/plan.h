@@ -99,6 +99,8 @@ struct plan {
                                  * lacks a value it needs: */
         const char *hostname_missing;   /* then the variable it lacks ("serial"): a plan and a
                                          * dry run show the template, a real run refuses */
+        const char *hostname_placeholder;       /* the inventory's value of it when that is a
+                                                 * placeholder (spec_value_is_placeholder) */
         struct plan_disk *disks; size_t n_disks;
         struct plan_step *steps; size_t n_steps;
         /* sha256 (hex) over what defines the storage stack: the storage steps'
@@ -122,6 +124,10 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
 struct plan *plan_free(struct plan *p);
 DEFINE_CLEANUP(plan_free, struct plan *)
 #define _cleanup_plan_free_ _cleanup_(plan_freep)
+
+/* The values ${...} expand to on this machine (the one place they are taken
+ * from the inventory): a placeholder serial or UUID counts as missing. */
+void plan_spec_vars(const struct inventory *inv, struct spec_vars *ret);
 
 int plan_to_text(const struct plan *p, struct strbuf *out);
 int plan_to_json(const struct plan *p, struct strbuf *out);

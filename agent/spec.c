@@ -8,6 +8,7 @@
 #include "url.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <math.h>
 
 #define ID_MAX 64
@@ -355,29 +356,63 @@ static int get_double(struct ctx *c, const struct loc *l, const char *key, const
         return 1;
 }
 
-/* A byte size: 512, 256K, 20G, 1T (binary). */
-static int get_bytes(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, uint64_t *ret) {
-        char f[256], t[QUOTE_MAX + 8];
-        if (!v)
-                return 0;
-        if (want_scalar(c, l, key, v, "a size") < 0)
-                return -1;
+/* A byte size (docs/spec.md "Sizes"): 512M, 20G, 30GB, 1TiB, 512B. A bare
+ * number is refused: "size: 512" on an ESP meant MiB, not a 1 MiB partition. */
+static int parse_bytes_value(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
+                             const char *expect, uint64_t *ret) {
+        char f[256], t[QUOTE_MAX + 8], t2[QUOTE_MAX + 4];
         uint64_t x;
-        int r = parse_size(v->value, &x);
+        unsigned flags = 0;
+        int r = parse_size_full(v->value, &x, &flags);
         if (r == -ERANGE) {
                 emitn(c, v, "%s is too large: %s", fld(l, key, f), describe(v, t));
                 return -1;
         }
         if (r < 0) {
-                emitn(c, v, "%s must be a size like 512K, 20G or 1T, not %s", fld(l, key, f), describe(v, t));
+                /* a unit in the wrong case ("30gb", "1Tb", "20GIB"): say which spellings mean what */
+                const char *u = v->value + strspn(v->value, "0123456789");
+                char hint[160] = "";
+                if (u != v->value && *u && strchr("KMGTPkmgtp", *u) &&
+                    (!u[1] || strcasecmp(u + 1, "b") == 0 || strcasecmp(u + 1, "ib") == 0)) {
+                        int n = (int) (u - v->value);
+                        char L = (char) toupper((unsigned char) *u);
+                        snprintf(hint, sizeof hint, " (write '%.*s%cB' for powers of 1000 or '%.*s%c' / '%.*s%ciB' for powers of 1024)",
+                                 n, v->value, L, n, v->value, L, n, v->value, L);
+                }
+                emitn(c, v, "%s must be %s, not %s%s", fld(l, key, f), expect, describe(v, t), hint);
                 return -1;
         }
         if (x == 0) {
                 emitn(c, v, "%s must not be 0", fld(l, key, f));
                 return -1;
         }
+        if (flags & SIZE_BARE) {
+                static const char units[] = "KMGTP";
+                unsigned u = 0;
+                uint64_t y = x;
+                while (u < 5 && y >= 1024 && y % 1024 == 0) {
+                        y /= 1024;
+                        u++;
+                }
+                q(v->value, t2);
+                if (u > 0)
+                        emitn(c, v, "%s has no unit: write '%" PRIu64 "%c' (%s bytes) or '%sB'", fld(l, key, f), y,
+                              units[u - 1], t2, t2);
+                else
+                        emitn(c, v, "%s has no unit: write '%sM' (MiB), '%sMB' (10^6 bytes) or '%sB' (bytes)",
+                              fld(l, key, f), t2, t2, t2);
+                return -1;
+        }
         *ret = x;
         return 1;
+}
+
+static int get_bytes(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, uint64_t *ret) {
+        if (!v)
+                return 0;
+        if (want_scalar(c, l, key, v, "a size") < 0)
+                return -1;
+        return parse_bytes_value(c, l, key, v, "a size like 512M, 20G, 30GB or 1TiB", ret);
 }
 
 static bool is_pow2(uint64_t x) {
@@ -422,22 +457,11 @@ static int get_spec_size(struct ctx *c, const struct loc *l, const char *key, co
                         sz.percent = p;
                 }
         } else {
-                int r = parse_size(s, &sz.bytes);
-                if (r == -ERANGE) {
-                        emitn(c, v, "%s is too large: %s", fld(l, key, f), describe(v, t));
+                if (parse_bytes_value(c, l, key, v,
+                                      lv ? "a size like 20G, 'N%FREE' (1-100) or '100%FREE'"
+                                         : "a size like 20G, a percentage of the disk (1%-100%) or 'rest'",
+                                      &sz.bytes) < 0)
                         return -1;
-                }
-                if (r < 0) {
-                        emitn(c, v, "%s must be %s, not %s", fld(l, key, f),
-                              lv ? "a size like 20G, 'N%FREE' (1-100) or '100%FREE'"
-                                 : "a size like 20G, a percentage of the disk (1%-100%) or 'rest'",
-                              describe(v, t));
-                        return -1;
-                }
-                if (sz.bytes == 0) {
-                        emitn(c, v, "%s must not be 0", fld(l, key, f));
-                        return -1;
-                }
                 sz.kind = SPEC_SIZE_BYTES;
         }
         *ret = sz;
@@ -565,9 +589,12 @@ static void check_name(struct ctx *c, const struct loc *l, const char *key, cons
                       fld(l, key, f), max, q(name, t));
 }
 
-static const char *const spec_vars[] = { "mac", "uuid", "serial", "hostname", NULL };
+/* ${mac:hexhyp} and ${mac:hexraw} are iPXE's spellings of the MAC without
+ * colons (b0-26-28-4f-8a-10, b026284f8a10): the forms a host name can hold. */
+static const char *const spec_vars[] = { "mac", "mac:hexhyp", "mac:hexraw", "uuid", "serial", "hostname", NULL };
+#define SPEC_VARS_TEXT "${mac}, ${mac:hexhyp}, ${mac:hexraw}, ${uuid}, ${serial}, ${hostname}"
 
-/* ${mac} ${uuid} ${serial} ${hostname} are the only variables. */
+/* ${mac} ${uuid} ${serial} ${hostname} (and the ${mac} forms) are the only variables. */
 static bool check_vars(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *s) {
         char f[256], t[QUOTE_MAX + 4];
         for (const char *p = s; (p = strstr(p, "${")); ) {
@@ -591,11 +618,100 @@ static bool check_vars(struct ctx *c, const struct loc *l, const char *key, cons
                         size_t rn = n < QUOTE_MAX ? n : QUOTE_MAX;
                         memcpy(raw, p + 2, rn);
                         raw[rn] = 0;
-                        emitn(c, v, "%s uses unknown variable '${%s}' (known: ${mac}, ${uuid}, ${serial}, ${hostname})",
+                        emitn(c, v, "%s uses unknown variable '${%s}' (known: " SPEC_VARS_TEXT ")",
                               fld(l, key, f), q(raw, t));
                         return false;
                 }
                 p = e + 1;
+        }
+        return true;
+}
+
+const char *spec_hostname_problem(const char *h) {
+        size_t n = strlen(h);
+        if (n == 0)
+                return "is empty";
+        if (n > 253)
+                return "is longer than 253 characters";
+        for (const char *p = h; *p; p++)
+                if (!isalnum((unsigned char) *p) && *p != '-' && *p != '.')
+                        return "may hold only letters, digits, '-' and '.'";
+        for (const char *p = h; ; ) {
+                size_t len = strcspn(p, ".");
+                if (len == 0)
+                        return "has an empty label (a leading, trailing or doubled '.')";
+                if (len > 63)
+                        return "has a label longer than 63 characters";
+                if (p[0] == '-' || p[len - 1] == '-')
+                        return "has a label that starts or ends with '-'";
+                if (!p[len])
+                        break;
+                p += len + 1;
+        }
+        return NULL;
+}
+
+/* The template is checked with every variable standing for one letter: what
+ * is wrong then is wrong whatever the machine reports (the plan checks the
+ * expanded name again). */
+static void check_hostname(struct ctx *c, const struct ynode *v, const char *h) {
+        char t[QUOTE_MAX + 4];
+        if (strstr(h, "${mac}")) {
+                emitn(c, v, "'hostname' uses ${mac}, whose ':' cannot be in a host name; "
+                      "write ${mac:hexhyp} (b0-26-28-4f-8a-10) or ${mac:hexraw} (b026284f8a10)");
+                return;
+        }
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        int r = 0;
+        for (const char *p = h; r >= 0 && *p; p++) {
+                const char *e = p[0] == '$' && p[1] == '{' ? strchr(p, '}') : NULL;
+                if (e) {
+                        r = strbuf_adds(&sb, "x");
+                        p = e;
+                } else
+                        r = strbuf_add(&sb, p, 1);
+        }
+        if (r < 0) {
+                c->error = r;
+                return;
+        }
+        const char *why = spec_hostname_problem(strbuf_str(&sb));
+        if (why)
+                emitn(c, v, "'hostname' must be a host name (RFC 1123), but '%s' %s", q(h, t), why);
+}
+
+/* Values cheap boards and some hypervisors put in SMBIOS instead of a real
+ * serial or UUID; a host name made from one would be the same on every such
+ * machine, so they count as missing. */
+bool spec_value_is_placeholder(const char *value) {
+        static const char *const words[] = {
+                "to be filled by o.e.m.", "default string", "system serial number", "chassis serial number",
+                "base board serial number", "serial number", "serialnumber", "not specified", "not applicable",
+                "not available", "none", "n/a", "na", "oem", "o.e.m.", "empty", "unknown", "invalid",
+                "0123456789", "123456789", "1234567890", "123456789abc", "03000200-0400-0500-0006-000700080009",
+                NULL,
+        };
+        if (!value)
+                return true;
+        while (*value == ' ')
+                value++;
+        size_t n = strlen(value);
+        while (n > 0 && value[n - 1] == ' ')
+                n--;
+        if (n == 0)
+                return true;
+        for (size_t i = 0; words[i]; i++)
+                if (strlen(words[i]) == n && strncasecmp(words[i], value, n) == 0)
+                        return true;
+        /* all one character once dashes and spaces are left out: 0000..., FFFF-..., XXXX */
+        char first = 0;
+        for (size_t i = 0; i < n; i++) {
+                char ch = (char) toupper((unsigned char) value[i]);
+                if (ch == '-' || ch == ' ')
+                        continue;
+                if (first && ch != first)
+                        return false;
+                first = ch;
         }
         return true;
 }
@@ -811,7 +927,12 @@ static void parse_partition(struct ctx *c, const struct ynode *m, size_t idx, st
         const struct ynode *v;
         if (!(v = map_get(m, "size")))
                 missing(c, m, where, "size");
-        (void) get_spec_size(c, &l, "size", v, false, &p->size);
+        if (get_spec_size(c, &l, "size", v, false, &p->size) > 0 && p->size.kind == SPEC_SIZE_BYTES &&
+            p->size.bytes < (1u << 20)) {
+                char sz[32];
+                emitn(c, v, "%s is %s; a partition is at least 1M (partitions are aligned to 1 MiB)",
+                      fld(&l, "size", f), format_size(p->size.bytes, sz, sizeof sz));
+        }
         int e;
         if (get_enum(c, &l, "type", map_get(m, "type"), part_types, &e) > 0)
                 p->type = e;
@@ -970,9 +1091,90 @@ static void parse_luks_key(struct ctx *c, const struct ynode *m, const char *whe
         }
 }
 
+/* A Tang thumbprint as `jose jwk thp` prints it: base64url, no padding
+ * (S1: 27 characters, S256: 43, S512: 86). */
+static bool valid_thp(const char *s) {
+        size_t n = strlen(s);
+        if (n != 27 && n != 43 && n != 86)
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!isalnum((unsigned char) *p) && *p != '-' && *p != '_')
+                        return false;
+        return true;
+}
+
+#define SPEC_TANG_MAX 8u
+
+/* unlock: {tang: [{url, thp}], threshold}; room is left for tpm2 (refused
+ * by name until it is built, so a spec that asks for it is not silently
+ * left without it). */
+static void parse_luks_unlock(struct ctx *c, const struct ynode *u, const char *where, struct spec_luks *x) {
+        static const char *const keys[] = { "tang", "threshold", "tpm2", NULL };
+        static const char *const tang_keys[] = { "url", "thp", NULL };
+        char f[256], t[QUOTE_MAX + 8], tw[192];
+        struct loc l = { where, "" }, lu = { where, "unlock." };
+        if (want_map(c, &l, "unlock", u) <= 0)
+                return;
+        x->unlock.mark = (struct spec_mark) { u->line, u->col };
+        check_keys(c, u, &lu, keys);
+        if (map_get(u, "tpm2"))
+                emitn(c, map_key_node(u, "tpm2"), "%s is not supported yet (only 'tang' pins)", fld(&lu, "tpm2", f));
+        const struct ynode *tv = map_get(u, "tang");
+        if (!tv) {
+                emitn(c, u, "'unlock' of %s has no 'tang' (a list of {url, thp})", where);
+                return;
+        }
+        if (tv->kind == YNODE_SEQ && tv->n == 0) {
+                emitn(c, tv, "%s is an empty list (give at least one {url, thp})", fld(&lu, "tang", f));
+                return;
+        }
+        if (tv->kind != YNODE_SEQ) {
+                emitn(c, tv, "%s must be a list of {url, thp}, not %s", fld(&lu, "tang", f), describe(tv, t));
+                return;
+        }
+        if (tv->n > SPEC_TANG_MAX) {
+                emitn(c, tv, "%s has %zu servers, at most %u are allowed", fld(&lu, "tang", f), tv->n, SPEC_TANG_MAX);
+                return;
+        }
+        x->unlock.tang = calloc(tv->n, sizeof *x->unlock.tang);
+        if (!x->unlock.tang) {
+                c->error = -ENOMEM;
+                return;
+        }
+        for (size_t i = 0; i < tv->n; i++) {
+                const struct ynode *e = tv->items[i];
+                snprintf(tw, sizeof tw, "tang server #%zu of %s", i + 1, where);
+                struct loc lt = { tw, "" };
+                if (e->kind != YNODE_MAP) {
+                        emitn(c, e, "%s must be a mapping with 'url' and 'thp', not %s", tw, describe(e, t));
+                        continue;
+                }
+                struct spec_tang *tg = &x->unlock.tang[x->unlock.n_tang++];
+                tg->mark = (struct spec_mark) { e->line, e->col };
+                check_keys(c, e, &lt, tang_keys);
+                const struct ynode *v = map_get(e, "url");
+                if (!v)
+                        missing(c, e, tw, "url");
+                else if (get_url(c, &lt, "url", v, false, &tg->url) > 0 && strstr(tg->url, "${"))
+                        emitn(c, v, "%s must not use variables (clevis keeps the url as written)", fld(&lt, "url", f));
+                v = map_get(e, "thp");
+                if (!v)
+                        missing(c, e, tw, "thp");
+                else if (get_str(c, &lt, "thp", v, &tg->thp) > 0 && !valid_thp(tg->thp))
+                        emitn(c, v, "%s must be a key thumbprint as 'jose jwk thp' prints it (43 characters of base64url), not %s",
+                              fld(&lt, "thp", f), describe(v, t));
+        }
+        x->unlock.threshold = 1;
+        const struct ynode *th = map_get(u, "threshold");
+        if (get_unsigned(c, &lu, "threshold", th, 1, SPEC_TANG_MAX, &x->unlock.threshold) > 0 &&
+            x->unlock.threshold > tv->n)
+                emitn(c, th, "%s is %u, but only %zu pins are given", fld(&lu, "threshold", f), x->unlock.threshold, tv->n);
+}
+
 static void parse_luks(struct ctx *c, const struct ynode *m, size_t idx, struct spec_luks *x) {
         static const char *const keys[] = {
-                "id", "on", "name", "cipher", "key_size", "sector_size", "label", "pbkdf", "perf", "discard", "key", NULL,
+                "id", "on", "name", "cipher", "key_size", "sector_size", "label", "pbkdf", "perf", "discard", "key",
+                "unlock", NULL,
         };
         static const char *const pbkdf_keys[] = { "type", "time_ms", "max_memory", "iterations", "parallel", NULL };
         static const char *const perf_keys[] = { "no_read_workqueue", "no_write_workqueue", NULL };
@@ -1038,6 +1240,7 @@ static void parse_luks(struct ctx *c, const struct ynode *m, size_t idx, struct 
         }
         (void) get_bool(c, &l, "discard", map_get(m, "discard"), &x->discard);
         parse_luks_key(c, m, where, x);
+        parse_luks_unlock(c, map_get(m, "unlock"), where, x);
 
         v = map_get(m, "name");
         if (get_str(c, &l, "name", v, &x->name) > 0)
@@ -1182,6 +1385,42 @@ static void parse_image(struct ctx *c, const struct ynode *m, struct spec_image 
         if (fmt_ok && im->format == SPEC_IMAGE_TAR && v)
                 emitn(c, map_key_node(m, "target"), "'target' of image is only for format 'raw' (a tar image is unpacked onto the mounted filesystems)");
         (void) get_bytes(c, &l, "max_size", map_get(m, "max_size"), &im->max_size);
+}
+
+static const char *const firmware_names[] = {
+        [SPEC_FIRMWARE_BIOS] = "bios", [SPEC_FIRMWARE_UEFI] = "uefi", [SPEC_FIRMWARE_BOTH] = "both", NULL,
+};
+
+static void parse_boot(struct ctx *c, const struct ynode *m, struct spec_boot *b) {
+        static const char *const keys[] = { "firmware", "cmdline", "disks", NULL };
+        char f[256];
+        struct loc l = { "boot", "" };
+        b->present = true;
+        b->mark = (struct spec_mark) { m->line, m->col };
+        check_keys(c, m, &l, keys);
+        const struct ynode *v = map_get(m, "firmware");
+        int e;
+        if (!v)
+                emitn(c, m, "'boot' has no 'firmware' (bios, uefi or both)");
+        else if (get_enum(c, &l, "firmware", v, firmware_names, &e) > 0) {
+                b->firmware = e;
+                b->firmware_mark = (struct spec_mark) { v->line, v->col };
+        }
+        v = map_get(m, "cmdline");
+        if (get_strv(c, &l, "cmdline", v, false, &b->cmdline, NULL) > 0)
+                for (size_t i = 0; b->cmdline[i]; i++) {
+                        const char *a = b->cmdline[i];
+                        bool ok = *a != 0;
+                        for (const char *p = a; ok && *p; p++)
+                                if ((unsigned char) *p <= 0x20 || *p == 0x7f || strchr("\"'\\$`", *p))
+                                        ok = false;
+                        if (!ok)
+                                emitn(c, v->items[i], "%s: each entry is one kernel argument without spaces, quotes, '\\', '$' or '`'",
+                                      fld(&l, "cmdline", f));
+                }
+        v = map_get(m, "disks");
+        if (get_strv(c, &l, "disks", v, true, &b->disks, &b->disk_marks) > 0)
+                b->disks_mark = (struct spec_mark) { v->line, v->col };
 }
 
 static const char *const on_fail_names[] = { [SPEC_ON_FAIL_ABORT] = "abort", [SPEC_ON_FAIL_WARN] = "warn", NULL };
@@ -1501,6 +1740,129 @@ static const struct obj *generated_key_below(struct ctx *c, const struct obj *o)
         return NULL;
 }
 
+/* boot: what GRUB needs to find and boot the installed system unattended
+ * (notes: Debian 12's GRUB 2.06 opens no argon2 keyslot; BIOS on GPT needs a
+ * bios_grub partition for the core image; firmware reads the ESP as plain
+ * FAT). Called only on a graph without cycles. */
+static void check_boot(struct ctx *c) {
+        struct spec *s = c->s;
+        const struct spec_boot *b = &s->boot;
+        char t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
+        if (!b->present)
+                return;
+        if (!s->image.present || s->image.format != SPEC_IMAGE_TAR)
+                emit(c, b->mark.line, b->mark.col,
+                     "'boot' installs GRUB from the installed system: the spec needs an image of format 'tar'");
+        const struct spec_filesystem *bfs = spec_boot_filesystem(s);
+        if (!bfs || !bfs->on) {
+                emit(c, b->mark.line, b->mark.col, "'boot' needs a filesystem mounted at '/boot' or '/'");
+                return;
+        }
+        const char *bname = streq(bfs->mount, "/boot") ? "/boot" : "/ (which holds /boot)";
+        const struct spec_luks *lk = spec_luks_below(s, bfs->on);
+        if (lk) {
+                bool argon = lk->pbkdf.type != SPEC_PBKDF_PBKDF2;
+                if (argon)
+                        emit(c, bfs->mount_mark.line, bfs->mount_mark.col,
+                             "%s would sit inside luks '%s', whose %s keyslot Debian 12's GRUB (2.06) cannot open "
+                             "('Argon2 not supported'); put /boot on its own filesystem outside LUKS (e.g. an md RAID1)",
+                             bname, q(lk->id ? lk->id : "?", t),
+                             lk->pbkdf.type == SPEC_PBKDF_ARGON2I ? "argon2i" : "argon2id");
+                else
+                        emit(c, bfs->mount_mark.line, bfs->mount_mark.col,
+                             "%s would sit inside luks '%s': GRUB would ask for its passphrase on the console at every boot; "
+                             "put /boot on its own filesystem outside LUKS (e.g. an md RAID1)",
+                             bname, q(lk->id ? lk->id : "?", t));
+        }
+        _cleanup_strv_free_ char **under = NULL, **grub = NULL;
+        if (spec_disks_below(s, bfs->on, &under) < 0 || spec_boot_disks(s, &grub) < 0) {
+                c->error = -ENOMEM;
+                return;
+        }
+        if (b->disks) {
+                bool known = true;
+                for (size_t i = 0; b->disks[i]; i++)
+                        if (!resolve(c, "disks", "boot", b->disks[i], b->disk_marks[i], KIND_BIT(SPEC_OBJ_DISK)))
+                                known = false;
+                if (!known)
+                        return;
+                for (size_t i = 0; under && under[i]; i++)
+                        if (!strv_contains(grub, under[i]))
+                                emit(c, b->disks_mark.line, b->disks_mark.col,
+                                     "the boot loader would miss disk '%s', which carries /boot's '%s'; "
+                                     "add it to 'disks' of boot (a node whose first disk fails must still boot)",
+                                     q(under[i], t), q(bfs->on, t2));
+        }
+        const char *fw = firmware_names[b->firmware];
+        if (b->firmware == SPEC_FIRMWARE_BIOS || b->firmware == SPEC_FIRMWARE_BOTH)
+                for (size_t i = 0; grub && grub[i]; i++) {
+                        bool found = false;
+                        for (size_t j = 0; j < s->n_partitions && !found; j++)
+                                found = s->partitions[j].type == SPEC_PART_BIOS_GRUB && s->partitions[j].on &&
+                                        streq(s->partitions[j].on, grub[i]);
+                        if (!found)
+                                emit(c, b->firmware_mark.line, b->firmware_mark.col,
+                                     "boot firmware '%s' needs a 'bios_grub' partition on disk '%s', where GRUB is installed "
+                                     "(GRUB keeps its core image there on GPT)", fw, q(grub[i], t));
+                }
+        if (b->firmware != SPEC_FIRMWARE_UEFI && b->firmware != SPEC_FIRMWARE_BOTH)
+                return;
+        const struct spec_filesystem *esp = spec_esp_filesystem(s);
+        if (!esp || !esp->on) {
+                emit(c, b->firmware_mark.line, b->firmware_mark.col,
+                     "boot firmware '%s' needs an ESP: a vfat filesystem mounted at '/boot/efi' on an 'esp' partition, "
+                     "or on an md RAID1 with metadata \"1.0\" of 'esp' partitions, one on every disk GRUB is installed on", fw);
+                return;
+        }
+        if (esp->type != SPEC_FS_VFAT) {
+                emit(c, esp->mount_mark.line, esp->mount_mark.col, "the ESP (mounted at '/boot/efi') must be vfat, not %s",
+                     fs_types[esp->type]);
+                return;
+        }
+        const void *o = NULL;
+        enum spec_obj_kind k = spec_lookup(s, esp->on, &o);
+        _cleanup_strv_free_ char **esp_disks = NULL;
+        bool parts_ok = true;
+        if (k == SPEC_OBJ_PARTITION) {
+                const struct spec_partition *p = o;
+                parts_ok = p->type == SPEC_PART_ESP;
+        } else if (k == SPEC_OBJ_RAID) {
+                const struct spec_raid *a = o;
+                if (a->level != 1 || !a->metadata || !streq(a->metadata, "1.0")) {
+                        emit(c, esp->on_mark.line, esp->on_mark.col,
+                             "the ESP is on raid '%s', which must be level 1 with metadata \"1.0\" "
+                             "(the firmware reads each member as a plain FAT filesystem)", q(a->id ? a->id : "?", t));
+                        return;
+                }
+                for (size_t i = 0; a->members && a->members[i]; i++) {
+                        const void *m = NULL;
+                        if (spec_lookup(s, a->members[i], &m) != SPEC_OBJ_PARTITION ||
+                            ((const struct spec_partition *) m)->type != SPEC_PART_ESP)
+                                parts_ok = false;
+                }
+        } else {
+                emit(c, esp->on_mark.line, esp->on_mark.col,
+                     "the ESP must be on an 'esp' partition or an md RAID1 of them, not on %s '%s'",
+                     kind_name(k), q(esp->on, t));
+                return;
+        }
+        if (!parts_ok) {
+                emit(c, esp->on_mark.line, esp->on_mark.col,
+                     "the ESP on '%s' must be made of partitions of type 'esp'", q(esp->on, t));
+                return;
+        }
+        if (spec_disks_below(s, esp->on, &esp_disks) < 0) {
+                c->error = -ENOMEM;
+                return;
+        }
+        for (size_t i = 0; grub && grub[i]; i++)
+                if (!strv_contains(esp_disks, grub[i]))
+                        emit(c, b->firmware_mark.line, b->firmware_mark.col,
+                             "boot firmware '%s' needs an ESP on disk '%s', where GRUB is installed, but the ESP on '%s' "
+                             "is not there; put an 'esp' partition on every boot disk into an md RAID1 with metadata \"1.0\"",
+                             fw, q(grub[i], t), q(esp->on, t2));
+}
+
 static void cross_check(struct ctx *c) {
         struct spec *s = c->s;
         char where[128], t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
@@ -1723,6 +2085,16 @@ static void cross_check(struct ctx *c) {
                      "must be opened again after a reboot; give the luks a key 'url' or 'passphrase'",
                      q(g->id, t), q(fs->on, t3), use);
         }
+
+        /* unlock pins are bound inside the installed system (its clevis) */
+        for (size_t i = 0; i < s->n_luks; i++) {
+                const struct spec_luks *x = &s->luks[i];
+                if (x->unlock.n_tang && (!s->image.present || s->image.format != SPEC_IMAGE_TAR))
+                        emit(c, x->unlock.mark.line, x->unlock.mark.col,
+                             "'unlock' of luks '%s' is bound with the installed system's clevis: the spec needs an image of format 'tar'",
+                             q(x->id ? x->id : "?", t));
+        }
+        check_boot(c);
 }
 
 /* ---- entry points ------------------------------------------------------ */
@@ -1734,11 +2106,11 @@ static const char *const finish_names[] = {
 static void parse_root(struct ctx *c, const struct ynode *root) {
         static const char *const keys[] = {
                 "version", "hostname", "ca", "disks", "partitions", "raid", "luks", "lvm", "volumes",
-                "filesystems", "image", "bench", "register", "finish", NULL,
+                "filesystems", "image", "boot", "bench", "register", "finish", NULL,
         };
         struct spec *s = c->s;
         struct loc l = { NULL, "" };
-        char f[256], t[QUOTE_MAX + 8];
+        char t[QUOTE_MAX + 8];
         check_keys(c, root, &l, keys);
 
         const struct ynode *v = map_get(root, "version");
@@ -1753,19 +2125,10 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
                         s->version = 1;
         }
         v = map_get(root, "hostname");
-        if (get_str(c, &l, "hostname", v, &s->hostname) > 0 && check_vars(c, &l, "hostname", v, s->hostname)) {
-                bool ok = strlen(s->hostname) <= 253;
-                for (const char *p = s->hostname; ok && *p; p++) {
-                        if (p[0] == '$' && p[1] == '{') {
-                                p = strchr(p, '}');
-                                continue;
-                        }
-                        if (!isalnum((unsigned char) *p) && *p != '-' && *p != '.')
-                                ok = false;
-                }
-                if (!ok)
-                        emitn(c, v, "%s must be a host name (letters, digits, '-', '.'), not '%s'",
-                              fld(&l, "hostname", f), q(s->hostname, t));
+        if (get_str(c, &l, "hostname", v, &s->hostname) > 0) {
+                s->hostname_mark = (struct spec_mark) { v->line, v->col };
+                if (check_vars(c, &l, "hostname", v, s->hostname))
+                        check_hostname(c, v, s->hostname);
         }
         (void) get_str(c, &l, "ca", map_get(root, "ca"), &s->ca);
 
@@ -1782,6 +2145,9 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
         v = map_get(root, "image");
         if (want_map(c, &l, "image", v) > 0)
                 parse_image(c, v, &s->image);
+        v = map_get(root, "boot");
+        if (want_map(c, &l, "boot", v) > 0)
+                parse_boot(c, v, &s->boot);
         v = map_get(root, "bench");
         if (want_map(c, &l, "bench", v) > 0)
                 parse_bench(c, v, &s->bench);
@@ -1880,6 +2246,10 @@ struct spec *spec_free(struct spec *s) {
                 struct spec_luks *x = &s->luks[i];
                 free(x->id); free(x->on); free(x->name); free(x->cipher); free(x->label);
                 free_secret(x->key.passphrase); free(x->key.url); free(x->key.sha256);
+                for (size_t j = 0; j < x->unlock.n_tang; j++) {
+                        free(x->unlock.tang[j].url); free(x->unlock.tang[j].thp);
+                }
+                free(x->unlock.tang);
         }
         free(s->luks);
         for (size_t i = 0; i < s->n_vgs; i++) {
@@ -1896,6 +2266,7 @@ struct spec *spec_free(struct spec *s) {
         }
         free(s->filesystems);
         free(s->image.url); free(s->image.sha256); free(s->image.target);
+        strv_free(s->boot.cmdline); strv_free(s->boot.disks); free(s->boot.disk_marks);
         strv_free(s->bench.ciphers);
         struct spec_cloudstack *cs = &s->cloudstack;
         free(cs->endpoint); free(cs->zone); free(cs->pod); free(cs->cluster); free(cs->api_key);
@@ -1963,23 +2334,31 @@ int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, c
                         return -EINVAL;
                 size_t n = (size_t) (e - d - 2);
                 const char *val = NULL, *name = NULL;
-                static const char *const names[] = { "mac", "uuid", "serial", "hostname" };
-                const char *vals[] = { vars ? vars->mac : NULL, vars ? vars->uuid : NULL,
-                                       vars ? vars->serial : NULL, vars ? vars->hostname : NULL };
+                static const char *const names[] = { "mac", "mac:hexhyp", "mac:hexraw", "uuid", "serial", "hostname" };
+                const char *vals[] = { vars ? vars->mac : NULL, vars ? vars->mac : NULL, vars ? vars->mac : NULL,
+                                       vars ? vars->uuid : NULL, vars ? vars->serial : NULL,
+                                       vars ? vars->hostname : NULL };
+                size_t which = 0;
                 for (size_t i = 0; i < ELEMENTSOF(names); i++)
                         if (strlen(names[i]) == n && strncmp(names[i], d + 2, n) == 0) {
                                 name = names[i];
                                 val = vals[i];
+                                which = i;
                         }
                 if (!name)
                         return -EINVAL;
                 if (!val) {
                         if (reterr_var)
-                                *reterr_var = name;
+                                *reterr_var = which < 3 ? "mac" : name;
                         return -ENODATA;
                 }
-                r = strbuf_adds(&sb, val);
-                if (r < 0)
+                if (which == 1 || which == 2) {
+                        /* iPXE's :hexhyp and :hexraw: lower case, '-' or nothing between the bytes */
+                        for (const char *m = val; *m; m++)
+                                if (*m == ':' ? which == 1 && (r = strbuf_adds(&sb, "-")) < 0
+                                              : (r = strbuf_addf(&sb, "%c", tolower((unsigned char) *m))) < 0)
+                                        return r;
+                } else if ((r = strbuf_adds(&sb, val)) < 0)
                         return r;
                 p = e + 1;
         }
@@ -1996,4 +2375,115 @@ const char *spec_part_type_name(enum spec_part_type t) {
 
 const char *spec_fs_type_name(enum spec_fs_type t) {
         return (size_t) t < ELEMENTSOF(fs_types) - 1 ? fs_types[t] : "unknown";
+}
+
+const char *spec_firmware_name(enum spec_firmware f) {
+        return firmware_names[f];
+}
+
+const struct spec_filesystem *spec_boot_filesystem(const struct spec *s) {
+        const struct spec_filesystem *root = NULL;
+        for (size_t i = 0; i < s->n_filesystems; i++) {
+                const struct spec_filesystem *fs = &s->filesystems[i];
+                if (fs->mount && streq(fs->mount, "/boot"))
+                        return fs;
+                if (fs->mount && streq(fs->mount, "/"))
+                        root = fs;
+        }
+        return root;
+}
+
+const struct spec_filesystem *spec_esp_filesystem(const struct spec *s) {
+        for (size_t i = 0; i < s->n_filesystems; i++)
+                if (s->filesystems[i].mount && streq(s->filesystems[i].mount, "/boot/efi"))
+                        return &s->filesystems[i];
+        return NULL;
+}
+
+bool spec_has_unlock(const struct spec *s) {
+        for (size_t i = 0; i < s->n_luks; i++)
+                if (s->luks[i].unlock.n_tang > 0)
+                        return true;
+        return false;
+}
+
+/* The ids object id is built on (partition: its disk; raid: members; luks: on;
+ * vg: pvs; volume: vg), the i-th, or NULL past the last. */
+static const char *spec_dep(enum spec_obj_kind k, const void *o, size_t i) {
+        switch (k) {
+        case SPEC_OBJ_PARTITION: return i == 0 ? ((const struct spec_partition *) o)->on : NULL;
+        case SPEC_OBJ_RAID: {
+                char **m = ((const struct spec_raid *) o)->members;
+                return m && i < strv_length(m) ? m[i] : NULL;
+        }
+        case SPEC_OBJ_LUKS: return i == 0 ? ((const struct spec_luks *) o)->on : NULL;
+        case SPEC_OBJ_VG: {
+                char **p = ((const struct spec_vg *) o)->pvs;
+                return p && i < strv_length(p) ? p[i] : NULL;
+        }
+        case SPEC_OBJ_LV: return i == 0 ? ((const struct spec_lv *) o)->vg : NULL;
+        default: return NULL;
+        }
+}
+
+static int disks_below(const struct spec *s, const char *id, size_t depth, char ***acc) {
+        const void *o = NULL;
+        enum spec_obj_kind k = spec_lookup(s, id, &o);
+        if (k == SPEC_OBJ_NONE || depth > 4096)
+                return 0;
+        if (k == SPEC_OBJ_DISK)
+                return strv_contains(*acc, id) ? 0 : strv_pushdup(acc, id);
+        const char *dep;
+        for (size_t i = 0; (dep = spec_dep(k, o, i)); i++) {
+                int r = disks_below(s, dep, depth + 1, acc);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int spec_disks_below(const struct spec *s, const char *id, char ***ret) {
+        _cleanup_strv_free_ char **acc = NULL;
+        int r = disks_below(s, id, 0, &acc);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(acc);
+        return 0;
+}
+
+int spec_boot_disks(const struct spec *s, char ***ret) {
+        if (s->boot.disks) {
+                _cleanup_strv_free_ char **v = NULL;
+                for (size_t i = 0; s->boot.disks[i]; i++)
+                        if (!strv_contains(v, s->boot.disks[i]) && strv_pushdup(&v, s->boot.disks[i]) < 0)
+                                return -ENOMEM;
+                *ret = TAKE_PTR(v);
+                return 0;
+        }
+        const struct spec_filesystem *fs = spec_boot_filesystem(s);
+        if (!fs || !fs->on) {
+                *ret = NULL;
+                return 0;
+        }
+        return spec_disks_below(s, fs->on, ret);
+}
+
+static const struct spec_luks *luks_below(const struct spec *s, const char *id, size_t depth) {
+        const void *o = NULL;
+        enum spec_obj_kind k = spec_lookup(s, id, &o);
+        if (k == SPEC_OBJ_NONE || depth > 4096)
+                return NULL;
+        if (k == SPEC_OBJ_LUKS)
+                return o;
+        const char *dep;
+        for (size_t i = 0; (dep = spec_dep(k, o, i)); i++) {
+                const struct spec_luks *l = luks_below(s, dep, depth + 1);
+                if (l)
+                        return l;
+        }
+        return NULL;
+}
+
+const struct spec_luks *spec_luks_below(const struct spec *s, const char *id) {
+        return id ? luks_below(s, id, 0) : NULL;
 }

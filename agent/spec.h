@@ -126,6 +126,22 @@ struct spec_luks {
                 char *sha256;           /* hex, lower case */
                 struct spec_mark mark;
         } key;
+        /* unlock: unattended unlock at the installed system's boot (clevis);
+         * n_tang == 0: none. The spec's key stays as the recovery keyslot. */
+        struct {
+                struct spec_tang *tang; size_t n_tang;
+                unsigned threshold;     /* pins that must answer; 1 when not given */
+                struct spec_mark mark;
+        } unlock;
+};
+
+/* One Tang server of luks[].unlock: its URL and the thumbprint of its
+ * signing key (what `jose jwk thp` prints), which the advertisement must
+ * be signed with. */
+struct spec_tang {
+        char *url;
+        char *thp;
+        struct spec_mark mark;
 };
 
 struct spec_vg {
@@ -216,6 +232,25 @@ struct spec_webhook {
         char *hmac_key;         /* SECRET */
 };
 
+enum spec_firmware {
+        SPEC_FIRMWARE_BIOS = 0,
+        SPEC_FIRMWARE_UEFI,
+        SPEC_FIRMWARE_BOTH,
+};
+
+/* boot: the installed system boots from its disks; the plan installs GRUB.
+ * /boot is the filesystem mounted at /boot, or the root filesystem. */
+struct spec_boot {
+        bool present;
+        struct spec_mark mark;
+        enum spec_firmware firmware;
+        struct spec_mark firmware_mark;
+        char **cmdline;         /* extra kernel arguments (GRUB_CMDLINE_LINUX), NULL-terminated or NULL */
+        char **disks;           /* disk rule ids GRUB goes to; NULL: every disk under /boot */
+        struct spec_mark *disk_marks;
+        struct spec_mark disks_mark;
+};
+
 enum spec_finish {
         SPEC_FINISH_NONE = 0,
         SPEC_FINISH_REBOOT,
@@ -225,7 +260,8 @@ enum spec_finish {
 struct spec {
         char *file;             /* name used in diagnostics */
         unsigned version;
-        char *hostname;         /* may contain ${mac} ${uuid} ${serial} ${hostname} */
+        char *hostname;         /* may contain ${mac:hexhyp} ${mac:hexraw} ${uuid} ${serial} ${hostname} */
+        struct spec_mark hostname_mark;
         char *ca;               /* extra CA bundle (PEM text or path/URL) for HTTPS */
 
         struct spec_disk *disks;             size_t n_disks;
@@ -237,6 +273,7 @@ struct spec {
         struct spec_filesystem *filesystems; size_t n_filesystems;
 
         struct spec_image image;
+        struct spec_boot boot;
         struct spec_bench bench;
         struct spec_cloudstack cloudstack;
         struct spec_webhook webhook;
@@ -270,7 +307,7 @@ enum spec_obj_kind {
 };
 enum spec_obj_kind spec_lookup(const struct spec *s, const char *id, const void **ret_obj);
 
-/* Expand ${mac} ${uuid} ${serial} ${hostname} in a string. Unknown variables
+/* Expand ${mac} ${mac:hexhyp} ${mac:hexraw} ${uuid} ${serial} ${hostname} in a string. Unknown variables
  * are an error (-EINVAL). Values come from the inventory (see inventory.h). */
 struct spec_vars {
         const char *mac, *uuid, *serial, *hostname;
@@ -280,5 +317,31 @@ int spec_expand(const char *in, const struct spec_vars *vars, char **ret);
  * names that variable ("serial"). */
 int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, const char **reterr_var);
 
+/* Why h is not a host name by RFC 1123 ("has a label that starts or ends
+ * with '-'"), or NULL when it is one. */
+const char *spec_hostname_problem(const char *h);
+/* An SMBIOS serial or UUID that boards report instead of a real one ("To be
+ * filled by O.E.M.", "Default string", all zeros, ...): kiln treats it as
+ * missing. NULL counts as a placeholder. */
+bool spec_value_is_placeholder(const char *value);
+
 const char *spec_part_type_name(enum spec_part_type t);
 const char *spec_fs_type_name(enum spec_fs_type t);
+const char *spec_firmware_name(enum spec_firmware f);
+
+/* The filesystem that holds /boot: the one mounted at /boot, else the root
+ * filesystem; NULL when there is neither. */
+const struct spec_filesystem *spec_boot_filesystem(const struct spec *s);
+/* The ESP: the vfat filesystem mounted at /boot/efi, or NULL. */
+const struct spec_filesystem *spec_esp_filesystem(const struct spec *s);
+/* The disk rule ids below object id (through partitions, raid members,
+ * luks, volume groups, volumes), each once, in the order met; 0 and *ret
+ * (maybe NULL: none) on success. The spec must be valid (no cycles). */
+int spec_disks_below(const struct spec *s, const char *id, char ***ret);
+/* The disk rules GRUB is installed on: boot.disks, else every disk rule
+ * below /boot's filesystem. */
+int spec_boot_disks(const struct spec *s, char ***ret);
+/* The first luks below object id (the device /boot sits on), or NULL. */
+const struct spec_luks *spec_luks_below(const struct spec *s, const char *id);
+/* Does any luks have an unlock pin? */
+bool spec_has_unlock(const struct spec *s);

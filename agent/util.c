@@ -108,44 +108,62 @@ int safe_atou(const char *s, unsigned *ret) {
         return 0;
 }
 
-int parse_size(const char *s, uint64_t *ret) {
-        static const struct { char c; unsigned shift; } suffixes[] = {
-                { 'K', 10 }, { 'M', 20 }, { 'G', 30 }, { 'T', 40 }, { 'P', 50 },
-        };
+/* One rule for every size kiln reads (spec and command line), as parted and
+ * systemd spell them: K M G T P and KiB MiB GiB TiB PiB are powers of 1024,
+ * KB MB GB TB PB powers of 1000 (a "1 TB" disk holds 10^12 bytes). */
+int parse_size_full(const char *s, uint64_t *ret, unsigned *ret_flags) {
+        static const char letters[] = "KMGTP";
         if (strempty(s))
                 return -EINVAL;
         size_t n = strlen(s);
         if (n > 64)
                 return -EINVAL;
-        char num[65];
-        memcpy(num, s, n + 1);
-        /* strip "B" / "iB" */
-        if (n > 0 && (num[n - 1] == 'B' || num[n - 1] == 'b')) {
-                num[--n] = 0;
-                if (n > 0 && num[n - 1] == 'i')
-                        num[--n] = 0;
-        }
-        unsigned shift = 0;
-        if (n > 0 && !isdigit((unsigned char) num[n - 1])) {
-                char c = (char) toupper((unsigned char) num[n - 1]);
-                bool found = false;
-                for (size_t i = 0; i < ELEMENTSOF(suffixes); i++)
-                        if (suffixes[i].c == c) {
-                                shift = suffixes[i].shift;
-                                found = true;
-                        }
-                if (!found)
+        size_t digits = 0;
+        while (digits < n && isdigit((unsigned char) s[digits]))
+                digits++;
+        if (digits == 0)
+                return -EINVAL;
+        const char *u = s + digits;
+        unsigned power = 0, flags = 0;
+        bool decimal = false;
+        if (*u == 0)
+                flags |= SIZE_BARE;
+        else if (streq(u, "B"))
+                flags |= SIZE_BYTES;
+        else {
+                const char *l = strchr(letters, toupper((unsigned char) u[0]));
+                if (!l || u[0] == 0)
                         return -EINVAL;
-                num[--n] = 0;
+                power = (unsigned) (l - letters) + 1;
+                if (u[1] == 0 || streq(u + 1, "iB"))
+                        ;
+                else if (streq(u + 1, "B"))
+                        decimal = true;
+                else
+                        return -EINVAL;
+                flags |= decimal ? SIZE_DECIMAL : 0;
         }
+        char num[65];
+        memcpy(num, s, digits);
+        num[digits] = 0;
         uint64_t v;
         int r = safe_atou64(num, &v);
         if (r < 0)
                 return r;
-        if (shift && v > (UINT64_MAX >> shift))
-                return -ERANGE;
-        *ret = v << shift;
+        for (unsigned i = 0; i < power; i++) {
+                uint64_t m = decimal ? 1000 : 1024;
+                if (v > UINT64_MAX / m)
+                        return -ERANGE;
+                v *= m;
+        }
+        *ret = v;
+        if (ret_flags)
+                *ret_flags = flags;
         return 0;
+}
+
+int parse_size(const char *s, uint64_t *ret) {
+        return parse_size_full(s, ret, NULL);
 }
 
 const char *format_size(uint64_t bytes, char *buf, size_t len) {

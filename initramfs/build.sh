@@ -30,7 +30,8 @@ umask 022
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
 
-CACHE=${KILN_CACHE:-/var/cache/kiln}
+source "$HERE/cache.sh"
+CACHE=$KILN_CACHE_DIR
 KILN_BIN=${KILN_BINARY:-}
 KVER=${KILN_KVER:-}
 OUT=
@@ -82,18 +83,24 @@ KROOT=$CACHE/kernel-$KVER
 if [[ ! -e $KROOT/.done ]]; then
   deb=$(ls -1 "$CACHE"/linux-image-"$KVER"_*.deb 2>/dev/null | tail -1 || true)
   if [[ -z $deb ]]; then
+    # downloaded in a private directory and moved into the cache complete
     msg "downloading linux-image-$KVER"
-    (cd "$CACHE" && apt-get download "linux-image-$KVER" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2) \
-      || die "apt-get download linux-image-$KVER failed"
-    deb=$(ls -1 "$CACHE"/linux-image-"$KVER"_*.deb | tail -1)
+    dl=$(mktemp -d "$CACHE/download.tmp.XXXXXX")
+    (cd "$dl" && apt-get download "linux-image-$KVER" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2) \
+      || { rm -rf "$dl"; die "apt-get download linux-image-$KVER failed"; }
+    got=$(ls -1 "$dl"/linux-image-"$KVER"_*.deb 2>/dev/null | tail -1)
+    [[ -n $got ]] || { rm -rf "$dl"; die "apt-get download linux-image-$KVER left no .deb"; }
+    deb=$CACHE/$(basename "$got")
+    mv -f "$got" "$deb"
+    rm -rf "$dl"
   fi
   msg "unpacking $(basename "$deb")"
   rm -rf "$KROOT" "$KROOT.tmp"
   mkdir -p "$KROOT.tmp"
   dpkg-deb -x "$deb" "$KROOT.tmp"
   depmod -b "$KROOT.tmp" "$KVER"
+  touch "$KROOT.tmp/.done"
   mv "$KROOT.tmp" "$KROOT"
-  touch "$KROOT/.done"
 fi
 KERNEL=$KROOT/boot/vmlinuz-$KVER
 [[ -r $KERNEL ]] || die "kernel image '$KERNEL' is missing"
@@ -169,10 +176,15 @@ KEY=$( {
 IMG=$CACHE/initramfs-$KEY.img
 
 build_image() {  # build_image STAGE OUTPUT
-  local stage=$1 out=$2
+  # byte for byte the same from the same inputs, cold or warm: sorted
+  # names, owner root, every time stamp the epoch (cpio --reproducible only
+  # renumbers inodes and drops device numbers)
+  local stage=$1 out=$2 tmp
+  tmp=$(cache_tmp "$out" .img)
+  find "$stage" -mindepth 1 -exec touch -h -d @0 {} +
   (cd "$stage" && find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0 --reproducible) \
-    | zstd -q -19 -T0 -o "$out.tmp.$$" -f
-  mv -f "$out.tmp.$$" "$out"
+    | zstd -q -19 -T0 -o "$tmp" -f
+  cache_commit "$tmp" "$out"
 }
 
 copy_file() {  # copy_file STAGE PATH: copy keeping the path (symlinks kept as symlinks)

@@ -2,47 +2,53 @@
 # The one test command (README, .ci/run): installs dependencies, builds kiln
 # normally, with ASan+UBSan and fully static, and runs every test in all three.
 # Rig (QEMU) tests run once, against the static build (what the initramfs ships).
+# The counts come from ctest's own JUnit reports (out/junit-*.xml), read by
+# tests/lib/junit-count.py; the closing line is "N passed, N failed, N skipped".
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 cd "$SRC"
+T0=$SECONDS
 bash tests/deps.sh || { echo "deps: install failed"; exit 1; }
 
 JOBS=$(nproc)
 fail=0
+show_log() {  # show_log FILE: the end of a log, under its name
+  echo "--- last 40 lines of $1"
+  tail -n 40 -- "$1"
+}
 build() {  # build DIR CMAKE_ARGS...
   local dir=$1; shift
-  cmake -S "$SRC" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir.cmake.log" 2>&1 \
-    && cmake --build "$dir" -j"$JOBS" >"$dir.build.log" 2>&1 \
-    || { echo "build $dir failed:"; tail -40 "$dir.cmake.log" "$dir.build.log"; return 1; }
+  if ! cmake -S "$SRC" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir.cmake.log" 2>&1; then
+    echo "build $dir failed at cmake:"; show_log "$dir.cmake.log"; return 1
+  fi
+  if ! cmake --build "$dir" -j"$JOBS" >"$dir.build.log" 2>&1; then
+    echo "build $dir failed:"; show_log "$dir.build.log"; return 1
+  fi
 }
 
 mkdir -p "$SRC/out"
+rm -f "$SRC"/out/junit-*.xml
 build "$SRC/out/build" || exit 1
 build "$SRC/out/build-asan" -DKILN_SANITIZE=ON || exit 1
 # The static kiln (what the initramfs ships): its archives are built once from
-# Debian source packages and cached in /var/cache/kiln (initramfs/static/).
-STATIC_PREFIX=$(bash "$SRC/initramfs/static/build.sh" 2>"$SRC/out/static-deps.log" | tail -1) \
-  || { echo "static deps failed:"; tail -40 "$SRC/out/static-deps.log"; exit 1; }
+# Debian source packages and cached in $KILN_CACHE (initramfs/static/).
+t=$SECONDS
+STATIC_PREFIX=$(bash "$SRC/initramfs/static/build.sh" 2>"$SRC/out/static-deps.log" | tail -n 1) \
+  || { echo "static deps failed:"; show_log "$SRC/out/static-deps.log"; exit 1; }
+echo "static prefix: $STATIC_PREFIX ($((SECONDS - t)) s)"
 build "$SRC/out/build-static" -DKILN_STATIC=ON -DKILN_STATIC_PREFIX="$STATIC_PREFIX" || exit 1
+echo "builds done in $((SECONDS - T0)) s"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:suppressions=$SRC/tests/asan.supp
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-passed=0 failed=0 skipped=0
 suite() {  # suite NAME BUILD_DIR CTEST_ARGS...
-  local name=$1 dir=$2; shift 2
+  local name=$1 dir=$2 t=$SECONDS; shift 2
   echo "=== $name"
-  (cd "$dir" && ctest --output-on-failure "$@") 2>&1 | tee "$SRC/out/$name.log"
-  local rc=${PIPESTATUS[0]}
-  # ctest: "95% tests passed, 1 tests failed out of 20"
-  local line total nfail nskip
-  line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$SRC/out/$name.log" | tail -1)
-  total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line"); nfail=$(sed -E 's/.*passed, ([0-9]+) tests failed.*/\1/' <<<"$line")
-  nskip=$(grep -c 'Not Run\|\*\*\*Skipped' "$SRC/out/$name.log" || true)
-  if [[ -n $line ]]; then
-    passed=$((passed + total - nfail - nskip)); failed=$((failed + nfail)); skipped=$((skipped + nskip))
-  fi
-  ((rc == 0)) || fail=1
+  (cd "$dir" && ctest --output-on-failure --output-junit "$SRC/out/junit-$name.xml" "$@") 2>&1 | tee "$SRC/out/$name.log"
+  ((PIPESTATUS[0] == 0)) || fail=1
+  [[ -s $SRC/out/junit-$name.xml ]] || { echo "=== $name: ctest wrote no report"; fail=1; }
+  echo "=== $name: $((SECONDS - t)) s"
 }
 suite unit+host "$SRC/out/build" -j"$JOBS" -LE rig
 suite asan "$SRC/out/build-asan" -j"$JOBS" -LE rig
@@ -50,5 +56,14 @@ suite static "$SRC/out/build-static" -j"$JOBS" -LE rig
 # the rig boots the static binary, stripped, as the initramfs ships it
 KILN_RIG_BINARY=$SRC/out/build-static/kiln.stripped suite rig "$SRC/out/build-static" -L rig
 
+reports=("$SRC"/out/junit-*.xml)
+if [[ -e ${reports[0]} ]] && counts=$(python3 "$SRC/tests/lib/junit-count.py" "${reports[@]}"); then
+  read -r passed failed skipped <<<"$(head -n 1 <<<"$counts")"
+  tail -n +2 <<<"$counts"
+else
+  echo "run-all: the ctest reports could not be read"; passed=0 failed=1 skipped=0; fail=1
+fi
+((failed == 0)) || fail=1
+echo "run-all: $((SECONDS - T0)) s in all"
 echo "$passed passed, $failed failed, $skipped skipped"
 if ((fail)); then echo "run-all: FAILED"; exit 1; fi

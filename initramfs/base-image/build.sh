@@ -31,6 +31,8 @@ fi
 ((${#sources[@]})) || { echo "build.sh: no apt sources on this host (set KILN_BASE_SOURCES)" >&2; exit 1; }
 mkdir -p "$out"
 img=$out/kvm-host-$suite.tar.zst
+source "$(dirname "$0")/../cache.sh"
+tmp=$(cache_tmp "$img" .tar.zst)
 pkgs=(
   linux-image-amd64 systemd-sysv udev kmod ifupdown isc-dhcp-client iproute2
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
@@ -46,7 +48,7 @@ mmdebstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}")" \
   --customize-hook='echo kvm-host >"$1/etc/hostname"' \
   --customize-hook='rm -f "$1"/etc/apt/sources.list "$1"/etc/apt/sources.list.d/*' \
   --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
-  "$suite" - "${sources[@]}" | zstd -q -T0 -"${KILN_BASE_ZSTD_LEVEL:-12}" -o "$img.tmp" -f
-mv -f "$img.tmp" "$img"
+  "$suite" - "${sources[@]}" | zstd -q -T0 -"${KILN_BASE_ZSTD_LEVEL:-12}" -o "$tmp" -f
+cache_commit "$tmp" "$img"
 (cd "$out" && sha256sum "$(basename "$img")" >"$(basename "$img").sha256")
 echo "base image: $img ($(stat -c %s "$img") bytes)"

@@ -16,7 +16,7 @@
 #
 # Usage: build.sh [--print-key]
 #   Prints the prefix (last line of stdout); logs go to stderr and to
-#   PREFIX/../log/. The result is cached in ${KILN_STATIC_CACHE:-/var/cache/kiln}/
+#   PREFIX/../log/. The result is cached in $KILN_CACHE (default /var/cache/kiln)/
 #   static-<hash of this script, the source package versions and the versions
 #   of the linked -dev packages>; a second run with nothing changed is instant.
 #
@@ -26,17 +26,13 @@ set -euo pipefail
 export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-CACHE_ROOT=${KILN_STATIC_CACHE:-/var/cache/kiln}
+source "$HERE/../cache.sh"
+CACHE_ROOT=$KILN_CACHE_DIR
 JOBS=${KILN_STATIC_JOBS:-2}
 SRC_PKGS=(lvm2 cryptsetup curl libarchive)
-# Debian packages providing the static archives (and tools) the build needs.
-BUILD_DEPS=(
-  build-essential pkg-config dpkg-dev file binutils autoconf automake libtool autopoint gettext
-  libssl-dev zlib1g-dev libbz2-dev liblzma-dev libzstd-dev liblz4-dev
-  libacl1-dev libattr1-dev libc-ares-dev libargon2-dev libjson-c-dev
-  uuid-dev libblkid-dev libyaml-dev libparted-dev libaio-dev
-  libpopt-dev   # cryptsetup's configure insists on it; nothing links it
-)
+# Debian packages providing the static archives (and tools) the build needs:
+# one list, shared with tests/deps.sh.
+mapfile -t BUILD_DEPS < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$HERE/packages")
 
 say() { echo "static: $*" >&2; }
 die() { say "$*"; exit 1; }
@@ -73,38 +69,39 @@ fi
 # --- 3. cache key ----------------------------------------------------------
 uris=$(apt-get source --print-uris -qq "${SRC_PKGS[@]}") || die "apt-get source --print-uris failed"
 devver=$(dpkg-query -W -f='${Package} ${Version}\n' "${BUILD_DEPS[@]}" | sort)
-key=$( { cat "$0"; echo "$uris" | awk '{print $2, $4}'; echo "$devver"; gcc -dumpfullversion; } | sha256sum | cut -c1-16)
+key=$( { cat "$0" "$HERE/packages"; echo "$uris" | awk '{print $2, $4}'; echo "$devver"; gcc -dumpfullversion; } | sha256sum | cut -c1-16)
 [[ ${1:-} == --print-key ]] && { echo "$key"; exit 0; }
-TOP=${KILN_STATIC_TOP:-$CACHE_ROOT/static-$key}   # KILN_STATIC_TOP: for working on this script
-P=$TOP/prefix
-if [[ -e $P/.complete ]]; then
-  say "cached: $P"
-  echo "$P"
+TOP=$CACHE_ROOT/static-$key
+if [[ -e $TOP/prefix/.complete ]]; then
+  say "cached: $TOP/prefix"
+  echo "$TOP/prefix"
   exit 0
 fi
 
 mkdir -p "$CACHE_ROOT"
 exec 9>"$CACHE_ROOT/static.lock"
 flock 9                      # one build at a time on this machine
-if [[ -e $P/.complete ]]; then echo "$P"; exit 0; fi
-# An unfinished build resumes: each step leaves a stamp when it succeeds.
-mkdir -p "$TOP/dl" "$TOP/src" "$TOP/log" "$TOP/stamp" "$P/lib/pkgconfig" "$P/include"
-say "building into $TOP (logs in $TOP/log)"
+if [[ -e $TOP/prefix/.complete ]]; then echo "$TOP/prefix"; exit 0; fi
+# A build starts from nothing, cold or warm: it happens in a private
+# directory (cache_tmp's rule: a .tmp.PID name) that is renamed into place
+# only when the prefix is complete. What an interrupted build left (under this
+# lock no build is running) is removed, never resumed.
+rm -rf "$CACHE_ROOT"/static-*.tmp.* "$TOP"
+BTOP=$CACHE_ROOT/static-$key.tmp.$$
+trap 'rm -rf "$BTOP"' EXIT
+P=$BTOP/prefix
+mkdir -p "$BTOP/dl" "$BTOP/src" "$BTOP/log" "$P/lib/pkgconfig" "$P/include"
+say "building into $BTOP (logs in $BTOP/log)"
+TOP=$BTOP     # the steps below work in the private directory
 
 # --- 4. sources ------------------------------------------------------------
-if [[ ! -e $TOP/stamp/download ]]; then
-  (cd "$TOP/dl" && apt-get source --download-only -qq "${SRC_PKGS[@]}" >"$TOP/log/download.log" 2>&1) \
-    || { tail -20 "$TOP/log/download.log" >&2; die "apt-get source failed"; }
-  touch "$TOP/stamp/download"
-fi
+(cd "$TOP/dl" && apt-get source --download-only -qq "${SRC_PKGS[@]}" >"$TOP/log/download.log" 2>&1) \
+  || { tail -20 "$TOP/log/download.log" >&2; die "apt-get source failed"; }
 for dsc in "$TOP"/dl/*.dsc; do
   name=$(basename "$dsc" .dsc); name=${name%%_*}
-  [[ -e $TOP/stamp/extract-$name ]] && continue
-  rm -rf "$TOP/src/$name"
   # apt-get source checked every file against the signed Sources index
   dpkg-source --no-check -x "$dsc" "$TOP/src/$name" >>"$TOP/log/extract.log" 2>&1 \
     || { tail -20 "$TOP/log/extract.log" >&2; die "dpkg-source -x $dsc failed"; }
-  touch "$TOP/stamp/extract-$name"
 done
 
 export PKG_CONFIG_PATH=$P/lib/pkgconfig
@@ -115,14 +112,13 @@ MAKE=(nice -n 10 make -j"$JOBS")
 
 step() {  # step NAME FUNCTION: runs it with set -e, output to the log, tail on failure
   local name=$1 rc; shift
-  [[ -e $TOP/stamp/$name ]] && { say "  $name (done before)"; return 0; }
   say "  $name"
   set +e
   (set -e; "$@") >>"$TOP/log/$name.log" 2>&1
   rc=$?
   set -e
-  ((rc == 0)) || { tail -40 "$TOP/log/$name.log" >&2; die "$name failed (log: $TOP/log/$name.log)"; }
-  touch "$TOP/stamp/$name"
+  ((rc == 0)) || { cp "$TOP/log/$name.log" "$CACHE_ROOT/static-$name.failed.log" 2>/dev/null || true
+                   tail -40 "$TOP/log/$name.log" >&2; die "$name failed (log: $CACHE_ROOT/static-$name.failed.log)"; }
 }
 
 # --- 5. libdevmapper (lvm2 source, libdm only, no udev) --------------------
@@ -229,6 +225,16 @@ for m in devmapper libcryptsetup libcurl libarchive libparted; do
   pkg-config --exists --print-errors "$m" >&2 || die "pkg-config $m does not resolve in $P"
 done
 rm -rf "$TOP/src" "$TOP/dl"        # the prefix and logs are all we keep (a few MB)
+# Into place: the .pc files name the final prefix; libtool's .la files (which
+# name the build path and are never read here) go; nothing else may still
+# name the private directory.
+FINAL=$CACHE_ROOT/static-$key
+find "$P" -name '*.la' -delete
+sed -i "s|$BTOP|$FINAL|g" "$P"/lib/pkgconfig/*.pc
+left=$(grep -rlIF "$BTOP" "$P" || true)   # text files: a path that is read at run time
+[[ -z $left ]] || die "the prefix still names its build directory in: $left"
 touch "$P/.complete"
-say "done: $P"
-echo "$P"
+mv "$BTOP" "$FINAL"
+trap - EXIT
+say "done: $FINAL/prefix"
+echo "$FINAL/prefix"

@@ -14,7 +14,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 ROUNDS=3
 KILN=${KILN:-$SRC/out/build/kiln}
-CACHE=${KILN_BENCH_CACHE:-/var/cache/kiln/bench}
+CACHE=${KILN_BENCH_CACHE:-${KILN_CACHE:-/var/cache/kiln}/bench}
 DIR=
 while (($#)); do
   case $1 in
@@ -34,9 +34,11 @@ key=$(sha256sum "$HERE/gen-bench-image.py" | cut -c1-12)
 IMG=$CACHE/bench-$key.tar.zst
 if [[ ! -s $IMG ]]; then
   echo "bench: generating $IMG (once; cached)" >&2
-  python3 "$HERE/gen-bench-image.py" "$CACHE/bench-$key.tar"
-  zstd -q -T2 -3 --rm -f "$CACHE/bench-$key.tar" -o "$IMG.tmp"
-  mv "$IMG.tmp" "$IMG"
+  source "$HERE/../../initramfs/cache.sh"
+  tar_tmp=$(cache_tmp "$CACHE/bench-$key.tar" .tar) img_tmp=$(cache_tmp "$IMG" .tar.zst)
+  python3 "$HERE/gen-bench-image.py" "$tar_tmp"
+  zstd -q -T2 -3 --rm -f "$tar_tmp" -o "$img_tmp"
+  cache_commit "$img_tmp" "$IMG"
 fi
 SUM=$(sha256sum "$IMG" | cut -d' ' -f1)
 WORK=${DIR:-$(mktemp -d /var/tmp/kiln-bench.XXXXXX)}
