@@ -102,5 +102,7 @@ int cmd_apply(int argc, char **argv) {
         /* the hostname as plan_build expanded it: a dry run shows what `kiln plan` shows */
         struct apply_options opts = { .dry_run = dry_run, .hostname = plan->hostname, .fallback = resume && !unwiped ? plan : NULL,
                                       .ca_file = ca_file };
-        return apply_run(resume ? resume : plan, &opts);
+        enum plan_step_kind failed;
+        r = apply_run(resume ? resume : plan, &opts, &failed);
+        return cmd_apply_exit_code(r, failed);
 }
