@@ -1,7 +1,8 @@
 /* The one executor: runs a plan's steps in order on the real machine, or
  * only prints them (dry run). It is the stage that decides, so it logs each
  * step (what, on which device, how long) and the one failure that stops the
- * run (step, device, reason), and returns a documented exit code.
+ * run (step, device, reason), and returns it with the kind of the failing
+ * step; the command layer maps the two to an exit code.
  *
  * It relies on the step fields documented in plan.h; in addition, wipe finds
  * the holders to stop in sysfs itself (top layer first), so a holder the
@@ -10,7 +11,6 @@
  * Progress is recorded in <target>/var/lib/kiln/progress.json (resume.h)
  * once the root is mounted, after each stage and before finish. */
 #pragma once
-#include "exitcode.h"
 #include "plan.h"
 
 enum apply_event {
@@ -41,13 +41,10 @@ struct apply_options {
                                          * out not to be this plan's unfinished run (after undoing the resume steps) */
 };
 
-/* Returns KILN_EXIT_OK, or the exit code of the step that failed:
- * KILN_EXIT_STORAGE for storage steps, KILN_EXIT_IMAGE, KILN_EXIT_BENCH,
- * KILN_EXIT_REGISTER, KILN_EXIT_FAILURE for anything else. */
-int apply_run(const struct plan *p, const struct apply_options *opts);
-
-/* The exit code a failure of this kind of step maps to. */
-enum kiln_exit apply_exit_code(enum plan_step_kind kind);
+/* Returns 0, or the -errno that stopped the run; then *ret_failed (if not
+ * NULL) is the kind of the step that failed, or _PLAN_STEP_KIND_MAX when
+ * the run failed before its first step. */
+int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_step_kind *ret_failed);
 
 const char *apply_step_name(enum plan_step_kind kind);
 /* A step's stage name in the run report and the controller's events

@@ -78,24 +78,6 @@ const char *apply_stage_name(const struct plan_step *s, char *buf, size_t len) {
         return buf;
 }
 
-enum kiln_exit apply_exit_code(enum plan_step_kind kind) {
-        switch (kind) {
-        case PLAN_WIPE: case PLAN_PARTITION: case PLAN_MD_CREATE: case PLAN_LUKS_FORMAT:
-        case PLAN_LUKS_OPEN: case PLAN_PVCREATE: case PLAN_VGCREATE: case PLAN_LVCREATE:
-        case PLAN_MKFS: case PLAN_MOUNT: case PLAN_CONFIGURE:
-        case PLAN_MD_ASSEMBLE: case PLAN_VG_ACTIVATE: case PLAN_SKIP_STAGE: case PLAN_RESUME_CHECK:
-                return KILN_EXIT_STORAGE;
-        case PLAN_BENCH_RAW: case PLAN_BENCH_CRYPT:
-                return KILN_EXIT_BENCH;
-        case PLAN_IMAGE:
-                return KILN_EXIT_IMAGE;
-        case PLAN_REGISTER:
-                return KILN_EXIT_REGISTER;
-        default:
-                return KILN_EXIT_FAILURE;
-        }
-}
-
 /* ---- spec lookups (by id, as the plan names them) ---- */
 
 static const char *luks_name(const struct spec_luks *l) {
@@ -960,17 +942,21 @@ static void report_failure(struct apply_ctx *c, const struct plan_step *s, const
                 log_warning("could not report the failure: %s", err ? err : strerror(-r));
 }
 
-int apply_run(const struct plan *p, const struct apply_options *opts) {
+int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_step_kind *ret_failed) {
         static const struct apply_options defaults = { 0 };
         if (!opts)
                 opts = &defaults;
+        enum plan_step_kind failed_dummy;
+        if (!ret_failed)
+                ret_failed = &failed_dummy;
+        *ret_failed = _PLAN_STEP_KIND_MAX;
         _cleanup_free_ size_t *order = NULL;
         int r = execution_order(p, &order);
         if (r < 0)
-                return log_error_errno(r, "failed to order the plan's steps: %m"), KILN_EXIT_FAILURE;
+                return log_error_errno(r, "failed to order the plan's steps: %m");
         if (opts->dry_run) {
                 dry_run_print(p, order, opts->dry_run_out ? opts->dry_run_out : stdout);
-                return KILN_EXIT_OK;
+                return 0;
         }
 
         luks_setup_logging();
@@ -980,11 +966,11 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
         if (!c.report) {
                 r = report_new(&own_report);
                 if (r < 0)
-                        return log_error_errno(r, "failed to start the run report: %m"), KILN_EXIT_FAILURE;
+                        return log_error_errno(r, "failed to start the run report: %m");
                 (void) report_set_node(own_report, p->inv, opts->hostname, NULL);
                 c.report = own_report;
         }
-        int code = KILN_EXIT_OK;
+        int code = 0;
         const struct plan_step *failed = NULL;
         _cleanup_free_ char *failed_why = NULL;
         bool root = plan_mounts_root(p), fall_back = false;
@@ -1022,8 +1008,9 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
                         log_info("not resuming (%s); undoing the resume steps and installing fresh",
                                  c.fallback_why ? c.fallback_why : "?");
                         hook(&c, s, i, APPLY_STEP_DONE, 0, usec, NULL);
-                        if (resume_undo(&c, order, k) < 0) {
-                                code = KILN_EXIT_STORAGE;
+                        if ((r = resume_undo(&c, order, k)) < 0) {
+                                code = r;
+                                *ret_failed = s->kind;
                                 failed = s;
                                 failed_why = strdup("cannot undo the resume steps before a fresh install");
                                 break;
@@ -1041,7 +1028,8 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
                                 log_error_errno(r, "step %zu/%zu %s failed on '%s' after %.1fs: %s%s%m", k + 1, p->n_steps,
                                                 apply_step_name(s->kind), dev, usec / 1e6, why, *why ? ": " : "");
                         hook(&c, s, i, APPLY_STEP_FAILED, r, usec, *why ? why : strerror(-r));
-                        code = apply_exit_code(s->kind);
+                        code = r;
+                        *ret_failed = s->kind;
                         failed = s;
                         if (asprintf(&failed_why, "%s%s%s", why, *why ? ": " : "", strerror(-r)) < 0)
                                 failed_why = NULL;
@@ -1066,9 +1054,9 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
                 struct apply_options fo = *opts;
                 fo.fallback = NULL;
                 fo.report = c.report;
-                code = apply_run(opts->fallback, &fo);
+                code = apply_run(opts->fallback, &fo, ret_failed);
         } else {
-                if (code == KILN_EXIT_OK)
+                if (code == 0)
                         log_info("applied %zu step(s) in %.1fs", p->n_steps, (now_usec() - t0) / 1e6);
                 else
                         report_failure(&c, failed, failed_why);

@@ -257,10 +257,11 @@ int cmd_boot(int argc, char **argv) {
         };
         log_info("applying spec '%s' (%zu steps) on %s", shown, plan->n_steps, hostname ? hostname : "this machine");
         t0 = now_usec();
-        r = apply_run(resume ? resume : plan, &ao);       /* on failure it said which step, on what and why, reported it and saved the report */
+        enum plan_step_kind failed;
+        r = apply_run(resume ? resume : plan, &ao, &failed); /* on failure it said which step, on what and why, reported it and saved the report */
         register_events_done(&ev);
-        if (r != KILN_EXIT_OK)
-                return r;
+        if (r < 0)
+                return cmd_apply_exit_code(r, failed);
         log_info("spec '%s' applied in %.1f s; finish: %s", shown, (now_usec() - t0) / 1e6,
                  dry_run ? "none (dry run)" : finish_name(spec->finish));
         if (!ao.finish || spec->finish == SPEC_FINISH_NONE)

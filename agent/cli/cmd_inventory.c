@@ -2,6 +2,7 @@
 #include "exitcode.h"
 #include "inventory.h"
 #include "log.h"
+#include "probe.h"
 
 #include <getopt.h>
 

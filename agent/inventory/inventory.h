@@ -1,10 +1,16 @@
-/* What this machine has: disks (with the signatures they already carry),
- * NICs, CPU, memory. Read-only. inventory_probe() reads a live or recorded
- * /sys + /dev tree; inventory_load_json() reads what `kiln inventory --json`
- * saved, so a plan can be made for a machine that is not this one. */
+/* What a machine has: disks (with the signatures they already carry),
+ * NICs, CPU, memory. Pure: inventory_probe() (probe.h) reads a live or
+ * recorded /sys + /dev tree; inventory_load_json() reads what `kiln
+ * inventory --json` saved, so a plan can be made for a machine that is not
+ * this one. */
 #pragma once
 #include "strbuf.h"
 #include "util.h"
+
+/* Limits for a probed or loaded inventory. */
+#define INVENTORY_MAX_DISKS 4096
+#define INVENTORY_MAX_PARTS 256
+#define INVENTORY_MAX_NICS 1024
 
 /* One on-disk signature found by libblkid. */
 struct inv_signature {
@@ -61,28 +67,22 @@ struct inventory {
         struct inv_nic *nics;   size_t n_nics;
 };
 
-/* sysroot NULL = the live system (kiln_paths). Never writes. */
-int inventory_probe(const char *sysroot, struct inventory **ret);
 int inventory_load_json(const char *path, struct inventory **ret);
-/* --sysroot may name a saved JSON file or a recorded tree; this picks. */
-int inventory_load(const char *sysroot_or_json, struct inventory **ret);
-
-/* The same, and on failure *reterr (if not NULL) says where: the device or
- * file that could not be read, or "disks[1].size: expected an unsigned
- * integer" for a bad JSON file. Free it. Probing skips loop devices unless
- * KILN_INVENTORY_INCLUDE_LOOP is 1 (all of them) or lists them by path
- * ("/dev/loop3 /dev/loop7"), and never lists ram, zram, dm or md devices
- * as disks (they show up as holders). */
-int inventory_probe_full(const char *sysroot, struct inventory **ret, char **reterr);
+/* The same, and on failure *reterr (if not NULL) says where: "disks[1].size:
+ * expected an unsigned integer" for a bad JSON file. Free it. */
 int inventory_load_json_full(const char *path, struct inventory **ret, char **reterr);
 int inventory_from_json_string(const char *text, size_t len, struct inventory **ret, char **reterr);
-int inventory_load_full(const char *sysroot_or_json, struct inventory **ret, char **reterr);
 
 /* JSON: the shape of the files in tests/inventories/; load(to_json(x)) gives x back. */
 int inventory_to_json(const struct inventory *inv, struct strbuf *out);
 int inventory_to_text(const struct inventory *inv, struct strbuf *out);
 
 struct inventory *inventory_free(struct inventory *inv);
+/* Free what one element owns (not the element): for a prober or loader
+ * that drops an element it has half filled. */
+void inv_partition_done(struct inv_partition *p);
+void inv_disk_done(struct inv_disk *d);
+void inv_nic_done(struct inv_nic *n);
 DEFINE_CLEANUP(inventory_free, struct inventory *)
 #define _cleanup_inventory_free_ _cleanup_(inventory_freep)
 

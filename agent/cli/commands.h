@@ -4,6 +4,7 @@
 #pragma once
 #include "diag.h"
 #include "inventory.h"
+#include "plan.h"
 #include "spec.h"
 
 int cmd_validate(int argc, char **argv);
@@ -29,3 +30,8 @@ int cmd_plan_failed(int r, struct diags *diags, const char *verb, const char *su
  * tree, as inventory_load() takes it) or, path NULL, of this machine;
  * KILN_EXIT_OK and *ret set, or the exit code. */
 int cmd_load_inventory(const char *path, struct inventory **ret);
+/* The exit code of apply_run()'s result: KILN_EXIT_OK for 0, else the one
+ * the failing step's kind maps to (KILN_EXIT_STORAGE for storage steps,
+ * KILN_EXIT_IMAGE, KILN_EXIT_BENCH, KILN_EXIT_REGISTER; KILN_EXIT_FAILURE
+ * for anything else). */
+int cmd_apply_exit_code(int r, enum plan_step_kind failed);

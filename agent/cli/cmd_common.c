@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "exitcode.h"
 #include "log.h"
+#include "probe.h"
 
 int cmd_load_spec(const char *path, struct spec **ret) {
         _cleanup_(diags_clear) struct diags diags = {};
@@ -46,6 +47,26 @@ int cmd_plan_failed(int r, struct diags *diags, const char *verb, const char *su
                 return KILN_EXIT_BAD_SPEC;
         default:
                 log_error_errno(r, "failed to plan '%s': %m", subject);
+                return KILN_EXIT_FAILURE;
+        }
+}
+
+int cmd_apply_exit_code(int r, enum plan_step_kind failed) {
+        if (r >= 0)
+                return KILN_EXIT_OK;
+        switch (failed) {
+        case PLAN_WIPE: case PLAN_PARTITION: case PLAN_MD_CREATE: case PLAN_LUKS_FORMAT:
+        case PLAN_LUKS_OPEN: case PLAN_PVCREATE: case PLAN_VGCREATE: case PLAN_LVCREATE:
+        case PLAN_MKFS: case PLAN_MOUNT: case PLAN_CONFIGURE:
+        case PLAN_MD_ASSEMBLE: case PLAN_VG_ACTIVATE: case PLAN_SKIP_STAGE: case PLAN_RESUME_CHECK:
+                return KILN_EXIT_STORAGE;
+        case PLAN_BENCH_RAW: case PLAN_BENCH_CRYPT:
+                return KILN_EXIT_BENCH;
+        case PLAN_IMAGE:
+                return KILN_EXIT_IMAGE;
+        case PLAN_REGISTER:
+                return KILN_EXIT_REGISTER;
+        default:
                 return KILN_EXIT_FAILURE;
         }
 }
