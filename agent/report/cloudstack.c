@@ -350,7 +350,9 @@ int cs_url_address(const char *url, struct cs_address *ret) {
         if (!p)
                 return -EINVAL;
         p += 3;
-        p += strcspn(p, "/?#@") < strlen(p) && p[strcspn(p, "/?#@")] == '@' ? strcspn(p, "@") + 1 : 0;
+        const char *at = memrchr(p, '@', strcspn(p, "/?#"));   /* userinfo@ of the authority */
+        if (at)
+                p = at + 1;
         if (*p == '[') {
                 const char *e = strchr(p, ']');
                 if (!e)
