@@ -20,6 +20,10 @@ PKGS=(
   zstd xz-utils gzip tar cpio kmod busybox-static
   mdadm lvm2 cryptsetup-bin xfsprogs e2fsprogs dosfstools parted fdisk fio sqlite3
   nginx-light qemu-system-x86 qemu-utils ipxe-qemu mmdebstrap file socat bc time
+  dnsmasq-base
+  # the stand-in controller's SSH login on addHost (test-register-ssh): a test
+  # sshd on 127.0.0.1 (never started as a service: policy-rc.d or no init)
+  openssh-server python3-paramiko
   # luks[].unlock: clevis bound against a real tangd on 127.0.0.1 (tests/host/test-unlock.sh)
   clevis clevis-luks tang jose cryptsetup
 )

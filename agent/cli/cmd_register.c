@@ -1,0 +1,165 @@
+/* kiln register --report FILE --spec FILE: registration on its own, from a
+ * saved run report (e.g. on the installed system's first boot, when
+ * CloudStack's addHost can reach a running host). The report says who the
+ * node is; the spec holds where to register and the credentials, which are
+ * never written into a report. The report is updated with the outcome. */
+#include "ca.h"
+#include "commands.h"
+#include "exitcode.h"
+#include "log.h"
+#include "register.h"
+#include "report.h"
+#include "spec.h"
+
+#include <getopt.h>
+
+static void help(void) {
+        printf("usage: kiln register --report FILE --spec FILE [OPTIONS]\n\n"
+               "Register the node a saved run report describes with the controller\n"
+               "(CloudStack addHost, only if the host is not there yet) and post the\n"
+               "report to the webhook, as the spec's register section says.\n\n"
+               "  --report FILE          the run report (report.json of a run)\n"
+               "  --spec FILE            the host spec with the register section\n"
+               "  --save FILE            write the updated report here (default: --report)\n"
+               "  --ip ADDR              the node's address, instead of the report's\n"
+               "  --timeout SEC          give up after SEC seconds in all (default 300; the\n"
+               "                         webhook report keeps a quarter, at most 60 s, of its own)\n"
+               "  --request-timeout SEC  each request's limit (default 20)\n"
+               "  --ca FILE              extra CA bundle for HTTPS (the spec's ca: is trusted too)\n");
+}
+
+static int parse_seconds(const char *s, unsigned *ret_ms) {
+        unsigned v;
+        if (safe_atou(s, &v) < 0 || v == 0 || v > 86400)
+                return -EINVAL;
+        *ret_ms = v * 1000;
+        return 0;
+}
+
+int cmd_register(int argc, char **argv) {
+        static const struct option opts[] = {
+                { "report", required_argument, NULL, 'r' },
+                { "spec", required_argument, NULL, 's' },
+                { "save", required_argument, NULL, 'o' },
+                { "ip", required_argument, NULL, 'i' },
+                { "timeout", required_argument, NULL, 't' },
+                { "request-timeout", required_argument, NULL, 'T' },
+                { "ca", required_argument, NULL, 'c' },
+                { "help", no_argument, NULL, 'h' },
+                {}
+        };
+        const char *report_path = NULL, *spec_path = NULL, *save = NULL, *ip = NULL;
+        _cleanup_report_free_ struct report *report = NULL;
+        _cleanup_spec_free_ struct spec *spec = NULL;
+        _cleanup_free_ char *err = NULL;
+        struct register_options ro;
+        struct register_events ev;
+        int c, r;
+
+        register_options_default(&ro);
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0)
+                switch (c) {
+                case 'r': report_path = optarg; break;
+                case 's': spec_path = optarg; break;
+                case 'o': save = optarg; break;
+                case 'i': ip = optarg; break;
+                case 'c': ro.ca_file = optarg; break;
+                case 't':
+                        if (parse_seconds(optarg, &ro.policy.total_ms) < 0) {
+                                log_error("invalid --timeout '%s': expected seconds, 1 to 86400", optarg);
+                                return KILN_EXIT_USAGE;
+                        }
+                        break;
+                case 'T':
+                        if (parse_seconds(optarg, &ro.policy.request_timeout_ms) < 0) {
+                                log_error("invalid --request-timeout '%s': expected seconds, 1 to 86400", optarg);
+                                return KILN_EXIT_USAGE;
+                        }
+                        break;
+                case 'h': help(); return KILN_EXIT_OK;
+                default: return KILN_EXIT_USAGE;
+                }
+        if (optind < argc || !report_path || !spec_path) {
+                log_error("kiln register needs --report FILE and --spec FILE (see 'kiln register --help')");
+                return KILN_EXIT_USAGE;
+        }
+        /* One budget for the whole command; events get at most a fifth of it each. */
+        if (ro.event_policy.total_ms > ro.policy.total_ms / 5)
+                ro.event_policy.total_ms = ro.policy.total_ms / 5;
+        if (ro.event_policy.request_timeout_ms > ro.event_policy.total_ms)
+                ro.event_policy.request_timeout_ms = ro.event_policy.total_ms;
+
+        r = cmd_load_spec(spec_path, &spec);
+        if (r != KILN_EXIT_OK)
+                return r;
+        _cleanup_free_ char *ca_file = NULL, *ca_err = NULL;
+        r = ca_for_spec(spec->ca, ro.ca_file, &ca_file, &ca_err);
+        if (r < 0) {
+                log_error_errno(r, "failed to load the CA of host spec '%s' (%s): %s", spec_path, ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}),
+                                ca_err ? ca_err : strerror(-r));
+                return KILN_EXIT_REGISTER;
+        }
+        if (ca_file)
+                ro.ca_file = ca_file;   /* the spec's ca: beside --ca */
+        if (!spec->cloudstack.present && !spec->webhook.present) {
+                log_error("host spec '%s' has no register section (cloudstack or webhook): nothing to do", spec_path);
+                return KILN_EXIT_REGISTER;
+        }
+
+        r = report_load(report_path, &report);
+        if (r == -EBADMSG) {
+                log_error("'%s' is not a kiln run report", report_path);
+                return KILN_EXIT_REGISTER;
+        }
+        if (r == -ENOTEMPTY) {
+                log_error("run report '%s' has data after its JSON document: refusing it", report_path);
+                return KILN_EXIT_REGISTER;
+        }
+        if (r < 0) {
+                log_error_errno(r, "failed to read run report '%s': %m", report_path);
+                return KILN_EXIT_REGISTER;
+        }
+        if (ip && (r = report_set_node_field(report, "ip", ip)) < 0) {
+                log_error_errno(r, "failed to set the node's address: %m");
+                return KILN_EXIT_FAILURE;
+        }
+
+        ro.policy.deadline_usec = ro.event_policy.deadline_usec = now_usec() + (uint64_t) ro.policy.total_ms * 1000;
+        register_attach_events(report, &ev, spec, &ro);
+        (void) report_stage_begin(report, "register");
+        r = register_run(spec, report, &ro, &err);
+        (void) report_stage_end(report, "register", r < 0 ? REPORT_FAIL : REPORT_SUCCESS, r < 0 ? err : NULL);
+        report_set_event_hook(report, NULL, NULL);
+        if (ev.failed)
+                log_warning("%u stage event(s) could not be delivered: %s", ev.failed,
+                            ev.last_error ? ev.last_error : "unknown error");
+        register_events_done(&ev);
+
+        int k = report_save(report, save ? save : report_path);
+        if (k < 0)
+                log_warning_errno(k, "failed to save the updated run report '%s': %m", save ? save : report_path);
+
+        if (r < 0) {
+                log_error("registration of node '%s' failed: %s", report_node_field(report, "id") ?: "?",
+                          err ? err : strerror(-r));
+                return KILN_EXIT_REGISTER;
+        }
+        json_object *reg = report_get(report, "registration"), *cs, *v;
+        if (reg && json_object_object_get_ex(reg, "cloudstack", &cs) && json_object_object_get_ex(cs, "host_id", &v)) {
+                json_object *added = NULL, *after = NULL;
+                (void) json_object_object_get_ex(cs, "added", &added);
+                (void) json_object_object_get_ex(cs, "found_after_addhost", &after);
+                log_info("node '%s' (%s) %s CloudStack zone '%s', cluster '%s' as host %s%s",
+                         report_node_field(report, "id") ?: "?", report_node_field(report, "ip") ?: "?",
+                         json_object_get_boolean(added) ? "added to" :
+                         json_object_get_boolean(after) ? "found in" : "was already in",
+                         spec->cloudstack.zone, spec->cloudstack.cluster, json_object_get_string(v),
+                         json_object_get_boolean(after) ? " after its addHost (added by another run, or by a request whose answer was lost)" : "");
+        } else if (spec->cloudstack.present)
+                log_warning("the run failed: node '%s' reported but not added to CloudStack",
+                            report_node_field(report, "id") ?: "?");
+        if (spec->webhook.present)
+                log_info("run report %s delivered to the webhook", report_run_id(report));
+        return KILN_EXIT_OK;
+}

@@ -1,0 +1,576 @@
+#include "cloudstack.h"
+#include "backoff.h"
+#include "url.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <sys/socket.h>
+
+#define CS_MAX_PARAMS 32
+#define CS_PAGE_SIZE 500        /* CloudStack's default.page.size: the most one page may hold */
+#define CS_MAX_PAGES 1000       /* 500,000 hosts */
+#define CS_MAX_ADD_SENDS 5      /* addHost sends without a verdict before kiln gives up */
+#define CS_MAX_EXISTS_LOOKS 5   /* looks after "already in the database" that find nothing */
+
+static void json_object_putp(json_object **o) {
+        if (*o)
+                json_object_put(*o);
+}
+#define _cleanup_json_ _cleanup_(json_object_putp)
+
+int cs_encode_value(const char *v, struct strbuf *out) {
+        static const char hex[] = "0123456789ABCDEF";
+        int r = 0;
+        for (const unsigned char *p = (const unsigned char *) (v ? v : ""); r >= 0 && *p; p++) {
+                if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                    *p == '.' || *p == '-' || *p == '*' || *p == '_')
+                        r = strbuf_add(out, p, 1);
+                else if (*p == ' ')
+                        r = strbuf_adds(out, "%20");
+                else {
+                        char e[3] = { '%', hex[*p >> 4], hex[*p & 15] };
+                        r = strbuf_add(out, e, 3);
+                }
+        }
+        return r;
+}
+
+static int param_cmp(const void *a, const void *b) {
+        return strcmp(((const struct cs_param *) a)->name, ((const struct cs_param *) b)->name);
+}
+
+int cs_signature(const struct cs_param *params, size_t n, const char *secret_key, char **ret) {
+        _cleanup_strbuf_ struct strbuf s = STRBUF_INIT;
+        struct cs_param sorted[CS_MAX_PARAMS];
+        unsigned char mac[EVP_MAX_MD_SIZE];
+        unsigned mac_len = 0;
+        int r = 0;
+
+        if (n > CS_MAX_PARAMS || !secret_key)
+                return -EINVAL;
+        memcpy(sorted, params, n * sizeof *params);
+        qsort(sorted, n, sizeof *sorted, param_cmp);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                if (i)
+                        r = strbuf_add(&s, "&", 1);
+                if (r >= 0)
+                        r = strbuf_adds(&s, sorted[i].name);
+                if (r >= 0)
+                        r = strbuf_add(&s, "=", 1);
+                if (r >= 0)
+                        r = cs_encode_value(sorted[i].value, &s);
+        }
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < s.len; i++)
+                if (s.buf[i] >= 'A' && s.buf[i] <= 'Z')
+                        s.buf[i] = (char) (s.buf[i] - 'A' + 'a');
+        if (!HMAC(EVP_sha1(), secret_key, (int) strlen(secret_key), (const unsigned char *) strbuf_str(&s),
+                  s.len, mac, &mac_len))
+                return -EIO;
+        char *b64 = malloc(4 * ((mac_len + 2) / 3) + 1);
+        if (!b64)
+                return -ENOMEM;
+        EVP_EncodeBlock((unsigned char *) b64, mac, (int) mac_len);
+        *ret = b64;
+        return 0;
+}
+
+int cs_format_expires(time_t t, char *buf, size_t len) {
+        struct tm tm;
+        if (!gmtime_r(&t, &tm))
+                return -EINVAL;
+        if (strftime(buf, len, "%Y-%m-%dT%H:%M:%S+0000", &tm) == 0)
+                return -ENOBUFS;
+        return 0;
+}
+
+int cs_build_query(const struct cs_client *c, const char *command, const struct cs_param *params, size_t n,
+                   time_t now, struct strbuf *out) {
+        struct cs_param all[CS_MAX_PARAMS];
+        char expires[40];
+        _cleanup_free_ char *sig = NULL;
+        size_t m = 0;
+        int r;
+
+        if (!c->api_key || !c->secret_key || n + 5 > CS_MAX_PARAMS)
+                return -EINVAL;
+        r = cs_format_expires(now + (c->expires_sec ? c->expires_sec : CS_EXPIRES_SEC), expires, sizeof expires);
+        if (r < 0)
+                return r;
+        all[m++] = (struct cs_param) { "command", command };
+        for (size_t i = 0; i < n; i++)
+                all[m++] = params[i];
+        all[m++] = (struct cs_param) { "response", "json" };
+        all[m++] = (struct cs_param) { "apikey", c->api_key };
+        all[m++] = (struct cs_param) { "signatureversion", "3" };
+        all[m++] = (struct cs_param) { "expires", expires };
+        r = cs_signature(all, m, c->secret_key, &sig);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; r >= 0 && i < m; i++) {
+                r = strbuf_addf(out, "%s%s=", i ? "&" : "", all[i].name);
+                if (r >= 0)
+                        r = cs_encode_value(all[i].value, out);
+        }
+        if (r >= 0)
+                r = strbuf_adds(out, "&signature=");
+        if (r >= 0)
+                r = cs_encode_value(sig, out);
+        return r;
+}
+
+/* CloudStack wraps every answer, errors included, in {"<command>response": {...}}. */
+static json_object *response_object(json_object *root) {
+        if (!json_object_is_type(root, json_type_object))
+                return NULL;
+        json_object_object_foreach(root, key, val) {
+                (void) key;
+                if (json_object_is_type(val, json_type_object))
+                        return val;
+        }
+        return NULL;
+}
+
+static const char *jstr(json_object *o, const char *key) {
+        json_object *v;
+        if (!o || !json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static json_object *parse_json(const struct strbuf *sb) {
+        json_tokener *tok = json_tokener_new();
+        if (!tok)
+                return NULL;
+        json_object *o = json_tokener_parse_ex(tok, strbuf_str(sb), (int) sb->len);
+        if (json_tokener_get_error(tok) != json_tokener_success && o) {
+                json_object_put(o);
+                o = NULL;
+        }
+        json_tokener_free(tok);
+        return o;
+}
+
+/* What CloudStack said to one request, beyond the answer object. */
+struct cs_answer {
+        long status;            /* HTTP status, 0 if none arrived */
+        bool verdict;           /* the body is CloudStack's own error object (errorcode) */
+        long errorcode;
+        char *errortext;
+};
+
+static void cs_answer_done(struct cs_answer *a) {
+        free(a->errortext);
+        *a = (struct cs_answer) { 0 };
+}
+
+/* CloudStack's error bodies are its verdict: a 530 from addHost ("Unable to add
+ * the host ...") is not a fault on the way, and sending again changes nothing. */
+static bool cs_body_is_verdict(const struct http_response *resp) {
+        json_object *root = parse_json(&resp->body);
+        bool v = jstr(response_object(root), "errorcode") != NULL;
+        if (root)
+                json_object_put(root);
+        return v;
+}
+
+static int cs_request(const struct cs_client *c, const char *command, const struct cs_param *params, size_t n,
+                      const struct delivery_policy *policy, json_object **ret, struct cs_answer *ans, char **ret_error) {
+        static const struct delivery_policy def = DELIVERY_POLICY_DEFAULT;
+        _cleanup_strbuf_ struct strbuf body = STRBUF_INIT;
+        _cleanup_(http_response_done) struct http_response resp = { 0 };
+        _cleanup_json_ json_object *root = NULL;
+        int r;
+
+        r = cs_build_query(c, command, params, n, time(NULL), &body);
+        if (r < 0)
+                return set_errorf(ret_error, r, "failed to build the CloudStack request '%s'", command);
+        struct http_request req = {
+                .method = "POST",
+                .url = c->endpoint,
+                .content_type = "application/x-www-form-urlencoded",
+                .body = strbuf_str(&body),
+                .body_len = body.len,
+                .ca_file = c->ca_file,
+        };
+        struct delivery_policy p = policy ? *policy : c->policy ? *c->policy : def;
+        p.is_final = cs_body_is_verdict;
+        r = c->send ? c->send(&req, &p, &resp, c->send_userdata) : delivery_send(&req, &p, &resp);
+        root = parse_json(&resp.body);
+        json_object *o = response_object(root);
+        const char *code = jstr(o, "errorcode"), *text = jstr(o, "errortext");
+        if (ans) {
+                ans->status = resp.status;
+                ans->verdict = code != NULL;
+                ans->errorcode = code ? strtol(code, NULL, 10) : 0;
+                ans->errortext = strdup_or_null(text);
+        }
+        if (r < 0) {
+                char shown[URL_DISPLAY_MAX];
+                url_display(c->endpoint, shown);
+                if (text)
+                        return set_errorf(ret_error, r, "CloudStack refused %s (HTTP %ld, errorcode %s): %s",
+                                          command, resp.status, code ? code : "?", text);
+                if (r == -ETIMEDOUT || r == -EAGAIN)
+                        return set_errorf(ret_error, r, "CloudStack at '%s' did not answer %s in time after %u attempts (last: %s)",
+                                          shown, command, resp.attempts, resp.error[0] ? resp.error : "timeout");
+                return set_errorf(ret_error, r, "CloudStack request %s to '%s' failed: %s", command, shown,
+                                  resp.error[0] ? resp.error : strerror(-r));
+        }
+        if (!o)
+                return set_errorf(ret_error, -EBADMSG, "CloudStack answered %s with something that is not its JSON (HTTP %ld)",
+                                  command, resp.status);
+        if (code)
+                return set_errorf(ret_error, -EPROTO, "CloudStack refused %s (errorcode %s): %s", command, code,
+                                  text ? text : "no error text");
+        *ret = json_object_get(o);
+        return 0;
+}
+
+int cs_call(const struct cs_client *c, const char *command, const struct cs_param *params, size_t n,
+            json_object **ret, char **ret_error) {
+        return cs_request(c, command, params, n, NULL, ret, NULL, ret_error);
+}
+
+/* The list "key" inside a list*response; NULL when CloudStack sent {} (no items). */
+static json_object *list_items(json_object *resp, const char *key) {
+        json_object *a;
+        if (!json_object_object_get_ex(resp, key, &a) || !json_object_is_type(a, json_type_array))
+                return NULL;
+        return a;
+}
+
+static json_object *find_by(json_object *items, const char *field, const char *value) {
+        size_t n = items ? json_object_array_length(items) : 0;
+        for (size_t i = 0; i < n; i++) {
+                json_object *it = json_object_array_get_idx(items, i);
+                const char *v = jstr(it, field);
+                if (v && streq(v, value))
+                        return it;
+        }
+        return NULL;
+}
+
+static int names_of(json_object *items, struct strbuf *out) {
+        size_t n = items ? json_object_array_length(items) : 0;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const char *v = jstr(json_object_array_get_idx(items, i), "name");
+                r = strbuf_addf(out, "%s'%s'", i ? ", " : "", v ? v : "?");
+        }
+        if (r >= 0 && n == 0)
+                r = strbuf_adds(out, "none");
+        return r;
+}
+
+/* Find the item called name in list command's answer; *ret_id gets its id. */
+static int resolve(const struct cs_client *c, const char *command, const char *key, const char *what,
+                   const char *name, const struct cs_param *params, size_t n, char **ret_id, char **ret_error) {
+        _cleanup_json_ json_object *resp = NULL;
+        int r = cs_call(c, command, params, n, &resp, ret_error);
+        if (r < 0)
+                return r;
+        json_object *items = list_items(resp, key);
+        json_object *it = find_by(items, "name", name);
+        const char *id = jstr(it, "id");
+        if (!id) {
+                _cleanup_strbuf_ struct strbuf known = STRBUF_INIT;
+                (void) names_of(items, &known);
+                return set_errorf(ret_error, -ENOENT, "CloudStack has no %s '%s' (it has: %s)", what, name,
+                                  strbuf_str(&known));
+        }
+        char *d = strdup(id);
+        if (!d)
+                return -ENOMEM;
+        *ret_id = d;
+        return 0;
+}
+
+void cs_result_done(struct cs_result *r) {
+        if (!r)
+                return;
+        free(r->zone_id);
+        free(r->pod_id);
+        free(r->cluster_id);
+        free(r->host_id);
+        free(r->host_name);
+        free(r->host_state);
+        *r = (struct cs_result) { 0 };
+}
+
+static int take_host(json_object *host, struct cs_result *res) {
+        const char *id = jstr(host, "id"), *name = jstr(host, "name"), *state = jstr(host, "state");
+        if (!id)
+                return -EBADMSG;
+        res->host_id = strdup(id);
+        res->host_name = strdup_or_null(name);
+        res->host_state = strdup_or_null(state);
+        if (!res->host_id || (name && !res->host_name) || (state && !res->host_state))
+                return -ENOMEM;
+        return 0;
+}
+
+int cs_host_address(const char *text, struct cs_address *ret) {
+        char buf[INET6_ADDRSTRLEN + 2];
+        size_t n = text ? strlen(text) : 0;
+        struct cs_address a = { 0 };
+
+        if (n >= 2 && text[0] == '[' && text[n - 1] == ']') {
+                text++;
+                n -= 2;
+        }
+        if (n == 0 || n >= sizeof buf)
+                return -EINVAL;
+        memcpy(buf, text, n);
+        buf[n] = 0;
+        if (inet_pton(AF_INET, buf, a.bytes) == 1)
+                a.family = AF_INET;
+        else if (inet_pton(AF_INET6, buf, a.bytes) == 1)
+                a.family = AF_INET6;
+        else
+                return -EINVAL;
+        if (!inet_ntop(a.family, a.bytes, a.text, sizeof a.text))
+                return -errno;
+        *ret = a;
+        return 0;
+}
+
+bool cs_address_equal(const struct cs_address *a, const struct cs_address *b) {
+        return a->family == b->family && memcmp(a->bytes, b->bytes, a->family == AF_INET ? 4 : 16) == 0;
+}
+
+int cs_url_address(const char *url, struct cs_address *ret) {
+        const char *p = url ? strstr(url, "://") : NULL;
+        char host[256];
+        size_t n;
+
+        if (!p)
+                return -EINVAL;
+        p += 3;
+        const char *at = memrchr(p, '@', strcspn(p, "/?#"));   /* userinfo@ of the authority */
+        if (at)
+                p = at + 1;
+        if (*p == '[') {
+                const char *e = strchr(p, ']');
+                if (!e)
+                        return -EINVAL;
+                n = (size_t) (e - p) + 1;
+        } else
+                n = strcspn(p, ":/?#");
+        if (n == 0 || n >= sizeof host)
+                return -EINVAL;
+        memcpy(host, p, n);
+        host[n] = 0;
+        if (cs_host_address(host, ret) >= 0)
+                return 0;
+        /* A name: CloudStack resolves it (InetAddress.getByName) and knows the host by the address. */
+        struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+        if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+                return -EADDRNOTAVAIL;
+        char text[INET6_ADDRSTRLEN];
+        const void *src = ai->ai_family == AF_INET ? (const void *) &((struct sockaddr_in *) ai->ai_addr)->sin_addr
+                                                   : (const void *) &((struct sockaddr_in6 *) ai->ai_addr)->sin6_addr;
+        const char *t = inet_ntop(ai->ai_family, src, text, sizeof text);
+        freeaddrinfo(ai);
+        return t ? cs_host_address(text, ret) : -EADDRNOTAVAIL;
+}
+
+/* Every Routing host CloudStack has, page by page (500 a page, as many pages
+ * as "count" says), until one has this address: *ret gets it (a reference),
+ * or NULL. All zones: a host CloudStack has elsewhere is still this node. */
+static int find_host(const struct cs_client *c, const struct cs_address *addr, json_object **ret, char **ret_error) {
+        char page[16], size[16];
+        size_t seen = 0;
+
+        *ret = NULL;
+        snprintf(size, sizeof size, "%d", CS_PAGE_SIZE);
+        for (unsigned pg = 1; pg <= CS_MAX_PAGES; pg++) {
+                _cleanup_json_ json_object *resp = NULL;
+                snprintf(page, sizeof page, "%u", pg);
+                struct cs_param lh_p[] = { { "type", "Routing" }, { "page", page }, { "pagesize", size } };
+                int r = cs_call(c, "listHosts", lh_p, ELEMENTSOF(lh_p), &resp, ret_error);
+                if (r < 0)
+                        return r;
+                json_object *items = list_items(resp, "host"), *count;
+                size_t n = items ? json_object_array_length(items) : 0;
+                for (size_t i = 0; i < n; i++) {
+                        json_object *it = json_object_array_get_idx(items, i);
+                        struct cs_address a;
+                        if (cs_host_address(jstr(it, "ipaddress"), &a) >= 0 && cs_address_equal(&a, addr)) {
+                                *ret = json_object_get(it);
+                                return 1;
+                        }
+                }
+                seen += n;
+                size_t total = json_object_object_get_ex(resp, "count", &count) ? (size_t) json_object_get_int64(count) : 0;
+                if (n < CS_PAGE_SIZE || seen >= total)
+                        return 0;
+        }
+        return set_errorf(ret_error, -E2BIG, "CloudStack's listHosts has more than %d pages of %d hosts",
+                          CS_MAX_PAGES, CS_PAGE_SIZE);
+}
+
+/* A host CloudStack is still setting up: its addHost has not finished. */
+static bool state_transient(const char *s) {
+        return s && (streq(s, "Creating") || streq(s, "Connecting"));
+}
+
+/* Sleep the next backoff delay, never past the deadline; false when the deadline has passed. */
+static bool wait_before_looking(struct backoff *b, const struct delivery_policy *p) {
+        uint64_t now = now_usec();
+        if (now >= p->deadline_usec)
+                return false;
+        uint64_t d = (uint64_t) backoff_delay_ms(b, b->attempt++) * 1000;
+        if (d > p->deadline_usec - now)
+                d = p->deadline_usec - now;
+        struct timespec ts = { .tv_sec = (time_t) (d / 1000000), .tv_nsec = (long) (d % 1000000) * 1000 };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+        return true;
+}
+
+int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct cs_result *ret, char **ret_error) {
+        static const struct delivery_policy def = DELIVERY_POLICY_DEFAULT;
+        _cleanup_(cs_result_done) struct cs_result res = { 0 };
+        _cleanup_free_ char *url = NULL, *verdict = NULL;
+        struct cs_address addr;
+        int r;
+
+        if (!h->zone || !h->pod || !h->cluster || !h->ip)
+                return set_errorf(ret_error, -EINVAL, "CloudStack registration needs zone, pod, cluster and the node's IP address");
+
+        /* One budget for every request of this registration (the caller's deadline, if it set one). */
+        struct delivery_policy p = c->policy ? *c->policy : def;
+        if (!p.deadline_usec)
+                p.deadline_usec = now_usec() + (uint64_t) p.total_ms * 1000;
+        struct cs_client cl = *c;
+        cl.policy = &p;
+        /* addHost is sent once per attempt: what follows a lost answer is a look, not a resend. */
+        struct delivery_policy once = p;
+        once.max_attempts = 1;
+
+        /* The address CloudStack knows the host by: host_url's, else the node's (IPv6 in brackets). */
+        if (h->url) {
+                r = cs_url_address(h->url, &addr);
+                if (r < 0)
+                        return set_errorf(ret_error, r, "host_url '%s' names no address CloudStack can reach the host at", h->url);
+        } else {
+                r = cs_host_address(h->ip, &addr);
+                if (r < 0)
+                        return set_errorf(ret_error, r, "the node's address '%s' is not an IP address", h->ip);
+                if (asprintf(&url, addr.family == AF_INET6 ? "http://[%s]" : "http://%s", addr.text) < 0)
+                        return -ENOMEM;
+        }
+
+        r = resolve(&cl, "listZones", "zone", "zone", h->zone, NULL, 0, &res.zone_id, ret_error);
+        if (r < 0)
+                return r;
+        struct cs_param pod_p[] = { { "zoneid", res.zone_id } };
+        r = resolve(&cl, "listPods", "pod", "pod", h->pod, pod_p, ELEMENTSOF(pod_p), &res.pod_id, ret_error);
+        if (r < 0)
+                return r;
+        struct cs_param cl_p[] = { { "zoneid", res.zone_id }, { "podid", res.pod_id } };
+        r = resolve(&cl, "listClusters", "cluster", "cluster", h->cluster, cl_p, ELEMENTSOF(cl_p), &res.cluster_id, ret_error);
+        if (r < 0)
+                return r;
+
+        struct cs_param add_p[8];
+        size_t n = 0;
+        add_p[n++] = (struct cs_param) { "zoneid", res.zone_id };
+        add_p[n++] = (struct cs_param) { "podid", res.pod_id };
+        add_p[n++] = (struct cs_param) { "clusterid", res.cluster_id };
+        add_p[n++] = (struct cs_param) { "hypervisor", "KVM" };
+        add_p[n++] = (struct cs_param) { "url", h->url ? h->url : url };
+        add_p[n++] = (struct cs_param) { "username", h->username ? h->username : "root" };
+        if (h->password)
+                add_p[n++] = (struct cs_param) { "password", h->password };
+
+        /* Look, and add only what is not there. After any addHost that did not
+         * name the new host, look again before anything else:
+         *   - no verdict (timeout, reset, a proxy's 5xx): CloudStack may have
+         *     taken it, so wait, look, and send again only if the host is not there;
+         *   - 530 "... is already in the database ...": another run (or our own
+         *     lost request) added it; look until it shows;
+         *   - any other 530: look once (a CloudStack older than 4.17 says "Cannot
+         *     find the server resources" for a host it has), then it is final,
+         *     with CloudStack's text; other errors are final at once.
+         * Concurrent runs for one node converge: CloudStack refuses the second
+         * addHost for an address with the 530, and that run then finds the host. */
+        enum { AFTER_NOTHING, AFTER_NO_VERDICT, AFTER_EXISTS, AFTER_FAILED } after = AFTER_NOTHING;
+        struct backoff b = BACKOFF_INIT(p.backoff_base_ms, p.backoff_cap_ms, 0);
+        unsigned exists_looks = 0;
+        for (;;) {
+                _cleanup_json_ json_object *found = NULL, *added = NULL;
+                _cleanup_(cs_answer_done) struct cs_answer ans = { 0 };
+                _cleanup_free_ char *err = NULL;
+
+                r = find_host(&cl, &addr, &found, ret_error);
+                if (r < 0)
+                        return r;
+                if (found) {
+                        const char *zone = jstr(found, "zoneid"), *state = jstr(found, "state"), *id = jstr(found, "id");
+                        if (zone && !streq(zone, res.zone_id))
+                                return set_errorf(ret_error, -EEXIST, "CloudStack already has host %s (id %s) in another zone (id %s), not in zone '%s'",
+                                                  addr.text, id ? id : "?", zone, h->zone);
+                        if (state_transient(state)) {
+                                /* Another addHost for this address is still at work: wait for its outcome. */
+                                if (!wait_before_looking(&b, &p))
+                                        return set_errorf(ret_error, -ETIMEDOUT, "CloudStack's host %s (id %s) was still %s when the time ran out",
+                                                          addr.text, id ? id : "?", state);
+                                continue;
+                        }
+                        r = take_host(found, &res);
+                        if (r < 0)
+                                return set_errorf(ret_error, r, "CloudStack's listHosts answer has a host without an id");
+                        res.added = false;
+                        res.found_after_add = res.add_sends > 0;
+                        *ret = res;
+                        res = (struct cs_result) { 0 };
+                        return 0;
+                }
+                if (after == AFTER_FAILED)
+                        return set_errorf(ret_error, -EPROTO, "%s", verdict);
+                if (after == AFTER_EXISTS) {
+                        if (++exists_looks > CS_MAX_EXISTS_LOOKS)
+                                return set_errorf(ret_error, -EPROTO, "%s (and listHosts did not show it after %u looks)",
+                                                  verdict, exists_looks - 1);
+                        if (!wait_before_looking(&b, &p))
+                                return set_errorf(ret_error, -ETIMEDOUT, "%s (and listHosts did not show it in time)", verdict);
+                        continue;
+                }
+                if (res.add_sends >= CS_MAX_ADD_SENDS)
+                        return set_errorf(ret_error, -ETIMEDOUT, "%s (addHost sent %u times, the host never appeared)",
+                                          verdict ? verdict : "no answer", res.add_sends);
+                if (now_usec() >= p.deadline_usec)
+                        return set_errorf(ret_error, -ETIMEDOUT, "%s", verdict ? verdict : "the time for the registration ran out");
+
+                res.add_sends++;
+                r = cs_request(&cl, "addHost", add_p, n, &once, &added, &ans, &err);
+                if (r >= 0) {
+                        json_object *items = list_items(added, "host");
+                        r = take_host(items ? json_object_array_get_idx(items, 0) : NULL, &res);
+                        if (r < 0)
+                                return set_errorf(ret_error, r, "CloudStack's addHost answer names no host");
+                        res.added = true;
+                        *ret = res;
+                        res = (struct cs_result) { 0 };
+                        return 0;
+                }
+                free(verdict);
+                verdict = TAKE_PTR(err);
+                if (ans.verdict && ans.errorcode == 530 && ans.errortext && strstr(ans.errortext, "is already in the database"))
+                        after = AFTER_EXISTS;
+                else if (ans.verdict && ans.errorcode == 530)
+                        after = AFTER_FAILED;
+                else if (ans.verdict || r == -EACCES || r == -EPROTO || r == -EINVAL || r == -EBADMSG)
+                        return set_errorf(ret_error, r, "%s", verdict);
+                else {
+                        after = AFTER_NO_VERDICT;
+                        if (!wait_before_looking(&b, &p))
+                                return set_errorf(ret_error, -ETIMEDOUT, "%s", verdict);
+                }
+        }
+}

@@ -1,0 +1,224 @@
+#include "register.h"
+#include "cloudstack.h"
+#include "webhook.h"
+#include "url.h"
+
+#include <sys/random.h>
+
+void register_options_default(struct register_options *o) {
+        *o = (struct register_options) {
+                .policy = DELIVERY_POLICY_DEFAULT,
+                .event_policy = { 2000, 5000, 5000, 500, 2000, 0, 0, NULL },
+        };
+}
+
+static void json_putp(json_object **o) {
+        if (*o)
+                json_object_put(*o);
+}
+
+static void on_event(struct report *r, const char *kind, json_object *event, void *userdata) {
+        struct register_events *ev = userdata;
+        const struct spec_webhook *w = &ev->spec->webhook;
+        _cleanup_free_ char *err = NULL, *delivery = NULL;
+        json_object *seq;
+
+        if (ev->disabled)
+                return;
+        if (asprintf(&delivery, "%s/%d", report_run_id(r) ? report_run_id(r) : "-",
+                     json_object_object_get_ex(event, "seq", &seq) ? json_object_get_int(seq) : 0) < 0)
+                return;
+        struct webhook_target t = {
+                .url = w->url, .hmac_key = w->hmac_key, .ca_file = ev->opts->ca_file,
+                .policy = &ev->opts->event_policy,
+        };
+        int k = webhook_post(&t, kind, report_run_id(r), report_node_field(r, "id"), delivery,
+                             json_object_to_json_string_ext(event, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+                             &err);
+        if (k >= 0) {
+                ev->sent++;
+                return;
+        }
+        ev->failed++;
+        ev->disabled = true;
+        if (!ev->last_error)
+                ev->last_error = TAKE_PTR(err);
+}
+
+void register_attach_events(struct report *r, struct register_events *ev, const struct spec *spec,
+                            const struct register_options *opts) {
+        *ev = (struct register_events) { .spec = spec, .opts = opts };
+        if (spec->webhook.present && spec->webhook.url)
+                report_set_event_hook(r, on_event, ev);
+}
+
+void register_events_done(struct register_events *ev) {
+        if (!ev)
+                return;
+        free(ev->last_error);
+        ev->last_error = NULL;
+}
+
+static json_object *jstr(const char *s) { return s ? json_object_new_string(s) : NULL; }
+/* A URL as the report and its events show it (url.h). */
+static json_object *jurl(const char *s) {
+        char shown[URL_DISPLAY_MAX];
+        return s ? json_object_new_string(url_display(s, shown)) : NULL;
+}
+
+static int register_cloudstack(const struct spec *spec, struct report *r, const struct register_options *o,
+                               char **ret_error) {
+        const struct spec_cloudstack *c = &spec->cloudstack;
+        _cleanup_(cs_result_done) struct cs_result res = { 0 };
+        _cleanup_(json_putp) json_object *rec = json_object_new_object();
+        const char *ip = report_node_field(r, "ip");
+        int k;
+
+        if (!rec)
+                return -ENOMEM;
+        json_object_object_add(rec, "endpoint", jurl(c->endpoint));
+        json_object_object_add(rec, "zone", jstr(c->zone));
+        json_object_object_add(rec, "pod", jstr(c->pod));
+        json_object_object_add(rec, "cluster", jstr(c->cluster));
+        json_object_object_add(rec, "ip", jstr(ip));
+        if (report_get_result(r) == REPORT_FAIL) {
+                /* A node whose install failed is reported, never offered as a hypervisor. */
+                json_object_object_add(rec, "result", jstr("SKIPPED"));
+                json_object_object_add(rec, "message", jstr("the run failed; host not added"));
+                return report_set_registration(r, "cloudstack", TAKE_PTR(rec));
+        }
+        struct cs_client cl = {
+                .endpoint = c->endpoint, .api_key = c->api_key, .secret_key = c->secret_key,
+                .ca_file = o->ca_file, .policy = &o->policy,
+        };
+        struct cs_host h = {
+                .zone = c->zone, .pod = c->pod, .cluster = c->cluster, .ip = ip,
+                .url = c->host_url, .username = c->host_username, .password = c->host_password,
+        };
+        if (!ip)
+                k = -EADDRNOTAVAIL;
+        else
+                k = cs_register_host(&cl, &h, &res, ret_error);
+        if (k == -EADDRNOTAVAIL && ret_error) {
+                free(*ret_error);
+                *ret_error = strdup("the report names no IP address for this node; CloudStack finds hosts by IP");
+        }
+        if (k < 0) {
+                json_object_object_add(rec, "result", jstr("FAIL"));
+                json_object_object_add(rec, "error", jstr(ret_error ? *ret_error : NULL));
+        } else {
+                json_object_object_add(rec, "result", jstr("SUCCESS"));
+                json_object_object_add(rec, "zone_id", jstr(res.zone_id));
+                json_object_object_add(rec, "pod_id", jstr(res.pod_id));
+                json_object_object_add(rec, "cluster_id", jstr(res.cluster_id));
+                json_object_object_add(rec, "host_id", jstr(res.host_id));
+                json_object_object_add(rec, "host_name", jstr(res.host_name));
+                json_object_object_add(rec, "host_state", jstr(res.host_state));
+                json_object_object_add(rec, "added", json_object_new_boolean(res.added));
+                if (res.found_after_add)
+                        json_object_object_add(rec, "found_after_addhost", json_object_new_boolean(true));
+                json_object_object_add(rec, "addhost_sent", json_object_new_int((int32_t) res.add_sends));
+        }
+        int s = report_set_registration(r, "cloudstack", TAKE_PTR(rec));
+        return k < 0 ? k : s;
+}
+
+/* A random (version 4) UUID: the delivery id of one run's report. */
+static int random_uuid(char buf[37]) {
+        uint8_t id[16];
+        int q = 0;
+        if (getrandom(id, sizeof id, 0) != (ssize_t) sizeof id)
+                return -errno;
+        id[6] = (id[6] & 0x0f) | 0x40;
+        id[8] = (id[8] & 0x3f) | 0x80;
+        for (size_t i = 0; i < sizeof id; i++)
+                q += snprintf(buf + q, 37 - (size_t) q, "%s%02x", (i == 4 || i == 6 || i == 8 || i == 10) ? "-" : "", id[i]);
+        return 0;
+}
+
+static int register_webhook(const struct spec *spec, struct report *r, const struct delivery_policy *policy,
+                            const char *ca_file, char **ret_error) {
+        const struct spec_webhook *w = &spec->webhook;
+        _cleanup_strbuf_ struct strbuf body = STRBUF_INIT;
+        _cleanup_free_ char *delivery = NULL;
+        json_object *rec = json_object_new_object();
+        char id[37];
+        int k;
+
+        if (!rec)
+                return -ENOMEM;
+        json_object_object_add(rec, "url", jurl(w->url));
+        json_object_object_add(rec, "result", jstr("SUCCESS"));
+        /* Recorded before sending, so the report the controller gets says where it went. */
+        k = report_set_registration(r, "webhook", rec);
+        if (k < 0)
+                return k;
+        k = report_to_json(r, &body);
+        if (k < 0)
+                return k;
+        /* A new id for every run that sends the report (the first boot's kiln
+         * register after the installer's), the same on each of its retries: a
+         * receiver that drops duplicates keeps the later report. */
+        k = random_uuid(id);
+        if (k < 0)
+                return k;
+        if (asprintf(&delivery, "%s/report/%s", report_run_id(r), id) < 0)
+                return -ENOMEM;
+        struct webhook_target t = { .url = w->url, .hmac_key = w->hmac_key, .ca_file = ca_file, .policy = policy };
+        k = webhook_post(&t, "report", report_run_id(r), report_node_field(r, "id"), delivery, strbuf_str(&body), ret_error);
+        if (k < 0) {
+                json_object_object_add(rec, "result", jstr("FAIL"));
+                json_object_object_add(rec, "error", jstr(ret_error ? *ret_error : NULL));
+        }
+        return k;
+}
+
+unsigned register_report_share_ms(unsigned total_ms) {
+        unsigned share = total_ms / 4;
+        if (share < REGISTER_REPORT_MIN_MS)
+                share = total_ms < REGISTER_REPORT_MIN_MS ? total_ms : REGISTER_REPORT_MIN_MS;
+        if (share > REGISTER_REPORT_MAX_MS)
+                share = REGISTER_REPORT_MAX_MS;
+        return share;
+}
+
+int register_run(const struct spec *spec, struct report *r, const struct register_options *opts, char **ret_error) {
+        struct register_options def;
+        _cleanup_free_ char *err_cs = NULL, *err_wh = NULL;
+        int k_cs = 0, k_wh = 0;
+
+        if (opts)
+                def = *opts;
+        else
+                register_options_default(&def);
+        opts = &def;
+        if (!spec->cloudstack.present && !(spec->webhook.present && spec->webhook.url))
+                return -ENOMSG;
+        bool webhook = spec->webhook.present && spec->webhook.url;
+        uint64_t now = now_usec();
+        uint64_t deadline = def.policy.deadline_usec ? def.policy.deadline_usec : now + (uint64_t) def.policy.total_ms * 1000;
+        /* The report has a share of the budget of its own: a controller that
+         * never answers costs CloudStack's part, and the report (FAIL
+         * included) still goes out. */
+        unsigned share = webhook ? register_report_share_ms(def.policy.total_ms) : 0;
+        struct delivery_policy cs = def.policy, wh = def.policy;
+        cs.deadline_usec = deadline - (uint64_t) share * 1000 > now ? deadline - (uint64_t) share * 1000 : now;
+        if (spec->cloudstack.present) {
+                def.policy = cs;
+                k_cs = register_cloudstack(spec, r, opts, &err_cs);
+        }
+        if (webhook) {
+                uint64_t t = now_usec();
+                /* what CloudStack left over, and at least the report's own share */
+                wh.deadline_usec = deadline > t + (uint64_t) share * 1000 ? deadline : t + (uint64_t) share * 1000;
+                k_wh = register_webhook(spec, r, &wh, opts->ca_file, &err_wh);
+        }
+        if (k_cs < 0 || k_wh < 0) {
+                if (ret_error) {
+                        free(*ret_error);
+                        *ret_error = k_cs < 0 ? TAKE_PTR(err_cs) : TAKE_PTR(err_wh);
+                }
+                return k_cs < 0 ? k_cs : k_wh;
+        }
+        return 0;
+}
