@@ -78,6 +78,10 @@ const char *apply_stage_name(const struct plan_step *s, char *buf, size_t len) {
         return buf;
 }
 
+bool apply_step_is_storage(enum plan_step_kind kind) {
+        return kind != PLAN_IMAGE && kind != PLAN_REGISTER && kind != PLAN_FINISH;
+}
+
 enum kiln_exit apply_exit_code(enum plan_step_kind kind) {
         switch (kind) {
         case PLAN_WIPE: case PLAN_PARTITION: case PLAN_MD_CREATE: case PLAN_LUKS_FORMAT:
@@ -1000,6 +1004,11 @@ int apply_run(const struct plan *p, const struct apply_options *opts) {
                 if (resume_skips(&c, s)) {
                         log_info("step %zu/%zu %s %s: skipped, the interrupted run did it", k + 1, p->n_steps,
                                  apply_step_name(s->kind), dev);
+                        continue;
+                }
+                if (opts->skip_storage && apply_step_is_storage(s->kind)) {
+                        log_info("step %zu/%zu %s %s: skipped (--skip-storage: '%s' is a plain directory)", k + 1,
+                                 p->n_steps, apply_step_name(s->kind), dev, kiln_paths.target);
                         continue;
                 }
                 if (s->kind == PLAN_FINISH && c.recording) {
