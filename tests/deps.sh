@@ -20,6 +20,7 @@ PKGS=(
   zstd xz-utils gzip tar cpio kmod busybox-static
   mdadm lvm2 cryptsetup-bin xfsprogs e2fsprogs dosfstools parted fdisk fio sqlite3
   nginx-light qemu-system-x86 qemu-utils ipxe-qemu mmdebstrap file socat bc time
+  dnsmasq-base
 )
 # the static build's own list (initramfs/static/build.sh reads the same file)
 mapfile -t -O "${#PKGS[@]}" PKGS < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$HERE/../initramfs/static/packages")

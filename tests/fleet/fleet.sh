@@ -101,8 +101,8 @@ http {
   sendfile on;
   keepalive_timeout 75s;
   keepalive_requests 10000;
-  limit_req_zone \$server_name zone=specs:1m rate=${SPEC_RATE}r/s;
-  limit_conn_zone \$server_name zone=images:1m;
+  limit_req_zone \$server_port zone=specs:1m rate=${SPEC_RATE}r/s;
+  limit_conn_zone \$server_port zone=images:1m;
   limit_req_status 503;
   limit_conn_status 503;
   server {
@@ -123,7 +123,7 @@ done
 # 4. the fault proxy in front of the images: the first CUTS responses are
 # cut half way (a cut on a 503 is spent on it: the log says which were)
 pf=$T/proxy.port
-cuts=()
+cuts=(pass)   # node 0, the baseline, runs uncut
 for _ in $(seq "$CUTS"); do cuts+=("cut:$(( IMAGE_SIZE / 2 ))"); done
 python3 "$SRC/tests/lib/faultproxy.py" "$NGINX_PORT" "$pf" "$T/logs/proxy.log" "${cuts[@]}" &
 PROXY_PID=$!

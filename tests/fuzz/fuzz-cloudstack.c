@@ -1,4 +1,4 @@
-/* libFuzzer target: CloudStack's answers (agent/cloudstack.c). The input is
+/* libFuzzer target: CloudStack's answers (agent/report/cloudstack.c). The input is
  * the controller's side of one registration: up to six answers, separated by
  * the byte 0x1e, to listZones, listPods, listClusters, listHosts, addHost in
  * turn. The first byte of an answer picks how it arrives ('2' HTTP 200, 'A'

@@ -113,6 +113,13 @@ grep -qF "hostname 'kvm-SN-TEST-42'" "$tmp/h.dry.steps" || bad "apply --dry-run 
 grep -qF "refusing to apply '$t': hostname 'kvm-\${serial}' needs \${serial}, which this machine's inventory lacks; nothing was written" "$tmp/h.err" \
         || { bad "apply without a serial: wrong message:"; cat "$tmp/h.err"; }
 
+# A placeholder serial counts as missing: the real apply refuses and says why.
+t=tests/plan/hostname-placeholder.yaml
+"$KILN" apply "$t" --inventory tests/inventories/junk-box.json >"$tmp/h.out" 2>"$tmp/h.err"; rc=$?
+[[ $rc == 2 ]] || bad "apply with a placeholder serial exited $rc, expected 2"
+grep -qxF "error: refusing to apply '$t': hostname 'junk-\${serial}' needs \${serial}, but this machine reports the placeholder 'To be filled by O.E.M.'; nothing was written" "$tmp/h.err" \
+        || { bad "apply with a placeholder serial: wrong message:"; cat "$tmp/h.err"; }
+
 # --- refusals and bad input ---------------------------------------------------
 for c in tests/plan/*.yaml; do
         [[ -f $c ]] || continue
@@ -128,8 +135,14 @@ for c in tests/plan/*.yaml; do
         "$KILN" plan "$c" --inventory "$invf" >"$tmp/$name.out" 2>"$tmp/$name.err"
         rc=$?
         [[ $rc == "$want" ]] || { bad "$name: exit $rc, expected $want:"; cat "$tmp/$name.err"; continue; }
-        [[ -s $tmp/$name.out ]] && bad "$name: printed a plan although it failed"
-        same "tests/expected/$name.err" "$tmp/$name.err" "diagnostics of $name"
+        if [[ $want == 0 ]]; then
+                # a plan that must be made: its text is kept, and it says nothing on stderr
+                same "tests/expected/$name.plan" "$tmp/$name.out" "plan of $name"
+                [[ -s $tmp/$name.err ]] && { bad "$name: unexpected stderr:"; cat "$tmp/$name.err"; }
+        else
+                [[ -s $tmp/$name.out ]] && bad "$name: printed a plan although it failed"
+                same "tests/expected/$name.err" "$tmp/$name.err" "diagnostics of $name"
+        fi
         checked=$((checked + 1))
 done
 

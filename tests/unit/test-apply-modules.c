@@ -2,6 +2,8 @@
  * lvm and mkfs, name arithmetic, mount ordering, and exec's contract
  * (exit status, timeout, bounded stderr, clean environment). */
 #include "apply.h"
+#include "commands.h"
+#include "exitcode.h"
 #include "exec.h"
 #include "luks.h"
 #include "lvm.h"
@@ -109,9 +111,11 @@ static void test_names(void) {
         CHECK_STR(apply_stage_name(&st, stage, sizeof stage), "wipe d");
         st.id = NULL;
         CHECK_STR(apply_stage_name(&st, stage, sizeof stage), "wipe /dev/vda");
-        CHECK_INT(apply_exit_code(PLAN_LUKS_FORMAT), KILN_EXIT_STORAGE);
-        CHECK_INT(apply_exit_code(PLAN_IMAGE), KILN_EXIT_IMAGE);
-        CHECK_INT(apply_exit_code(PLAN_REGISTER), KILN_EXIT_REGISTER);
+        CHECK_INT(cmd_apply_exit_code(-EIO, PLAN_LUKS_FORMAT), KILN_EXIT_STORAGE);
+        CHECK_INT(cmd_apply_exit_code(-EIO, PLAN_IMAGE), KILN_EXIT_IMAGE);
+        CHECK_INT(cmd_apply_exit_code(-EIO, PLAN_REGISTER), KILN_EXIT_REGISTER);
+        CHECK_INT(cmd_apply_exit_code(-ENOMEM, _PLAN_STEP_KIND_MAX), KILN_EXIT_FAILURE);
+        CHECK_INT(cmd_apply_exit_code(0, _PLAN_STEP_KIND_MAX), KILN_EXIT_OK);
         CHECK(strstr(lvm_config, "udev_sync=0") && strstr(lvm_config, "obtain_device_list_from_udev=0"));
 }
 

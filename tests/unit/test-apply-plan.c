@@ -49,7 +49,9 @@ static char *slurp(const char *path) {
         return buf;
 }
 
-/* One wipe step on DISK listing INPUTS; returns apply_run's exit code. */
+/* One wipe step on DISK listing INPUTS; returns apply_run's result, and the
+ * failing step's kind in failed_kind. */
+static enum plan_step_kind failed_kind;
 static int run_wipe(const char *disk, char **inputs) {
         struct spec spec = {};
         struct inventory inv = {};
@@ -64,7 +66,7 @@ static int run_wipe(const char *disk, char **inputs) {
         struct apply_options o = { .hook = on_step };
         reason[0] = 0;
         failures_seen = 0;
-        return apply_run(&p, &o);
+        return apply_run(&p, &o, &failed_kind);
 }
 
 static void test_wipe_refuses_unplanned_holder(void) {
@@ -96,7 +98,8 @@ static void test_wipe_refuses_unplanned_holder(void) {
         CHECK(before != NULL);
 
         /* the plan saw no holder at all */
-        CHECK_INT(run_wipe(disk, NULL), KILN_EXIT_STORAGE);
+        CHECK_INT(run_wipe(disk, NULL), -EBUSY);
+        CHECK_INT(failed_kind, PLAN_WIPE);
         CHECK_INT(failures_seen, 1);
         char want[1024];
         snprintf(want, sizeof want, "%s is held by 'md9', which the plan does not stop (it appeared after planning); "
@@ -122,7 +125,8 @@ static void test_wipe_refuses_unplanned_holder(void) {
 
         /* the plan stops md9 but not dm-7, which sits on the disk itself */
         char *some[] = { (char *) "/dev/md9", NULL };
-        CHECK_INT(run_wipe(disk, some), KILN_EXIT_STORAGE);
+        CHECK_INT(run_wipe(disk, some), -EBUSY);
+        CHECK_INT(failed_kind, PLAN_WIPE);
         snprintf(want, sizeof want, "%s is held by 'dm-7', which the plan does not stop (it appeared after planning); "
                  "plan again", disk);
         CHECK_STR(reason, want);

@@ -1,4 +1,4 @@
-/* kiln.* options from the kernel command line (agent/cmdline.c). */
+/* kiln.* options from the kernel command line (agent/spec/cmdline.c). */
 #include "cmdline.h"
 #include "tap.h"
 

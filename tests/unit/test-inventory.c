@@ -3,6 +3,7 @@
  * and a recorded /sys tree is read the way a live one would be. */
 #include "inventory.h"
 #include "paths.h"
+#include "probe.h"
 #include "tap.h"
 
 #include <dirent.h>

@@ -369,7 +369,7 @@ static void test_decide(void) {
         _cleanup_plan_free_ struct plan *o = plan_of(s, prov);
         CHECK_INT(resume_decide(o, false, &r), 0);
         CHECK(!r);
-        CHECK(o->mode_why && strstr(o->mode_why, "partition 1 of /dev/vda is not where this plan puts it"));
+        CHECK(o->mode_why && strstr(o->mode_why, "/dev/vda has 2 partitions, this plan makes 3"));
 
         /* a second boot: resume (second_boot()); the same with --fresh: fresh */
         const struct plan *f = b.fresh, *res = b.resume;

@@ -42,19 +42,20 @@ static void test_luks_lvm(void) {
         CHECK_U64(s->disks[0].min_size, 2ull << 30);
         CHECK_INT(s->disks[0].rotational, -1);
         CHECK(s->disks[0].wipe);
-        CHECK_INT(s->disks[0].match_mark.line, 14);
+        CHECK_INT(s->disks[0].match_mark.line, 17);
 
-        CHECK_INT(s->n_partitions, 2);
+        CHECK_INT(s->n_partitions, 3);
         CHECK_INT(s->partitions[0].type, SPEC_PART_BIOS_GRUB);
         CHECK_INT(s->partitions[0].size.kind, SPEC_SIZE_BYTES);
         CHECK_U64(s->partitions[0].size.bytes, 1ull << 20);
-        CHECK_STR(s->partitions[1].name, "data");
-        CHECK_INT(s->partitions[1].size.kind, SPEC_SIZE_REST);
-        CHECK_INT(s->partitions[1].type, SPEC_PART_RAID);
-        CHECK_STR(s->partitions[1].on, "d");
+        CHECK_STR(s->partitions[2].name, "data");
+        CHECK_INT(s->partitions[2].size.kind, SPEC_SIZE_REST);
+        CHECK_INT(s->partitions[2].type, SPEC_PART_RAID);
+        CHECK_STR(s->partitions[2].on, "d");
 
-        CHECK_INT(s->n_raids, 1);
-        const struct spec_raid *a = &s->raids[0];
+        CHECK_INT(s->n_raids, 2);
+        CHECK_STR(s->raids[0].metadata, "1.0");
+        const struct spec_raid *a = &s->raids[1];
         CHECK_STR(a->id, "md0");
         CHECK_STR(a->name, "md0");
         CHECK_INT(a->level, 10);
@@ -64,10 +65,10 @@ static void test_luks_lvm(void) {
         CHECK(a->bitmap == NULL);
         CHECK_INT(strv_length(a->members), 1);
         CHECK_STR(a->members[0], "data");
-        CHECK_INT(a->member_marks[0].line, 27);
+        CHECK_INT(a->member_marks[0].line, 32);
         CHECK_INT(a->member_marks[0].col, 14);
         CHECK(a->assume_clean);
-        CHECK_INT(a->level_mark.line, 24);
+        CHECK_INT(a->level_mark.line, 29);
         CHECK_INT(a->level_mark.col, 12);
 
         CHECK_INT(s->n_luks, 1);
@@ -95,11 +96,29 @@ static void test_luks_lvm(void) {
         CHECK_INT(s->lvs[1].size.kind, SPEC_SIZE_REST);
         CHECK_STR(s->lvs[1].vg, "vg0");
 
-        CHECK_INT(s->n_filesystems, 2);
-        CHECK_STR(s->filesystems[1].mount, "/var/lib/libvirt/images");
-        CHECK_STR(s->filesystems[1].mount_options, "noatime");
-        CHECK_INT(s->filesystems[1].type, SPEC_FS_XFS);
-        CHECK_STR(spec_fs_type_name(s->filesystems[1].type), "xfs");
+        CHECK_INT(s->n_filesystems, 3);
+        CHECK_STR(s->filesystems[2].mount, "/var/lib/libvirt/images");
+        CHECK_STR(s->filesystems[2].mount_options, "noatime");
+        CHECK_INT(s->filesystems[2].type, SPEC_FS_XFS);
+        CHECK_STR(spec_fs_type_name(s->filesystems[2].type), "xfs");
+
+        /* boot: GRUB for BIOS on every disk under /boot's RAID1 */
+        CHECK(s->boot.present);
+        CHECK_INT(s->boot.firmware, SPEC_FIRMWARE_BIOS);
+        CHECK_STR(spec_firmware_name(s->boot.firmware), "bios");
+        CHECK_INT(strv_length(s->boot.cmdline), 2);
+        CHECK_STR(s->boot.cmdline[1], "console=ttyS0,115200n8");
+        CHECK(s->boot.disks == NULL);
+        CHECK(spec_boot_filesystem(s) == &s->filesystems[0]);
+        CHECK(spec_esp_filesystem(s) == NULL);
+        CHECK(spec_luks_below(s, "md-boot") == NULL);
+        CHECK(spec_luks_below(s, "root") == &s->luks[0]);
+        char **bd = NULL;
+        CHECK_INT(spec_boot_disks(s, &bd), 0);
+        CHECK_INT(strv_length(bd), 1);
+        CHECK_STR(bd[0], "d");
+        strv_free(bd);
+        CHECK(!spec_has_unlock(s));
 
         CHECK(s->image.present);
         CHECK_INT(s->image.format, SPEC_IMAGE_TAR);
@@ -118,7 +137,7 @@ static void test_luks_lvm(void) {
 
         const void *obj = NULL;
         CHECK_INT(spec_lookup(s, "md0", &obj), SPEC_OBJ_RAID);
-        CHECK(obj == &s->raids[0]);
+        CHECK(obj == &s->raids[1]);
         CHECK_INT(spec_lookup(s, "images", &obj), SPEC_OBJ_LV);
         CHECK_INT(spec_lookup(s, "vg0", NULL), SPEC_OBJ_VG);
         CHECK_INT(spec_lookup(s, "nope", NULL), SPEC_OBJ_NONE);
@@ -144,7 +163,7 @@ static void test_lvm_luks(void) {
         CHECK_STR(s->luks[0].on, "root");
         CHECK_INT(spec_lookup(s, s->luks[0].on, NULL), SPEC_OBJ_LV);
         CHECK_STR(s->vgs[0].pvs[0], "md0");
-        CHECK_STR(s->filesystems[0].on, "croot");
+        CHECK_STR(s->filesystems[1].on, "croot");
         CHECK(s->webhook.present);
         CHECK_STR(s->webhook.hmac_key, "fake-hmac-key-not-a-secret");
         CHECK_INT(spec_register_secrets(s), 0);
@@ -290,6 +309,47 @@ static void test_expand(void) {
         CHECK(missing == NULL);
         CHECK_STR(out, "52:54:00:12:34:56");
         free(out);
+        out = NULL;
+        /* iPXE's forms of the MAC, the ones a host name can hold */
+        struct spec_vars upper = { .mac = "B0:26:28:4F:8A:10" };
+        CHECK_INT(spec_expand("n-${mac:hexhyp}.${mac:hexraw}", &upper, &out), 0);
+        CHECK_STR(out, "n-b0-26-28-4f-8a-10.b026284f8a10");
+        free(out);
+        out = NULL;
+        missing = NULL;
+        CHECK_INT(spec_expand_full("${mac:hexraw}", &none, &out, &missing), -ENODATA);
+        CHECK_STR(missing, "mac");
+}
+
+static void test_hostname_rules(void) {
+        CHECK(spec_hostname_problem("kvm-01.lab") == NULL);
+        CHECK(spec_hostname_problem("a") == NULL);
+        CHECK(spec_hostname_problem("node-b0:26") != NULL);
+        CHECK(spec_hostname_problem("junk-To be filled by O.E.M.") != NULL);
+        CHECK(spec_hostname_problem("-a") != NULL);
+        CHECK(spec_hostname_problem("a-.b") != NULL);
+        CHECK(spec_hostname_problem("a..b") != NULL);
+        CHECK(spec_hostname_problem("a.") != NULL);
+        CHECK(spec_hostname_problem("") != NULL);
+        char label[80];
+        memset(label, 'a', 64);
+        label[64] = 0;
+        CHECK(spec_hostname_problem(label) != NULL);
+        label[63] = 0;
+        CHECK(spec_hostname_problem(label) == NULL);
+        /* placeholder serials and UUIDs count as missing */
+        static const char *const junk[] = {
+                "To be filled by O.E.M.", "TO BE FILLED BY O.E.M.", "Default string", "System Serial Number",
+                "0123456789", "00000000", "0", "  ", "", "00000000-0000-0000-0000-000000000000",
+                "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", "03000200-0400-0500-0006-000700080009", "Not Specified",
+                "XXXXXXXXXX", NULL,
+        };
+        for (size_t i = 0; junk[i]; i++)
+                CHECK(spec_value_is_placeholder(junk[i]));
+        CHECK(spec_value_is_placeholder(NULL));
+        CHECK(!spec_value_is_placeholder("SN-TEST-42"));
+        CHECK(!spec_value_is_placeholder("6b1f2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"));
+        CHECK(!spec_value_is_placeholder("CZ1234ABCD"));
 }
 
 /* A generated key is kept nowhere: fine under a scratch filesystem nobody
@@ -319,12 +379,77 @@ static void test_generated_key(void) {
         diags_clear(&d);
 }
 
+/* unlock pins and boot firmware with ESPs: the model the plan reads */
+static void test_boot_unlock(void) {
+        static const char text[] =
+                "version: 1\n"
+                "disks: [{id: d, match: {min_size: 1G}, count: 2}]\n"
+                "partitions:\n"
+                "  - {id: bios, on: d, size: 1M, type: bios_grub}\n"
+                "  - {id: esp, on: d, size: 64M, type: esp}\n"
+                "  - {id: boot, on: d, size: 256M, type: raid}\n"
+                "  - {id: data, on: d, size: rest, type: raid}\n"
+                "raid:\n"
+                "  - {id: md-esp, level: 1, members: esp, metadata: \"1.0\"}\n"
+                "  - {id: md-boot, level: 1, members: boot}\n"
+                "  - {id: md-data, level: 1, members: data}\n"
+                "luks:\n"
+                "  - id: c\n"
+                "    on: md-data\n"
+                "    key: {passphrase: \"fake-lab-passphrase\"}\n"
+                "    unlock:\n"
+                "      tang:\n"
+                "        - {url: \"http://10.0.2.100:7500\", thp: \"Vv-tkM-gZBdT7uMCAMaKHBdDFYs2jEYGIatP0bP1Sjg\"}\n"
+                "        - {url: \"http://10.0.2.101\", thp: \"0123456789abcdefghijklmnopqrstuvwxyzABCDEFG\"}\n"
+                "      threshold: 2\n"
+                "filesystems:\n"
+                "  - {on: c, type: xfs, mount: /}\n"
+                "  - {on: md-boot, type: ext4, mount: /boot}\n"
+                "  - {on: md-esp, type: vfat, mount: /boot/efi}\n"
+                "image: {url: \"http://h/i.tar\", sha256: \"" "0000000000000000000000000000000000000000000000000000000000000000" "\"}\n"
+                "boot: {firmware: both, cmdline: [console=ttyS0]}\n";
+        struct diags d = {};
+        _cleanup_spec_free_ struct spec *s = parse(text, &d);
+        if (!s)
+                diags_print(&d, stderr);
+        CHECK(s != NULL);
+        diags_clear(&d);
+        if (!s)
+                return;
+        CHECK_INT(s->boot.firmware, SPEC_FIRMWARE_BOTH);
+        CHECK(spec_esp_filesystem(s) == &s->filesystems[2]);
+        CHECK(spec_boot_filesystem(s) == &s->filesystems[1]);
+        CHECK(spec_has_unlock(s));
+        const struct spec_luks *x = &s->luks[0];
+        CHECK_INT(x->unlock.n_tang, 2);
+        CHECK_INT(x->unlock.threshold, 2);
+        CHECK_STR(x->unlock.tang[0].url, "http://10.0.2.100:7500");
+        CHECK_STR(x->unlock.tang[1].thp, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFG");
+        CHECK_INT(x->unlock.mark.line, 17);
+
+        /* the same with one pin: threshold defaults to 1 */
+        _cleanup_free_ char *one = strdup(text);
+        char *at = strstr(one, "        - {url: \"http://10.0.2.101\"");
+        char *end = strstr(one, "filesystems:");
+        memmove(at, end, strlen(end) + 1);
+        _cleanup_spec_free_ struct spec *s1 = parse(one, &d);
+        if (!s1)
+                diags_print(&d, stderr);
+        diags_clear(&d);
+        if (s1) {
+                CHECK_INT(s1->luks[0].unlock.n_tang, 1);
+                CHECK_INT(s1->luks[0].unlock.threshold, 1);
+        }
+}
+
 int main(void) {
+        test_hostname_rules();
         test_luks_lvm();
         test_lvm_luks();
         test_other_templates();
         test_inline();
         test_expand();
         test_generated_key();
+        test_boot_unlock();
         return TEST_DONE();
 }

@@ -1,0 +1,1088 @@
+#include "apply.h"
+
+#include "bench.h"
+#include "image.h"
+#include "register.h"
+#include "report.h"
+#include "configure.h"
+#include "exec.h"
+#include "fetch.h"
+#include "inventory.h"
+#include "log.h"
+#include "luks.h"
+#include "lvm.h"
+#include "md.h"
+#include "mkfs.h"
+#include "mount.h"
+#include "partition.h"
+#include "paths.h"
+#include "resume.h"
+#include "sigprobe.h"
+#include "url.h"
+#include "wipe.h"
+
+#include <inttypes.h>
+#include <libcryptsetup.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define MD_WAIT_USEC (30ull * 1000000ull)
+#define NODE_WAIT_USEC (10ull * 1000000ull)
+#define LUKS_GENERATED_KEY_BYTES 64
+#define LUKS_MAX_KEY_FETCH (8u * 1024u)
+
+/* Keys made or fetched at format time, kept (locked) until the open. */
+struct apply_key {
+        const struct spec_luks *luks;
+        struct luks_key *key;
+};
+
+struct apply_ctx {
+        const struct plan *plan;
+        const struct apply_options *opts;
+        struct apply_key *keys;
+        size_t n_keys;
+        struct strbuf why;      /* the reason a step failed: helper stderr, library message */
+        struct bench_result bench;
+        /* what bench_raw decided for the LUKS object it ran for (tuning's choice or the spec's) */
+        const struct spec_luks *bench_luks;
+        struct bench_luks_choice bench_choice;
+        char *bench_choice_cipher;      /* owns bench_choice.cipher */
+        struct report *report;  /* opts->report, or one apply_run made */
+        bool registered;        /* register_run covers every target at once */
+        bool target_ready;      /* configure ran: the target's /var/lib/kiln takes the report */
+        /* resume after a failure (resume.h) */
+        struct resume_record rec;       /* what this run has done (or, resuming, what the record said) */
+        bool recording;                 /* the root is mounted: progress goes to its record */
+        bool resumed;                   /* the resume check passed */
+        unsigned skip_stages;           /* resumed: the stages the record listed as done (1u << enum resume_stage) */
+        char *fallback_why;             /* resuming is off: why (then the fresh plan runs) */
+};
+
+#define BENCH_DEFAULT_LEN (64ull * 1024 * 1024)
+
+static void record_save(struct apply_ctx *c);
+
+
+const char *apply_step_name(enum plan_step_kind kind) {
+        const char *n = plan_step_kind_name(kind);   /* one table of names, in plan.c */
+        return n ? n : "unknown";
+}
+
+const char *apply_stage_name(const struct plan_step *s, char *buf, size_t len) {
+        const char *what = s->id ? s->id : s->device;
+        if (!what && s->kind == PLAN_REGISTER)  /* one step per target, see plan.h */
+                what = s->index ? "webhook" : "cloudstack";
+        snprintf(buf, len, "%s%s%s", apply_step_name(s->kind), what ? " " : "", what ? what : "");
+        return buf;
+}
+
+bool apply_step_is_storage(enum plan_step_kind kind) {
+        return kind != PLAN_IMAGE && kind != PLAN_REGISTER && kind != PLAN_FINISH;
+}
+
+/* ---- spec lookups (by id, as the plan names them) ---- */
+
+static const char *luks_name(const struct spec_luks *l) {
+        return l->name ? l->name : l->id;
+}
+
+static int wait_node(const char *path) {
+        char *const v[] = { (char *) path, NULL };
+        return partition_wait(v, NODE_WAIT_USEC);
+}
+
+/* ---- the steps ---- */
+
+/* Does the plan's wipe step list this holder (kernel name, e.g. md127)? */
+static bool plan_stops(const struct plan_step *s, const char *name) {
+        for (char **h = s->inputs; h && *h; h++) {
+                const char *b = strrchr(*h, '/');
+                if (streq(b ? b + 1 : *h, name))
+                        return true;
+        }
+        return false;
+}
+
+/* Exactly the plan's wipe: a holder the plan does not list (it appeared
+ * after planning, so nobody approved stopping it) stops the run before
+ * anything is written; then the listed holders are stopped, each with what
+ * is stacked on it, and the signatures are erased. */
+static int step_wipe(struct apply_ctx *c, const struct plan_step *s) {
+        _cleanup_strv_free_ char **held = NULL;
+        int r = wipe_list_holders(s->device, &held);
+        if (r < 0)
+                return strbuf_addf(&c->why, "cannot list what holds %s", s->device), r;
+        for (size_t i = 0; held && held[i]; i++)
+                if (!plan_stops(s, held[i]))
+                        return strbuf_addf(&c->why, "%s is held by '%s', which the plan does not stop "
+                                           "(it appeared after planning); plan again", s->device, held[i]), -EBUSY;
+        for (char **h = s->inputs; h && *h; h++) {
+                r = wipe_stop_holder(*h, &c->why);
+                if (r < 0) {
+                        _cleanup_free_ char *detail = strdup(exec_last_line(&c->why));
+                        strbuf_reset(&c->why);
+                        return strbuf_addf(&c->why, "cannot stop '%s'%s%s", *h, detail && *detail ? ": " : "",
+                                           detail ? detail : ""), r;
+                }
+                log_info("stopped %s and what was stacked on it", *h);
+        }
+        unsigned removed = 0;
+        r = wipe_erase(s->device, &c->why, &removed);
+        if (r < 0)
+                return r;
+        log_info("removed %u signature(s) from %s", removed, s->device);
+        return 0;
+}
+
+static int step_partition(struct apply_ctx *c, const struct plan_step *s) {
+        if (s->n_parts == 0)
+                return strbuf_adds(&c->why, "the plan lists no partitions"), -EINVAL;
+        _cleanup_free_ struct partition_request *req = calloc(s->n_parts, sizeof *req);
+        if (!req)
+                return -ENOMEM;
+        size_t n = s->n_parts;
+        for (size_t i = 0; i < n; i++) {
+                const struct plan_part *pp = &s->parts[i];
+                if (pp->number != i + 1)
+                        return strbuf_addf(&c->why, "partition numbers are not 1..%zu", n), -EINVAL;
+                req[i] = (struct partition_request) {
+                        .name = pp->part->name ? pp->part->name : pp->part->id,
+                        .type = pp->part->type,
+                        .start = pp->start,
+                        .size = pp->size,
+                };
+        }
+        _cleanup_strv_free_ char **paths = NULL;
+        int r = partition_disk(s->device, req, n, &paths);
+        if (r < 0) {
+                strbuf_adds(&c->why, partition_last_error());
+                return r;
+        }
+        /* The nodes the later steps use are the plan's. */
+        for (size_t i = 0; i < n; i++)
+                if (!paths || !paths[i] || !streq(paths[i], s->parts[i].device))
+                        return strbuf_addf(&c->why, "partition %zu is '%s', the plan says '%s'", i + 1,
+                                           paths && paths[i] ? paths[i] : "missing", s->parts[i].device), -EINVAL;
+        /* The new partitions may start where old ones did: clear stale signatures. */
+        for (size_t i = 0; i < n; i++) {
+                const char *dev = s->parts[i].device;
+                unsigned removed = 0;
+                r = wipe_signatures(dev, &removed);
+                if (r < 0)
+                        return strbuf_addf(&c->why, "clearing %s", dev), r;
+                if (removed)
+                        log_info("cleared %u stale signature(s) on new partition %s", removed, dev);
+        }
+        log_info("wrote GPT with %zu partition(s) to %s", n, s->device);
+        return 0;
+}
+
+static int step_md_create(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_raid *raid = s->obj;
+        if (!raid)
+                return -EINVAL;
+        struct md_create_params p = {
+                .name = raid->name ? raid->name : raid->id,
+                .homehost = c->opts->hostname,
+                .level = raid->level,
+                .layout = raid->layout,
+                .chunk = raid->chunk,
+                .metadata = raid->metadata,
+                .bitmap = raid->bitmap,
+                .members = s->inputs,
+                .spares = raid->spares,
+                .assume_clean = raid->assume_clean,
+        };
+        _cleanup_strv_free_ char **argv = NULL;
+        int r = md_create_argv(&p, &argv);
+        if (r < 0)
+                return r;
+        _cleanup_strbuf_ struct strbuf cmd = STRBUF_INIT;
+        exec_argv_to_string((const char *const *) argv, &cmd);
+        log_info("running %s", strbuf_str(&cmd));
+        r = md_create(&p, &c->why);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *node = NULL;
+        r = md_wait(p.name, MD_WAIT_USEC, &node);
+        if (r < 0)
+                return strbuf_addf(&c->why, "/dev/md/%s did not appear", p.name), r;
+        log_info("md array '%s' is %s", p.name, node);
+        return 0;
+}
+
+static struct apply_key *key_slot(struct apply_ctx *c, const struct spec_luks *l) {
+        for (size_t i = 0; i < c->n_keys; i++)
+                if (c->keys[i].luks == l)
+                        return &c->keys[i];
+        return NULL;
+}
+
+/* The key file as served (like cryptsetup --key-file: every byte counts),
+ * pinned by its sha256, copied into locked memory; the transfer buffer is wiped. */
+static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks_key **ret) {
+        const struct inventory *inv = c->plan->inv;
+        struct spec_vars vars = {};
+        if (inv)
+                plan_spec_vars(inv, &vars);
+        if (c->opts->hostname)
+                vars.hostname = c->opts->hostname;
+        _cleanup_free_ char *url = NULL;
+        char shown[URL_DISPLAY_MAX];
+        int r = spec_expand(l->key.url, &vars, &url);
+        if (r < 0)
+                return strbuf_addf(&c->why, "cannot expand the key URL '%s'", url_display(l->key.url, shown)), r;
+        url_display(url, shown);
+        struct fetch_options fo = { .ca_file = c->opts->ca_file };      /* kiln.ca and the spec's ca: (ca.h) */
+        char *buf = NULL;
+        size_t len = 0;
+        _cleanup_(fetch_result_done) struct fetch_result res = {};
+        r = fetch_to_buffer_full(url, &fo, LUKS_MAX_KEY_FETCH, l->key.sha256, &buf, &len, &res);
+        if (r < 0)
+                return strbuf_addf(&c->why, "key from '%s': %s", shown, res.error ? res.error : strerror(-r)), r;
+        (void) log_register_secret(buf);
+        r = len ? luks_key_new(buf, len, ret) : -EINVAL;
+        explicit_wipe(buf, len);
+        free(buf);
+        if (r < 0)
+                return strbuf_addf(&c->why, "key from '%s' is empty or cannot be locked in memory", shown), r;
+        return 0;
+}
+
+static int key_get(struct apply_ctx *c, const struct spec_luks *l, const struct luks_key **ret) {
+        struct apply_key *k = key_slot(c, l);
+        if (k) {
+                *ret = k->key;
+                return 0;
+        }
+        _cleanup_luks_key_free_ struct luks_key *key = NULL;
+        int r;
+        switch (l->key.source) {
+        case SPEC_KEY_PASSPHRASE:
+                if (strempty(l->key.passphrase))
+                        return strbuf_adds(&c->why, "empty passphrase"), -EINVAL;
+                r = luks_key_new(l->key.passphrase, strlen(l->key.passphrase), &key);
+                break;
+        case SPEC_KEY_GENERATE:
+                r = luks_key_generate(LUKS_GENERATED_KEY_BYTES, &key);
+                break;
+        case SPEC_KEY_URL:
+                r = key_fetch(c, l, &key);
+                if (r < 0)
+                        return r;
+                break;
+        default:
+                strbuf_adds(&c->why, "no key given");
+                return -EINVAL;
+        }
+        if (r < 0)
+                return strbuf_adds(&c->why, "cannot make a locked key buffer"), r;
+        struct apply_key *nk = realloc(c->keys, (c->n_keys + 1) * sizeof *nk);
+        if (!nk)
+                return -ENOMEM;
+        c->keys = nk;
+        c->keys[c->n_keys] = (struct apply_key) { .luks = l, .key = TAKE_PTR(key) };
+        *ret = c->keys[c->n_keys++].key;
+        return 0;
+}
+
+/* The benchmark's decision for l when there is one (tuning may change the
+ * cipher, key size, sector size and perf flags), else the spec's values. */
+static struct bench_luks_choice luks_choice(const struct apply_ctx *c, const struct spec_luks *l) {
+        if (c->bench_luks == l)
+                return c->bench_choice;
+        return (struct bench_luks_choice) { .cipher = l->cipher ? l->cipher : "aes-xts-plain64",
+                                            .key_size = l->key_size ? l->key_size : 512,
+                                            .sector_size = l->sector_size,
+                                            .flags = luks_flags_from_spec(l),
+                                            .candidate = -1 };
+}
+
+static int step_luks_format(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_luks *l = s->obj;
+        if (!l)
+                return -EINVAL;
+        const struct luks_key *key;
+        int r = key_get(c, l, &key);
+        if (r < 0)
+                return r;
+        struct bench_luks_choice ch = luks_choice(c, l);
+        struct luks_format_params p = {
+                .cipher = ch.cipher,
+                .key_size = ch.key_size,
+                .sector_size = ch.sector_size,
+                .label = l->label,
+                .pbkdf = l->pbkdf.type,
+                .time_ms = l->pbkdf.time_ms,
+                .iterations = l->pbkdf.iterations,
+                .max_memory = l->pbkdf.max_memory,
+                .parallel = l->pbkdf.parallel,
+                .flags = ch.flags,
+        };
+        uint32_t mem_kb = 0;
+        r = luks_format(s->device, &p, key, &mem_kb);
+        if (r < 0)
+                return r;
+        if (mem_kb)
+                log_info("LUKS2 on %s: %s, %u-bit key, PBKDF memory %u KiB%s", s->device, ch.cipher, ch.key_size, mem_kb,
+                         ch.candidate >= 0 ? " (tuned by the benchmark)" : "");
+        else
+                log_info("LUKS2 on %s: %s, %u-bit key, pbkdf2%s", s->device, ch.cipher, ch.key_size,
+                         ch.candidate >= 0 ? " (tuned by the benchmark)" : "");
+        return 0;
+}
+
+static const char *luks_backing_device(const struct apply_ctx *c, const struct plan_step *s) {
+        if (s->inputs && s->inputs[0])
+                return s->inputs[0];
+        if (s->device && strncmp(s->device, "/dev/mapper/", 12) != 0)
+                return s->device;
+        for (size_t i = 0; i < c->plan->n_steps; i++)
+                if (c->plan->steps[i].kind == PLAN_LUKS_FORMAT && c->plan->steps[i].obj == s->obj)
+                        return c->plan->steps[i].device;
+        return NULL;
+}
+
+static int step_luks_open(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_luks *l = s->obj;
+        if (!l)
+                return -EINVAL;
+        const char *dev = luks_backing_device(c, s);
+        if (!dev)
+                return strbuf_adds(&c->why, "no LUKS device for this mapping"), -EINVAL;
+        const struct luks_key *key;
+        int r = key_get(c, l, &key);
+        if (r < 0)
+                return r;
+        r = luks_open(dev, luks_name(l), key, luks_choice(c, l).flags);
+        if (r < 0)
+                return r;
+        char node[PATH_MAX];
+        snprintf(node, sizeof node, "%s/mapper/%s", kiln_paths.devfs, luks_name(l));
+        r = wait_node(node);
+        if (r < 0)
+                return strbuf_addf(&c->why, "%s did not appear", node), r;
+        /* The key is not needed again in this run. */
+        struct apply_key *k = key_slot(c, l);
+        if (k && l->key.source != SPEC_KEY_GENERATE)
+                k->key = luks_key_free(k->key), k->luks = NULL;
+        log_info("opened %s as %s", dev, node);
+        return 0;
+}
+
+static int step_pvcreate(struct apply_ctx *c, const struct plan_step *s) {
+        return lvm_pvcreate(s->device, &c->why);
+}
+
+static int step_vgcreate(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_vg *vg = s->obj;
+        if (!vg)
+                return -EINVAL;
+        if (!s->inputs || !s->inputs[0])
+                return strbuf_adds(&c->why, "the plan lists no PVs"), -EINVAL;
+        return lvm_vgcreate(vg->name ? vg->name : vg->id, s->inputs, vg->extent_size, &c->why);
+}
+
+static int step_lvcreate(struct apply_ctx *c, const struct plan_step *s) {
+        const char *vgname = s->lv.vg, *lvname = s->lv.name;
+        uint64_t bytes = s->lv.bytes;
+        unsigned pct = s->lv.percent_free;
+        if (!vgname || !lvname || (!bytes) == (!pct))
+                return strbuf_addf(&c->why, "the plan's lvcreate step names no VG, LV or size"), -EINVAL;
+        int r = lvm_lvcreate(vgname, lvname, bytes, pct, &c->why);
+        if (r < 0)
+                return r;
+        r = lvm_vgmknodes(vgname, &c->why);
+        if (r < 0)
+                return r;
+        char node[PATH_MAX];
+        snprintf(node, sizeof node, "%s/%s/%s", kiln_paths.devfs, vgname, lvname);
+        r = wait_node(node);
+        if (r < 0)
+                return strbuf_addf(&c->why, "%s did not appear", node), r;
+        return 0;
+}
+
+static int step_mkfs(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_filesystem *fs = s->obj;
+        if (!fs)
+                return -EINVAL;
+        return mkfs_make(fs->type, s->device, fs->label, fs->mkfs_options, &c->why);
+}
+
+static int step_mount(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_filesystem *fs = s->obj;
+        if (!fs || !fs->mount)
+                return -EINVAL;
+        int r = mount_under_target(s->device, fs->mount, fs->type, fs->mount_options);
+        if (r < 0)
+                return strbuf_addf(&c->why, "on %s%s", kiln_paths.target, fs->mount), r;
+        return 0;
+}
+
+static int step_configure(struct apply_ctx *c, const struct plan_step *s) {
+        const char *hostname = c->opts->hostname;
+        const char *h = c->plan->spec->hostname;
+        if (!hostname && h && !strstr(h, "${"))
+                hostname = h;
+        int r = configure_target(c->plan, hostname, &c->why);
+        if (r < 0)
+                return r;
+        c->target_ready = true;
+        return 0;
+}
+
+/* The one writer of the run report: the same JSON goes to
+ * <run_dir>/report.json and, once the target is mounted and configured, to
+ * <target>/var/lib/kiln/report.json (for `kiln register` at first boot). */
+static void save_report(const struct apply_ctx *c) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/report.json", kiln_paths.run_dir);
+        int r = report_save(c->report, path);
+        if (r < 0)
+                log_warning_errno(r, "failed to save the run report to '%s': %m", path);
+        if (!c->target_ready)
+                return;
+        snprintf(path, sizeof path, "%s/var/lib/kiln/report.json", kiln_paths.target);
+        r = report_save(c->report, path);
+        if (r < 0)
+                log_warning_errno(r, "failed to save the run report to '%s': %m", path);
+}
+
+/* The finish step only makes the disks consistent: the reboot or power-off
+ * is the caller's (cmd_boot, after apply_run has ended this stage, finished
+ * and saved the report and delivered every event), so that every
+ * stage-begin gets its stage-end. */
+static int step_finish(struct apply_ctx *c, const struct plan_step *s) {
+        enum spec_finish f = c->plan->spec->finish;
+        sync();
+        if (f != SPEC_FINISH_NONE && !c->opts->finish)
+                log_info("finish: '%s' is left to boot mode", f == SPEC_FINISH_REBOOT ? "reboot" : "poweroff");
+        return 0;
+}
+
+static uint64_t bench_len(const struct apply_ctx *c) {
+        return c->opts->bench_len ? c->opts->bench_len : BENCH_DEFAULT_LEN;
+}
+
+static void bench_log_table(const struct bench_result *res) {
+        _cleanup_strbuf_ struct strbuf t = STRBUF_INIT;
+        if (bench_to_text(res, &t) < 0)
+                return;
+        for (char *line = t.buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                nl = strchr(line, '\n');
+                if (nl)
+                        *nl = 0;
+                log_info("bench: %s", line);
+        }
+}
+
+/* Before luksFormat: cipher speed on a zero-backed mapping and raw I/O on
+ * the device LUKS goes on, in the region luksFormat and mkfs overwrite. */
+static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_bench *policy = &c->plan->spec->bench;
+        const struct spec_luks *l = s->obj;
+        if (!l)
+                return -EINVAL;
+        /* without a candidate list, the LUKS object's own cipher is measured */
+        struct spec_bench own = *policy;
+        _cleanup_free_ char *spec_cipher = NULL;
+        char *own_list[2] = {};
+        if (!policy->ciphers || !policy->ciphers[0]) {
+                if (asprintf(&spec_cipher, "%s:%u", l->cipher ? l->cipher : "aes-xts-plain64",
+                             l->key_size ? l->key_size : 512) < 0)
+                        return -ENOMEM;
+                own_list[0] = spec_cipher;
+                own.ciphers = own_list;
+        }
+        c->bench_luks = NULL;
+        free(c->bench_choice_cipher);
+        c->bench_choice_cipher = NULL;
+        int r = bench_raw(&own, s->device, 0, bench_len(c), &c->bench);
+        if (r < 0)
+                return strbuf_adds(&c->why, c->bench.error ? c->bench.error : "benchmark failed"), r;
+
+        struct bench_luks_choice ch;
+        bool tuned = bench_choose_for_luks(policy, l, &c->bench, &ch) > 0;
+        if (!(c->bench_choice_cipher = strdup(ch.cipher)))
+                return -ENOMEM;
+        ch.cipher = c->bench_choice_cipher;
+        c->bench_choice = ch;
+        c->bench_luks = l;
+        bool nowq = ch.flags & (CRYPT_ACTIVATE_NO_READ_WORKQUEUE | CRYPT_ACTIVATE_NO_WRITE_WORKQUEUE);
+        char sector[32] = "default";
+        if (ch.sector_size)
+                snprintf(sector, sizeof sector, "%u-byte", ch.sector_size);
+        _cleanup_free_ char *text = NULL;
+        if (asprintf(&text, "%s: %s, %u-bit key, %s sectors, workqueues %s; luksFormat uses this",
+                     tuned ? "tuned" : policy->tune ? "the spec's (tuning measured nothing the spec allows)" : "the spec's",
+                     ch.cipher, ch.key_size, sector, nowq ? "off" : "on") < 0) {
+                text = NULL;
+                return -ENOMEM;
+        }
+        (void) report_set_bench_text(c->report, "luks_choice", text);
+        (void) report_set_bench_text(c->report, "luks_cipher", ch.cipher);
+        (void) report_set_bench(c->report, "luks_key_size", ch.key_size);
+        (void) report_set_bench(c->report, "luks_sector_size", ch.sector_size);
+        (void) report_set_bench_text(c->report, "luks_workqueues", nowq ? "off" : "on");
+        log_info("benchmark: LUKS '%s' gets %s", l->id, text);
+        return 0;
+}
+
+/* After luksOpen: the same I/O through dm-crypt, then the gate. */
+static int step_bench_crypt(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_bench *policy = &c->plan->spec->bench;
+        int r = bench_crypt(policy, s->device, 0, bench_len(c), &c->bench);
+        if (r < 0)
+                return strbuf_adds(&c->why, c->bench.error ? c->bench.error : "benchmark failed"), r;
+        bench_log_table(&c->bench);
+        const struct bench_cipher *ch = bench_chosen(&c->bench);
+        if (ch) {
+                (void) report_set_bench(c->report, "cipher_write_mbps", ch->write.mbps);
+                (void) report_set_bench(c->report, "cipher_read_mbps", ch->read.mbps);
+        }
+        (void) report_set_bench(c->report, "raw_write_mbps", c->bench.raw_write.mbps);
+        (void) report_set_bench(c->report, "raw_read_mbps", c->bench.raw_read.mbps);
+        (void) report_set_bench(c->report, "crypt_write_mbps", c->bench.crypt_write.mbps);
+        (void) report_set_bench(c->report, "crypt_read_mbps", c->bench.crypt_read.mbps);
+        (void) report_set_bench(c->report, "overhead_write", c->bench.overhead_write);
+        (void) report_set_bench(c->report, "overhead_read", c->bench.overhead_read);
+        (void) report_set_bench(c->report, "seconds", c->bench.seconds);
+
+        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+        r = bench_gate(policy, &c->bench, &why);
+        if (r == -ERANGE) {
+                (void) report_set_bench_verdict(c->report, policy->on_fail == SPEC_ON_FAIL_WARN ? REPORT_WARN : REPORT_FAIL,
+                                                strbuf_str(&why));
+                if (policy->on_fail == SPEC_ON_FAIL_WARN) {
+                        log_warning("benchmark gate missed (on_fail: warn): %s", strbuf_str(&why));
+                        return 0;
+                }
+                return strbuf_addf(&c->why, "benchmark gate: %s", strbuf_str(&why)), r;
+        }
+        if (r < 0)
+                return r;
+        (void) report_set_bench_verdict(c->report, REPORT_SUCCESS, "every floor met");
+        log_info("benchmark gate passed in %.1fs", c->bench.seconds);
+        return 0;
+}
+
+static int step_image(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_image *img = &c->plan->spec->image;
+        const char *target = img->format == SPEC_IMAGE_RAW ? s->device : kiln_paths.target;
+        if (!target)
+                return strbuf_adds(&c->why, "the plan names no image target"), -EINVAL;
+        struct image_progress_printer printer = { .what = "image" };
+        struct image_options io = { .progress = image_progress_print, .progress_userdata = &printer };
+        io.fetch.ca_file = c->opts->ca_file;
+        if (c->resumed && img->format != SPEC_IMAGE_RAW) {
+                unsigned removed = 0;
+                int k = resume_clean_root(target, &removed);
+                if (k < 0)
+                        return strbuf_addf(&c->why, "cannot empty '%s' for the image", target), k;
+                log_info("emptied %s for the image (%u entries of the interrupted run removed)", target, removed);
+                record_save(c);         /* the record went with the rest */
+        }
+        _cleanup_(image_result_done) struct image_result res = {};
+        int r = image_install(img, target, &io, &res);
+        if (r < 0)
+                return strbuf_adds(&c->why, res.error ? res.error : "image install failed"), r;
+        log_info("image: %" PRIu64 " bytes verified (sha256 %s), %" PRIu64 " entries, %u request(s)",
+                 res.downloaded, res.sha256, res.entries, res.attempts);
+        if (res.warning)
+                log_warning("image: %u libarchive warning(s), the first: %s", res.warnings, res.warning);
+        (void) report_set_image(c->report, img->url, res.sha256, res.downloaded, res.usec / 1e6);
+        return 0;
+}
+
+static int step_register(struct apply_ctx *c, const struct plan_step *s) {
+        if (c->registered)
+                return 0;       /* the plan lists one step per target; one run serves all */
+        c->registered = true;
+        struct register_options ro;
+        register_options_default(&ro);
+        ro.ca_file = c->opts->ca_file;
+        (void) report_finish(c->report, REPORT_SUCCESS, NULL, NULL);
+        _cleanup_free_ char *err = NULL;
+        int r = register_run(c->plan->spec, c->report, &ro, &err);
+        if (r == -ENOMSG)
+                return 0;
+        if (r < 0)
+                return strbuf_adds(&c->why, err ? err : "registration failed"), r;
+        log_info("registered with the controller");
+        return 0;
+}
+
+/* ---- resume after a failure ---- */
+
+static void record_path(char *buf, size_t len) {
+        snprintf(buf, len, "%s%s", kiln_paths.target, RESUME_RECORD_PATH);
+}
+
+static void record_save(struct apply_ctx *c) {
+        if (!c->recording)
+                return;
+        char path[PATH_MAX];
+        record_path(path, sizeof path);
+        int r = resume_record_save(&c->rec, path);
+        if (r < 0)
+                log_warning_errno(r, "failed to record progress in '%s' (a failure after this cannot resume): %m", path);
+}
+
+static void record_stage(struct apply_ctx *c, enum resume_stage st) {
+        if (st == RESUME_STAGE_NONE || !c->recording)
+                return;
+        c->rec.stages |= 1u << st;
+        record_save(c);
+}
+
+static bool plan_mounts_root(const struct plan *p) {
+        for (size_t i = 0; i < p->n_steps; i++) {
+                const struct spec_filesystem *fs = p->steps[i].kind == PLAN_MOUNT ? p->steps[i].obj : NULL;
+                if (fs && fs->mount && streq(fs->mount, "/"))
+                        return true;
+        }
+        return false;
+}
+
+static int step_md_assemble(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_raid *raid = s->obj;
+        if (!raid)
+                return -EINVAL;
+        const char *name = raid->name ? raid->name : raid->id;
+        int r = md_assemble(name, s->uuid, s->inputs, &c->why);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *node = NULL;
+        r = md_wait(name, MD_WAIT_USEC, &node);
+        if (r < 0)
+                return strbuf_addf(&c->why, "/dev/md/%s did not appear", name), r;
+        log_info("assembled md array '%s' (UUID %s) as %s", name, s->uuid, node);
+        return 0;
+}
+
+static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_vg *vg = s->obj;
+        if (!vg)
+                return -EINVAL;
+        const char *name = vg->name ? vg->name : vg->id;
+        int r = lvm_vg_activate(name, &c->why);
+        if (r < 0)
+                return r;
+        r = lvm_vgmknodes(name, &c->why);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < c->plan->spec->n_lvs; i++) {
+                const struct spec_lv *lv = &c->plan->spec->lvs[i];
+                if (!lv->vg || !streq(lv->vg, vg->id))
+                        continue;
+                char node[PATH_MAX];
+                snprintf(node, sizeof node, "%s/%s/%s", kiln_paths.devfs, name, lv->name ? lv->name : lv->id);
+                if ((r = wait_node(node)) < 0)
+                        return strbuf_addf(&c->why, "%s did not appear", node), r;
+        }
+        log_info("activated VG '%s'", name);
+        return 0;
+}
+
+/* "partition /dev/vda1": PARTUUID, for each partition of the kept GPT on disk. */
+static void add_partuuids(json_object *o, const char *disk) {
+        struct sigprobe_part *parts = NULL;
+        size_t n = 0;
+        if (sigprobe_partitions(disk, &parts, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *path = NULL;
+                char key[PATH_MAX + 16];
+                if (!parts[i].uuid || partition_path(disk, parts[i].number, &path) < 0)
+                        continue;
+                snprintf(key, sizeof key, "partition %s", path);
+                json_object_object_add(o, key, json_object_new_string(parts[i].uuid));
+        }
+        sigprobe_partitions_free(parts, n);
+}
+
+/* What the interrupted run built and this one keeps, by UUID (PARTUUID for
+ * a partition), for the report. */
+static json_object *kept_uuids(const struct apply_ctx *c) {
+        json_object *o = json_object_new_object();
+        for (size_t i = 0; o && i < c->plan->n_steps; i++) {
+                const struct plan_step *s = &c->plan->steps[i];
+                char key[160];
+                const char *uuid = NULL;
+                _cleanup_free_ struct inv_signature *sigs = NULL;
+                size_t n = 0;
+                if (s->kind == PLAN_MD_ASSEMBLE) {
+                        snprintf(key, sizeof key, "md %s", s->id);
+                        uuid = s->uuid;
+                } else if (s->kind == PLAN_SKIP_STAGE && s->device &&
+                           (s->skipped == PLAN_LUKS_FORMAT || s->skipped == PLAN_MKFS || s->skipped == PLAN_PVCREATE)) {
+                        snprintf(key, sizeof key, "%s %s", s->skipped == PLAN_LUKS_FORMAT ? "luks" : s->skipped == PLAN_MKFS ? "fs" : "pv",
+                                 s->device);
+                        if (sigprobe_device(s->device, &sigs, &n) >= 0 && n > 0)
+                                uuid = sigs[0].uuid;
+                }
+                if (s->kind == PLAN_VG_ACTIVATE) {
+                        const struct spec_vg *vg = s->obj;
+                        const char *name = vg->name ? vg->name : vg->id;
+                        _cleanup_free_ char *vu = NULL;
+                        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+                        snprintf(key, sizeof key, "vg %s", name);
+                        if (lvm_vg_uuid(name, &vu, &err) >= 0)
+                                json_object_object_add(o, key, json_object_new_string(vu));
+                } else if (s->kind == PLAN_SKIP_STAGE && s->skipped == PLAN_PARTITION && s->device)
+                        add_partuuids(o, s->device);
+                if (uuid)
+                        json_object_object_add(o, key, json_object_new_string(uuid));
+                for (size_t k = 0; k < n; k++) {
+                        free(sigs[k].type);
+                        free(sigs[k].usage);
+                        free(sigs[k].uuid);
+                        free(sigs[k].label);
+                }
+        }
+        return o;
+}
+
+static void report_resume(struct apply_ctx *c) {
+        json_object *o = json_object_new_object();
+        if (!o)
+                return;
+        json_object_object_add(o, "fingerprint", json_object_new_string(c->plan->fingerprint));
+        if (c->resumed) {
+                json_object *st = json_object_new_array();
+                for (int k = 0; st && k < _RESUME_STAGE_MAX; k++)
+                        if (c->skip_stages & (1u << k))
+                                json_object_array_add(st, json_object_new_string(resume_stage_name(k)));
+                json_object_object_add(o, "stages_skipped", st);
+                json_object_object_add(o, "kept", kept_uuids(c));
+                if (c->rec.run_id)
+                        json_object_object_add(o, "interrupted_run_id", json_object_new_string(c->rec.run_id));
+        } else if (c->fallback_why)
+                json_object_object_add(o, "fresh_because", json_object_new_string(c->fallback_why));
+        (void) report_set_member(c->report, "resumed", json_object_new_boolean(c->resumed));
+        (void) report_set_member(c->report, "resume", o);
+}
+
+static int step_resume_check(struct apply_ctx *c, const struct plan_step *s) {
+        struct resume_record rec = {};
+        int r = resume_record_load(s->device, &rec);
+        if (r == -ENOENT)
+                return strbuf_addf(&c->why, "no progress record '%s'", s->device), -ESTALE;
+        if (r == -ENOTEMPTY)
+                return strbuf_addf(&c->why, "progress record '%s' has data after its JSON document", s->device), -ESTALE;
+        if (r < 0)
+                return strbuf_addf(&c->why, "unreadable progress record '%s'", s->device), -ESTALE;
+        if (!streq(rec.fingerprint, c->plan->fingerprint))
+                r = strbuf_addf(&c->why, "the progress record names another plan (%.12s, this one is %.12s)", rec.fingerprint,
+                                c->plan->fingerprint);
+        else if (rec.complete)
+                r = strbuf_adds(&c->why, "the progress record says that run finished");
+        else if (!(rec.stages & (1u << RESUME_STAGE_STORAGE)))
+                r = strbuf_adds(&c->why, "the progress record does not list the storage as done");
+        else {
+                resume_record_done(&c->rec);
+                c->rec = rec;
+                c->resumed = c->recording = true;
+                c->skip_stages = rec.stages;
+                const char *rid = report_run_id(c->report);
+                free(c->rec.run_id);
+                c->rec.run_id = rid ? strdup(rid) : NULL;
+                free(c->rec.version);
+                c->rec.version = NULL;
+                record_save(c);
+                report_resume(c);
+                log_info("resuming the interrupted run of plan %.12s: stages done %s%s%s", c->plan->fingerprint, "storage",
+                         rec.stages & (1u << RESUME_STAGE_IMAGE) ? ", image" : "",
+                         rec.stages & (1u << RESUME_STAGE_CONFIGURE) ? ", configure" : "");
+                return 0;
+        }
+        resume_record_done(&rec);
+        return r < 0 ? r : -ESTALE;
+}
+
+/* A resumed run skips what the record lists as done. */
+static bool resume_skips(const struct apply_ctx *c, const struct plan_step *s) {
+        enum resume_stage st = resume_stage_of(s->kind);
+        return c->resumed && st != RESUME_STAGE_NONE && st != RESUME_STAGE_STORAGE && (c->skip_stages & (1u << st));
+}
+
+/* Undo the resume steps 0..upto (the failed one included: it may have
+ * half-happened), latest first: the machine is then as it was planned for,
+ * and the fresh plan's wipe finds no holder it did not list. */
+static int resume_undo(struct apply_ctx *c, const size_t *order, size_t upto) {
+        bool unmounted = false;
+        int r;
+        for (size_t k = upto + 1; k-- > 0;) {
+                const struct plan_step *s = &c->plan->steps[order[k]];
+                strbuf_reset(&c->why);
+                switch (s->kind) {
+                case PLAN_MOUNT:
+                        if (unmounted)
+                                continue;
+                        unmounted = true;
+                        r = mount_unmount_target();
+                        break;
+                case PLAN_LUKS_OPEN: {
+                        const struct spec_luks *l = s->obj;
+                        r = luks_close(luks_name(l));
+                        if (r == -ENODEV || r == -ENOENT || (r < 0 && k == upto))
+                                r = 0;  /* not open */
+                        break;
+                }
+                case PLAN_VG_ACTIVATE: {
+                        const struct spec_vg *vg = s->obj;
+                        r = lvm_vg_deactivate(vg->name ? vg->name : vg->id, &c->why);
+                        if (r < 0 && k == upto)
+                                r = 0;  /* it did not get as far as activating */
+                        break;
+                }
+                case PLAN_MD_ASSEMBLE:
+                        r = md_stop(s->device, &c->why);
+                        if (r < 0 && k == upto)
+                                r = 0;
+                        break;
+                default:
+                        continue;
+                }
+                if (r < 0)
+                        return log_error_errno(r, "failed to undo %s '%s' before a fresh install: %s%s%m", apply_step_name(s->kind),
+                                               s->device ? s->device : s->id ? s->id : "-", exec_last_line(&c->why),
+                                               *exec_last_line(&c->why) ? ": " : "");
+        }
+        return 0;
+}
+
+static int run_step(struct apply_ctx *c, const struct plan_step *s) {
+        switch (s->kind) {
+        case PLAN_WIPE: return step_wipe(c, s);
+        case PLAN_PARTITION: return step_partition(c, s);
+        case PLAN_MD_CREATE: return step_md_create(c, s);
+        case PLAN_LUKS_FORMAT: return step_luks_format(c, s);
+        case PLAN_LUKS_OPEN: return step_luks_open(c, s);
+        case PLAN_PVCREATE: return step_pvcreate(c, s);
+        case PLAN_VGCREATE: return step_vgcreate(c, s);
+        case PLAN_LVCREATE: return step_lvcreate(c, s);
+        case PLAN_MKFS: return step_mkfs(c, s);
+        case PLAN_MOUNT: return step_mount(c, s);
+        case PLAN_CONFIGURE: return step_configure(c, s);
+        case PLAN_FINISH: return step_finish(c, s);
+        case PLAN_BENCH_RAW: return step_bench_raw(c, s);
+        case PLAN_BENCH_CRYPT: return step_bench_crypt(c, s);
+        case PLAN_IMAGE: return step_image(c, s);
+        case PLAN_REGISTER: return step_register(c, s);
+        case PLAN_MD_ASSEMBLE: return step_md_assemble(c, s);
+        case PLAN_VG_ACTIVATE: return step_vg_activate(c, s);
+        case PLAN_SKIP_STAGE: return 0;
+        case PLAN_RESUME_CHECK: return step_resume_check(c, s);
+        default:
+                return -EINVAL;
+        }
+}
+
+/* Execution order: the plan's, except that a run of mounts goes parents first. */
+static int execution_order(const struct plan *p, size_t **ret) {
+        size_t *order = calloc(p->n_steps ? p->n_steps : 1, sizeof *order);
+        if (!order)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->n_steps; i++)
+                order[i] = i;
+        for (size_t i = 0; i < p->n_steps;) {
+                size_t j = i;
+                while (j < p->n_steps && p->steps[j].kind == PLAN_MOUNT)
+                        j++;
+                /* insertion sort by depth: stable, runs are short */
+                for (size_t a = i + 1; a < j; a++) {
+                        size_t v = order[a], b = a;
+                        const struct spec_filesystem *fv = p->steps[v].obj;
+                        unsigned dv = fv ? mount_depth(fv->mount) : 0;
+                        while (b > i) {
+                                const struct spec_filesystem *fb = p->steps[order[b - 1]].obj;
+                                if ((fb ? mount_depth(fb->mount) : 0) <= dv)
+                                        break;
+                                order[b] = order[b - 1];
+                                b--;
+                        }
+                        order[b] = v;
+                }
+                i = j > i ? j : i + 1;
+        }
+        *ret = order;
+        return 0;
+}
+
+static void hook(const struct apply_ctx *c, const struct plan_step *s, size_t i, enum apply_event ev,
+                 int err, uint64_t usec, const char *reason) {
+        if (c->opts->hook)
+                c->opts->hook(c->opts->userdata, s, i, c->plan->n_steps, ev, err, usec, reason);
+}
+
+static void dry_run_print(const struct plan *p, const size_t *order, FILE *out) {
+        fprintf(out, "dry run: %zu step(s), nothing will be changed\n", p->n_steps);
+        fprintf(out, "fingerprint: %s\nmode: %s%s%s%s\n", p->fingerprint, p->resume ? "resume" : "fresh install",
+                p->mode_why ? " (" : "", p->mode_why ? p->mode_why : "", p->mode_why ? ")" : "");
+        for (size_t k = 0; k < p->n_steps; k++) {
+                const struct plan_step *s = &p->steps[order[k]];
+                fprintf(out, "%3zu. %-11s %s\n", k + 1, apply_step_name(s->kind), s->description ? s->description : "");
+                if (s->destroys)
+                        fprintf(out, "     destroys: %s\n", s->destroys);
+        }
+}
+
+/* A failed run is reported too (the run report with the failed step and
+ * why), to the webhook; CloudStack never gets a failed node. */
+static void report_failure(struct apply_ctx *c, const struct plan_step *s, const char *why) {
+        char stage[160];
+        apply_stage_name(s, stage, sizeof stage);
+        (void) report_finish(c->report, REPORT_FAIL, stage, why);
+        struct register_options ro;
+        register_options_default(&ro);
+        ro.ca_file = c->opts->ca_file;
+        _cleanup_free_ char *err = NULL;
+        int r = register_run(c->plan->spec, c->report, &ro, &err);
+        if (r < 0 && r != -ENOMSG)
+                log_warning("could not report the failure: %s", err ? err : strerror(-r));
+}
+
+int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_step_kind *ret_failed) {
+        static const struct apply_options defaults = { 0 };
+        if (!opts)
+                opts = &defaults;
+        enum plan_step_kind failed_dummy;
+        if (!ret_failed)
+                ret_failed = &failed_dummy;
+        *ret_failed = _PLAN_STEP_KIND_MAX;
+        _cleanup_free_ size_t *order = NULL;
+        int r = execution_order(p, &order);
+        if (r < 0)
+                return log_error_errno(r, "failed to order the plan's steps: %m");
+        if (opts->dry_run) {
+                dry_run_print(p, order, opts->dry_run_out ? opts->dry_run_out : stdout);
+                return 0;
+        }
+
+        luks_setup_logging();
+        struct apply_ctx c = { .plan = p, .opts = opts, .why = STRBUF_INIT, .report = opts->report, .bench = { .chosen = -1 } };
+        c.why.max = 8192;
+        struct report *own_report = NULL;
+        if (!c.report) {
+                r = report_new(&own_report);
+                if (r < 0)
+                        return log_error_errno(r, "failed to start the run report: %m");
+                (void) report_set_node(own_report, p->inv, opts->hostname, NULL);
+                c.report = own_report;
+        }
+        int code = 0;
+        const struct plan_step *failed = NULL;
+        _cleanup_free_ char *failed_why = NULL;
+        bool root = plan_mounts_root(p), fall_back = false;
+        memcpy(c.rec.fingerprint, p->fingerprint, sizeof c.rec.fingerprint);
+        const char *rid = report_run_id(c.report);
+        c.rec.run_id = rid ? strdup(rid) : NULL;
+        uint64_t t0 = now_usec();
+        for (size_t k = 0; k < p->n_steps; k++) {
+                size_t i = order[k];
+                const struct plan_step *s = &p->steps[i];
+                const char *dev = s->device ? s->device : "-";
+                if (resume_skips(&c, s)) {
+                        log_info("step %zu/%zu %s %s: skipped, the interrupted run did it", k + 1, p->n_steps,
+                                 apply_step_name(s->kind), dev);
+                        continue;
+                }
+                if (opts->skip_storage && apply_step_is_storage(s->kind)) {
+                        log_info("step %zu/%zu %s %s: skipped (--skip-storage: '%s' is a plain directory)", k + 1,
+                                 p->n_steps, apply_step_name(s->kind), dev, kiln_paths.target);
+                        continue;
+                }
+                if (s->kind == PLAN_FINISH && c.recording) {
+                        c.rec.complete = true;  /* the next run over these disks is a fresh install */
+                        record_save(&c);
+                }
+                log_info("step %zu/%zu %s %s: %s", k + 1, p->n_steps, apply_step_name(s->kind), dev,
+                         s->description ? s->description : "");
+                hook(&c, s, i, APPLY_STEP_START, 0, 0, NULL);
+                strbuf_reset(&c.why);
+                uint64_t t = now_usec();
+                r = run_step(&c, s);
+                uint64_t usec = now_usec() - t;
+                if (r < 0 && p->resume && opts->fallback && !c.resumed) {
+                        /* the stack is not this plan's unfinished run, or it cannot be brought up:
+                         * nothing was written; undo and install fresh */
+                        const char *why = exec_last_line(&c.why);
+                        if (asprintf(&c.fallback_why, "%s %s: %s%s%s", apply_step_name(s->kind), dev, why, *why ? ": " : "",
+                                     r == -ESTALE ? "not resumable" : strerror(-r)) < 0)
+                                c.fallback_why = NULL;
+                        log_info("not resuming (%s); undoing the resume steps and installing fresh",
+                                 c.fallback_why ? c.fallback_why : "?");
+                        hook(&c, s, i, APPLY_STEP_DONE, 0, usec, NULL);
+                        if ((r = resume_undo(&c, order, k)) < 0) {
+                                code = r;
+                                *ret_failed = s->kind;
+                                failed = s;
+                                failed_why = strdup("cannot undo the resume steps before a fresh install");
+                                break;
+                        }
+                        fall_back = true;
+                        break;
+                }
+                if (r < 0) {
+                        const char *why = exec_last_line(&c.why);
+                        if (r == -ESTALE)       /* a resume without a fresh fallback (the spec may not wipe) */
+                                log_error("step %zu/%zu %s failed on '%s': %s; no fresh install either: the spec does not "
+                                          "allow wiping these disks (wipe: true), and nothing was written",
+                                          k + 1, p->n_steps, apply_step_name(s->kind), dev, why);
+                        else
+                                log_error_errno(r, "step %zu/%zu %s failed on '%s' after %.1fs: %s%s%m", k + 1, p->n_steps,
+                                                apply_step_name(s->kind), dev, usec / 1e6, why, *why ? ": " : "");
+                        hook(&c, s, i, APPLY_STEP_FAILED, r, usec, *why ? why : strerror(-r));
+                        code = r;
+                        *ret_failed = s->kind;
+                        failed = s;
+                        if (asprintf(&failed_why, "%s%s%s", why, *why ? ": " : "", strerror(-r)) < 0)
+                                failed_why = NULL;
+                        break;
+                }
+                log_info("step %zu/%zu %s %s done in %.1fs", k + 1, p->n_steps, apply_step_name(s->kind), dev, usec / 1e6);
+                hook(&c, s, i, APPLY_STEP_DONE, 0, usec, NULL);
+                if (!p->resume && root && s->kind == PLAN_MOUNT && (k + 1 == p->n_steps || p->steps[order[k + 1]].kind != PLAN_MOUNT)) {
+                        c.recording = true;     /* storage is done and the root is mounted */
+                        record_stage(&c, RESUME_STAGE_STORAGE);
+                } else if (s->kind != PLAN_MOUNT)
+                        record_stage(&c, resume_stage_of(s->kind) == RESUME_STAGE_STORAGE ? RESUME_STAGE_NONE : resume_stage_of(s->kind));
+        }
+        if (fall_back) {
+                json_object *o = json_object_new_object();
+                if (o) {
+                        json_object_object_add(o, "fingerprint", json_object_new_string(p->fingerprint));
+                        json_object_object_add(o, "fresh_because", json_object_new_string(c.fallback_why ? c.fallback_why : "?"));
+                }
+                (void) report_set_member(c.report, "resumed", json_object_new_boolean(false));
+                (void) report_set_member(c.report, "resume", o);
+                struct apply_options fo = *opts;
+                fo.fallback = NULL;
+                fo.report = c.report;
+                code = apply_run(opts->fallback, &fo, ret_failed);
+        } else {
+                if (code == 0)
+                        log_info("applied %zu step(s) in %.1fs", p->n_steps, (now_usec() - t0) / 1e6);
+                else
+                        report_failure(&c, failed, failed_why);
+                if (report_get_result(c.report) == REPORT_NONE)
+                        (void) report_finish(c.report, REPORT_SUCCESS, NULL, NULL);
+                if (!report_get(c.report, "resumed"))
+                        report_resume(&c);
+                save_report(&c);
+        }
+        for (size_t i = 0; i < c.n_keys; i++)
+                luks_key_free(c.keys[i].key);
+        free(c.keys);
+        strbuf_release(&c.why);
+        bench_result_done(&c.bench);
+        free(c.bench_choice_cipher);
+        resume_record_done(&c.rec);
+        free(c.fallback_why);
+        report_free(own_report);
+        return code;
+}

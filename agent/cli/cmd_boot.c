@@ -1,0 +1,290 @@
+/* kiln boot [--cmdline FILE] [--inventory X] [--dry-run] [--no-finish] [--skip-storage]
+ *
+ * What the initramfs' /init runs: reads kiln.* from the kernel command line
+ * (cmdline.h), looks at this machine (inventory), fetches the host spec
+ * (kiln.spec=, ${mac} ${uuid} ${serial} ${hostname} expanded, pinned by
+ * kiln.spec.sha256=, extra CA from kiln.ca=), validates it, plans, runs the
+ * plan, and finishes as the spec says. With --no-finish the spec's finish
+ * (reboot, poweroff, none) is written to RUN_DIR/finish instead, so that
+ * /init can report first and then do it. Every failure is one line naming
+ * the stage, the subject and the reason, and a documented exit code.
+ *
+ * --skip-storage is a test knob (tests/fleet): with a recorded inventory it
+ * runs only the network half of a real run (spec, image into KILN_TARGET as
+ * a plain directory, webhook events, registration) and never the finish. */
+#include "apply.h"
+#include "ca.h"
+#include "cmdline.h"
+#include "commands.h"
+#include "exitcode.h"
+#include "fetch.h"
+#include "inventory.h"
+#include "log.h"
+#include "mount.h"
+#include "paths.h"
+#include "plan.h"
+#include "progress.h"
+#include "register.h"
+#include "report.h"
+#include "resume.h"
+#include "spec.h"
+#include "url.h"
+
+#include <limits.h>
+#include <getopt.h>
+#include <sys/reboot.h>
+
+#define BOOT_CA_MAX_BYTES (1024u * 1024u)
+#define BOOT_CA_FILE "ca.pem"           /* in RUN_DIR: kiln.ca= fetched from a URL */
+#define BOOT_FETCH_RETRIES 8            /* the network of a node that just booted may need a while */
+
+static void boot_usage(FILE *f) {
+        fprintf(f, "usage: kiln boot [--cmdline FILE] [--inventory FILE|DIR] [--dry-run] [--no-finish]\n"
+                   "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.fresh from /proc/cmdline,\n"
+                   "  fetches the host spec and applies it (what the kiln initramfs runs)\n"
+                   "  --cmdline FILE   read the kernel command line from FILE\n"
+                   "  --inventory X    plan against a recorded inventory (with --dry-run)\n"
+                   "  --dry-run        fetch, validate and print the steps; change nothing\n"
+                   "  --no-finish      write the spec's finish to RUN_DIR/finish instead of doing it\n"
+                   "  --skip-storage   test knob, needs --inventory: skip every storage step, install the image\n"
+                   "                   into KILN_TARGET as a plain directory, register, never finish\n");
+}
+
+static const char *finish_name(enum spec_finish f) {
+        return f == SPEC_FINISH_REBOOT ? "reboot" : f == SPEC_FINISH_POWEROFF ? "poweroff" : "none";
+}
+
+static bool is_url(const char *s) {
+        return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0 || strncmp(s, "file://", 7) == 0;
+}
+
+int cmd_boot(int argc, char **argv) {
+        static const struct option longopts[] = {
+                { "cmdline", required_argument, NULL, 'c' },
+                { "inventory", required_argument, NULL, 'i' },
+                { "dry-run", no_argument, NULL, 'n' },
+                { "no-finish", no_argument, NULL, 'F' },
+                { "skip-storage", no_argument, NULL, 'S' },
+                { "help", no_argument, NULL, 'h' },
+                {}
+        };
+        const char *cmdline_file = NULL, *inv_path = NULL;
+        bool dry_run = false, no_finish = false, skip_storage = false;
+        int c, r;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) >= 0)
+                switch (c) {
+                case 'c': cmdline_file = optarg; break;
+                case 'i': inv_path = optarg; break;
+                case 'n': dry_run = true; break;
+                case 'F': no_finish = true; break;
+                case 'S': skip_storage = true; break;
+                case 'h': boot_usage(stdout); return KILN_EXIT_OK;
+                default: boot_usage(stderr); return KILN_EXIT_USAGE;
+                }
+        if (optind != argc) {
+                boot_usage(stderr);
+                return KILN_EXIT_USAGE;
+        }
+        if (skip_storage && !inv_path) {
+                log_error("--skip-storage is a test knob for a recorded machine: it needs --inventory");
+                return KILN_EXIT_USAGE;
+        }
+        if (inv_path && !dry_run && !skip_storage) {
+                log_error("--inventory plans for another machine: it needs --dry-run");
+                return KILN_EXIT_USAGE;
+        }
+        log_set_timestamps(true);
+
+        /* 1. the kernel command line */
+        _cleanup_cmdline_ struct kiln_cmdline cl = {};
+        _cleanup_free_ char *bad = NULL, *cmdline_path = NULL;
+        if (!cmdline_file && asprintf(&cmdline_path, "%s/cmdline", kiln_paths.procfs) < 0)
+                return log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
+        const char *clp = cmdline_file ? cmdline_file : cmdline_path;
+        {
+                _cleanup_free_ char *text = NULL;
+                r = read_full_file(clp, CMDLINE_MAX_BYTES, &text, NULL);
+                if (r < 0)
+                        return log_error_errno(r, "failed to read the kernel command line '%s': %m", clp), KILN_EXIT_USAGE;
+                r = cmdline_parse(text, &cl, &bad);
+        }
+        if (r == -EINVAL && bad) {
+                _cleanup_strbuf_ struct strbuf shown_bad = STRBUF_INIT;
+                (void) url_scrub(bad, strlen(bad), &shown_bad);
+                return log_error("invalid kernel command line option '%s' in '%s'", strbuf_str(&shown_bad), clp),
+                       KILN_EXIT_USAGE;
+        }
+        if (r < 0)
+                return log_error_errno(r, "failed to parse the kernel command line '%s': %m", clp), KILN_EXIT_USAGE;
+        for (char **u = cl.unknown; u && *u; u++) {
+                _cleanup_strbuf_ struct strbuf shown_u = STRBUF_INIT;
+                (void) url_scrub(*u, strlen(*u), &shown_u);
+                log_warning("ignoring unknown kernel command line option '%s'", strbuf_str(&shown_u));
+        }
+        if (!cl.spec)
+                return log_error("no kiln.spec= on the kernel command line '%s'", clp), KILN_EXIT_USAGE;
+
+        /* 2. this machine: the values ${mac} etc. expand to, and the disks to plan on */
+        _cleanup_inventory_free_ struct inventory *inv = NULL;
+        r = cmd_load_inventory(inv_path, &inv);
+        if (r != KILN_EXIT_OK)
+                return r;
+        struct spec_vars vars;
+        plan_spec_vars(inv, &vars);
+
+        /* 3. the extra CA: a file on the initramfs, or fetched (it is then
+         * trusted on the strength of the system CAs alone) */
+        struct fetch_options fo = { .max_retries = BOOT_FETCH_RETRIES };
+        _cleanup_free_ char *ca_pem = NULL, *ca_path = NULL;
+        if (cl.ca) {
+                char ca_shown[URL_DISPLAY_MAX];
+                url_display(cl.ca, ca_shown);
+                if (is_url(cl.ca)) {
+                        size_t len;
+                        _cleanup_(fetch_result_done) struct fetch_result res = {};
+                        r = fetch_to_buffer_full(cl.ca, &fo, BOOT_CA_MAX_BYTES, NULL, &ca_pem, &len, &res);
+                        if (r < 0 && res.error)
+                                return log_error("failed to fetch the CA bundle '%s': %s", ca_shown, res.error), KILN_EXIT_FETCH;
+                        if (r < 0)
+                                return log_error_errno(r, "failed to fetch the CA bundle '%s': %m", ca_shown), KILN_EXIT_FETCH;
+                        /* One CA for everything after this: the spec, the keys, the
+                         * image and the controller all take it as a file. */
+                        r = run_file_write(BOOT_CA_FILE, ca_pem, len, &ca_path);
+                        if (r < 0)
+                                return log_error_errno(r, "failed to save the CA bundle '%s' to '%s/%s': %m", ca_shown,
+                                                       kiln_paths.run_dir, BOOT_CA_FILE), KILN_EXIT_FAILURE;
+                        fo.ca_file = ca_path;
+                } else {
+                        if (access(cl.ca, R_OK) < 0)
+                                return log_error_errno(-errno, "failed to read the CA bundle '%s': %m", cl.ca), KILN_EXIT_FETCH;
+                        fo.ca_file = cl.ca;
+                }
+        }
+
+        /* 4. the spec */
+        _cleanup_free_ char *url = NULL, *data = NULL;
+        size_t len = 0;
+        char shown[URL_DISPLAY_MAX];
+        r = spec_expand(cl.spec, &vars, &url);
+        if (r < 0)
+                return log_error_errno(r, "failed to expand kiln.spec '%s' (known: ${mac} ${mac:hexhyp} ${mac:hexraw} ${uuid} ${serial} ${hostname}; a placeholder serial or uuid counts as missing): %m",
+                                       url_display(cl.spec, shown)), KILN_EXIT_USAGE;
+        url_display(url, shown);       /* the URL as logged and reported; url itself only goes to the fetch */
+        log_info("fetching spec '%s'%s", shown, cl.spec_sha256 ? " (sha256 pinned)" : "");
+        _cleanup_(fetch_result_done) struct fetch_result res = {};
+        uint64_t t0 = now_usec();
+        r = fetch_to_buffer_full(url, &fo, SPEC_MAX_BYTES, cl.spec_sha256, &data, &len, &res);
+        if (r == -EBADMSG)
+                return log_error("spec '%s' does not match kiln.spec.sha256=%s (got %s)", shown, cl.spec_sha256,
+                                 res.sha256[0] ? res.sha256 : "another digest"), KILN_EXIT_FETCH;
+        if (r == -EFBIG)
+                return log_error("spec '%s' is larger than %u bytes", shown, SPEC_MAX_BYTES), KILN_EXIT_FETCH;
+        if (r < 0) {
+                if (res.error)
+                        return log_error("failed to fetch spec '%s' after %u attempt(s): %s", shown, res.attempts, res.error),
+                               KILN_EXIT_FETCH;
+                return log_error_errno(r, "failed to fetch spec '%s': %m", shown), KILN_EXIT_FETCH;
+        }
+        log_info("fetched spec '%s': %zu bytes in %.1f s, sha256 %s", shown, len, (now_usec() - t0) / 1e6, res.sha256);
+
+        /* 5. validate */
+        struct diags diags = {};
+        _cleanup_spec_free_ struct spec *spec = NULL;
+        r = spec_parse(shown, data, len, &spec, &diags);
+        if (r < 0) {
+                diags_print(&diags, stderr);
+                diags_clear(&diags);
+                if (r == -EINVAL)
+                        return log_error("spec '%s' is not valid", shown), KILN_EXIT_BAD_SPEC;
+                return log_error_errno(r, "failed to parse spec '%s': %m", shown), KILN_EXIT_BAD_SPEC;
+        }
+        diags_clear(&diags);
+        explicit_wipe(data, len);       /* it may hold passphrases; the spec keeps its own copy */
+        r = spec_register_secrets(spec);
+        if (r < 0)
+                return log_error_errno(r, "failed to register the spec's secrets: %m"), KILN_EXIT_FAILURE;
+        /* the spec's ca: beside kiln.ca= for everything after the spec */
+        _cleanup_free_ char *spec_ca = NULL, *ca_err = NULL;
+        r = ca_for_spec(spec->ca, fo.ca_file, &spec_ca, &ca_err);
+        if (r < 0)
+                return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", shown,
+                                       ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
+        if (spec_ca)
+                fo.ca_file = spec_ca;
+
+        /* 6. plan: every refusal is made here, before anything is written */
+        _cleanup_plan_free_ struct plan *plan = NULL;
+        _cleanup_plan_free_ struct plan *resume = NULL;
+        bool unwiped;   /* resuming over disks the spec may not wipe: no fresh fallback */
+        r = resume_plan_decide(spec, inv, cl.fresh, &diags, &plan, &resume, &unwiped);
+        if (r < 0)
+                return cmd_plan_failed(r, &diags, "apply", shown);
+        diags_clear(&diags);
+        log_info("plan %.12s: %s (%s)", plan->fingerprint, resume ? "resume" : "fresh install",
+                 (resume ? resume : plan)->mode_why);
+
+        const char *hostname = plan->hostname;  /* expanded by plan_build, as `kiln plan` shows it */
+        if (!dry_run && spec->hostname && !hostname)
+                return log_error("refusing to apply spec '%s': hostname '%s' needs ${%s}, %s%s%s; nothing was written",
+                                 shown, spec->hostname, plan->hostname_missing ? plan->hostname_missing : "?",
+                                 plan->hostname_placeholder ? "but this machine reports the placeholder '" :
+                                                              "which this machine's inventory lacks",
+                                 plan->hostname_placeholder ?: "", plan->hostname_placeholder ? "'" : ""), KILN_EXIT_BAD_SPEC;
+
+        /* 7. run it, and finish */
+        if (!dry_run && no_finish) {
+                _cleanup_free_ char *f = strdupf("%s\n", finish_name(spec->finish));
+                r = f ? run_file_write("finish", f, strlen(f), NULL) : -ENOMEM;
+                if (r < 0)
+                        return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
+        }
+        /* The run report: every step becomes a stage (and a webhook event
+         * when the spec has a webhook); bench, image and registration add
+         * their figures. It is saved, and a failed run is reported too. */
+        _cleanup_(report_freep) struct report *report = NULL;
+        r = report_new(&report);
+        if (r < 0)
+                return log_error_errno(r, "failed to start the run report: %m"), KILN_EXIT_FAILURE;
+        (void) report_set_node(report, inv, hostname, NULL);
+        struct register_options ro;
+        register_options_default(&ro);
+        ro.ca_file = fo.ca_file;
+        struct register_events ev;
+        if (!dry_run)
+                register_attach_events(report, &ev, spec, &ro);
+        else
+                ev = (struct register_events) {};
+
+        struct apply_options ao = {
+                .dry_run = dry_run,
+                .finish = !dry_run && !no_finish && !skip_storage,
+                .skip_storage = skip_storage,
+                .hostname = hostname,
+                .hook = progress_apply_hook,
+                .userdata = report,
+                .report = report,
+                .ca_file = fo.ca_file,
+                .fallback = resume && !unwiped ? plan : NULL,
+        };
+        log_info("applying spec '%s' (%zu steps) on %s", shown, plan->n_steps, hostname ? hostname : "this machine");
+        t0 = now_usec();
+        enum plan_step_kind failed;
+        r = apply_run(resume ? resume : plan, &ao, &failed); /* on failure it said which step, on what and why, reported it and saved the report */
+        register_events_done(&ev);
+        if (r < 0)
+                return cmd_apply_exit_code(r, failed);
+        log_info("spec '%s' applied in %.1f s; finish: %s", shown, (now_usec() - t0) / 1e6,
+                 dry_run ? "none (dry run)" : finish_name(spec->finish));
+        if (!ao.finish || spec->finish == SPEC_FINISH_NONE)
+                return KILN_EXIT_OK;
+        /* every stage has ended and the report is saved and delivered: the target goes away */
+        r = mount_unmount_target();
+        if (r < 0)
+                log_warning_errno(r, "failed to unmount '%s' before %s: %m", kiln_paths.target, finish_name(spec->finish));
+        sync();
+        if (reboot(spec->finish == SPEC_FINISH_REBOOT ? RB_AUTOBOOT : RB_POWER_OFF) < 0)
+                return log_error_errno(-errno, "failed to %s: %m", finish_name(spec->finish)), KILN_EXIT_FAILURE;
+        return KILN_EXIT_OK;
+}

@@ -1,0 +1,1554 @@
+/* The planner: spec + inventory -> ordered steps, or refusals. Pure: it
+ * reads the two structures and writes nothing but the plan it returns.
+ *
+ * Phases: select disks (every rule against every inventory disk, count,
+ * ambiguity, signatures, in use), lay out the partitions of each selected
+ * disk, then walk the remaining objects (md, LUKS, VG, LV) depth first along
+ * their references so that any stacking order works, then filesystems,
+ * mounts (shallowest first), image, configure, register, finish. */
+#include "plan.h"
+#include "paths.h"
+#include "url.h"
+#include <fnmatch.h>
+#include <openssl/evp.h>
+#include <inttypes.h>
+#include <strings.h>
+
+#define MiB (UINT64_C(1) << 20)
+#define ALIGN MiB
+#define LUKS2_DEFAULT_HEADER (16 * MiB)
+#define LVM_PV_METADATA MiB
+#define LVM_DEFAULT_EXTENT (4 * MiB)
+#define GPT_ENTRIES_BYTES 16384u        /* 128 entries of 128 bytes */
+
+struct node {
+        enum spec_obj_kind kind;
+        const char *id;
+        const void *obj;
+        struct spec_mark mark;
+        char **devs;            /* predicted device paths; NULL for a VG */
+        size_t n_devs;
+        uint64_t size;          /* estimated bytes per device (the smallest); 0 = unknown */
+        uint64_t size_max;      /* certain upper bound */
+        bool approx;
+        int state;              /* 0 new, 1 being visited, 2 emitted */
+        char *vg_path;          /* VG: /dev/NAME */
+};
+
+struct builder {
+        const struct spec *spec;
+        const struct inventory *inv;
+        struct diags *diags;
+        struct plan *plan;
+        size_t steps_alloc;
+        struct node *nodes;
+        size_t n_nodes;
+        const struct inv_disk **sorted;  /* inventory disks by path */
+        size_t n_sorted;
+        unsigned refused, invalid;
+        bool allow_signatures;  /* PLAN_ALLOW_SIGNATURES */
+};
+
+static const char *const kind_names[_PLAN_STEP_KIND_MAX] = {
+        [PLAN_WIPE] = "wipe",
+        [PLAN_PARTITION] = "partition",
+        [PLAN_MD_CREATE] = "md-create",
+        [PLAN_LUKS_FORMAT] = "luks-format",
+        [PLAN_LUKS_OPEN] = "luks-open",
+        [PLAN_PVCREATE] = "pvcreate",
+        [PLAN_VGCREATE] = "vgcreate",
+        [PLAN_LVCREATE] = "lvcreate",
+        [PLAN_MKFS] = "mkfs",
+        [PLAN_MOUNT] = "mount",
+        [PLAN_BENCH_RAW] = "bench-raw",
+        [PLAN_BENCH_CRYPT] = "bench-crypt",
+        [PLAN_IMAGE] = "image",
+        [PLAN_CONFIGURE] = "configure",
+        [PLAN_REGISTER] = "register",
+        [PLAN_FINISH] = "finish",
+        [PLAN_MD_ASSEMBLE] = "assemble",
+        [PLAN_VG_ACTIVATE] = "activate",
+        [PLAN_SKIP_STAGE] = "skip-stage",
+        [PLAN_RESUME_CHECK] = "resume-check",
+};
+
+const char *plan_step_kind_name(enum plan_step_kind k) {
+        return (unsigned) k < _PLAN_STEP_KIND_MAX ? kind_names[k] : NULL;
+}
+
+/* Exact: the largest binary unit that divides the value ("2049 MiB", not "2.0 GiB"). */
+bool plan_step_is_storage(enum plan_step_kind k) {
+        switch (k) {
+        case PLAN_PARTITION: case PLAN_MD_CREATE: case PLAN_LUKS_FORMAT: case PLAN_LUKS_OPEN:
+        case PLAN_PVCREATE: case PLAN_VGCREATE: case PLAN_LVCREATE: case PLAN_MKFS: case PLAN_MOUNT:
+        case PLAN_BENCH_RAW: case PLAN_BENCH_CRYPT:
+                return true;
+        default:
+                return false;
+        }
+}
+
+static const char *size_exact(uint64_t bytes, char *buf, size_t len) {
+        static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+        size_t u = 0;
+        while (bytes && bytes % 1024 == 0 && u + 1 < ELEMENTSOF(units)) {
+                bytes /= 1024;
+                u++;
+        }
+        snprintf(buf, len, "%" PRIu64 " %s", bytes, units[u]);
+        return buf;
+}
+#define SIZE(b) size_exact((b), (char[32]) {}, 32)
+#define APPROX(b) format_size((b), (char[32]) {}, 32)
+
+static uint64_t align_down(uint64_t v, uint64_t a) { return v / a * a; }
+static uint64_t align_up(uint64_t v, uint64_t a) { return v > UINT64_MAX - (a - 1) ? align_down(v, a) : (v + a - 1) / a * a; }
+
+/* A finding at a spec position: refusal (-EPERM) or invalid input (-EINVAL). */
+static int finding(struct builder *b, bool refusal, struct spec_mark m, const char *fmt, ...) _printf_(4, 5);
+static int finding(struct builder *b, bool refusal, struct spec_mark m, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = diags_addv(b->diags, b->spec->file, m.line, m.col, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return r;
+        if (refusal)
+                b->refused++;
+        else
+                b->invalid++;
+        return 0;
+}
+#define refuse(b, m, ...) finding((b), true, (m), __VA_ARGS__)
+#define invalid(b, m, ...) finding((b), false, (m), __VA_ARGS__)
+
+static int add_list(struct strbuf *sb, char **v, size_t from, size_t to);
+
+/* --- steps ---------------------------------------------------------------- */
+
+static struct plan_step *step_add(struct builder *b, enum plan_step_kind kind, const char *id, const void *obj, unsigned index) {
+        struct plan *p = b->plan;
+        if (p->n_steps == b->steps_alloc) {
+                size_t na = b->steps_alloc ? b->steps_alloc * 2 : 32;
+                struct plan_step *ns = realloc(p->steps, na * sizeof *ns);
+                if (!ns)
+                        return NULL;
+                p->steps = ns;
+                b->steps_alloc = na;
+        }
+        struct plan_step *s = &p->steps[p->n_steps++];
+        *s = (struct plan_step) { .kind = kind, .id = id, .obj = obj, .index = index };
+        return s;
+}
+
+/* Sets device (copied), description and destroys (taken, may be NULL). */
+static int step_text(struct plan_step *s, const char *device, char *description, char *destroys) {
+        s->description = description;
+        s->destroys = destroys;
+        if (!description)
+                return -ENOMEM;
+        if (device && !(s->device = strdup(device)))
+                return -ENOMEM;
+        return 0;
+}
+
+/* The shape of most steps: one input device (or none), a size, a device and
+ * the texts (taken, as by step_text, also on failure). */
+static int step_emit(struct builder *b, enum plan_step_kind kind, const char *id, const void *obj, unsigned index,
+                     const char *input, uint64_t size, bool approx, const char *device, char *description,
+                     char *destroys) {
+        struct plan_step *st = step_add(b, kind, id, obj, index);
+        if (!st) {
+                free(description);
+                free(destroys);
+                return -ENOMEM;
+        }
+        st->size = size;
+        st->size_approx = approx;
+        int r = step_text(st, device, description, destroys);
+        if (r >= 0 && input)
+                r = strv_pushdup(&st->inputs, input);
+        return r;
+}
+
+static void step_clear(struct plan_step *s) {
+        free(s->device);
+        strv_free(s->inputs);
+        free(s->description);
+        free(s->destroys);
+        for (size_t i = 0; i < s->n_parts; i++)
+                free(s->parts[i].device);
+        free(s->parts);
+        free(s->uuid);
+}
+
+struct plan *plan_free(struct plan *p) {
+        if (!p)
+                return NULL;
+        for (size_t i = 0; i < p->n_steps; i++)
+                step_clear(&p->steps[i]);
+        free(p->steps);
+        free(p->disks);
+        free(p->hostname);
+        free(p->mode_why);
+        free(p);
+        return NULL;
+}
+
+/* --- disk selection ------------------------------------------------------- */
+
+static const char *strip_by_id(const char *s) {
+        static const char prefix[] = "/dev/disk/by-id/";
+        return strncmp(s, prefix, sizeof prefix - 1) == 0 ? s + sizeof prefix - 1 : s;
+}
+
+static const char *strip_wwn(const char *s) {
+        if (strncasecmp(s, "0x", 2) == 0 || strncasecmp(s, "naa.", 4) == 0 || strncasecmp(s, "eui.", 4) == 0)
+                return s + (s[1] == 'x' || s[1] == 'X' ? 2 : 4);
+        return s;
+}
+
+static bool disk_has_by_id(const struct inv_disk *d, const char *name) {
+        name = strip_by_id(name);
+        for (size_t i = 0; d->by_id && d->by_id[i]; i++)
+                if (streq(strip_by_id(d->by_id[i]), name))
+                        return true;
+        return false;
+}
+
+/* 1 if the rule selects the disk; 0 with the first reason why not in *why. */
+static int disk_match(const struct spec_disk *r, const struct inv_disk *d, struct strbuf *why) {
+        if (r->path && !(d->path && streq(r->path, d->path)) && !disk_has_by_id(d, r->path))
+                return strbuf_addf(why, "path is not %s", r->path) < 0 ? -ENOMEM : 0;
+        if (r->by_id && !disk_has_by_id(d, r->by_id))
+                return strbuf_addf(why, "has no /dev/disk/by-id/%s", strip_by_id(r->by_id)) < 0 ? -ENOMEM : 0;
+        if (r->serial && !(d->serial && streq(r->serial, d->serial)))
+                return strbuf_addf(why, "serial is '%s', not '%s'", strempty(d->serial) ? "" : d->serial, r->serial) < 0 ? -ENOMEM : 0;
+        if (r->wwn && !(d->wwn && strcasecmp(strip_wwn(r->wwn), strip_wwn(d->wwn)) == 0))
+                return strbuf_addf(why, "wwn is '%s', not '%s'", strempty(d->wwn) ? "" : d->wwn, r->wwn) < 0 ? -ENOMEM : 0;
+        if (r->model && !(d->model && fnmatch(r->model, d->model, 0) == 0))
+                return strbuf_addf(why, "model '%s' does not match '%s'", strempty(d->model) ? "" : d->model, r->model) < 0 ? -ENOMEM : 0;
+        if (r->transport && !(d->transport && strcasecmp(r->transport, d->transport) == 0))
+                return strbuf_addf(why, "transport is '%s', not '%s'", strempty(d->transport) ? "" : d->transport, r->transport) < 0 ? -ENOMEM : 0;
+        if (r->min_size && d->size < r->min_size)
+                return strbuf_addf(why, "size %s is below min_size %s", APPROX(d->size), SIZE(r->min_size)) < 0 ? -ENOMEM : 0;
+        if (r->max_size && d->size > r->max_size)
+                return strbuf_addf(why, "size %s is above max_size %s", APPROX(d->size), SIZE(r->max_size)) < 0 ? -ENOMEM : 0;
+        if (r->rotational >= 0 && (int) d->rotational != r->rotational)
+                return strbuf_addf(why, "is %s, rule wants %s", d->rotational ? "rotational" : "not rotational",
+                                   r->rotational ? "rotational" : "not rotational") < 0 ? -ENOMEM : 0;
+        return 1;
+}
+
+static const char *disk_path(const struct inv_disk *d) {
+        return d->path ? d->path : d->name ? d->name : "?";
+}
+
+static int cmp_disk_path(const void *a, const void *b) {
+        return strcmp(disk_path(*(const struct inv_disk *const *) a), disk_path(*(const struct inv_disk *const *) b));
+}
+
+static int add_sig(struct strbuf *sb, const struct inv_signature *s, const char *on) {
+        int r = strbuf_addf(sb, "%s%s", sb->len ? ", " : "", s->type ? s->type : "unknown");
+        if (r >= 0 && !strempty(s->label))
+                r = strbuf_addf(sb, " '%s'", s->label);
+        if (r >= 0 && on)
+                r = strbuf_addf(sb, " on %s", on);
+        if (r >= 0)
+                r = strbuf_addf(sb, " at offset %" PRIu64, s->offset);
+        return r;
+}
+
+/* "gpt at offset 512, linux_raid_member on /dev/vda2 at offset 4096"; empty if none. */
+static int describe_signatures(const struct inv_disk *d, struct strbuf *sb) {
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < d->n_sigs; i++)
+                r = add_sig(sb, &d->sigs[i], NULL);
+        for (size_t p = 0; r >= 0 && p < d->n_parts; p++)
+                for (size_t i = 0; r >= 0 && i < d->parts[p].n_sigs; i++)
+                        r = add_sig(sb, &d->parts[p].sigs[i], d->parts[p].path ? d->parts[p].path : d->parts[p].name);
+        return r;
+}
+
+static size_t count_signatures(const struct inv_disk *d) {
+        size_t n = d->n_sigs;
+        for (size_t p = 0; p < d->n_parts; p++)
+                n += d->parts[p].n_sigs;
+        return n;
+}
+
+/* Holders of the disk and its partitions, as /dev paths, without duplicates. */
+static int collect_holders(const struct inv_disk *d, char ***ret) {
+        _cleanup_strv_free_ char **v = NULL;
+        for (size_t p = 0; p <= d->n_parts; p++) {
+                char **h = p < d->n_parts ? d->parts[p].holders : d->holders;
+                for (size_t i = 0; h && h[i]; i++) {
+                        _cleanup_free_ char *path = strdupf("/dev/%s", h[i]);
+                        if (!path)
+                                return -ENOMEM;
+                        if (strv_contains(v, path))
+                                continue;
+                        int r = strv_push(&v, path);
+                        if (r < 0)
+                                return r;
+                        path = NULL;
+                }
+        }
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
+/* "/dev/vda1 on /boot" for every mounted piece; empty if none. */
+static int describe_mounts(const struct inv_disk *d, struct strbuf *sb) {
+        int r = 0;
+        if (d->mountpoint)
+                r = strbuf_addf(sb, "%s on %s", disk_path(d), d->mountpoint);
+        for (size_t p = 0; r >= 0 && p < d->n_parts; p++)
+                if (d->parts[p].mountpoint)
+                        r = strbuf_addf(sb, "%s%s on %s", sb->len ? ", " : "",
+                                        d->parts[p].path ? d->parts[p].path : d->parts[p].name, d->parts[p].mountpoint);
+        return r;
+}
+
+static int check_selected_disk(struct builder *b, const struct spec_disk *rule, const struct inv_disk *d) {
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        int r = describe_mounts(d, &sb);
+        if (r < 0)
+                return r;
+        if (sb.len)
+                return refuse(b, rule->mark, "disk rule '%s' selects %s, which is mounted (%s); kiln never touches a mounted disk",
+                              rule->id, disk_path(d), strbuf_str(&sb));
+        if (d->unreadable)
+                return refuse(b, rule->mark, "disk rule '%s' selects %s, which could not be read: its signatures are unknown, so kiln will not touch it",
+                              rule->id, disk_path(d));
+        if (d->readonly)
+                return refuse(b, rule->mark, "disk rule '%s' selects %s, which is read-only", rule->id, disk_path(d));
+
+        _cleanup_strv_free_ char **holders = NULL;
+        r = collect_holders(d, &holders);
+        if (r < 0)
+                return r;
+        if (holders && !rule->wipe) {
+                strbuf_reset(&sb);
+                for (size_t i = 0; holders[i]; i++)
+                        if ((r = strbuf_addf(&sb, "%s%s", i ? ", " : "", holders[i])) < 0)
+                                return r;
+                return refuse(b, rule->mark, "disk rule '%s' selects %s, which is in use by %s; set 'wipe: true' to stop %s and wipe the disk",
+                              rule->id, disk_path(d), strbuf_str(&sb), holders[1] ? "them" : "it");
+        }
+        if (count_signatures(d) > 0 && !rule->wipe && !b->allow_signatures) {
+                strbuf_reset(&sb);
+                if ((r = describe_signatures(d, &sb)) < 0)
+                        return r;
+                return refuse(b, rule->mark, "disk rule '%s' selects %s, which holds signatures (%s); set 'wipe: true' to destroy them",
+                              rule->id, disk_path(d), strbuf_str(&sb));
+        }
+        return 0;
+}
+
+/* Disks that repeat a serial cannot be told apart by it: naming one by serial
+ * would pick whichever the kernel lists first. */
+static int refuse_serial_twins(struct builder *b, const struct spec_disk *rule) {
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        size_t n = inventory_count_serial(b->inv, rule->serial), k = 0;
+        int r = 0;
+        for (size_t j = 0; r >= 0 && j < b->n_sorted; j++)
+                if (b->sorted[j]->serial && streq(b->sorted[j]->serial, rule->serial))
+                        r = strbuf_addf(&sb, "%s%s", k++ == 0 ? "" : k == n ? " and " : ", ", disk_path(b->sorted[j]));
+        if (r < 0)
+                return r;
+        return refuse(b, rule->match_mark.line ? rule->match_mark : rule->mark,
+                      "disk rule '%s' selects serial '%s', which %zu disks report (%s); a serial that is not unique "
+                      "cannot select a disk: use path, by_id or wwn", rule->id, rule->serial, n, strbuf_str(&sb));
+}
+
+static int select_disks(struct builder *b) {
+        const struct spec *s = b->spec;
+        const struct inventory *inv = b->inv;
+        int r;
+
+        b->n_sorted = inv->n_disks;
+        b->sorted = calloc(inv->n_disks ? inv->n_disks : 1, sizeof *b->sorted);
+        if (!b->sorted)
+                return -ENOMEM;
+        for (size_t i = 0; i < inv->n_disks; i++)
+                b->sorted[i] = &inv->disks[i];
+        qsort(b->sorted, b->n_sorted, sizeof *b->sorted, cmp_disk_path);
+
+        /* owner[j]: index+1 of the first rule matching sorted disk j */
+        _cleanup_free_ size_t *owner = calloc(b->n_sorted ? b->n_sorted : 1, sizeof *owner);
+        _cleanup_free_ bool *matches = calloc((s->n_disks ? s->n_disks : 1) * (b->n_sorted ? b->n_sorted : 1), sizeof *matches);
+        if (!owner || !matches)
+                return -ENOMEM;
+
+        size_t total = 0;
+        for (size_t i = 0; i < s->n_disks; i++) {
+                const struct spec_disk *rule = &s->disks[i];
+                unsigned want = rule->count ? rule->count : 1;
+                unsigned n = 0;
+                if (rule->serial && inventory_count_serial(inv, rule->serial) > 1) {
+                        r = refuse_serial_twins(b, rule);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                _cleanup_strbuf_ struct strbuf matched = STRBUF_INIT, reasons = STRBUF_INIT;
+                for (size_t j = 0; j < b->n_sorted; j++) {
+                        const struct inv_disk *d = b->sorted[j];
+                        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+                        r = disk_match(rule, d, &why);
+                        if (r < 0)
+                                return r;
+                        if (r > 0) {
+                                matches[i * b->n_sorted + j] = true;
+                                n++;
+                                if ((r = strbuf_addf(&matched, "%s%s", matched.len ? ", " : "", disk_path(d))) < 0)
+                                        return r;
+                                if (owner[j]) {
+                                        if ((r = refuse(b, rule->mark, "disk %s is matched by both disk rules '%s' and '%s'; a disk may belong to one rule only",
+                                                        disk_path(d), s->disks[owner[j] - 1].id, rule->id)) < 0)
+                                                return r;
+                                } else
+                                        owner[j] = i + 1;
+                        } else if ((r = strbuf_addf(&reasons, "; %s %s", disk_path(d), strbuf_str(&why))) < 0)
+                                return r;
+                }
+                if (n != want) {
+                        if (n < want)
+                                r = refuse(b, rule->match_mark.line ? rule->match_mark : rule->mark,
+                                           "disk rule '%s' must match exactly %u disk%s but matches %u (%s)%s",
+                                           rule->id, want, want == 1 ? "" : "s", n, n ? strbuf_str(&matched) : "none",
+                                           strbuf_str(&reasons));
+                        else
+                                r = refuse(b, rule->match_mark.line ? rule->match_mark : rule->mark,
+                                           "disk rule '%s' must match exactly %u disk%s but matches %u (%s); narrow the rule or raise its count",
+                                           rule->id, want, want == 1 ? "" : "s", n, strbuf_str(&matched));
+                        if (r < 0)
+                                return r;
+                }
+                total += n;
+        }
+        if (b->refused)
+                return 0;
+
+        b->plan->disks = calloc(total ? total : 1, sizeof *b->plan->disks);
+        if (!b->plan->disks)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_disks; i++) {
+                unsigned idx = 0;
+                for (size_t j = 0; j < b->n_sorted; j++) {
+                        if (!matches[i * b->n_sorted + j])
+                                continue;
+                        b->plan->disks[b->plan->n_disks++] = (struct plan_disk) {
+                                .rule = &s->disks[i], .disk = b->sorted[j], .index = idx++,
+                        };
+                        if ((r = check_selected_disk(b, &s->disks[i], b->sorted[j])) < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+/* --- nodes: every block-device object and its predicted paths -------------- */
+
+static struct node *node_find(struct builder *b, const char *id) {
+        for (size_t i = 0; id && i < b->n_nodes; i++)
+                if (streq(b->nodes[i].id, id))
+                        return &b->nodes[i];
+        return NULL;
+}
+
+static struct node *node_add(struct builder *b, enum spec_obj_kind kind, const char *id, const void *obj, struct spec_mark mark) {
+        struct node *n = &b->nodes[b->n_nodes++];
+        *n = (struct node) { .kind = kind, .id = id, .obj = obj, .mark = mark };
+        return n;
+}
+
+static int node_push_dev(struct node *n, char *dev /* takes */) {
+        if (!dev)
+                return -ENOMEM;
+        int r = strv_push(&n->devs, dev);
+        if (r < 0) {
+                free(dev);
+                return r;
+        }
+        n->n_devs++;
+        return 0;
+}
+
+static char *partition_path(const char *disk, unsigned number) {
+        size_t l = strlen(disk);
+        bool digit = l > 0 && disk[l - 1] >= '0' && disk[l - 1] <= '9';
+        return strdupf("%s%s%u", disk, digit ? "p" : "", number);
+}
+
+static const char *raid_name(const struct spec_raid *x) { return x->name ? x->name : x->id; }
+static const char *luks_name(const struct spec_luks *x) { return x->name ? x->name : x->id; }
+static const char *vg_name(const struct spec_vg *x) { return x->name ? x->name : x->id; }
+static const char *lv_name(const struct spec_lv *x) { return x->name ? x->name : x->id; }
+
+static const struct spec_vg *find_vg(const struct spec *s, const char *id) {
+        for (size_t i = 0; id && i < s->n_vgs; i++)
+                if (streq(s->vgs[i].id, id))
+                        return &s->vgs[i];
+        return NULL;
+}
+
+static int make_nodes(struct builder *b) {
+        const struct spec *s = b->spec;
+        size_t n = s->n_disks + s->n_partitions + s->n_raids + s->n_luks + s->n_vgs + s->n_lvs;
+        b->nodes = calloc(n ? n : 1, sizeof *b->nodes);
+        if (!b->nodes)
+                return -ENOMEM;
+        int r;
+
+        for (size_t i = 0; i < s->n_disks; i++) {
+                struct node *nd = node_add(b, SPEC_OBJ_DISK, s->disks[i].id, &s->disks[i], s->disks[i].mark);
+                for (size_t k = 0; k < b->plan->n_disks; k++) {
+                        const struct plan_disk *pd = &b->plan->disks[k];
+                        if (pd->rule != &s->disks[i])
+                                continue;
+                        if ((r = node_push_dev(nd, strdup(disk_path(pd->disk)))) < 0)
+                                return r;
+                        if (!nd->size || pd->disk->size < nd->size)
+                                nd->size = nd->size_max = pd->disk->size;
+                }
+                nd->state = 2;
+        }
+        for (size_t i = 0; i < s->n_partitions; i++) {
+                const struct spec_partition *x = &s->partitions[i];
+                struct node *nd = node_add(b, SPEC_OBJ_PARTITION, x->id, x, x->mark);
+                nd->state = 2;  /* devices and sizes are filled in by layout_partitions() */
+        }
+        for (size_t i = 0; i < s->n_raids; i++) {
+                const struct spec_raid *x = &s->raids[i];
+                struct node *nd = node_add(b, SPEC_OBJ_RAID, x->id, x, x->mark);
+                if ((r = node_push_dev(nd, strdupf("/dev/md/%s", raid_name(x)))) < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < s->n_luks; i++) {
+                const struct spec_luks *x = &s->luks[i];
+                struct node *nd = node_add(b, SPEC_OBJ_LUKS, x->id, x, x->mark);
+                if ((r = node_push_dev(nd, strdupf("/dev/mapper/%s", luks_name(x)))) < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < s->n_vgs; i++) {
+                const struct spec_vg *x = &s->vgs[i];
+                struct node *nd = node_add(b, SPEC_OBJ_VG, x->id, x, x->mark);
+                if (!(nd->vg_path = strdupf("/dev/%s", vg_name(x))))
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < s->n_lvs; i++) {
+                const struct spec_lv *x = &s->lvs[i];
+                struct node *nd = node_add(b, SPEC_OBJ_LV, x->id, x, x->mark);
+                const struct spec_vg *vg = find_vg(s, x->vg);
+                if (!vg)
+                        return invalid(b, x->vg_mark, "logical volume '%s' refers to unknown volume group '%s'", x->id, x->vg ? x->vg : "");
+                if ((r = node_push_dev(nd, strdupf("/dev/%s/%s", vg_name(vg), lv_name(x)))) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static void nodes_free(struct builder *b) {
+        for (size_t i = 0; i < b->n_nodes; i++) {
+                strv_free(b->nodes[i].devs);
+                free(b->nodes[i].vg_path);
+        }
+        free(b->nodes);
+}
+
+/* --- wipe and partition ---------------------------------------------------- */
+
+static int emit_wipes(struct builder *b) {
+        int r;
+        for (size_t k = 0; k < b->plan->n_disks; k++) {
+                const struct plan_disk *pd = &b->plan->disks[k];
+                const struct inv_disk *d = pd->disk;
+                _cleanup_strv_free_ char **holders = NULL;
+                if ((r = collect_holders(d, &holders)) < 0)
+                        return r;
+                size_t nsig = count_signatures(d);
+                if (!holders && nsig == 0)
+                        continue;
+                _cleanup_strbuf_ struct strbuf what = STRBUF_INIT, desc = STRBUF_INIT;
+                if ((r = describe_signatures(d, &what)) < 0)
+                        return r;
+                if ((r = strbuf_addf(&desc, "wipe %s", disk_path(d))) < 0)
+                        return r;
+                if (holders) {
+                        if ((r = strbuf_adds(&desc, ": stop")) < 0)
+                                return r;
+                        for (size_t i = 0; holders[i]; i++)
+                                if ((r = strbuf_addf(&desc, " %s", holders[i])) < 0)
+                                        return r;
+                }
+                if (nsig && (r = strbuf_addf(&desc, "%s remove %zu signature%s", holders ? ", then" : ":", nsig, nsig == 1 ? "" : "s")) < 0)
+                        return r;
+                struct plan_step *st = step_add(b, PLAN_WIPE, pd->rule->id, pd->rule, pd->index);
+                if (!st)
+                        return -ENOMEM;
+                st->inputs = TAKE_PTR(holders);
+                st->size = d->size;
+                if (st->inputs) {
+                        if ((r = strbuf_addf(&what, "%sall data on ", what.len ? "; " : "")) < 0 ||
+                            (r = add_list(&what, st->inputs, 0, strv_length(st->inputs))) < 0)
+                                return r;
+                }
+                if ((r = step_text(st, disk_path(d), strbuf_detach(&desc), strbuf_detach(&what))) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int layout_disk(struct builder *b, const struct spec_disk *rule, const struct inv_disk *d, unsigned index,
+                       const struct spec_partition **parts, size_t n, struct plan_part *out) {
+        uint64_t lsec = d->logical_sector ? d->logical_sector : 512;
+        uint64_t tail = lsec + GPT_ENTRIES_BYTES;
+        uint64_t end = d->size > tail ? align_down(d->size - tail, ALIGN) : 0;
+        uint64_t first = ALIGN;
+        uint64_t usable = end > first ? end - first : 0;
+        uint64_t fixed = 0;
+        size_t rest = SIZE_MAX, last_pct = SIZE_MAX;
+        int r;
+
+        for (size_t i = 0; i < n; i++) {
+                const struct spec_size *sz = &parts[i]->size;
+                uint64_t v = 0;
+                switch (sz->kind) {
+                case SPEC_SIZE_BYTES:
+                        v = align_up(sz->bytes, ALIGN);
+                        break;
+                case SPEC_SIZE_PERCENT:
+                        v = align_down(d->size / 100 * sz->percent + d->size % 100 * sz->percent / 100, ALIGN);
+                        last_pct = i;
+                        break;
+                case SPEC_SIZE_REST:
+                        if (rest != SIZE_MAX)
+                                return invalid(b, sz->mark, "partitions '%s' and '%s' on disk rule '%s' both have size 'rest'",
+                                               parts[rest]->id, parts[i]->id, rule->id);
+                        rest = i;
+                        continue;
+                default:
+                        return invalid(b, parts[i]->mark, "partition '%s' has no size", parts[i]->id);
+                }
+                if (v == 0)
+                        return refuse(b, sz->mark, "partition '%s' on %s would be smaller than 1 MiB", parts[i]->id, disk_path(d));
+                out[i].size = v;
+                fixed = fixed > UINT64_MAX - v ? UINT64_MAX : fixed + v;
+        }
+        /* Percentages are of the whole disk, but the GPT and the 1 MiB
+         * alignment take some of it: the last percentage partition gives back
+         * what would run past the usable end, so "100%" (or 50% + 50%) fits. */
+        uint64_t overhead = d->size > usable ? d->size - usable : 0;
+        if (fixed > usable && last_pct != SIZE_MAX && fixed - usable <= overhead &&
+            out[last_pct].size > align_up(fixed - usable, ALIGN)) {
+                uint64_t give = align_up(fixed - usable, ALIGN);
+                out[last_pct].size -= give;
+                fixed -= give;
+        }
+        if (fixed > usable || (rest != SIZE_MAX && usable - fixed < ALIGN)) {
+                _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+                for (size_t i = 0; i < n; i++)
+                        if ((r = strbuf_addf(&sb, "%s'%s' %s", i ? ", " : "", parts[i]->id,
+                                             i == rest ? "rest" : SIZE(out[i].size))) < 0)
+                                return r;
+                if (fixed > usable)
+                        return refuse(b, rule->mark, "partitions on %s (disk rule '%s') need %s but only %s is usable: %s",
+                                      disk_path(d), rule->id, SIZE(fixed), SIZE(usable), strbuf_str(&sb));
+                return refuse(b, parts[rest]->size.mark, "no space left on %s (disk rule '%s') for partition '%s' (size rest): %s",
+                              disk_path(d), rule->id, parts[rest]->id, strbuf_str(&sb));
+        }
+        if (rest != SIZE_MAX)
+                out[rest].size = usable - fixed;
+        uint64_t at = first;
+        for (size_t i = 0; i < n; i++) {
+                out[i].part = parts[i];
+                out[i].number = (unsigned) i + 1;
+                out[i].start = at;
+                at += out[i].size;
+                if (!(out[i].device = partition_path(disk_path(d), out[i].number)))
+                        return -ENOMEM;
+        }
+        (void) index;
+        return 0;
+}
+
+static int emit_partitions(struct builder *b) {
+        const struct spec *s = b->spec;
+        int r;
+        for (size_t k = 0; k < b->plan->n_disks; k++) {
+                const struct plan_disk *pd = &b->plan->disks[k];
+                _cleanup_free_ const struct spec_partition **parts = calloc(s->n_partitions ? s->n_partitions : 1, sizeof *parts);
+                if (!parts)
+                        return -ENOMEM;
+                size_t n = 0;
+                for (size_t i = 0; i < s->n_partitions; i++)
+                        if (s->partitions[i].on && streq(s->partitions[i].on, pd->rule->id))
+                                parts[n++] = &s->partitions[i];
+                if (n == 0)
+                        continue;
+                struct plan_part *out = calloc(n, sizeof *out);
+                if (!out)
+                        return -ENOMEM;
+                struct plan_step *st = step_add(b, PLAN_PARTITION, pd->rule->id, pd->rule, pd->index);
+                if (!st) {
+                        free(out);
+                        return -ENOMEM;
+                }
+                st->parts = out;
+                st->n_parts = n;
+                st->size = pd->disk->size;
+                r = layout_disk(b, pd->rule, pd->disk, pd->index, parts, n, out);
+                if (r < 0)
+                        return r;
+                if (b->refused || b->invalid)
+                        continue;
+                if ((r = step_text(st, disk_path(pd->disk),
+                                   strdupf("partition %s: new GPT with %zu partition%s", disk_path(pd->disk), n, n == 1 ? "" : "s"),
+                                   strdupf("all data on %s (%s)", disk_path(pd->disk), APPROX(pd->disk->size)))) < 0)
+                        return r;
+                /* the partition nodes: one device per selected disk, in rule order */
+                for (size_t i = 0; i < n; i++) {
+                        struct node *nd = node_find(b, out[i].part->id);
+                        if (!nd)
+                                continue;
+                        if ((r = node_push_dev(nd, strdup(out[i].device))) < 0)
+                                return r;
+                        if (!nd->size || out[i].size < nd->size)
+                                nd->size = nd->size_max = out[i].size;
+                }
+        }
+        return 0;
+}
+
+/* --- the object graph ------------------------------------------------------ */
+
+static int visit(struct builder *b, struct node *n);
+
+/* Resolves a reference that must stand for exactly one device. */
+static int ref_one(struct builder *b, const char *what, const char *owner, const char *id, struct spec_mark m, struct node **ret) {
+        struct node *n = node_find(b, id);
+        if (!n || n->kind == SPEC_OBJ_VG)
+                return invalid(b, m, "%s '%s' refers to unknown device '%s'", what, owner, id ? id : "");
+        int r = visit(b, n);
+        if (r < 0)
+                return r;
+        if (n->n_devs != 1)
+                return invalid(b, m, "%s '%s' is on '%s', which stands for %zu devices; it needs exactly one",
+                               what, owner, id, n->n_devs);
+        *ret = n;
+        return 0;
+}
+
+static unsigned raid10_copies(const char *layout) {
+        size_t l = layout ? strlen(layout) : 0;
+        if (l >= 2 && layout[l - 1] >= '2' && layout[l - 1] <= '9')
+                return (unsigned) (layout[l - 1] - '0');
+        return 2;
+}
+
+static uint64_t raid_capacity(unsigned level, const char *layout, size_t n, uint64_t m) {
+        switch (level) {
+        case 0: return n * m;
+        case 1: return m;
+        case 5: return n >= 2 ? (n - 1) * m : 0;
+        case 6: return n >= 3 ? (n - 2) * m : 0;
+        case 10: return n * m / raid10_copies(layout);
+        default: return 0;
+        }
+}
+
+static int add_list(struct strbuf *sb, char **v, size_t from, size_t to) {
+        int r = 0;
+        for (size_t i = from; r >= 0 && i < to; i++)
+                r = strbuf_addf(sb, "%s%s", i > from ? " " : "", v[i]);
+        return r;
+}
+
+static int emit_raid(struct builder *b, struct node *n) {
+        const struct spec_raid *x = n->obj;
+        _cleanup_strv_free_ char **members = NULL;
+        uint64_t m = 0, mmax = 0;
+        bool approx = false;
+        int r;
+        for (size_t i = 0; x->members && x->members[i]; i++) {
+                struct spec_mark mk = x->member_marks ? x->member_marks[i] : x->members_mark;
+                struct node *c = node_find(b, x->members[i]);
+                if (!c || (c->kind != SPEC_OBJ_DISK && c->kind != SPEC_OBJ_PARTITION && c->kind != SPEC_OBJ_LUKS && c->kind != SPEC_OBJ_LV))
+                        return invalid(b, mk, "raid '%s' refers to unknown member '%s'", x->id, x->members[i]);
+                if ((r = visit(b, c)) < 0)
+                        return r;
+                for (size_t k = 0; k < c->n_devs; k++)
+                        if ((r = strv_pushdup(&members, c->devs[k])) < 0)
+                                return r;
+                if (c->size && (!m || c->size < m))
+                        m = c->size;
+                if (c->size_max && (!mmax || c->size_max < mmax))
+                        mmax = c->size_max;
+                approx |= c->approx;
+        }
+        size_t total = strv_length(members);
+        if (total == 0)
+                return invalid(b, x->members_mark, "raid '%s' has no members", x->id);
+        size_t active = x->spares < total ? total - x->spares : 0;
+        /* mdadm keeps a superblock, bitmap and data offset on each member:
+         * the estimate takes 1/1024 of a member (1..128 MiB) away. */
+        uint64_t reserve = m / 1024;
+        reserve = reserve < MiB ? MiB : reserve > 128 * MiB ? 128 * MiB : reserve;
+        n->size = m > reserve ? raid_capacity(x->level, x->layout, active, m - reserve) : 0;
+        n->size_max = raid_capacity(x->level, x->layout, active, mmax);
+        n->approx = true;
+
+        _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT, destroys = STRBUF_INIT;
+        r = strbuf_addf(&desc, "create raid%u %s", x->level, n->devs[0]);
+        if (r >= 0 && x->layout)
+                r = strbuf_addf(&desc, " layout %s", x->layout);
+        if (r >= 0 && x->chunk)
+                r = strbuf_addf(&desc, " chunk %s", SIZE(x->chunk));
+        if (r >= 0)
+                r = strbuf_addf(&desc, " metadata %s", x->metadata ? x->metadata : "1.2");
+        if (r >= 0 && x->bitmap)
+                r = strbuf_addf(&desc, " bitmap %s", x->bitmap);
+        if (r >= 0 && x->assume_clean)
+                r = strbuf_adds(&desc, " assume-clean");
+        if (r >= 0)
+                r = strbuf_addf(&desc, " from %zu device%s: ", active, active == 1 ? "" : "s");
+        if (r >= 0)
+                r = add_list(&desc, members, 0, active);
+        if (r >= 0 && x->spares) {
+                r = strbuf_adds(&desc, ", spares: ");
+                if (r >= 0)
+                        r = add_list(&desc, members, active, total);
+        }
+        if (r >= 0)
+                r = strbuf_addf(&desc, " (~%s)", APPROX(n->size));
+        if (r >= 0)
+                r = strbuf_adds(&destroys, "contents of ");
+        if (r >= 0)
+                r = add_list(&destroys, members, 0, total);
+        if (r < 0)
+                return r;
+        struct plan_step *st = step_add(b, PLAN_MD_CREATE, x->id, x, 0);
+        if (!st)
+                return -ENOMEM;
+        st->inputs = TAKE_PTR(members);
+        st->size = n->size;
+        st->size_approx = true;
+        return step_text(st, n->devs[0], strbuf_detach(&desc), strbuf_detach(&destroys));
+}
+
+static const char *pbkdf_name(enum spec_pbkdf_type t) {
+        switch (t) {
+        case SPEC_PBKDF_ARGON2ID: return "argon2id";
+        case SPEC_PBKDF_ARGON2I: return "argon2i";
+        case SPEC_PBKDF_PBKDF2: return "pbkdf2";
+        default: return "argon2id";
+        }
+}
+
+static const char *key_source_name(enum spec_key_source k) {
+        switch (k) {
+        case SPEC_KEY_PASSPHRASE: return "passphrase from the spec";
+        case SPEC_KEY_URL: return "key fetched from a URL (sha256 pinned)";
+        case SPEC_KEY_GENERATE: return "key generated on the node and kept nowhere (cannot be opened after a reboot)";
+        default: return "no key";
+        }
+}
+
+static int emit_luks(struct builder *b, struct node *n) {
+        const struct spec_luks *x = n->obj;
+        const struct spec *s = b->spec;
+        struct node *under;
+        int r = ref_one(b, "luks", x->id, x->on, x->on_mark, &under);
+        if (r < 0 || b->invalid)
+                return r;
+        const char *dev = under->devs[0];
+        n->size = under->size > LUKS2_DEFAULT_HEADER ? under->size - LUKS2_DEFAULT_HEADER : 0;
+        n->size_max = under->size_max > LUKS2_DEFAULT_HEADER ? under->size_max - LUKS2_DEFAULT_HEADER : 0;
+        n->approx = under->approx;
+
+        if (s->bench.present &&
+            (r = step_emit(b, PLAN_BENCH_RAW, x->id, x, 0, dev, under->size, under->approx, dev,
+                           strdupf("benchmark ciphers and raw I/O on %s before luksFormat", dev),
+                           strdupf("data on %s (benchmark writes)", dev))) < 0)
+                return r;
+
+        _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
+        if (s->bench.present && s->bench.tune) {
+                /* bench_choose_for_luks() picks among the candidates at run time */
+                char *const *c = s->bench.ciphers && s->bench.ciphers[0] ? s->bench.ciphers
+                                                                         : (char *const[]) { "aes-xts-plain64:512", NULL };
+                r = strbuf_addf(&desc, "luksFormat %s as LUKS2: cipher and key size%s chosen at run time by the "
+                                "benchmark among", dev, x->sector_size ? "" : " (and sector size)");
+                for (size_t i = 0; r >= 0 && c[i]; i++)
+                        r = strbuf_addf(&desc, "%s '%s'", i ? "," : "", c[i]);
+                if (r >= 0)
+                        r = strbuf_adds(&desc, " (tuning may turn the workqueues off)");
+        } else
+                r = strbuf_addf(&desc, "luksFormat %s as LUKS2: cipher %s, key %u bits", dev,
+                                x->cipher ? x->cipher : "aes-xts-plain64", x->key_size ? x->key_size : 512);
+        if (r >= 0 && x->sector_size)
+                r = strbuf_addf(&desc, ", sector %u", x->sector_size);
+        if (r >= 0)
+                r = strbuf_addf(&desc, ", pbkdf %s", pbkdf_name(x->pbkdf.type));
+        if (r >= 0 && x->pbkdf.max_memory)
+                r = strbuf_addf(&desc, " (max memory %s)", SIZE(x->pbkdf.max_memory));
+        if (r >= 0 && x->label)
+                r = strbuf_addf(&desc, ", label '%s'", x->label);
+        if (r >= 0)
+                r = strbuf_addf(&desc, ", %s", key_source_name(x->key.source));
+        if (r < 0 || (r = step_emit(b, PLAN_LUKS_FORMAT, x->id, x, 0, dev, n->size, n->approx, dev, strbuf_detach(&desc),
+                                    strdupf("contents of %s", dev))) < 0)
+                return r;
+
+        r = strbuf_addf(&desc, "open %s as %s", dev, n->devs[0]);
+        if (r >= 0 && (x->no_read_workqueue || x->no_write_workqueue || x->discard))
+                r = strbuf_addf(&desc, " with%s%s%s", x->no_read_workqueue ? " no_read_workqueue" : "",
+                                x->no_write_workqueue ? " no_write_workqueue" : "", x->discard ? " discard" : "");
+        if (r < 0 || (r = step_emit(b, PLAN_LUKS_OPEN, x->id, x, 0, dev, n->size, n->approx, n->devs[0],
+                                    strbuf_detach(&desc), NULL)) < 0)
+                return r;
+
+        if (s->bench.present)
+                return step_emit(b, PLAN_BENCH_CRYPT, x->id, x, 0, dev, n->size, n->approx, n->devs[0],
+                                 strdupf("benchmark I/O through %s against %s, then the gate (%s on failure)", n->devs[0],
+                                         dev, s->bench.on_fail == SPEC_ON_FAIL_WARN ? "warn" : "abort"),
+                                 strdupf("data on %s (benchmark writes)", n->devs[0]));
+        return 0;
+}
+
+static int emit_lvs(struct builder *b, struct node *vgn, uint64_t extent) {
+        const struct spec *s = b->spec;
+        const struct spec_vg *vg = vgn->obj;
+        uint64_t free_est = vgn->size, free_max = vgn->size_max;
+        const char *took_all = NULL;
+        int r;
+        for (size_t i = 0; i < s->n_lvs; i++) {
+                const struct spec_lv *x = &s->lvs[i];
+                if (!x->vg || !streq(x->vg, vg->id))
+                        continue;
+                struct node *n = node_find(b, x->id);
+                if (!n || n->n_devs != 1)
+                        return -EINVAL;
+                uint64_t sz = 0;
+                bool approx = vgn->approx;
+                _cleanup_strbuf_ struct strbuf what = STRBUF_INIT;
+                switch (x->size.kind) {
+                case SPEC_SIZE_BYTES:
+                        sz = align_up(x->size.bytes, extent);
+                        approx = false;
+                        if (sz > free_max) {
+                                if (took_all)
+                                        return refuse(b, x->size.mark, "logical volume '%s' (%s) does not fit: '%s' before it takes all free space of volume group '%s'",
+                                                      x->id, SIZE(sz), took_all, vg_name(vg));
+                                return refuse(b, x->size.mark, "logical volume '%s' (%s) does not fit in volume group '%s': at most %s %s free",
+                                              x->id, SIZE(sz), vg_name(vg), APPROX(free_max), free_max == vgn->size_max ? "is" : "is left");
+                        }
+                        free_max -= sz;
+                        free_est = free_est > sz ? free_est - sz : 0;
+                        r = strbuf_addf(&what, "%s", SIZE(sz));
+                        break;
+                case SPEC_SIZE_PERCENT:
+                case SPEC_SIZE_REST: {
+                        unsigned pct = x->size.kind == SPEC_SIZE_REST ? 100 : x->size.percent;
+                        if (free_max < extent)
+                                return refuse(b, x->size.mark, "logical volume '%s' (%u%%FREE) gets no space: '%s' before it takes all free space of volume group '%s'",
+                                              x->id, pct, took_all ? took_all : "?", vg_name(vg));
+                        sz = align_down(free_est / 100 * pct + free_est % 100 * pct / 100, extent);
+                        uint64_t smax = free_max / 100 * pct + free_max % 100 * pct / 100;
+                        free_est -= sz;
+                        free_max = pct >= 100 ? 0 : free_max - smax + extent;
+                        if (pct >= 100)
+                                took_all = x->id;
+                        r = strbuf_addf(&what, "%u%%FREE (%s%s)", pct, approx ? "~" : "", approx ? APPROX(sz) : SIZE(sz));
+                        break;
+                }
+                default:
+                        return invalid(b, x->mark, "logical volume '%s' has no size", x->id);
+                }
+                if (r < 0)
+                        return r;
+                n->size = sz;
+                n->size_max = x->size.kind == SPEC_SIZE_BYTES ? sz : vgn->size_max;
+                n->approx = approx;
+                n->state = 2;
+                if ((r = step_emit(b, PLAN_LVCREATE, x->id, x, 0, vgn->vg_path, sz, approx, n->devs[0],
+                                   strdupf("lvcreate %s in %s: %s", n->devs[0], vg_name(vg), strbuf_str(&what)), NULL)) < 0)
+                        return r;
+                b->plan->steps[b->plan->n_steps - 1].lv = (struct plan_lv) {
+                        .vg = vg_name(vg), .name = lv_name(x),
+                        .bytes = x->size.kind == SPEC_SIZE_BYTES ? x->size.bytes : 0,
+                        .percent_free = x->size.kind == SPEC_SIZE_BYTES ? 0 : x->size.kind == SPEC_SIZE_REST ? 100 : x->size.percent,
+                };
+        }
+        return 0;
+}
+
+static int emit_vg(struct builder *b, struct node *n) {
+        const struct spec_vg *x = n->obj;
+        uint64_t extent = x->extent_size ? x->extent_size : LVM_DEFAULT_EXTENT;
+        _cleanup_strv_free_ char **pvs = NULL;
+        int r;
+        n->size = n->size_max = 0;
+        for (size_t i = 0; x->pvs && x->pvs[i]; i++) {
+                struct spec_mark mk = x->pv_marks ? x->pv_marks[i] : x->pvs_mark;
+                struct node *c = node_find(b, x->pvs[i]);
+                if (!c || c->kind == SPEC_OBJ_VG)
+                        return invalid(b, mk, "volume group '%s' refers to unknown physical volume '%s'", x->id, x->pvs[i]);
+                if ((r = visit(b, c)) < 0)
+                        return r;
+                if (b->invalid)
+                        return 0;
+                for (size_t k = 0; k < c->n_devs; k++) {
+                        if ((r = strv_pushdup(&pvs, c->devs[k])) < 0)
+                                return r;
+                        n->size += c->size > LVM_PV_METADATA ? align_down(c->size - LVM_PV_METADATA, extent) : 0;
+                        n->size_max += c->size_max;
+                }
+                n->approx |= c->approx;
+        }
+        size_t npv = strv_length(pvs);
+        if (npv == 0)
+                return invalid(b, x->pvs_mark, "volume group '%s' has no physical volumes", x->id);
+        for (size_t i = 0; i < npv; i++) {
+                if ((r = step_emit(b, PLAN_PVCREATE, x->id, x, (unsigned) i, NULL, 0, false, pvs[i],
+                                   strdupf("pvcreate %s", pvs[i]), strdupf("contents of %s", pvs[i]))) < 0)
+                        return r;
+        }
+        _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
+        r = strbuf_addf(&desc, "vgcreate %s from ", vg_name(x));
+        if (r >= 0)
+                r = add_list(&desc, pvs, 0, npv);
+        if (r >= 0 && x->extent_size)
+                r = strbuf_addf(&desc, ", extent %s", SIZE(x->extent_size));
+        if (r >= 0)
+                r = strbuf_addf(&desc, " (%s%s)", n->approx ? "~" : "", n->approx ? APPROX(n->size) : SIZE(n->size));
+        if (r < 0)
+                return r;
+        struct plan_step *st = step_add(b, PLAN_VGCREATE, x->id, x, 0);
+        if (!st)
+                return -ENOMEM;
+        st->inputs = TAKE_PTR(pvs);
+        st->size = n->size;
+        st->size_approx = n->approx;
+        if ((r = step_text(st, n->vg_path, strbuf_detach(&desc), NULL)) < 0)
+                return r;
+        n->state = 2;
+        return emit_lvs(b, n, extent);
+}
+
+static int visit(struct builder *b, struct node *n) {
+        if (n->state == 2 || b->invalid || b->refused)
+                return 0;
+        if (n->state == 1)
+                return invalid(b, n->mark, "'%s' refers to itself through its devices (a cycle)", n->id);
+        n->state = 1;
+        int r;
+        switch (n->kind) {
+        case SPEC_OBJ_RAID:
+                r = emit_raid(b, n);
+                break;
+        case SPEC_OBJ_LUKS:
+                r = emit_luks(b, n);
+                break;
+        case SPEC_OBJ_VG:
+                r = emit_vg(b, n);
+                break;
+        case SPEC_OBJ_LV: {
+                const struct spec_lv *x = n->obj;
+                struct node *vg = node_find(b, x->vg);
+                if (!vg || vg->kind != SPEC_OBJ_VG)
+                        return invalid(b, x->vg_mark, "logical volume '%s' refers to unknown volume group '%s'", x->id, x->vg ? x->vg : "");
+                r = visit(b, vg);   /* creates every LV of the VG, this one included */
+                break;
+        }
+        default:
+                r = 0;
+        }
+        if (r >= 0)
+                n->state = 2;
+        return r;
+}
+
+static int emit_graph(struct builder *b) {
+        for (size_t i = 0; i < b->n_nodes && !b->invalid && !b->refused; i++) {
+                int r = visit(b, &b->nodes[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* --- filesystems, mounts and the rest ---------------------------------------- */
+
+static int emit_mkfs(struct builder *b, const char **devs) {
+        const struct spec *s = b->spec;
+        int r;
+        for (size_t i = 0; i < s->n_filesystems; i++) {
+                const struct spec_filesystem *f = &s->filesystems[i];
+                struct node *n;
+                if ((r = ref_one(b, "filesystem on", f->on ? f->on : "", f->on, f->on_mark, &n)) < 0)
+                        return r;
+                if (b->invalid)
+                        return 0;
+                devs[i] = n->devs[0];
+                _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
+                r = strbuf_addf(&desc, "%s %s", f->type == SPEC_FS_SWAP ? "mkswap" : "mkfs", spec_fs_type_name(f->type));
+                if (r >= 0)
+                        r = strbuf_addf(&desc, " on %s", devs[i]);
+                if (r >= 0 && f->label)
+                        r = strbuf_addf(&desc, ", label '%s'", f->label);
+                for (size_t k = 0; r >= 0 && f->mkfs_options && f->mkfs_options[k]; k++)
+                        r = strbuf_addf(&desc, "%s%s", k ? " " : ", options: ", f->mkfs_options[k]);
+                if (r < 0)
+                        return r;
+                if ((r = step_emit(b, PLAN_MKFS, f->on, f, 0, NULL, n->size, n->approx, devs[i], strbuf_detach(&desc),
+                                   strdupf("contents of %s", devs[i]))) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static unsigned mount_depth(const char *m) {
+        unsigned d = 0;
+        for (const char *p = m; *p; p++)
+                if (*p == '/' && p[1] && p[1] != '/')
+                        d++;
+        return d;
+}
+
+static int emit_mounts(struct builder *b, const char **devs) {
+        const struct spec *s = b->spec;
+        const char *target = kiln_paths.target;
+        int r;
+        /* shallowest first; equal depth keeps spec order */
+        for (unsigned depth = 0;; depth++) {
+                bool deeper = false;
+                for (size_t i = 0; i < s->n_filesystems; i++) {
+                        const struct spec_filesystem *f = &s->filesystems[i];
+                        if (!f->mount || f->type == SPEC_FS_SWAP)
+                                continue;
+                        unsigned dd = mount_depth(f->mount);
+                        if (dd > depth)
+                                deeper = true;
+                        if (dd != depth)
+                                continue;
+                        if ((r = step_emit(b, PLAN_MOUNT, f->on, f, 0, NULL, 0, false, devs[i],
+                                           strdupf("mount %s on %s%s (%s)", devs[i], target, streq(f->mount, "/") ? "" : f->mount,
+                                                   f->mount_options ? f->mount_options : "defaults"),
+                                           NULL)) < 0)
+                                return r;
+                }
+                if (!deeper)
+                        return 0;
+        }
+}
+
+static int emit_tail(struct builder *b) {
+        const struct spec *s = b->spec;
+        const char *target = kiln_paths.target;
+        char shown[URL_DISPLAY_MAX];   /* URLs in the plan: no userinfo, no query string */
+        int r;
+        if (s->image.present) {
+                const struct spec_image *im = &s->image;
+                const char *dev = NULL;
+                if (im->format == SPEC_IMAGE_RAW) {
+                        struct node *n;
+                        if ((r = ref_one(b, "image", "raw", im->target, im->mark, &n)) < 0)
+                                return r;
+                        if (b->invalid)
+                                return 0;
+                        dev = n->devs[0];
+                }
+                if (dev)
+                        r = step_emit(b, PLAN_IMAGE, NULL, im, 0, NULL, 0, false, dev,
+                                      strdupf("write raw image %s (sha256 %.12s) to %s", url_display(im->url, shown),
+                                              im->sha256 ? im->sha256 : "none", dev),
+                                      strdupf("contents of %s", dev));
+                else
+                        r = step_emit(b, PLAN_IMAGE, NULL, im, 0, NULL, 0, false, NULL,
+                                      strdupf("unpack tar image %s (sha256 %.12s) into %s", url_display(im->url, shown),
+                                              im->sha256 ? im->sha256 : "none", target), NULL);
+                if (r < 0)
+                        return r;
+        }
+        if ((r = step_emit(b, PLAN_CONFIGURE, NULL, s, 0, NULL, 0, false, NULL,
+                           strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks ? ", crypttab" : "",
+                                   s->n_raids ? ", mdadm.conf" : "",
+                                   b->plan->hostname ? b->plan->hostname : s->hostname ? s->hostname : ""), NULL)) < 0)
+                return r;
+        const struct spec_cloudstack *c = &s->cloudstack;
+        if (c->present &&
+            (r = step_emit(b, PLAN_REGISTER, NULL, c, 0, NULL, 0, false, NULL,
+                           strdupf("register with CloudStack at %s (zone %s, pod %s, cluster %s)", url_display(c->endpoint, shown),
+                                   c->zone ? c->zone : "-", c->pod ? c->pod : "-", c->cluster ? c->cluster : "-"), NULL)) < 0)
+                return r;
+        if (s->webhook.present &&
+            (r = step_emit(b, PLAN_REGISTER, NULL, &s->webhook, 1, NULL, 0, false, NULL,
+                           strdupf("report to webhook %s%s", url_display(s->webhook.url, shown),
+                                   s->webhook.hmac_key ? " (HMAC signed)" : ""), NULL)) < 0)
+                return r;
+        return step_emit(b, PLAN_FINISH, NULL, s, 0, NULL, 0, false, NULL,
+                         strdup(s->finish == SPEC_FINISH_REBOOT ? "reboot" :
+                                s->finish == SPEC_FINISH_POWEROFF ? "power off" : "stay up (finish: none)"), NULL);
+}
+
+/* --- fingerprint ------------------------------------------------------------ */
+
+static const char *nz(const char *s) {
+        return s ? s : "-";
+}
+
+/* A disk is known by its serial or WWN; a disk without either (a loop
+ * device, some virtual disks) by its path. */
+static int fp_disk(struct strbuf *t, const struct plan_disk *pd) {
+        const struct inv_disk *d = pd->disk;
+        bool named = !strempty(d->serial) || !strempty(d->wwn);
+        return strbuf_addf(t, "disk %s %u size=%" PRIu64 " serial=%s wwn=%s model=%s path=%s\n", pd->rule->id, pd->index,
+                           d->size, nz(d->serial), nz(d->wwn), nz(d->model), named ? "-" : disk_path(d));
+}
+
+static int fp_step(struct strbuf *t, const struct plan_step *st) {
+        int r = strbuf_addf(t, "%s %s %u size=%" PRIu64, plan_step_kind_name(st->kind), nz(st->id), st->index, st->size);
+        for (size_t k = 0; r >= 0 && k < st->n_parts; k++) {
+                const struct plan_part *pp = &st->parts[k];
+                r = strbuf_addf(t, " part=%u:%s:%s:%s:%" PRIu64 ":%" PRIu64, pp->number, pp->part->id,
+                                spec_part_type_name(pp->part->type), nz(pp->part->name), pp->start, pp->size);
+        }
+        if (r < 0)
+                return r;
+        switch (st->kind) {
+        case PLAN_MD_CREATE: {
+                const struct spec_raid *x = st->obj;
+                r = strbuf_addf(t, " name=%s level=%u layout=%s chunk=%" PRIu64 " metadata=%s bitmap=%s spares=%u members=%zu",
+                                raid_name(x), x->level, nz(x->layout), x->chunk, nz(x->metadata), nz(x->bitmap), x->spares,
+                                strv_length(st->inputs));
+                break;
+        }
+        case PLAN_LUKS_FORMAT: {
+                const struct spec_luks *x = st->obj;
+                r = strbuf_addf(t, " name=%s on=%s cipher=%s key_size=%u sector=%u label=%s key=%s", luks_name(x), nz(x->on),
+                                nz(x->cipher), x->key_size, x->sector_size, nz(x->label), key_source_name(x->key.source));
+                break;
+        }
+        case PLAN_VGCREATE: {
+                const struct spec_vg *x = st->obj;
+                r = strbuf_addf(t, " name=%s extent=%" PRIu64 " pvs=%zu", vg_name(x), x->extent_size, strv_length(st->inputs));
+                break;
+        }
+        case PLAN_LVCREATE: {
+                const struct spec_lv *x = st->obj;
+                r = strbuf_addf(t, " name=%s vg=%s kind=%d bytes=%" PRIu64 " pct=%u", lv_name(x), nz(x->vg), (int) x->size.kind,
+                                x->size.bytes, x->size.percent);
+                break;
+        }
+        case PLAN_MKFS: case PLAN_MOUNT: {
+                const struct spec_filesystem *f = st->obj;
+                r = strbuf_addf(t, " type=%s label=%s mount=%s options=%s", spec_fs_type_name(f->type), nz(f->label),
+                                nz(f->mount), nz(f->mount_options));
+                for (size_t k = 0; r >= 0 && f->mkfs_options && f->mkfs_options[k]; k++)
+                        r = strbuf_addf(t, " mkfs=%s", f->mkfs_options[k]);
+                break;
+        }
+        default:
+                break;
+        }
+        return r < 0 ? r : strbuf_adds(t, "\n");
+}
+
+/* The text the fingerprint hashes (kept so a test can show what differs). */
+static int plan_fingerprint_text(const struct plan *p, struct strbuf *t) {
+        int r = strbuf_adds(t, "kiln-plan-fingerprint 1\n");
+        for (size_t i = 0; r >= 0 && i < p->n_disks; i++)
+                r = fp_disk(t, &p->disks[i]);
+        for (size_t i = 0; r >= 0 && i < p->n_steps; i++) {
+                const struct plan_step *st = &p->steps[i];
+                if (plan_step_is_storage(st->kind) && st->kind != PLAN_BENCH_RAW && st->kind != PLAN_BENCH_CRYPT)
+                        r = fp_step(t, st);
+        }
+        return r;
+}
+
+static int plan_fingerprint(struct plan *p) {
+        _cleanup_strbuf_ struct strbuf t = STRBUF_INIT;
+        int r = plan_fingerprint_text(p, &t);
+        if (r < 0)
+                return r;
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned len = 0;
+        if (!EVP_Digest(t.buf ? t.buf : "", t.len, md, &len, EVP_sha256(), NULL) || len != 32)
+                return -EIO;
+        for (unsigned i = 0; i < len; i++)
+                snprintf(p->fingerprint + 2 * i, 3, "%02x", md[i]);
+        return 0;
+}
+
+int plan_build(const struct spec *spec, const struct inventory *inv, struct plan **ret, struct diags *diags) {
+        return plan_build_full(spec, inv, 0, ret, diags);
+}
+
+void plan_spec_vars(const struct inventory *inv, struct spec_vars *ret) {
+        *ret = (struct spec_vars) {
+                .mac = inventory_primary_mac(inv),
+                .uuid = spec_value_is_placeholder(inv->machine_uuid) ? NULL : inv->machine_uuid,
+                .serial = spec_value_is_placeholder(inv->serial) ? NULL : inv->serial,
+                .hostname = inv->hostname,
+        };
+}
+
+int plan_build_full(const struct spec *spec, const struct inventory *inv, unsigned flags, struct plan **ret,
+                    struct diags *diags) {
+        _cleanup_plan_free_ struct plan *p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        p->spec = spec;
+        p->inv = inv;
+        struct builder b = { .spec = spec, .inv = inv, .diags = diags, .plan = p,
+                             .allow_signatures = flags & PLAN_ALLOW_SIGNATURES };
+        _cleanup_free_ const char **fsdevs = calloc(spec->n_filesystems ? spec->n_filesystems : 1, sizeof *fsdevs);
+        int r = fsdevs ? 0 : -ENOMEM;
+
+        if (r >= 0 && spec->hostname) {
+                struct spec_vars vars;
+                plan_spec_vars(inv, &vars);
+                r = spec_expand_full(spec->hostname, &vars, &p->hostname, &p->hostname_missing);
+                if (r == -ENODATA || r == -EINVAL) {
+                        r = 0;  /* a value the inventory lacks: shown unexpanded */
+                        if (p->hostname_missing && streq(p->hostname_missing, "serial") && inv->serial)
+                                p->hostname_placeholder = inv->serial;
+                        else if (p->hostname_missing && streq(p->hostname_missing, "uuid") && inv->machine_uuid)
+                                p->hostname_placeholder = inv->machine_uuid;
+                }
+                const char *why = p->hostname ? spec_hostname_problem(p->hostname) : NULL;
+                if (r >= 0 && why)
+                        r = invalid(&b, spec->hostname_mark, "hostname '%s' becomes '%s' on this machine, which is not a host name (RFC 1123): it %s",
+                                    spec->hostname, p->hostname, why);
+        }
+
+        if (r >= 0)
+                r = select_disks(&b);
+        if (r >= 0 && !b.refused)
+                r = make_nodes(&b);
+        if (r >= 0 && !b.refused && !b.invalid)
+                r = emit_wipes(&b);
+        if (r >= 0 && !b.refused && !b.invalid)
+                r = emit_partitions(&b);
+        if (r >= 0 && !b.refused && !b.invalid)
+                r = emit_graph(&b);
+        if (r >= 0 && !b.refused && !b.invalid)
+                r = emit_mkfs(&b, fsdevs);
+        if (r >= 0 && !b.refused && !b.invalid)
+                r = emit_mounts(&b, fsdevs);
+        if (r >= 0 && !b.refused && !b.invalid)
+                r = emit_tail(&b);
+
+        nodes_free(&b);
+        free(b.sorted);
+        if (r < 0)
+                return r;
+        if (b.invalid)
+                return -EINVAL;
+        if (b.refused)
+                return -EPERM;
+        r = plan_fingerprint(p);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+/* --- output ---------------------------------------------------------------- */
+
+static const struct plan_disk *plan_disk_of(const struct plan *p, const struct inv_disk *d) {
+        for (size_t i = 0; i < p->n_disks; i++)
+                if (p->disks[i].disk == d)
+                        return &p->disks[i];
+        return NULL;
+}
+
+static int cmp_const_disk(const void *a, const void *b) {
+        return cmp_disk_path(a, b);
+}
+
+static const struct inv_disk **sorted_disks(const struct inventory *inv) {
+        const struct inv_disk **v = calloc(inv->n_disks ? inv->n_disks : 1, sizeof *v);
+        if (!v)
+                return NULL;
+        for (size_t i = 0; i < inv->n_disks; i++)
+                v[i] = &inv->disks[i];
+        qsort(v, inv->n_disks, sizeof *v, cmp_const_disk);
+        return v;
+}
+
+int plan_to_text(const struct plan *p, struct strbuf *out) {
+        const struct spec *s = p->spec;
+        _cleanup_free_ const struct inv_disk **disks = sorted_disks(p->inv);
+        if (!disks)
+                return -ENOMEM;
+        int r = strbuf_addf(out, "fingerprint: %s\nmode: %s%s%s%s\n", p->fingerprint, p->resume ? "resume" : "fresh install",
+                            p->mode_why ? " (" : "", p->mode_why ? p->mode_why : "", p->mode_why ? ")" : "");
+        if (r < 0)
+                return r;
+        if (p->hostname && s->hostname && !streq(p->hostname, s->hostname))
+                r = strbuf_addf(out, "hostname: %s (from '%s')\ndisks:\n", p->hostname, s->hostname);
+        else if (p->hostname || !s->hostname)
+                r = strbuf_addf(out, "hostname: %s\ndisks:\n", p->hostname ? p->hostname : "");
+        else if (p->hostname_placeholder)
+                r = strbuf_addf(out, "hostname: '%s' (not expanded: the inventory's %s '%s' is a placeholder)\ndisks:\n",
+                                s->hostname, p->hostname_missing, p->hostname_placeholder);
+        else
+                r = strbuf_addf(out, "hostname: '%s' (not expanded: the inventory has no %s)\ndisks:\n", s->hostname,
+                                p->hostname_missing ? p->hostname_missing : "value for it");
+        for (size_t i = 0; r >= 0 && i < p->inv->n_disks; i++) {
+                const struct inv_disk *d = disks[i];
+                const struct plan_disk *pd = plan_disk_of(p, d);
+                r = strbuf_addf(out, "  %s  %s", disk_path(d), APPROX(d->size));
+                if (r >= 0 && !strempty(d->transport))
+                        r = strbuf_addf(out, "  %s", d->transport);
+                if (r >= 0)
+                        r = strbuf_adds(out, d->rotational ? "  hdd" : "  ssd");
+                if (r >= 0 && !strempty(d->model))
+                        r = strbuf_addf(out, "  model '%s'", d->model);
+                if (r >= 0 && !strempty(d->serial))
+                        r = strbuf_addf(out, "  serial '%s'", d->serial);
+                if (r >= 0 && pd)
+                        r = strbuf_addf(out, ": disk rule '%s' #%u%s\n", pd->rule->id, pd->index,
+                                        pd->rule->wipe ? " (wipe allowed)" : "");
+                else if (r >= 0)
+                        r = strbuf_adds(out, ": untouched\n");
+        }
+        if (r >= 0)
+                r = strbuf_addf(out, "steps:\n");
+        for (size_t i = 0; r >= 0 && i < p->n_steps; i++) {
+                const struct plan_step *st = &p->steps[i];
+                r = strbuf_addf(out, "%3zu  %-11s  %s\n", i + 1, plan_step_kind_name(st->kind), st->description ? st->description : "");
+                int wname = 0;
+                for (size_t k = 0; k < st->n_parts; k++) {
+                        const struct spec_partition *sp = st->parts[k].part;
+                        int l = (int) strlen(sp->name ? sp->name : sp->id) + 2;
+                        wname = l > wname ? l : wname;
+                }
+                for (size_t k = 0; r >= 0 && k < st->n_parts; k++) {
+                        const struct plan_part *pp = &st->parts[k];
+                        _cleanup_free_ char *q = strdupf("'%s'", pp->part->name ? pp->part->name : pp->part->id);
+                        if (!q)
+                                return -ENOMEM;
+                        r = strbuf_addf(out, "                   %s  %-9s  %-*s  start %s  size %s\n", pp->device,
+                                        spec_part_type_name(pp->part->type), wname, q, SIZE(pp->start), SIZE(pp->size));
+                }
+                if (r >= 0 && st->destroys)
+                        r = strbuf_addf(out, "                 destroys: %s\n", st->destroys);
+        }
+        return r;
+}
+
+static int json_kv_str(struct strbuf *out, const char *key, const char *v, bool comma) {
+        int r = strbuf_addf(out, "%s\"%s\":", comma ? "," : "", key);
+        if (r >= 0)
+                r = v ? strbuf_add_json_string(out, v) : strbuf_adds(out, "null");
+        return r;
+}
+
+int plan_to_json(const struct plan *p, struct strbuf *out) {
+        const struct spec *s = p->spec;
+        _cleanup_free_ const struct inv_disk **disks = sorted_disks(p->inv);
+        if (!disks)
+                return -ENOMEM;
+        int r = strbuf_adds(out, "{");
+        if (r >= 0)
+                r = json_kv_str(out, "hostname", p->hostname, false);
+        if (r >= 0)
+                r = json_kv_str(out, "hostname_template", s->hostname, true);
+        if (r >= 0)
+                r = json_kv_str(out, "fingerprint", p->fingerprint, true);
+        if (r >= 0)
+                r = json_kv_str(out, "mode", p->resume ? "resume" : "fresh", true);
+        if (r >= 0)
+                r = json_kv_str(out, "mode_why", p->mode_why, true);
+        if (r >= 0)
+                r = strbuf_adds(out, ",\"disks\":[");
+        for (size_t i = 0; r >= 0 && i < p->inv->n_disks; i++) {
+                const struct inv_disk *d = disks[i];
+                const struct plan_disk *pd = plan_disk_of(p, d);
+                r = strbuf_adds(out, i ? ",{" : "{");
+                if (r >= 0)
+                        r = json_kv_str(out, "path", disk_path(d), false);
+                if (r >= 0)
+                        r = strbuf_addf(out, ",\"size\":%" PRIu64 ",\"selected\":%s", d->size, pd ? "true" : "false");
+                if (r >= 0 && pd) {
+                        r = json_kv_str(out, "rule", pd->rule->id, true);
+                        if (r >= 0)
+                                r = strbuf_addf(out, ",\"index\":%u,\"wipe\":%s", pd->index, pd->rule->wipe ? "true" : "false");
+                }
+                if (r >= 0)
+                        r = strbuf_adds(out, "}");
+        }
+        if (r >= 0)
+                r = strbuf_adds(out, "],\"steps\":[");
+        for (size_t i = 0; r >= 0 && i < p->n_steps; i++) {
+                const struct plan_step *st = &p->steps[i];
+                r = strbuf_addf(out, "%s{\"n\":%zu", i ? "," : "", i + 1);
+                if (r >= 0)
+                        r = json_kv_str(out, "kind", plan_step_kind_name(st->kind), true);
+                if (r >= 0)
+                        r = json_kv_str(out, "id", st->id, true);
+                if (r >= 0)
+                        r = strbuf_addf(out, ",\"index\":%u", st->index);
+                if (r >= 0)
+                        r = json_kv_str(out, "device", st->device, true);
+                if (r >= 0)
+                        r = strbuf_adds(out, ",\"inputs\":[");
+                for (size_t k = 0; r >= 0 && st->inputs && st->inputs[k]; k++) {
+                        if (k)
+                                r = strbuf_adds(out, ",");
+                        if (r >= 0)
+                                r = strbuf_add_json_string(out, st->inputs[k]);
+                }
+                if (r >= 0)
+                        r = strbuf_adds(out, "]");
+                if (r >= 0 && st->size)
+                        r = strbuf_addf(out, ",\"size\":%" PRIu64 ",\"size_approx\":%s", st->size, st->size_approx ? "true" : "false");
+                if (r >= 0 && st->parts) {
+                        r = strbuf_adds(out, ",\"partitions\":[");
+                        for (size_t k = 0; r >= 0 && k < st->n_parts; k++) {
+                                const struct plan_part *pp = &st->parts[k];
+                                r = strbuf_addf(out, "%s{\"number\":%u", k ? "," : "", pp->number);
+                                if (r >= 0)
+                                        r = json_kv_str(out, "id", pp->part->id, true);
+                                if (r >= 0)
+                                        r = json_kv_str(out, "device", pp->device, true);
+                                if (r >= 0)
+                                        r = json_kv_str(out, "type", spec_part_type_name(pp->part->type), true);
+                                if (r >= 0)
+                                        r = json_kv_str(out, "name", pp->part->name ? pp->part->name : pp->part->id, true);
+                                if (r >= 0)
+                                        r = strbuf_addf(out, ",\"start\":%" PRIu64 ",\"size\":%" PRIu64 "}", pp->start, pp->size);
+                        }
+                        if (r >= 0)
+                                r = strbuf_adds(out, "]");
+                }
+                if (r >= 0 && st->kind == PLAN_SKIP_STAGE)
+                        r = json_kv_str(out, "skips", plan_step_kind_name(st->skipped), true);
+                if (r >= 0 && st->uuid)
+                        r = json_kv_str(out, "uuid", st->uuid, true);
+                if (r >= 0 && st->kind == PLAN_LVCREATE) {
+                        r = strbuf_adds(out, ",\"lv\":{");
+                        if (r >= 0)
+                                r = json_kv_str(out, "vg", st->lv.vg, false);
+                        if (r >= 0)
+                                r = json_kv_str(out, "name", st->lv.name, true);
+                        if (r >= 0)
+                                r = strbuf_addf(out, ",\"bytes\":%" PRIu64 ",\"percent_free\":%u}", st->lv.bytes, st->lv.percent_free);
+                }
+                if (r >= 0)
+                        r = json_kv_str(out, "description", st->description, true);
+                if (r >= 0)
+                        r = json_kv_str(out, "destroys", st->destroys, true);
+                if (r >= 0)
+                        r = strbuf_adds(out, "}");
+        }
+        if (r >= 0)
+                r = strbuf_adds(out, "]}\n");
+        return r;
+}

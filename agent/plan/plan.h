@@ -1,0 +1,136 @@
+/* The plan: the ordered, typed steps `kiln apply` will run, each with the
+ * device it acts on and what it destroys. plan_build() is pure: it resolves
+ * the spec's disk rules against an inventory, makes every safety refusal,
+ * and never writes. One executor (apply.c) runs the steps; dry-run prints them. */
+#pragma once
+#include "diag.h"
+#include "inventory.h"
+#include "spec.h"
+#include "strbuf.h"
+
+enum plan_step_kind {
+        PLAN_WIPE,              /* tear down holders, remove signatures */
+        PLAN_PARTITION,         /* write a GPT with the spec's partitions on one disk */
+        PLAN_MD_CREATE,
+        PLAN_LUKS_FORMAT,
+        PLAN_LUKS_OPEN,
+        PLAN_PVCREATE,
+        PLAN_VGCREATE,
+        PLAN_LVCREATE,
+        PLAN_MKFS,
+        PLAN_MOUNT,
+        PLAN_BENCH_RAW,         /* before the first luksFormat: cipher speed (zero-backed dm-crypt) and the raw device under LUKS */
+        PLAN_BENCH_CRYPT,       /* after luksOpen: the same I/O through dm-crypt, then the gate */
+        PLAN_IMAGE,
+        PLAN_CONFIGURE,         /* fstab, crypttab, mdadm.conf, hostname in the target */
+        PLAN_REGISTER,
+        PLAN_FINISH,
+        /* resume after a failure (docs/apply.md): these replace the steps that built the stack */
+        PLAN_MD_ASSEMBLE,       /* mdadm --assemble the array the interrupted run made */
+        PLAN_VG_ACTIVATE,       /* vgchange -ay the VG the interrupted run made */
+        PLAN_SKIP_STAGE,        /* a step the interrupted run did; kept, not re-run */
+        PLAN_RESUME_CHECK,      /* read the progress record in the mounted root: this plan, unfinished? */
+        _PLAN_STEP_KIND_MAX,
+};
+
+/* One GPT partition of a PLAN_PARTITION step, resolved to bytes. */
+struct plan_part {
+        const struct spec_partition *part;
+        unsigned number;        /* 1-based GPT entry number (spec order on that disk) */
+        char *device;           /* /dev/vda2, /dev/nvme0n1p2 */
+        uint64_t start, size;   /* bytes, both multiples of 1 MiB */
+};
+
+struct plan_step {
+        enum plan_step_kind kind;
+        const char *id;         /* spec object id (points into the spec), NULL for global steps */
+        char *device;           /* the device acted on: /dev/vda, /dev/md/md1, /dev/mapper/crypted, /dev/vg0/root */
+        char **inputs;          /* NULL-terminated devices consumed (md members, PVs) */
+        char *description;      /* one human line */
+        char *destroys;         /* what is lost, NULL if nothing */
+        const void *obj;        /* the spec object (struct spec_raid * etc.), NULL for global steps */
+        unsigned index;         /* for objects that expand per disk: which copy */
+        uint64_t size;          /* bytes the device will hold (partition disk, md, LUKS, VG, LV); 0 = unknown */
+        bool size_approx;       /* size is an estimate (md/LUKS/LVM overhead) */
+        struct plan_part *parts; size_t n_parts;   /* PLAN_PARTITION only */
+        enum plan_step_kind skipped;                /* PLAN_SKIP_STAGE only: the kind it skips */
+        char *uuid;                                 /* PLAN_MD_ASSEMBLE only */
+        struct plan_lv {                            /* PLAN_LVCREATE only: what lvcreate gets */
+                const char *vg, *name;              /* VG and LV names (point into the spec) */
+                uint64_t bytes;                     /* exact size, or 0 with: */
+                unsigned percent_free;              /* -l N%FREE (spec "rest" = 100) */
+        } lv;
+};
+
+/* Step fields by kind:
+ *   WIPE         id/obj: disk rule; device: the disk; inputs: holders to stop first (/dev/md127, /dev/dm-0)
+ *   PARTITION    id/obj: disk rule; device: the disk; parts: the GPT entries
+ *   MD_CREATE    id/obj: raid; device: /dev/md/NAME; inputs: members, the last raid->spares are spares
+ *   BENCH_RAW    id/obj: luks; device: the device under LUKS (before luksFormat)
+ *   LUKS_FORMAT  id/obj: luks; device: the device under LUKS; inputs: { that device }
+ *   LUKS_OPEN    id/obj: luks; device: /dev/mapper/NAME; inputs: { the device under LUKS }
+ *   BENCH_CRYPT  id/obj: luks; device: /dev/mapper/NAME; inputs: { the device under LUKS }
+ *   PVCREATE     id/obj: vg; device: the PV; index: which PV of the VG
+ *   VGCREATE     id/obj: vg; device: /dev/VG; inputs: the PVs
+ *   LVCREATE     id/obj: lv; device: /dev/VG/LV; inputs: { /dev/VG }; lv: VG and LV names, size rule
+ *   MKFS, MOUNT  id: the filesystem's "on"; obj: struct spec_filesystem; device: the block device
+ *   IMAGE        obj: struct spec_image; device: raw target or NULL (tar into the target root)
+ *   CONFIGURE    obj: the spec
+ *   REGISTER     obj: struct spec_cloudstack (index 0) or struct spec_webhook (index 1)
+ *   FINISH       obj: the spec (spec->finish)
+ * Resume plans only (resume.h):
+ *   MD_ASSEMBLE  id/obj: raid; device: /dev/md/NAME; inputs: members; uuid: the array UUID on them
+ *   VG_ACTIVATE  id/obj: vg; device: /dev/VG
+ *   SKIP_STAGE   the step it replaces: skipped (kind, id, obj, index, device of that step)
+ *   RESUME_CHECK device: the progress record's path */
+
+/* Which inventory disk each spec disk rule selected. */
+struct plan_disk {
+        const struct spec_disk *rule;
+        const struct inv_disk *disk;
+        unsigned index;         /* 0..count-1 within the rule */
+};
+
+struct plan {
+        const struct spec *spec;
+        const struct inventory *inv;
+        char *hostname;         /* spec hostname with ${mac} ${uuid} ${serial} ${hostname} from the
+                                 * inventory (the one place it is expanded); NULL if the inventory
+                                 * lacks a value it needs: */
+        const char *hostname_missing;   /* then the variable it lacks ("serial"): a plan and a
+                                         * dry run show the template, a real run refuses */
+        const char *hostname_placeholder;       /* the inventory's value of it when that is a
+                                                 * placeholder (spec_value_is_placeholder) */
+        struct plan_disk *disks; size_t n_disks;
+        struct plan_step *steps; size_t n_steps;
+        /* sha256 (hex) over what defines the storage stack: the storage steps'
+         * objects, devices and layout and the selected disks' identities; not
+         * what differs between two boots (wipe steps, signatures, hostname) */
+        char fingerprint[65];
+        bool resume;            /* a resume plan (resume.h), else a fresh install */
+        char *mode_why;         /* why resume or fresh (NULL: nothing was checked) */
+};
+
+/* Refusals (wrong disk count, ambiguous match, signatures without wipe,
+ * mounted or in-use device) go into diags naming the disk and the reason,
+ * and make it return -EPERM. */
+int plan_build(const struct spec *spec, const struct inventory *inv, struct plan **ret, struct diags *diags);
+/* PLAN_ALLOW_SIGNATURES: no refusal for signatures on a disk whose rule has no
+ * 'wipe: true' (resume.h: only to find out whether they are an interrupted run
+ * of this plan; such a plan is never run as it is). */
+#define PLAN_ALLOW_SIGNATURES 1u
+int plan_build_full(const struct spec *spec, const struct inventory *inv, unsigned flags, struct plan **ret,
+                    struct diags *diags);
+struct plan *plan_free(struct plan *p);
+DEFINE_CLEANUP(plan_free, struct plan *)
+#define _cleanup_plan_free_ _cleanup_(plan_freep)
+
+/* The values ${...} expand to on this machine (the one place they are taken
+ * from the inventory): a placeholder serial or UUID counts as missing. */
+void plan_spec_vars(const struct inventory *inv, struct spec_vars *ret);
+
+int plan_to_text(const struct plan *p, struct strbuf *out);
+int plan_to_json(const struct plan *p, struct strbuf *out);
+const char *plan_step_kind_name(enum plan_step_kind k);
+/* Is this step part of the storage stack (partition .. mount, and the bench between)? */
+bool plan_step_is_storage(enum plan_step_kind k);

@@ -1,0 +1,619 @@
+#include "resume.h"
+
+#include "paths.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#ifndef KILN_VERSION
+#define KILN_VERSION "0.1.0"
+#endif
+
+static const char *const stage_names[_RESUME_STAGE_MAX] = {
+        [RESUME_STAGE_STORAGE] = "storage",
+        [RESUME_STAGE_IMAGE] = "image",
+        [RESUME_STAGE_CONFIGURE] = "configure",
+        [RESUME_STAGE_REGISTER] = "register",
+};
+
+const char *resume_stage_name(enum resume_stage s) {
+        return s >= 0 && s < _RESUME_STAGE_MAX ? stage_names[s] : NULL;
+}
+
+enum resume_stage resume_stage_of(enum plan_step_kind k) {
+        if (plan_step_is_storage(k))
+                return RESUME_STAGE_STORAGE;
+        switch (k) {
+        case PLAN_IMAGE: return RESUME_STAGE_IMAGE;
+        case PLAN_CONFIGURE: return RESUME_STAGE_CONFIGURE;
+        case PLAN_REGISTER: return RESUME_STAGE_REGISTER;
+        default: return RESUME_STAGE_NONE;
+        }
+}
+
+/* ---- the progress record ---- */
+
+void resume_record_done(struct resume_record *rec) {
+        if (!rec)
+                return;
+        free(rec->version);
+        free(rec->run_id);
+        *rec = (struct resume_record) {};
+}
+
+int resume_record_to_json(const struct resume_record *rec, struct strbuf *out) {
+        int r = strbuf_addf(out, "{\n  \"kiln_progress\": %d,\n  \"fingerprint\": ", RESUME_RECORD_FORMAT);
+        if (r >= 0)
+                r = strbuf_add_json_string(out, rec->fingerprint);
+        if (r >= 0)
+                r = strbuf_adds(out, ",\n  \"version\": ");
+        if (r >= 0)
+                r = strbuf_add_json_string(out, rec->version ? rec->version : KILN_VERSION);
+        if (r >= 0 && rec->run_id) {
+                r = strbuf_adds(out, ",\n  \"run_id\": ");
+                if (r >= 0)
+                        r = strbuf_add_json_string(out, rec->run_id);
+        }
+        if (r >= 0)
+                r = strbuf_adds(out, ",\n  \"stages_done\": [");
+        bool first = true;
+        for (int s = 0; r >= 0 && s < _RESUME_STAGE_MAX; s++)
+                if (rec->stages & (1u << s)) {
+                        r = strbuf_addf(out, "%s\"%s\"", first ? "" : ", ", stage_names[s]);
+                        first = false;
+                }
+        if (r >= 0)
+                r = strbuf_addf(out, "],\n  \"complete\": %s\n}\n", rec->complete ? "true" : "false");
+        return r;
+}
+
+static const char *jstr(json_object *o, const char *key) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+int resume_record_from_json(const char *text, size_t len, struct resume_record *ret) {
+        if (len > RESUME_RECORD_MAX_BYTES || len > INT_MAX)
+                return -EFBIG;
+        json_tokener *tok = json_tokener_new();
+        if (!tok)
+                return -ENOMEM;
+        json_object *root = json_tokener_parse_ex(tok, text, (int) len);
+        bool ok = json_tokener_get_error(tok) == json_tokener_success;
+        size_t end = json_tokener_get_parse_end(tok);
+        json_tokener_free(tok);
+        struct resume_record rec = {};
+        int r = -EBADMSG;
+        /* one document: after it only white space (the tokener stops where the object closes) */
+        while (ok && end < len && text[end] != 0 && strchr(" \t\r\n", text[end]))
+                end++;
+        if (ok && end < len) {
+                r = -ENOTEMPTY;
+                goto out;
+        }
+        json_object *fmt, *stages, *complete;
+        const char *fp, *version, *run_id;
+        if (!ok || !json_object_is_type(root, json_type_object) ||
+            !json_object_object_get_ex(root, "kiln_progress", &fmt) || !json_object_is_type(fmt, json_type_int) ||
+            json_object_get_int(fmt) != RESUME_RECORD_FORMAT ||
+            !(fp = jstr(root, "fingerprint")) || strlen(fp) != 64 || !hex_valid(fp, 64) ||
+            !json_object_object_get_ex(root, "stages_done", &stages) || !json_object_is_type(stages, json_type_array) ||
+            !json_object_object_get_ex(root, "complete", &complete) || !json_object_is_type(complete, json_type_boolean))
+                goto out;
+        memcpy(rec.fingerprint, fp, 65);
+        for (size_t i = 0; i < json_object_array_length(stages); i++) {
+                json_object *e = json_object_array_get_idx(stages, i);
+                if (!json_object_is_type(e, json_type_string))
+                        goto out;
+                int s = 0;
+                while (s < _RESUME_STAGE_MAX && !streq(stage_names[s], json_object_get_string(e)))
+                        s++;
+                if (s == _RESUME_STAGE_MAX)
+                        goto out;       /* a stage this kiln does not know: not its record */
+                rec.stages |= 1u << s;
+        }
+        rec.complete = json_object_get_boolean(complete);
+        r = -ENOMEM;
+        version = jstr(root, "version");
+        run_id = jstr(root, "run_id");
+        if ((version && !(rec.version = strdup(version))) || (run_id && !(rec.run_id = strdup(run_id))))
+                goto out;
+        *ret = rec;
+        rec = (struct resume_record) {};
+        r = 0;
+out:
+        resume_record_done(&rec);
+        json_object_put(root);
+        return r;
+}
+
+int resume_record_save(const struct resume_record *rec, const char *path) {
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        int r = resume_record_to_json(rec, &sb);
+        return r < 0 ? r : write_file_atomic(path, sb.buf, sb.len);
+}
+
+int resume_record_load(const char *path, struct resume_record *ret) {
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        int r = read_full_file(path, RESUME_RECORD_MAX_BYTES, &data, &len);
+        if (r < 0)
+                return r;
+        return resume_record_from_json(data, len, ret);
+}
+
+/* ---- the resume plan (pure) ---- */
+
+struct rbuild {
+        const struct plan *fresh;
+        struct plan *p;
+        size_t alloc;
+        struct strbuf why;
+        bool no_fallback;       /* the spec may not wipe these disks: a mismatch stops the run */
+};
+
+static struct plan_step *push(struct rbuild *b, const struct plan_step *from, enum plan_step_kind kind) {
+        struct plan *p = b->p;
+        if (p->n_steps == b->alloc) {
+                size_t na = b->alloc ? b->alloc * 2 : 32;
+                struct plan_step *ns = realloc(p->steps, na * sizeof *ns);
+                if (!ns)
+                        return NULL;
+                p->steps = ns;
+                b->alloc = na;
+        }
+        struct plan_step *s = &p->steps[p->n_steps++];
+        *s = (struct plan_step) { .kind = kind };
+        if (from) {
+                s->id = from->id;
+                s->obj = from->obj;
+                s->index = from->index;
+                s->size = from->size;
+                s->size_approx = from->size_approx;
+        }
+        return s;
+}
+
+/* device and inputs copied from `from`, description taken (also on failure) */
+static int fill(struct plan_step *s, const struct plan_step *from, char *description, const char *destroys) {
+        s->description = description;
+        if (!description)
+                return -ENOMEM;
+        if (from && from->device && !(s->device = strdup(from->device)))
+                return -ENOMEM;
+        for (char **i = from ? from->inputs : NULL; i && *i; i++)
+                if (strv_pushdup(&s->inputs, *i) < 0)
+                        return -ENOMEM;
+        if (destroys && !(s->destroys = strdup(destroys)))
+                return -ENOMEM;
+        return 0;
+}
+
+/* The signatures the inventory saw on a device path (a partition or a whole disk). */
+static const struct inv_signature *sigs_of(const struct inventory *inv, const char *dev, size_t *ret_n) {
+        for (size_t i = 0; dev && i < inv->n_disks; i++) {
+                const struct inv_disk *d = &inv->disks[i];
+                if (d->path && streq(d->path, dev)) {
+                        *ret_n = d->n_sigs;
+                        return d->sigs;
+                }
+                for (size_t k = 0; k < d->n_parts; k++)
+                        if (d->parts[k].path && streq(d->parts[k].path, dev)) {
+                                *ret_n = d->parts[k].n_sigs;
+                                return d->parts[k].sigs;
+                        }
+        }
+        *ret_n = 0;
+        return NULL;
+}
+
+static bool known_device(const struct inventory *inv, const char *dev) {
+        for (size_t i = 0; dev && i < inv->n_disks; i++) {
+                const struct inv_disk *d = &inv->disks[i];
+                if (d->path && streq(d->path, dev))
+                        return true;
+                for (size_t k = 0; k < d->n_parts; k++)
+                        if (d->parts[k].path && streq(d->parts[k].path, dev))
+                                return true;
+        }
+        return false;
+}
+
+/* The one signature of this type on dev; NULL if none (or the device is
+ * not one the inventory probes: md, dm, LV, checked later by the run). */
+static const struct inv_signature *sig_typed(const struct inventory *inv, const char *dev, const char *type) {
+        size_t n;
+        const struct inv_signature *s = sigs_of(inv, dev, &n);
+        for (size_t i = 0; i < n; i++)
+                if (s[i].type && streq(s[i].type, type))
+                        return &s[i];
+        return NULL;
+}
+
+static int not_resumable(struct rbuild *b, const char *f, ...) _printf_(2, 3);
+static int not_resumable(struct rbuild *b, const char *f, ...) {
+        va_list ap;
+        va_start(ap, f);
+        int r = strbuf_vaddf(&b->why, f, ap);
+        va_end(ap);
+        return r < 0 ? r : 0;
+}
+
+static const struct inv_disk *disk_of(const struct plan *p, const struct plan_step *st) {
+        for (size_t i = 0; i < p->n_disks; i++)
+                if (p->disks[i].rule == st->obj && p->disks[i].index == st->index)
+                        return p->disks[i].disk;
+        return NULL;
+}
+
+/* Does a storage step of the plan use this whole disk (an md member, or a
+ * LUKS header, PV or filesystem straight on it)? */
+static bool used_whole(const struct plan *p, const char *disk) {
+        for (size_t i = 0; i < p->n_steps; i++) {
+                const struct plan_step *st = &p->steps[i];
+                if (st->kind == PLAN_PARTITION && st->device && streq(st->device, disk))
+                        return false;
+                if ((st->kind == PLAN_LUKS_FORMAT || st->kind == PLAN_PVCREATE || st->kind == PLAN_MKFS) &&
+                    st->device && streq(st->device, disk))
+                        return true;
+                if (st->kind == PLAN_MD_CREATE && strv_contains(st->inputs, disk))
+                        return true;
+        }
+        return false;
+}
+
+static bool has_partition_table(const struct inv_disk *d) {
+        for (size_t i = 0; i < d->n_sigs; i++)
+                if ((d->sigs[i].usage && streq(d->sigs[i].usage, "partition_table")) ||
+                    (d->sigs[i].type && (streq(d->sigs[i].type, "gpt") || streq(d->sigs[i].type, "dos"))))
+                        return true;
+        return d->n_parts > 0;
+}
+
+/* Does the inventory show, without opening anything, what this plan builds?
+ * 1 yes, 0 no (b->why says what differs). */
+static int check_disks(struct rbuild *b) {
+        const struct plan *f = b->fresh;
+        const struct inventory *inv = f->inv;
+        bool root = false;
+        for (size_t i = 0; i < f->n_steps; i++) {
+                const struct plan_step *st = &f->steps[i];
+                const struct spec_filesystem *fs = st->kind == PLAN_MOUNT ? st->obj : NULL;
+                if (fs && fs->mount && streq(fs->mount, "/"))
+                        root = true;
+                if (st->kind == PLAN_LUKS_FORMAT && ((const struct spec_luks *) st->obj)->key.source == SPEC_KEY_GENERATE)
+                        return not_resumable(b, "LUKS '%s' has 'key: generate': the key of the interrupted run is gone", st->id);
+        }
+        if (!root)
+                return not_resumable(b, "the spec mounts no root filesystem, where the progress record is kept");
+        for (size_t i = 0; i < f->n_disks; i++) {
+                const struct inv_disk *d = f->disks[i].disk;
+                if (d->mountpoint || d->holders)
+                        return not_resumable(b, "%s is in use", d->path);
+                for (size_t k = 0; k < d->n_parts; k++)
+                        if (d->parts[k].mountpoint || d->parts[k].holders)
+                                return not_resumable(b, "%s is in use", d->parts[k].path ? d->parts[k].path : d->parts[k].name);
+        }
+        /* a disk used whole never got a partition table from this plan: one
+         * there now (and the md member or header the inventory may still see
+         * beside it) is another layout's */
+        for (size_t i = 0; i < f->n_disks; i++) {
+                const struct inv_disk *d = f->disks[i].disk;
+                if (used_whole(f, d->path) && has_partition_table(d))
+                        return not_resumable(b, "%s holds a partition table, this plan uses the whole disk", d->path);
+        }
+        for (size_t i = 0; i < f->n_steps; i++) {
+                const struct plan_step *st = &f->steps[i];
+                const char *dev = st->device;
+                switch (st->kind) {
+                case PLAN_PARTITION: {
+                        const struct inv_disk *d = disk_of(f, st);
+                        if (!d || !sig_typed(inv, d->path, "gpt"))
+                                return not_resumable(b, "%s holds no GPT", dev);
+                        if (d->n_parts != st->n_parts)
+                                return not_resumable(b, "%s has %zu partitions, this plan makes %zu", dev, d->n_parts, st->n_parts);
+                        for (size_t k = 0; k < st->n_parts; k++) {
+                                const struct plan_part *pp = &st->parts[k];
+                                const struct inv_partition *ip = NULL;
+                                for (size_t j = 0; j < d->n_parts; j++)
+                                        if (d->parts[j].number == pp->number)
+                                                ip = &d->parts[j];
+                                if (!ip || ip->start != pp->start || ip->size != pp->size)
+                                        return not_resumable(b, "partition %u of %s is not where this plan puts it", pp->number, dev);
+                        }
+                        break;
+                }
+                case PLAN_MD_CREATE: {
+                        const char *uuid = NULL;
+                        for (char **m = st->inputs; m && *m; m++) {
+                                const struct inv_signature *s = sig_typed(inv, *m, "linux_raid_member");
+                                if (!s || !s->uuid)
+                                        return not_resumable(b, "%s is not a member of md array '%s'", *m, st->id);
+                                if (uuid && !streq(uuid, s->uuid))
+                                        return not_resumable(b, "the members of md array '%s' belong to different arrays", st->id);
+                                uuid = s->uuid;
+                        }
+                        break;
+                }
+                case PLAN_LUKS_FORMAT:
+                        if (known_device(inv, dev) && !sig_typed(inv, dev, "crypto_LUKS"))
+                                return not_resumable(b, "%s holds no LUKS header", dev);
+                        break;
+                case PLAN_PVCREATE:
+                        if (known_device(inv, dev) && !sig_typed(inv, dev, "LVM2_member"))
+                                return not_resumable(b, "%s is not an LVM PV", dev);
+                        break;
+                case PLAN_MKFS: {
+                        const struct spec_filesystem *fs = st->obj;
+                        if (known_device(inv, dev) && !sig_typed(inv, dev, spec_fs_type_name(fs->type)))
+                                return not_resumable(b, "%s holds no %s filesystem", dev, spec_fs_type_name(fs->type));
+                        break;
+                }
+                default:
+                        break;
+                }
+        }
+        return 1;
+}
+
+static const char *md_uuid(const struct inventory *inv, const struct plan_step *st) {
+        const struct inv_signature *s = st->inputs ? sig_typed(inv, st->inputs[0], "linux_raid_member") : NULL;
+        return s ? s->uuid : NULL;
+}
+
+static int emit(struct rbuild *b) {
+        const struct plan *f = b->fresh;
+        int r = 0;
+        size_t last_mount = SIZE_MAX;
+        for (size_t i = 0; i < f->n_steps; i++)
+                if (f->steps[i].kind == PLAN_MOUNT)
+                        last_mount = i;
+        for (size_t i = 0; r >= 0 && i < f->n_steps; i++) {
+                const struct plan_step *st = &f->steps[i];
+                const char *dev = st->device ? st->device : "";
+                struct plan_step *s;
+                switch (st->kind) {
+                case PLAN_WIPE:
+                        continue;       /* nothing is wiped: the next steps keep what is there */
+                case PLAN_MD_CREATE: {
+                        const struct spec_raid *x = st->obj;
+                        if (!(s = push(b, st, PLAN_MD_ASSEMBLE)))
+                                return -ENOMEM;
+                        const char *uuid = md_uuid(f->inv, st);
+                        if (!uuid || !(s->uuid = strdup(uuid)))
+                                return -ENOMEM;
+                        _cleanup_strbuf_ struct strbuf m = STRBUF_INIT;
+                        for (char **in = st->inputs; in && *in; in++)
+                                if ((r = strbuf_addf(&m, "%s%s", in == st->inputs ? "" : ", ", *in)) < 0)
+                                        return r;
+                        r = fill(s, st, strdupf("assemble md '%s' (UUID %s) from %s; keeps the array and its data",
+                                            x->name ? x->name : x->id, uuid, strbuf_str(&m)), NULL);
+                        break;
+                }
+                case PLAN_VGCREATE: {
+                        const struct spec_vg *x = st->obj;
+                        if (!(s = push(b, st, PLAN_VG_ACTIVATE)))
+                                return -ENOMEM;
+                        r = fill(s, st, strdupf("activate VG '%s' (vgchange -ay); keeps its PVs, UUID and LVs", x->name ? x->name : x->id), NULL);
+                        break;
+                }
+                case PLAN_LUKS_OPEN: case PLAN_MOUNT: case PLAN_FINISH:
+                        if (!(s = push(b, st, st->kind)))
+                                return -ENOMEM;
+                        r = fill(s, st, strdup(st->description ? st->description : ""), st->destroys);
+                        break;
+                case PLAN_IMAGE: case PLAN_CONFIGURE: case PLAN_REGISTER:
+                        if (!(s = push(b, st, st->kind)))
+                                return -ENOMEM;
+                        r = fill(s, st, strdupf("%s, unless the progress record says '%s' is done%s", st->description ? st->description : "",
+                                            resume_stage_name(resume_stage_of(st->kind)),
+                                            st->kind == PLAN_IMAGE && !st->device ? " (the root is emptied first)" : ""),
+                                 st->destroys);
+                        break;
+                default: {
+                        char *text;
+                        switch (st->kind) {
+                        case PLAN_PARTITION: text = strdupf("keep the GPT on %s (partitions and their UUIDs)", dev); break;
+                        case PLAN_LUKS_FORMAT: text = strdupf("keep the LUKS header on %s (UUID, keyslots)", dev); break;
+                        case PLAN_PVCREATE: text = strdupf("keep the PV %s", dev); break;
+                        case PLAN_LVCREATE: text = strdupf("keep the LV %s", dev); break;
+                        case PLAN_MKFS: text = strdupf("keep the filesystem on %s (UUID, contents)", dev); break;
+                        case PLAN_BENCH_RAW: case PLAN_BENCH_CRYPT:
+                                text = strdupf("no benchmark on %s: it ran before the filesystems in the interrupted run, "
+                                           "and its writes would destroy them", dev);
+                                break;
+                        default:
+                                return -EINVAL;
+                        }
+                        if (!(s = push(b, st, PLAN_SKIP_STAGE))) {
+                                free(text);
+                                return -ENOMEM;
+                        }
+                        s->skipped = st->kind;
+                        r = fill(s, st, text, NULL);
+                        break;
+                }
+                }
+                if (r >= 0 && i == last_mount) {
+                        if (!(s = push(b, NULL, PLAN_RESUME_CHECK)))
+                                return -ENOMEM;
+                        if (!(s->device = strdupf("%s%s", kiln_paths.target, RESUME_RECORD_PATH)))
+                                return -ENOMEM;
+                        r = fill(s, NULL,
+                                 b->no_fallback
+                                 ? strdupf("read %s: go on only if it names this plan (%.12s) and the run did not finish; "
+                                           "otherwise stop with nothing written (no fresh install: the spec does not allow "
+                                           "wiping these disks)", s->device, f->fingerprint)
+                                 : strdupf("read %s: go on only if it names this plan (%.12s) and the run did not finish; "
+                                           "otherwise undo the steps above and install fresh", s->device, f->fingerprint),
+                                 NULL);
+                }
+        }
+        return r;
+}
+
+static int plan_build_resume(const struct plan *fresh, bool no_fallback, struct plan **ret, char **ret_why) {
+        struct rbuild b = { .fresh = fresh, .why = STRBUF_INIT, .no_fallback = no_fallback };
+        int r = check_disks(&b);
+        if (r == 0) {
+                *ret_why = strbuf_detach(&b.why);
+                return *ret_why ? 0 : -ENOMEM;
+        }
+        strbuf_release(&b.why);
+        if (r < 0)
+                return r;
+        _cleanup_plan_free_ struct plan *p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        p->spec = fresh->spec;
+        p->inv = fresh->inv;
+        p->hostname_missing = fresh->hostname_missing;
+        p->hostname_placeholder = fresh->hostname_placeholder;
+        p->resume = true;
+        memcpy(p->fingerprint, fresh->fingerprint, sizeof p->fingerprint);
+        if (fresh->hostname && !(p->hostname = strdup(fresh->hostname)))
+                return -ENOMEM;
+        if (!(p->disks = calloc(fresh->n_disks ? fresh->n_disks : 1, sizeof *p->disks)))
+                return -ENOMEM;
+        memcpy(p->disks, fresh->disks, fresh->n_disks * sizeof *p->disks);
+        p->n_disks = fresh->n_disks;
+        b.p = p;
+        r = emit(&b);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 1;
+}
+
+int resume_plan_build(const struct plan *fresh, struct plan **ret, char **ret_why) {
+        return plan_build_resume(fresh, false, ret, ret_why);
+}
+
+int resume_decide(struct plan *fresh, bool force_fresh, struct plan **ret) {
+        *ret = NULL;
+        free(fresh->mode_why);
+        fresh->mode_why = NULL;
+        if (force_fresh)
+                return (fresh->mode_why = strdup("asked for: --fresh or kiln.fresh")) ? 0 : -ENOMEM;
+        _cleanup_free_ char *why = NULL;
+        _cleanup_plan_free_ struct plan *p = NULL;
+        int r = resume_plan_build(fresh, &p, &why);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return (fresh->mode_why = strdupf("no interrupted run of this plan to resume: %s", why)) ? 0 : -ENOMEM;
+        if (!(p->mode_why = strdup("the disks hold this plan's layout; the progress record decides")) ||
+            !(fresh->mode_why = strdup("the fallback if the progress record does not name this plan's unfinished run")))
+                return -ENOMEM;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+int resume_decide_unwiped(const struct spec *spec, const struct inventory *inv, struct plan **ret_fresh, struct plan **ret) {
+        struct diags d = {};
+        _cleanup_plan_free_ struct plan *f = NULL;
+        int r = plan_build_full(spec, inv, PLAN_ALLOW_SIGNATURES, &f, &d);
+        diags_clear(&d);
+        if (r == -EPERM || r == -EINVAL)
+                return 0;       /* refused for another reason too */
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *why = NULL;
+        _cleanup_plan_free_ struct plan *p = NULL;
+        r = plan_build_resume(f, true, &p, &why);
+        if (r <= 0)
+                return r;
+        if (!(p->mode_why = strdup("the disks hold this plan's layout; the progress record decides; no fresh install "
+                                   "if it does not match: the spec does not allow wiping them")))
+                return -ENOMEM;
+        *ret_fresh = TAKE_PTR(f);
+        *ret = TAKE_PTR(p);
+        return 1;
+}
+
+int resume_plan_decide(const struct spec *spec, const struct inventory *inv, bool force_fresh, struct diags *diags,
+                       struct plan **ret_fresh, struct plan **ret_resume, bool *ret_unwiped) {
+        _cleanup_plan_free_ struct plan *fresh = NULL, *resume = NULL;
+        bool unwiped = false;
+        int r = plan_build(spec, inv, &fresh, diags);
+        if (r == -EPERM && !force_fresh) {
+                int k = resume_decide_unwiped(spec, inv, &fresh, &resume);
+                if (k < 0)
+                        return k;
+                if (k > 0) {
+                        diags_clear(diags);
+                        unwiped = true;
+                        r = 0;
+                }
+        }
+        if (r < 0)
+                return r;
+        if (!unwiped && (r = resume_decide(fresh, force_fresh, &resume)) < 0)
+                return r;
+        *ret_fresh = TAKE_PTR(fresh);
+        *ret_resume = TAKE_PTR(resume);
+        *ret_unwiped = unwiped;
+        return 0;
+}
+
+/* ---- emptying the root for a new image ---- */
+
+DEFINE_CLEANUP(closedir, DIR *)
+
+static int clean_dir(int dfd, dev_t dev, bool top, unsigned *removed) {
+        _cleanup_(closedirp) DIR *d = fdopendir(dfd);
+        if (!d) {
+                int r = -errno;
+                close(dfd);
+                return r;
+        }
+        int r = 0;
+        for (struct dirent *e; (errno = 0, e = readdir(d));) {
+                if (streq(e->d_name, ".") || streq(e->d_name, "..") || (top && streq(e->d_name, "lost+found")))
+                        continue;
+                struct stat st;
+                if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        return -errno;
+                if (st.st_dev != dev)
+                        continue;       /* another filesystem's mount point: kept */
+                if (S_ISDIR(st.st_mode)) {
+                        int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub < 0)
+                                return -errno;
+                        if ((r = clean_dir(sub, dev, false, removed)) < 0)
+                                return r;
+                        if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) < 0) {
+                                if (errno != ENOTEMPTY && errno != EBUSY)
+                                        return -errno;
+                                continue;       /* it leads to a mount point */
+                        }
+                } else if (unlinkat(dirfd(d), e->d_name, 0) < 0)
+                        return -errno;
+                (*removed)++;
+        }
+        return errno ? -errno : 0;
+}
+
+int resume_clean_root(const char *target, unsigned *ret_removed) {
+        int fd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        unsigned n = 0;
+        int r = clean_dir(fd, st.st_dev, true, &n);
+        if (r < 0)
+                return r;
+        if (ret_removed)
+                *ret_removed = n;
+        return 0;
+}

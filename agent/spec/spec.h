@@ -1,0 +1,347 @@
+/* Host spec v1: the in-memory form of the operator's YAML (docs/spec.md).
+ *
+ * Objects refer to each other by id, in any stacking order. Every object and
+ * every field that later stages may complain about keeps its source position,
+ * so the planner can also report "file:line:col". spec_parse() is pure: it
+ * reads a buffer and never touches the machine or the network. */
+#pragma once
+#include "diag.h"
+#include "util.h"
+
+#define SPEC_MAX_BYTES (1024u * 1024u)   /* larger input is refused */
+#define SPEC_MAX_DEPTH 32                /* deeper nesting is refused */
+
+struct spec_mark {
+        unsigned line, col;     /* 1-based; 0 = not present in the file */
+};
+
+enum spec_size_kind {
+        SPEC_SIZE_UNSET = 0,
+        SPEC_SIZE_BYTES,        /* "20G" */
+        SPEC_SIZE_PERCENT,      /* "10%" of the disk (partitions) or "80%FREE" of the VG free space (LVs) */
+        SPEC_SIZE_REST,         /* "rest" (partitions) or "100%FREE" (LVs): everything that is left */
+};
+
+struct spec_size {
+        enum spec_size_kind kind;
+        uint64_t bytes;
+        unsigned percent;       /* 1..100 */
+        struct spec_mark mark;
+};
+
+/* disks: which physical disks to use. One entry may select several ("count"). */
+struct spec_disk {
+        char *id;
+        struct spec_mark mark;
+        /* match criteria, all of which must hold; NULL/0/-1 = not given */
+        char *path;             /* /dev/sda */
+        char *by_id;            /* name under /dev/disk/by-id, with or without the prefix */
+        char *serial;
+        char *wwn;
+        char *model;            /* shell glob (fnmatch) */
+        char *transport;        /* sata, sas, nvme, usb, virtio, scsi, ... */
+        uint64_t min_size, max_size;
+        int rotational;         /* -1 unset, 0, 1 */
+        unsigned count;         /* disks this rule must match exactly; default 1 */
+        bool wipe;              /* allow destroying existing signatures */
+        struct spec_mark match_mark;
+};
+
+enum spec_part_type {
+        SPEC_PART_LINUX = 0,
+        SPEC_PART_RAID,
+        SPEC_PART_LVM,
+        SPEC_PART_BIOS_GRUB,
+        SPEC_PART_ESP,
+        SPEC_PART_SWAP,
+};
+
+/* partitions: GPT partitions, created on every disk the "on" rule selects. */
+struct spec_partition {
+        char *id;
+        struct spec_mark mark;
+        char *on;               /* disk id */
+        struct spec_mark on_mark;
+        struct spec_size size;
+        enum spec_part_type type;
+        char *name;             /* GPT partition name; default: id */
+};
+
+/* raid: an md array. members are ids of disks or partitions; an id that
+ * stands for several devices (count > 1) contributes all of them. */
+struct spec_raid {
+        char *id;
+        struct spec_mark mark;
+        char *name;             /* md name: /dev/md/NAME; default: id */
+        unsigned level;         /* 0, 1, 5, 6, 10 */
+        struct spec_mark level_mark;
+        char *layout;           /* raid10: n2 f2 o2 n3 f3 o3; raid5/6: left-symmetric etc. */
+        struct spec_mark layout_mark;
+        uint64_t chunk;         /* bytes; 0 = mdadm default */
+        char *metadata;         /* "1.2" default, "1.0", "1.1", "0.90" */
+        char *bitmap;           /* "internal" or "none"; NULL = mdadm default */
+        char **members;         /* NULL-terminated ids */
+        struct spec_mark *member_marks;
+        struct spec_mark members_mark;
+        unsigned spares;        /* the last N expanded members become spares */
+        bool assume_clean;
+};
+
+enum spec_key_source {
+        SPEC_KEY_NONE = 0,
+        SPEC_KEY_PASSPHRASE,    /* inline passphrase (a secret) */
+        SPEC_KEY_URL,           /* fetched over HTTP(S), sha256 pinned */
+        SPEC_KEY_GENERATE,      /* random key made on the node */
+};
+
+enum spec_pbkdf_type {
+        SPEC_PBKDF_DEFAULT = 0, /* libcryptsetup default for LUKS2 (argon2id) */
+        SPEC_PBKDF_ARGON2ID,
+        SPEC_PBKDF_ARGON2I,
+        SPEC_PBKDF_PBKDF2,
+};
+
+struct spec_luks {
+        char *id;
+        struct spec_mark mark;
+        char *on;               /* id of a disk, partition, raid or lv */
+        struct spec_mark on_mark;
+        char *name;             /* dm name: /dev/mapper/NAME; default: id */
+        char *cipher;           /* "aes-xts-plain64" (default) */
+        unsigned key_size;      /* bits; default 512 */
+        unsigned sector_size;   /* 512 or 4096; 0 = libcryptsetup default */
+        char *label;
+        struct {
+                enum spec_pbkdf_type type;
+                unsigned time_ms;       /* 0 = default */
+                uint64_t max_memory;    /* bytes; 0 = default (still capped on the node) */
+                unsigned iterations;    /* pbkdf2 only: forced iteration count; 0 = benchmark */
+                unsigned parallel;      /* argon2 threads; 0 = default */
+        } pbkdf;
+        bool no_read_workqueue, no_write_workqueue, discard;
+        struct {
+                enum spec_key_source source;
+                char *passphrase;       /* SECRET */
+                char *url;
+                char *sha256;           /* hex, lower case */
+                struct spec_mark mark;
+        } key;
+        /* unlock: unattended unlock at the installed system's boot (clevis);
+         * n_tang == 0: none. The spec's key stays as the recovery keyslot. */
+        struct {
+                struct spec_tang *tang; size_t n_tang;
+                unsigned threshold;     /* pins that must answer; 1 when not given */
+                struct spec_mark mark;
+        } unlock;
+};
+
+/* One Tang server of luks[].unlock: its URL and the thumbprint of its
+ * signing key (what `jose jwk thp` prints), which the advertisement must
+ * be signed with. */
+struct spec_tang {
+        char *url;
+        char *thp;
+        struct spec_mark mark;
+};
+
+struct spec_vg {
+        char *id;
+        struct spec_mark mark;
+        char *name;             /* VG name; default: id */
+        char **pvs;             /* ids of disks, partitions, raids or luks */
+        struct spec_mark *pv_marks;
+        struct spec_mark pvs_mark;
+        uint64_t extent_size;   /* 0 = lvm default */
+};
+
+struct spec_lv {
+        char *id;
+        struct spec_mark mark;
+        char *vg;               /* vg id */
+        struct spec_mark vg_mark;
+        char *name;             /* LV name; default: id */
+        struct spec_size size;
+};
+
+enum spec_fs_type {
+        SPEC_FS_XFS = 0,
+        SPEC_FS_EXT4,
+        SPEC_FS_SWAP,
+        SPEC_FS_VFAT,
+};
+
+struct spec_filesystem {
+        struct spec_mark mark;
+        char *on;               /* id of any block-device object */
+        struct spec_mark on_mark;
+        enum spec_fs_type type;
+        char *label;
+        char **mkfs_options;    /* extra argv for mkfs, NULL-terminated */
+        char *mount;            /* absolute path inside the target; NULL for swap / unmounted */
+        struct spec_mark mount_mark;
+        char *mount_options;    /* "defaults" when NULL */
+};
+
+enum spec_image_format {
+        SPEC_IMAGE_TAR = 0,     /* root filesystem tarball, compression detected from data */
+        SPEC_IMAGE_RAW,         /* raw disk image written to a block device */
+};
+
+struct spec_image {
+        bool present;
+        struct spec_mark mark;
+        char *url;
+        char *sha256;
+        enum spec_image_format format;
+        char *target;           /* raw: id of the block device to write */
+        uint64_t max_size;      /* refuse more bytes than this; 0 = default limit */
+};
+
+enum spec_on_fail {
+        SPEC_ON_FAIL_ABORT = 0,
+        SPEC_ON_FAIL_WARN,
+};
+
+struct spec_bench {
+        bool present;
+        struct spec_mark mark;
+        char **ciphers;         /* candidates, e.g. "aes-xts-plain64:512", "xchacha12,aes-adiantum-plain64:256" */
+        bool tune;              /* try perf flags / sector sizes / ciphers and pick the fastest */
+        double cipher_mbps;     /* 0 = no floor */
+        double write_mbps, read_mbps;
+        double max_overhead;    /* 0.5 = encrypted may be at most 50 % slower than raw; 0 = no limit */
+        enum spec_on_fail on_fail;
+};
+
+struct spec_cloudstack {
+        bool present;
+        struct spec_mark mark;
+        char *endpoint;         /* http(s)://host:8080/client/api */
+        char *zone, *pod, *cluster;
+        char *api_key;
+        char *secret_key;       /* SECRET */
+        char *host_username;    /* what addHost logs in with */
+        char *host_password;    /* SECRET */
+        char *host_url;         /* default: http://<node ip> */
+};
+
+struct spec_webhook {
+        bool present;
+        struct spec_mark mark;
+        char *url;
+        char *hmac_key;         /* SECRET */
+};
+
+enum spec_firmware {
+        SPEC_FIRMWARE_BIOS = 0,
+        SPEC_FIRMWARE_UEFI,
+        SPEC_FIRMWARE_BOTH,
+};
+
+/* boot: the installed system boots from its disks; the plan installs GRUB.
+ * /boot is the filesystem mounted at /boot, or the root filesystem. */
+struct spec_boot {
+        bool present;
+        struct spec_mark mark;
+        enum spec_firmware firmware;
+        struct spec_mark firmware_mark;
+        char **cmdline;         /* extra kernel arguments (GRUB_CMDLINE_LINUX), NULL-terminated or NULL */
+        char **disks;           /* disk rule ids GRUB goes to; NULL: every disk under /boot */
+        struct spec_mark *disk_marks;
+        struct spec_mark disks_mark;
+};
+
+enum spec_finish {
+        SPEC_FINISH_NONE = 0,
+        SPEC_FINISH_REBOOT,
+        SPEC_FINISH_POWEROFF,
+};
+
+struct spec {
+        char *file;             /* name used in diagnostics */
+        unsigned version;
+        char *hostname;         /* may contain ${mac:hexhyp} ${mac:hexraw} ${uuid} ${serial} ${hostname} */
+        struct spec_mark hostname_mark;
+        char *ca;               /* extra CA bundle (PEM text or path/URL) for HTTPS */
+
+        struct spec_disk *disks;             size_t n_disks;
+        struct spec_partition *partitions;   size_t n_partitions;
+        struct spec_raid *raids;             size_t n_raids;
+        struct spec_luks *luks;              size_t n_luks;
+        struct spec_vg *vgs;                 size_t n_vgs;
+        struct spec_lv *lvs;                 size_t n_lvs;
+        struct spec_filesystem *filesystems; size_t n_filesystems;
+
+        struct spec_image image;
+        struct spec_boot boot;
+        struct spec_bench bench;
+        struct spec_cloudstack cloudstack;
+        struct spec_webhook webhook;
+        enum spec_finish finish;
+        struct spec_mark finish_mark;
+};
+
+/* Parse and validate. Every problem goes into diags (file:line:col); returns
+ * 0 when the spec is valid, -EINVAL when diags holds errors (*ret is then
+ * NULL), other -errno on allocation failure. file is only used in messages. */
+int spec_parse(const char *file, const char *data, size_t len, struct spec **ret, struct diags *diags);
+int spec_load(const char *path, struct spec **ret, struct diags *diags);
+
+/* Wipes secrets, frees everything; accepts NULL, returns NULL. */
+struct spec *spec_free(struct spec *s);
+DEFINE_CLEANUP(spec_free, struct spec *)
+#define _cleanup_spec_free_ _cleanup_(spec_freep)
+
+/* Register every secret of the spec with the log's redaction filter. */
+int spec_register_secrets(const struct spec *s);
+
+/* What kind of object an id names, and its position; SPEC_OBJ_NONE if unknown. */
+enum spec_obj_kind {
+        SPEC_OBJ_NONE = 0,
+        SPEC_OBJ_DISK,
+        SPEC_OBJ_PARTITION,
+        SPEC_OBJ_RAID,
+        SPEC_OBJ_LUKS,
+        SPEC_OBJ_VG,
+        SPEC_OBJ_LV,
+};
+enum spec_obj_kind spec_lookup(const struct spec *s, const char *id, const void **ret_obj);
+
+/* Expand ${mac} ${mac:hexhyp} ${mac:hexraw} ${uuid} ${serial} ${hostname} in a string. Unknown variables
+ * are an error (-EINVAL). Values come from the inventory (see inventory.h). */
+struct spec_vars {
+        const char *mac, *uuid, *serial, *hostname;
+};
+int spec_expand(const char *in, const struct spec_vars *vars, char **ret);
+/* The same; on -ENODATA (a variable without a value in vars) *reterr_var
+ * names that variable ("serial"). */
+int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, const char **reterr_var);
+
+/* Why h is not a host name by RFC 1123 ("has a label that starts or ends
+ * with '-'"), or NULL when it is one. */
+const char *spec_hostname_problem(const char *h);
+/* An SMBIOS serial or UUID that boards report instead of a real one ("To be
+ * filled by O.E.M.", "Default string", all zeros, ...): kiln treats it as
+ * missing. NULL counts as a placeholder. */
+bool spec_value_is_placeholder(const char *value);
+
+const char *spec_part_type_name(enum spec_part_type t);
+const char *spec_fs_type_name(enum spec_fs_type t);
+const char *spec_firmware_name(enum spec_firmware f);
+
+/* The filesystem that holds /boot: the one mounted at /boot, else the root
+ * filesystem; NULL when there is neither. */
+const struct spec_filesystem *spec_boot_filesystem(const struct spec *s);
+/* The ESP: the vfat filesystem mounted at /boot/efi, or NULL. */
+const struct spec_filesystem *spec_esp_filesystem(const struct spec *s);
+/* The disk rule ids below object id (through partitions, raid members,
+ * luks, volume groups, volumes), each once, in the order met; 0 and *ret
+ * (maybe NULL: none) on success. The spec must be valid (no cycles). */
+int spec_disks_below(const struct spec *s, const char *id, char ***ret);
+/* The disk rules GRUB is installed on: boot.disks, else every disk rule
+ * below /boot's filesystem. */
+int spec_boot_disks(const struct spec *s, char ***ret);
+/* The first luks below object id (the device /boot sits on), or NULL. */
+const struct spec_luks *spec_luks_below(const struct spec *s, const char *id);
+/* Does any luks have an unlock pin? */
+bool spec_has_unlock(const struct spec *s);
