@@ -39,7 +39,7 @@
 #define BOOT_FETCH_RETRIES 8            /* the network of a node that just booted may need a while */
 
 static void boot_usage(FILE *f) {
-        fprintf(f, "usage: kiln boot [--cmdline FILE] [--inventory FILE|DIR] [--dry-run] [--no-finish]\n"
+        fprintf(f, "usage: kiln boot [--cmdline FILE] [--inventory FILE|DIR] [--dry-run] [--no-finish] [--skip-storage]\n"
                    "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.fresh from /proc/cmdline,\n"
                    "  fetches the host spec and applies it (what the kiln initramfs runs)\n"
                    "  --cmdline FILE   read the kernel command line from FILE\n"
@@ -136,7 +136,7 @@ int cmd_boot(int argc, char **argv) {
 
         /* 3. the extra CA: a file on the initramfs, or fetched (it is then
          * trusted on the strength of the system CAs alone) */
-        struct fetch_options fo = { .max_retries = BOOT_FETCH_RETRIES };
+        struct fetch_options fo = { .max_retries = BOOT_FETCH_RETRIES, .pushback_sec = FETCH_PUSHBACK_SEC };
         _cleanup_free_ char *ca_pem = NULL, *ca_path = NULL;
         if (cl.ca) {
                 char ca_shown[URL_DISPLAY_MAX];

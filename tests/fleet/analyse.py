@@ -14,9 +14,9 @@ retries: a retry is any request of a node for its spec or its image after
   least W wide (agent/net/backoff.h: BACKOFF_MIN_WINDOW_MS, read from the
   source; 250 ms before it existed: [d/2, d] with d = 500 ms). A node's
   retry lands in a given second with probability at most p = min(1, 1 s / W),
-  so the nodes retrying in one second are at most Binomial(N, p):
-      bound = ceil(N p + 3 sqrt(N p (1 - p))) + 1
-  (three standard deviations; with p = 1 it is N + 1: no bound at all).
+  so the nodes retrying in one second are at most Binomial(N, p); the bound
+  is the least k with P(X >= k) <= 1e-5, minus one (N for p = 1: no bound
+  at all). N = 20, W = 4 s: 14; N = 100: 45.
 
 controller: the requests a node makes before its image is complete (E, the
   image stage-begin event) come after its spec, which nginx lets through at
@@ -50,6 +50,19 @@ def backoff_window_ms(agent):
         if m:
             return int(m.group(1)), str(p)
     return 250, "none (before BACKOFF_MIN_WINDOW_MS: [d/2, d], d = 500 ms)"
+
+
+def binomial_bound(n, p, tail):
+    """The largest count k with P(X > k) <= tail for X ~ Binomial(n, p)."""
+    if p >= 1:
+        return n
+    pmf = [math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(n + 1)]
+    above = 0.0
+    for k in range(n, -1, -1):
+        if above + pmf[k] > tail:
+            return k
+        above += pmf[k]
+    return 0
 
 
 def iso_ts(s):
@@ -114,6 +127,7 @@ def main():
     # --- nginx: bytes, statuses, retries, connections
     t0 = a.fleet_start
     hits = []
+    ctl_conns, ctl_front = set(), 0
     for line in (logs / "nginx-access.log").read_text().split("\n"):
         if not line.strip():
             continue
@@ -125,6 +139,11 @@ def main():
             kind, mac = "spec", uri[len("/specs/"):-len(".yaml")]
         elif uri.startswith("/images/"):
             kind, mac = "image", uri.split("node=")[-1]
+        elif uri.startswith("/client/api") or uri.startswith("/kiln/webhook"):
+            if t >= a.fleet_start:
+                ctl_conns.add(conn)
+                ctl_front += 1
+            continue
         else:
             continue
         hits.append({"t": t, "status": status, "kind": kind, "node": by_mac.get(mac), "body": body,
@@ -158,7 +177,7 @@ def main():
     peak_retry = max(hist.values()) if hist else 0
     W, wsrc = backoff_window_ms(a.backoff)
     p = min(1.0, 1000.0 / W)
-    retry_bound = math.ceil(N * p + 3 * math.sqrt(N * p * (1 - p))) + 1
+    retry_bound = binomial_bound(N, p, 1e-5)
     check(peak_retry <= retry_bound,
           "retries jittered: at most %d nodes retried in one second, bound %d (W = %d ms from %s, p = %.3f)" % (
               peak_retry, retry_bound, W, wsrc, p))
@@ -203,7 +222,9 @@ def main():
                                       "max": max(len(v) for v in conns.values())},
         "retry_histogram": hist, "retry_peak": peak_retry, "retry_bound": retry_bound,
         "retries": len(retries),
-        "controller_requests": len(fleet_reqs), "controller_requests_per_node": round(per_node, 2),
+        "controller_requests": len(fleet_reqs),
+        "controller_connections_per_node": round(len(ctl_conns) / N, 2),
+        "controller_requests_per_connection": round(ctl_front / max(1, len(ctl_conns)), 2), "controller_requests_per_node": round(per_node, 2),
         "controller_commands": dict(cmds), "controller_peak_per_second": peak_ctl,
         "controller_bound": ctl_bound,
         "failures": failures,

@@ -76,12 +76,15 @@ BLOB_SHA=$(sha256sum "$T/imgroot/data/blob" | cut -d' ' -f1)
 # 2. the controller
 "$SRC/tests/controller/start.sh" "$T/ctl" >"$T/ctl.started"
 CTL_PID=$(cat "$T/ctl/pid")
-CTL="http://127.0.0.1:$(cat "$T/ctl/port")"
+CTL_PORT=$(cat "$T/ctl/port")
 read -r API_KEY SECRET_KEY HMAC_KEY < <(python3 -c '
 import json,sys; c=json.load(open(sys.argv[1])); print(c["api_key"], c["secret_key"], c["hmac_key"])' "$T/ctl/config.json")
 
-# 3. nginx, pushing back
+# 3. nginx, pushing back; it also stands in front of the controller (as a
+# reverse proxy often does), so that its log shows the nodes' connections
 NGINX_PORT=$(free_port)
+CTL_FRONT=$(free_port)
+CTL="http://127.0.0.1:$CTL_FRONT"
 mkdir -p "$T/nginx/tmp"
 ra=""
 [[ -n $RETRY_AFTER ]] && ra="add_header Retry-After $RETRY_AFTER always;"
@@ -93,7 +96,7 @@ pid $T/nginx/nginx.pid;
 error_log $T/logs/nginx-error.log;
 events { worker_connections 2048; }
 http {
-  log_format fleet '\$msec \$status \$request_method \$request_uri \$body_bytes_sent "\$http_range" \$connection \$connection_requests';
+  log_format fleet '\$msec \$status \$request_method \$request_uri \$body_bytes_sent "\$http_range" \$connection \$connection_requests \$http_x_kiln_node_id';
   access_log $T/logs/nginx-access.log fleet;
   client_body_temp_path $T/nginx/tmp; proxy_temp_path $T/nginx/tmp;
   fastcgi_temp_path $T/nginx/tmp; uwsgi_temp_path $T/nginx/tmp; scgi_temp_path $T/nginx/tmp;
@@ -110,6 +113,16 @@ http {
     root $T/www;
     location /specs/ { limit_req zone=specs burst=$SPEC_BURST nodelay; $ra }
     location /images/ { limit_conn images $CONN; limit_rate $RATE; $ra }
+  }
+  upstream controller { server 127.0.0.1:$CTL_PORT; keepalive 16; }
+  server {
+    listen 127.0.0.1:$CTL_FRONT backlog=1024;
+    location / {
+      proxy_pass http://controller;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      client_max_body_size 4m;
+    }
   }
 }
 CONF
