@@ -1381,6 +1381,29 @@ static const struct inv_disk **sorted_disks(const struct inventory *inv) {
         return v;
 }
 
+int plan_losses_text(const struct plan *p, struct strbuf *out) {
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < p->n_disks; i++) {
+                const struct inv_disk *d = p->disks[i].disk;
+                const struct plan_step *wipe = NULL;
+                for (size_t j = 0; j < p->n_steps; j++)
+                        if (p->steps[j].kind == PLAN_WIPE && p->steps[j].device && streq(p->steps[j].device, disk_path(d)))
+                                wipe = &p->steps[j];
+                r = strbuf_addf(out, "  %s (%s", disk_path(d), APPROX(d->size));
+                if (r >= 0 && !strempty(d->model))
+                        r = strbuf_addf(out, ", model '%s'", d->model);
+                if (r >= 0 && !strempty(d->serial))
+                        r = strbuf_addf(out, ", serial '%s'", d->serial);
+                if (r >= 0)
+                        r = strbuf_addf(out, "; disk rule '%s'): everything on it", p->disks[i].rule->id);
+                if (r >= 0 && wipe && wipe->destroys)
+                        r = strbuf_addf(out, ", which now holds %s", wipe->destroys);
+                if (r >= 0)
+                        r = strbuf_adds(out, wipe ? "\n" : " (no signatures found)\n");
+        }
+        return r;
+}
+
 int plan_to_text(const struct plan *p, struct strbuf *out) {
         const struct spec *s = p->spec;
         _cleanup_free_ const struct inv_disk **disks = sorted_disks(p->inv);

@@ -130,6 +130,9 @@ DEFINE_CLEANUP(plan_free, struct plan *)
 void plan_spec_vars(const struct inventory *inv, struct spec_vars *ret);
 
 int plan_to_text(const struct plan *p, struct strbuf *out);
+/* One line per selected disk, naming it (size, model, serial, rule), with
+ * what it holds now: what a run of p destroys, as the operator knows it. */
+int plan_losses_text(const struct plan *p, struct strbuf *out);
 int plan_to_json(const struct plan *p, struct strbuf *out);
 const char *plan_step_kind_name(enum plan_step_kind k);
 /* Is this step part of the storage stack (partition .. mount, and the bench between)? */

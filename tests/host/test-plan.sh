@@ -120,6 +120,13 @@ t=tests/plan/hostname-placeholder.yaml
 grep -qxF "error: refusing to apply '$t': hostname 'junk-\${serial}' needs \${serial}, but this machine reports the placeholder 'To be filled by O.E.M.'; nothing was written" "$tmp/h.err" \
         || { bad "apply with a placeholder serial: wrong message:"; cat "$tmp/h.err"; }
 
+# Without --yes, apply names each disk it would destroy (size, model, serial,
+# rule) with what it holds now, and nothing about devices the run would make.
+jq '.serial = "JB-1"' tests/inventories/junk-box.json >"$tmp/jb.json"
+"$KILN" apply templates/junk-box.yaml --inventory "$tmp/jb.json" >"$tmp/h.out" 2>"$tmp/h.err"; rc=$?
+[[ $rc == 3 ]] || bad "apply without --yes exited $rc, expected 3"
+same tests/expected/junk-box.apply-refusal.err "$tmp/h.err" "apply refusal without --yes"
+
 # --- refusals and bad input ---------------------------------------------------
 for c in tests/plan/*.yaml; do
         [[ -f $c ]] || continue
