@@ -80,6 +80,10 @@ const char *apply_stage_name(const struct plan_step *s, char *buf, size_t len) {
         return buf;
 }
 
+bool apply_step_is_storage(enum plan_step_kind kind) {
+        return kind != PLAN_IMAGE && kind != PLAN_REGISTER && kind != PLAN_FINISH;
+}
+
 /* ---- spec lookups (by id, as the plan names them) ---- */
 
 static const char *luks_name(const struct spec_luks *l) {
@@ -233,7 +237,8 @@ static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks
         if (r < 0)
                 return strbuf_addf(&c->why, "cannot expand the key URL '%s'", url_display(l->key.url, shown)), r;
         url_display(url, shown);
-        struct fetch_options fo = { .ca_file = c->opts->ca_file };      /* kiln.ca and the spec's ca: (ca.h) */
+        struct fetch_options fo = { .ca_file = c->opts->ca_file,        /* kiln.ca and the spec's ca: (ca.h) */
+                                    .pushback_sec = FETCH_PUSHBACK_SEC };
         char *buf = NULL;
         size_t len = 0;
         _cleanup_(fetch_result_done) struct fetch_result res = {};
@@ -641,6 +646,7 @@ static int step_image(struct apply_ctx *c, const struct plan_step *s) {
         struct image_progress_printer printer = { .what = "image" };
         struct image_options io = { .progress = image_progress_print, .progress_userdata = &printer };
         io.fetch.ca_file = c->opts->ca_file;
+        io.fetch.pushback_sec = FETCH_PUSHBACK_SEC;       /* a busy boot server: wait for a download slot */
         if (c->resumed && img->format != SPEC_IMAGE_RAW) {
                 unsigned removed = 0;
                 int k = resume_clean_root(target, &removed);
@@ -1055,6 +1061,11 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                 if (resume_skips(&c, s)) {
                         log_info("step %zu/%zu %s %s: skipped, the interrupted run did it", k + 1, p->n_steps,
                                  apply_step_name(s->kind), dev);
+                        continue;
+                }
+                if (opts->skip_storage && apply_step_is_storage(s->kind)) {
+                        log_info("step %zu/%zu %s %s: skipped (--skip-storage: '%s' is a plain directory)", k + 1,
+                                 p->n_steps, apply_step_name(s->kind), dev, kiln_paths.target);
                         continue;
                 }
                 if (s->kind == PLAN_FINISH && c.recording) {
