@@ -21,6 +21,9 @@ PKGS=(
   mdadm lvm2 cryptsetup-bin xfsprogs e2fsprogs dosfstools parted fdisk fio sqlite3
   nginx-light qemu-system-x86 qemu-utils ipxe-qemu mmdebstrap file socat bc time
   dnsmasq-base
+  # the stand-in controller's SSH login on addHost (test-register-ssh): a test
+  # sshd on 127.0.0.1 (never started as a service: policy-rc.d or no init)
+  openssh-server python3-paramiko
 )
 # the static build's own list (initramfs/static/build.sh reads the same file)
 mapfile -t -O "${#PKGS[@]}" PKGS < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$HERE/../initramfs/static/packages")

@@ -141,6 +141,10 @@ int delivery_send(const struct http_request *req, const struct delivery_policy *
                 int r = curl_once(req, connect, timeout, resp, &cc);
                 if (r != -EAGAIN)
                         return r;
+                if (resp->status >= 500 && p->is_final && p->is_final(resp))
+                        return -EREMOTEIO;
+                if (p->max_attempts && resp->attempts >= p->max_attempts)
+                        return -EAGAIN;
                 /* The total limit, not an attempt count, ends the retries:
                  * backoff.h only supplies the jittered delay. */
                 uint64_t wait = (uint64_t) backoff_delay_ms(&b, b.attempt++) * 1000;
