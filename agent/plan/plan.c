@@ -65,6 +65,8 @@ static const char *const kind_names[_PLAN_STEP_KIND_MAX] = {
         [PLAN_BENCH_CRYPT] = "bench-crypt",
         [PLAN_IMAGE] = "image",
         [PLAN_CONFIGURE] = "configure",
+        [PLAN_LUKS_BIND] = "luks-bind",
+        [PLAN_BOOTLOADER] = "boot-loader",
         [PLAN_REGISTER] = "register",
         [PLAN_FINISH] = "finish",
         [PLAN_MD_ASSEMBLE] = "assemble",
@@ -1210,6 +1212,102 @@ static int emit_mounts(struct builder *b, const char **devs) {
         }
 }
 
+int plan_kernel_cmdline(const struct spec *s, char **ret) {
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        bool ip = false;
+        int r = 0;
+        for (size_t i = 0; r == 0 && s->boot.cmdline && s->boot.cmdline[i]; i++) {
+                ip |= strncmp(s->boot.cmdline[i], "ip=", 3) == 0;
+                r = strbuf_addf(&sb, "%s%s", i ? " " : "", s->boot.cmdline[i]);
+        }
+        if (r == 0 && !ip && spec_has_unlock(s))
+                r = strbuf_addf(&sb, "%sip=dhcp", sb.len ? " " : "");
+        if (r < 0)
+                return r;
+        char *t = strdup(strbuf_str(&sb));
+        if (!t)
+                return -ENOMEM;
+        *ret = t;
+        return 0;
+}
+
+static const struct plan_step *find_step(const struct plan *p, enum plan_step_kind kind, const void *obj) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].kind == kind && p->steps[i].obj == obj)
+                        return &p->steps[i];
+        return NULL;
+}
+
+/* luks-bind per volume with unlock pins, then the boot loader */
+static int emit_boot(struct builder *b) {
+        const struct spec *s = b->spec;
+        const char *target = kiln_paths.target;
+        char shown[URL_DISPLAY_MAX];
+        int r;
+        for (size_t i = 0; i < s->n_luks; i++) {
+                const struct spec_luks *x = &s->luks[i];
+                if (!x->unlock.n_tang)
+                        continue;
+                const struct plan_step *f = find_step(b->plan, PLAN_LUKS_FORMAT, x);
+                if (!f || !f->device)
+                        continue;
+                _cleanup_strbuf_ struct strbuf pins = STRBUF_INIT;
+                for (size_t k = 0; k < x->unlock.n_tang; k++)
+                        if ((r = strbuf_addf(&pins, "%stang %s (thp %.12s)", k ? ", " : "",
+                                             url_display(x->unlock.tang[k].url, shown), x->unlock.tang[k].thp)) < 0)
+                                return r;
+                _cleanup_free_ char *how = x->unlock.n_tang == 1
+                        ? strdup(strbuf_str(&pins))
+                        : strdupf("sss, %u of: %s", x->unlock.threshold, strbuf_str(&pins));
+                if (!how)
+                        return -ENOMEM;
+                if ((r = step_emit(b, PLAN_LUKS_BIND, x->id, x, 0, NULL, 0, false, f->device,
+                                   strdupf("bind %s (luks '%s') to %s with the target's clevis in a chroot of %s "
+                                           "(a new keyslot with a random key, LUKS2 token 'clevis'; the spec's key stays "
+                                           "as the recovery keyslot), then prove it: the pin alone must open the new keyslot",
+                                           f->device, x->id, how, target), NULL)) < 0)
+                        return r;
+        }
+        if (!s->boot.present)
+                return 0;
+        _cleanup_strv_free_ char **rules = NULL, **disks = NULL;
+        if ((r = spec_boot_disks(s, &rules)) < 0)
+                return r;
+        for (size_t i = 0; i < b->plan->n_disks; i++) {
+                const struct plan_disk *d = &b->plan->disks[i];
+                if (d->rule && d->rule->id && strv_contains(rules, d->rule->id) && d->disk && d->disk->path &&
+                    (r = strv_pushdup(&disks, d->disk->path)) < 0)
+                        return r;
+        }
+        _cleanup_free_ char *cmdline = NULL;
+        if ((r = plan_kernel_cmdline(s, &cmdline)) < 0)
+                return r;
+        _cleanup_strbuf_ struct strbuf t = STRBUF_INIT, list = STRBUF_INIT;
+        for (size_t i = 0; disks && disks[i]; i++)
+                if ((r = strbuf_addf(&list, "%s%s", i ? " " : "", disks[i])) < 0)
+                        return r;
+        enum spec_firmware fw = s->boot.firmware;
+        r = strbuf_addf(&t, "in a chroot of %s (/dev /proc /sys /run bound): update-initramfs -u -k all", target);
+        if (r == 0 && fw != SPEC_FIRMWARE_UEFI)
+                r = strbuf_addf(&t, "; grub-install i386-pc on %s (debconf grub-pc/install_devices: the same)",
+                                strbuf_str(&list));
+        if (r == 0 && fw != SPEC_FIRMWARE_BIOS) {
+                const struct spec_filesystem *esp = spec_esp_filesystem(s);
+                const struct plan_step *m = esp ? find_step(b->plan, PLAN_MOUNT, esp) : NULL;
+                r = strbuf_addf(&t, "; grub-install x86_64-efi into /boot/efi (%s, on %s), also at EFI/BOOT/BOOTX64.EFI, "
+                                "no NVRAM entry", m && m->device ? m->device : "the ESP", strbuf_str(&list));
+        }
+        if (r == 0)
+                r = strbuf_addf(&t, "; GRUB_CMDLINE_LINUX '%s'; update-grub", cmdline);
+        if (r < 0)
+                return r;
+        struct plan_step *st = step_add(b, PLAN_BOOTLOADER, NULL, &s->boot, 0);
+        if (!st)
+                return -ENOMEM;
+        st->inputs = TAKE_PTR(disks);
+        return step_text(st, NULL, strdupf("boot loader: %s", strbuf_str(&t)), NULL);
+}
+
 static int emit_tail(struct builder *b) {
         const struct spec *s = b->spec;
         const char *target = kiln_paths.target;
@@ -1242,6 +1340,8 @@ static int emit_tail(struct builder *b) {
                            strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks ? ", crypttab" : "",
                                    s->n_raids ? ", mdadm.conf" : "",
                                    b->plan->hostname ? b->plan->hostname : s->hostname ? s->hostname : ""), NULL)) < 0)
+                return r;
+        if ((r = emit_boot(b)) < 0)
                 return r;
         const struct spec_cloudstack *c = &s->cloudstack;
         if (c->present &&
