@@ -16,12 +16,18 @@ PKGS=(
   # its private libraries come as their own -dev packages
   nettle-dev libacl1-dev liblzma-dev libzstd-dev liblz4-dev libbz2-dev zlib1g-dev
   # tests and rig
-  python3 jq curl openssl ca-certificates procps iproute2 util-linux diffutils
+  python3 jq curl openssl ca-certificates procps iproute2 util-linux diffutils man-db
   zstd xz-utils gzip tar cpio kmod busybox-static
   mdadm lvm2 cryptsetup-bin xfsprogs e2fsprogs dosfstools parted fdisk fio sqlite3
   nginx-light qemu-system-x86 qemu-utils ipxe-qemu mmdebstrap file socat bc time
-  # booting the installed disks: UEFI firmware, Tang and its key tools
-  ovmf tang jose
+  dnsmasq-base
+  # the stand-in controller's SSH login on addHost (test-register-ssh): a test
+  # sshd on 127.0.0.1 (never started as a service: policy-rc.d or no init)
+  openssh-server python3-paramiko
+  # luks[].unlock: clevis bound against a real tangd on 127.0.0.1 (tests/host/test-unlock.sh)
+  clevis clevis-luks tang jose cryptsetup
+  # booting the installed disks under UEFI (tests/rig/test-boot-disks.sh)
+  ovmf
 )
 # the static build's own list (initramfs/static/build.sh reads the same file)
 mapfile -t -O "${#PKGS[@]}" PKGS < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$HERE/../initramfs/static/packages")

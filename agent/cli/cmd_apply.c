@@ -66,7 +66,7 @@ int cmd_apply(int argc, char **argv) {
         r = resume_plan_decide(spec, inv, fresh, &diags, &plan, &resume, &unwiped);
         if (r < 0)
                 return cmd_plan_failed(r, &diags, "apply", spec_path);
-        diags_clear(&diags);
+        (void) cmd_plan_warnings(&diags, false, "apply", spec_path);
         log_info("%s: %s", resume ? "resume" : "fresh install", (resume ? resume : plan)->mode_why);
 
         if (!dry_run && spec->hostname && !plan->hostname) {
@@ -78,14 +78,16 @@ int cmd_apply(int argc, char **argv) {
                 return KILN_EXIT_BAD_SPEC;
         }
         if (!dry_run && !yes) {
-                bool destroys = false;
-                for (size_t i = 0; !unwiped && i < plan->n_steps; i++)
-                        if (plan->steps[i].destroys) {
-                                if (!destroys)
-                                        fprintf(stderr, "this run would destroy:\n");
-                                destroys = true;
-                                fprintf(stderr, "  %s\n", plan->steps[i].destroys);
-                        }
+                /* what exists now, per disk; not the devices the run would make and format */
+                _cleanup_strbuf_ struct strbuf lost = STRBUF_INIT;
+                bool destroys = !unwiped && plan->n_disks > 0;
+                if (destroys && (r = plan_losses_text(plan, &lost)) < 0)
+                        return log_error_errno(r, "failed to describe the plan of '%s': %m", spec_path), KILN_EXIT_FAILURE;
+                if (destroys) {
+                        log_redact(lost.buf);
+                        fprintf(stderr, "this run would destroy, on %zu disk%s:\n%s", plan->n_disks,
+                                plan->n_disks == 1 ? "" : "s", strbuf_str(&lost));
+                }
                 log_error("refusing to apply '%s' without --yes (it writes to the disks%s); "
                           "see what it would do with --dry-run", spec_path, destroys ? " and destroys the data above" : "");
                 return KILN_EXIT_REFUSED;

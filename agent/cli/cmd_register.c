@@ -22,7 +22,8 @@ static void help(void) {
                "  --spec FILE            the host spec with the register section\n"
                "  --save FILE            write the updated report here (default: --report)\n"
                "  --ip ADDR              the node's address, instead of the report's\n"
-               "  --timeout SEC          give up after SEC seconds in all (default 300)\n"
+               "  --timeout SEC          give up after SEC seconds in all (default 300; the\n"
+               "                         webhook report keeps a quarter, at most 60 s, of its own)\n"
                "  --request-timeout SEC  each request's limit (default 20)\n"
                "  --ca FILE              extra CA bundle for HTTPS (the spec's ca: is trusted too)\n");
 }
@@ -146,12 +147,15 @@ int cmd_register(int argc, char **argv) {
         }
         json_object *reg = report_get(report, "registration"), *cs, *v;
         if (reg && json_object_object_get_ex(reg, "cloudstack", &cs) && json_object_object_get_ex(cs, "host_id", &v)) {
-                json_object *added = NULL;
+                json_object *added = NULL, *after = NULL;
                 (void) json_object_object_get_ex(cs, "added", &added);
-                log_info("node '%s' (%s) %s CloudStack zone '%s', cluster '%s' as host %s",
+                (void) json_object_object_get_ex(cs, "found_after_addhost", &after);
+                log_info("node '%s' (%s) %s CloudStack zone '%s', cluster '%s' as host %s%s",
                          report_node_field(report, "id") ?: "?", report_node_field(report, "ip") ?: "?",
-                         json_object_get_boolean(added) ? "added to" : "was already in",
-                         spec->cloudstack.zone, spec->cloudstack.cluster, json_object_get_string(v));
+                         json_object_get_boolean(added) ? "added to" :
+                         json_object_get_boolean(after) ? "found in" : "was already in",
+                         spec->cloudstack.zone, spec->cloudstack.cluster, json_object_get_string(v),
+                         json_object_get_boolean(after) ? " after its addHost (added by another run, or by a request whose answer was lost)" : "");
         } else if (spec->cloudstack.present)
                 log_warning("the run failed: node '%s' reported but not added to CloudStack",
                             report_node_field(report, "id") ?: "?");

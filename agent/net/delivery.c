@@ -80,7 +80,7 @@ static int curl_once(const struct http_request *req, unsigned connect_ms, unsign
         curl_easy_setopt(c, CURLOPT_USERAGENT, "kiln");
         /* the system CAs plus the extra one, as for every fetch (not instead of them) */
         struct fetch_options tls = { .ca_file = req->ca_file };
-        if (fetch_curl_setup_tls(c, &tls) < 0)
+        if (fetch_curl_setup_tls(c, &tls) < 0 || fetch_curl_share(c) < 0)     /* one kept-alive connection per host */
                 return -EINVAL;
         if (post) {
                 curl_easy_setopt(c, CURLOPT_POST, 1L);
@@ -141,6 +141,10 @@ int delivery_send(const struct http_request *req, const struct delivery_policy *
                 int r = curl_once(req, connect, timeout, resp, &cc);
                 if (r != -EAGAIN)
                         return r;
+                if (resp->status >= 500 && p->is_final && p->is_final(resp))
+                        return -EREMOTEIO;
+                if (p->max_attempts && resp->attempts >= p->max_attempts)
+                        return -EAGAIN;
                 /* The total limit, not an attempt count, ends the retries:
                  * backoff.h only supplies the jittered delay. */
                 uint64_t wait = (uint64_t) backoff_delay_ms(&b, b.attempt++) * 1000;

@@ -9,6 +9,8 @@
 
 #define DELIVERY_MAX_RESPONSE (1024u * 1024u)   /* larger answers are refused */
 
+struct http_response;
+
 struct delivery_policy {
         unsigned connect_timeout_ms;    /* per attempt */
         unsigned request_timeout_ms;    /* per attempt, whole transfer */
@@ -17,10 +19,15 @@ struct delivery_policy {
         unsigned backoff_cap_ms;
         uint64_t deadline_usec;         /* now_usec() time no attempt may pass; 0 = none.
                                          * Lets several requests share one budget. */
+        unsigned max_attempts;          /* 0 = retry until the time is up; 1 = one attempt,
+                                         * the caller decides what follows (addHost) */
+        /* An answer of 500 or more that this says is the server's verdict, not a
+         * fault on the way (CloudStack's error bodies), is not retried. NULL = none. */
+        bool (*is_final)(const struct http_response *resp);
 };
 
 /* 5 s connect, 20 s per request, 5 min in all, backoff 1 s doubling to 30 s. */
-#define DELIVERY_POLICY_DEFAULT { 5000, 20000, 300000, 1000, 30000, 0 }
+#define DELIVERY_POLICY_DEFAULT { 5000, 20000, 300000, 1000, 30000, 0, 0, NULL }
 
 struct http_request {
         const char *method;             /* "GET" or "POST" */
@@ -42,6 +49,9 @@ struct http_response {
 /* Returns 0 for a 2xx answer. Otherwise:
  *   -EACCES     401 or 403 (final)
  *   -EPROTO     any other 4xx (final)
+ *   -EREMOTEIO  a 5xx that policy->is_final calls final
+ *   -EAGAIN     max_attempts used up on a failure that would have been retried:
+ *               no answer (resp->status 0: timeout, refused, reset) or a 5xx
  *   -ETIMEDOUT  the total limit or the deadline ran out (last failure in
  *               resp->error; attempts may be 0 if the deadline had passed)
  *   -EINVAL     bad URL or request

@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
 #define ALIGN MiB
 #define LUKS2_DEFAULT_HEADER (16 * MiB)
 #define LVM_PV_METADATA MiB
@@ -64,6 +65,8 @@ static const char *const kind_names[_PLAN_STEP_KIND_MAX] = {
         [PLAN_BENCH_CRYPT] = "bench-crypt",
         [PLAN_IMAGE] = "image",
         [PLAN_CONFIGURE] = "configure",
+        [PLAN_LUKS_BIND] = "luks-bind",
+        [PLAN_BOOTLOADER] = "boot-loader",
         [PLAN_REGISTER] = "register",
         [PLAN_FINISH] = "finish",
         [PLAN_MD_ASSEMBLE] = "assemble",
@@ -119,8 +122,20 @@ static int finding(struct builder *b, bool refusal, struct spec_mark m, const ch
                 b->invalid++;
         return 0;
 }
+/* A warning at a spec position: the plan stands (kiln plan --strict refuses it). */
+static int warning(struct builder *b, struct spec_mark m, const char *fmt, ...) _printf_(3, 4);
+static int warning(struct builder *b, struct spec_mark m, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = diags_warnv(b->diags, b->spec->file, m.line, m.col, fmt, ap);
+        va_end(ap);
+        return r;
+}
 #define refuse(b, m, ...) finding((b), true, (m), __VA_ARGS__)
 #define invalid(b, m, ...) finding((b), false, (m), __VA_ARGS__)
+/* A refusal about a disk rule and (when it is one) a disk, named in the JSON refusal too. */
+#define refuse_disk(b, m, rule, disk, ...) \
+        (finding((b), true, (m), __VA_ARGS__) ?: diags_set_subject((b)->diags, (rule), (disk)))
 
 static int add_list(struct strbuf *sb, char **v, size_t from, size_t to);
 
@@ -222,7 +237,11 @@ static int disk_match(const struct spec_disk *r, const struct inv_disk *d, struc
                 return strbuf_addf(why, "path is not %s", r->path) < 0 ? -ENOMEM : 0;
         if (r->by_id && !disk_has_by_id(d, r->by_id))
                 return strbuf_addf(why, "has no /dev/disk/by-id/%s", strip_by_id(r->by_id)) < 0 ? -ENOMEM : 0;
-        if (r->serial && !(d->serial && streq(r->serial, d->serial)))
+        if (r->vendor && !(d->vendor && fnmatch(r->vendor, d->vendor, 0) == 0))
+                return strbuf_addf(why, "vendor '%s' does not match '%s'", strempty(d->vendor) ? "" : d->vendor, r->vendor) < 0 ? -ENOMEM : 0;
+        if (r->serial && spec_is_glob(r->serial) && !(d->serial && fnmatch(r->serial, d->serial, 0) == 0))
+                return strbuf_addf(why, "serial '%s' does not match '%s'", strempty(d->serial) ? "" : d->serial, r->serial) < 0 ? -ENOMEM : 0;
+        if (r->serial && !spec_is_glob(r->serial) && !(d->serial && streq(r->serial, d->serial)))
                 return strbuf_addf(why, "serial is '%s', not '%s'", strempty(d->serial) ? "" : d->serial, r->serial) < 0 ? -ENOMEM : 0;
         if (r->wwn && !(d->wwn && strcasecmp(strip_wwn(r->wwn), strip_wwn(d->wwn)) == 0))
                 return strbuf_addf(why, "wwn is '%s', not '%s'", strempty(d->wwn) ? "" : d->wwn, r->wwn) < 0 ? -ENOMEM : 0;
@@ -316,13 +335,13 @@ static int check_selected_disk(struct builder *b, const struct spec_disk *rule, 
         if (r < 0)
                 return r;
         if (sb.len)
-                return refuse(b, rule->mark, "disk rule '%s' selects %s, which is mounted (%s); kiln never touches a mounted disk",
+                return refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk rule '%s' selects %s, which is mounted (%s); kiln never touches a mounted disk",
                               rule->id, disk_path(d), strbuf_str(&sb));
         if (d->unreadable)
-                return refuse(b, rule->mark, "disk rule '%s' selects %s, which could not be read: its signatures are unknown, so kiln will not touch it",
+                return refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk rule '%s' selects %s, which could not be read: its signatures are unknown, so kiln will not touch it",
                               rule->id, disk_path(d));
         if (d->readonly)
-                return refuse(b, rule->mark, "disk rule '%s' selects %s, which is read-only", rule->id, disk_path(d));
+                return refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk rule '%s' selects %s, which is read-only", rule->id, disk_path(d));
 
         _cleanup_strv_free_ char **holders = NULL;
         r = collect_holders(d, &holders);
@@ -333,14 +352,14 @@ static int check_selected_disk(struct builder *b, const struct spec_disk *rule, 
                 for (size_t i = 0; holders[i]; i++)
                         if ((r = strbuf_addf(&sb, "%s%s", i ? ", " : "", holders[i])) < 0)
                                 return r;
-                return refuse(b, rule->mark, "disk rule '%s' selects %s, which is in use by %s; set 'wipe: true' to stop %s and wipe the disk",
+                return refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk rule '%s' selects %s, which is in use by %s; set 'wipe: true' to stop %s and wipe the disk",
                               rule->id, disk_path(d), strbuf_str(&sb), holders[1] ? "them" : "it");
         }
         if (count_signatures(d) > 0 && !rule->wipe && !b->allow_signatures) {
                 strbuf_reset(&sb);
                 if ((r = describe_signatures(d, &sb)) < 0)
                         return r;
-                return refuse(b, rule->mark, "disk rule '%s' selects %s, which holds signatures (%s); set 'wipe: true' to destroy them",
+                return refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk rule '%s' selects %s, which holds signatures (%s); set 'wipe: true' to destroy them",
                               rule->id, disk_path(d), strbuf_str(&sb));
         }
         return 0;
@@ -357,9 +376,59 @@ static int refuse_serial_twins(struct builder *b, const struct spec_disk *rule) 
                         r = strbuf_addf(&sb, "%s%s", k++ == 0 ? "" : k == n ? " and " : ", ", disk_path(b->sorted[j]));
         if (r < 0)
                 return r;
-        return refuse(b, rule->match_mark.line ? rule->match_mark : rule->mark,
+        return refuse_disk(b, rule->match_mark.line ? rule->match_mark : rule->mark, rule->id, NULL,
                       "disk rule '%s' selects serial '%s', which %zu disks report (%s); a serial that is not unique "
                       "cannot select a disk: use path, by_id or wwn", rule->id, rule->serial, n, strbuf_str(&sb));
+}
+
+/* size: largest | smallest: of the disks the other criteria match, the
+ * rule keeps its count of the largest (smallest); the rest are reasons. A
+ * tie across the boundary is refused: which of two equal disks would be
+ * taken is not the operator's choice then. 1 when refused. */
+static int pick_by_size(struct builder *b, const struct spec_disk *rule, unsigned want, bool *hit, struct strbuf *reasons) {
+        size_t n = 0;
+        for (size_t j = 0; j < b->n_sorted; j++)
+                n += hit[j];
+        if (n <= want)
+                return 0;       /* too few or just enough: the count rule speaks */
+        bool largest = rule->pick == SPEC_PICK_LARGEST;
+        /* the size of the want-th disk in that order */
+        _cleanup_free_ uint64_t *sizes = calloc(n, sizeof *sizes);
+        if (!sizes)
+                return -ENOMEM;
+        size_t k = 0;
+        for (size_t j = 0; j < b->n_sorted; j++)
+                if (hit[j])
+                        sizes[k++] = b->sorted[j]->size;
+        for (size_t x = 1; x < n; x++)  /* insertion sort, in the rule's order */
+                for (size_t y = x; y > 0 && (largest ? sizes[y] > sizes[y - 1] : sizes[y] < sizes[y - 1]); y--) {
+                        uint64_t t = sizes[y];
+                        sizes[y] = sizes[y - 1];
+                        sizes[y - 1] = t;
+                }
+        uint64_t edge = sizes[want - 1];
+        if (sizes[want] == edge) {
+                _cleanup_strbuf_ struct strbuf tied = STRBUF_INIT;
+                for (size_t j = 0; j < b->n_sorted; j++)
+                        if (hit[j] && b->sorted[j]->size == edge &&
+                            strbuf_addf(&tied, "%s%s", tied.len ? ", " : "", disk_path(b->sorted[j])) < 0)
+                                return -ENOMEM;
+                int r = refuse_disk(b, rule->match_mark.line ? rule->match_mark : rule->mark, rule->id, NULL,
+                                    "disk rule '%s' takes the %u %s of %zu disks, but %s are the same size (%s); "
+                                    "add a criterion that tells them apart", rule->id, want,
+                                    largest ? "largest" : "smallest", n, strbuf_str(&tied), APPROX(edge));
+                return r < 0 ? r : 1;
+        }
+        for (size_t j = 0; j < b->n_sorted; j++) {
+                const struct inv_disk *d = b->sorted[j];
+                if (hit[j] && (largest ? d->size < edge : d->size > edge)) {
+                        hit[j] = false;
+                        if (strbuf_addf(reasons, "; %s is not among the %u %s", disk_path(d), want,
+                                        largest ? "largest" : "smallest") < 0)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
 }
 
 static int select_disks(struct builder *b) {
@@ -386,41 +455,54 @@ static int select_disks(struct builder *b) {
                 const struct spec_disk *rule = &s->disks[i];
                 unsigned want = rule->count ? rule->count : 1;
                 unsigned n = 0;
-                if (rule->serial && inventory_count_serial(inv, rule->serial) > 1) {
+                if (rule->serial && !spec_is_glob(rule->serial) && inventory_count_serial(inv, rule->serial) > 1) {
                         r = refuse_serial_twins(b, rule);
                         if (r < 0)
                                 return r;
                         continue;
                 }
                 _cleanup_strbuf_ struct strbuf matched = STRBUF_INIT, reasons = STRBUF_INIT;
+                _cleanup_free_ bool *hit = calloc(b->n_sorted ? b->n_sorted : 1, sizeof *hit);
+                if (!hit)
+                        return -ENOMEM;
                 for (size_t j = 0; j < b->n_sorted; j++) {
-                        const struct inv_disk *d = b->sorted[j];
                         _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
-                        r = disk_match(rule, d, &why);
+                        r = disk_match(rule, b->sorted[j], &why);
                         if (r < 0)
                                 return r;
-                        if (r > 0) {
+                        if (r > 0)
+                                hit[j] = true;
+                        else if ((r = strbuf_addf(&reasons, "; %s %s", disk_path(b->sorted[j]), strbuf_str(&why))) < 0)
+                                return r;
+                }
+                if (rule->pick != SPEC_PICK_NONE && (r = pick_by_size(b, rule, want, hit, &reasons)) != 0) {
+                        if (r < 0)
+                                return r;
+                        continue;       /* refused: a tie at the boundary */
+                }
+                for (size_t j = 0; j < b->n_sorted; j++) {
+                        const struct inv_disk *d = b->sorted[j];
+                        if (hit[j]) {
                                 matches[i * b->n_sorted + j] = true;
                                 n++;
                                 if ((r = strbuf_addf(&matched, "%s%s", matched.len ? ", " : "", disk_path(d))) < 0)
                                         return r;
                                 if (owner[j]) {
-                                        if ((r = refuse(b, rule->mark, "disk %s is matched by both disk rules '%s' and '%s'; a disk may belong to one rule only",
+                                        if ((r = refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk %s is matched by both disk rules '%s' and '%s'; a disk may belong to one rule only",
                                                         disk_path(d), s->disks[owner[j] - 1].id, rule->id)) < 0)
                                                 return r;
                                 } else
                                         owner[j] = i + 1;
-                        } else if ((r = strbuf_addf(&reasons, "; %s %s", disk_path(d), strbuf_str(&why))) < 0)
-                                return r;
+                        }
                 }
                 if (n != want) {
                         if (n < want)
-                                r = refuse(b, rule->match_mark.line ? rule->match_mark : rule->mark,
+                                r = refuse_disk(b, rule->match_mark.line ? rule->match_mark : rule->mark, rule->id, NULL,
                                            "disk rule '%s' must match exactly %u disk%s but matches %u (%s)%s",
                                            rule->id, want, want == 1 ? "" : "s", n, n ? strbuf_str(&matched) : "none",
                                            strbuf_str(&reasons));
                         else
-                                r = refuse(b, rule->match_mark.line ? rule->match_mark : rule->mark,
+                                r = refuse_disk(b, rule->match_mark.line ? rule->match_mark : rule->mark, rule->id, NULL,
                                            "disk rule '%s' must match exactly %u disk%s but matches %u (%s); narrow the rule or raise its count",
                                            rule->id, want, want == 1 ? "" : "s", n, strbuf_str(&matched));
                         if (r < 0)
@@ -633,7 +715,7 @@ static int layout_disk(struct builder *b, const struct spec_disk *rule, const st
                         return invalid(b, parts[i]->mark, "partition '%s' has no size", parts[i]->id);
                 }
                 if (v == 0)
-                        return refuse(b, sz->mark, "partition '%s' on %s would be smaller than 1 MiB", parts[i]->id, disk_path(d));
+                        return refuse_disk(b, sz->mark, rule->id, disk_path(d), "partition '%s' on %s would be smaller than 1 MiB", parts[i]->id, disk_path(d));
                 out[i].size = v;
                 fixed = fixed > UINT64_MAX - v ? UINT64_MAX : fixed + v;
         }
@@ -654,9 +736,9 @@ static int layout_disk(struct builder *b, const struct spec_disk *rule, const st
                                              i == rest ? "rest" : SIZE(out[i].size))) < 0)
                                 return r;
                 if (fixed > usable)
-                        return refuse(b, rule->mark, "partitions on %s (disk rule '%s') need %s but only %s is usable: %s",
+                        return refuse_disk(b, rule->mark, rule->id, disk_path(d), "partitions on %s (disk rule '%s') need %s but only %s is usable: %s",
                                       disk_path(d), rule->id, SIZE(fixed), SIZE(usable), strbuf_str(&sb));
-                return refuse(b, parts[rest]->size.mark, "no space left on %s (disk rule '%s') for partition '%s' (size rest): %s",
+                return refuse_disk(b, parts[rest]->size.mark, rule->id, disk_path(d), "no space left on %s (disk rule '%s') for partition '%s' (size rest): %s",
                               disk_path(d), rule->id, parts[rest]->id, strbuf_str(&sb));
         }
         if (rest != SIZE_MAX)
@@ -766,6 +848,56 @@ static int add_list(struct strbuf *sb, char **v, size_t from, size_t to) {
         return r;
 }
 
+/* The size of a device the plan has so far: a selected disk, or a partition
+ * an earlier step makes; 0 when it is not known (md, LUKS, LV members). */
+static uint64_t device_size(const struct builder *b, const char *dev) {
+        for (size_t i = 0; i < b->plan->n_steps; i++) {
+                const struct plan_step *st = &b->plan->steps[i];
+                for (size_t k = 0; st->kind == PLAN_PARTITION && k < st->n_parts; k++)
+                        if (st->parts[k].device && streq(st->parts[k].device, dev))
+                                return st->parts[k].size;
+        }
+        for (size_t i = 0; i < b->plan->n_disks; i++)
+                if (streq(disk_path(b->plan->disks[i].disk), dev))
+                        return b->plan->disks[i].disk->size;
+        return 0;
+}
+
+/* md uses every member only up to the smallest: over mixed disks the rest
+ * stays idle (junk-box's raid10 over 1T/2T/2T/4T leaves about 4.5 TiB). Said
+ * when it is at least 1 GiB and 5 % of the members. */
+static int warn_unused_capacity(struct builder *b, const struct spec_raid *x, char **members) {
+        uint64_t min = UINT64_MAX, sum = 0;
+        const char *smallest = NULL;
+        for (size_t i = 0; members[i]; i++) {
+                uint64_t sz = device_size(b, members[i]);
+                if (sz == 0)
+                        return 0;
+                if (sz < min) {
+                        min = sz;
+                        smallest = members[i];
+                }
+                sum += sz;
+        }
+        if (!smallest)
+                return 0;
+        uint64_t unused = sum - min * strv_length(members);
+        if (unused < GiB || unused < sum / 20)
+                return 0;
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && members[i]; i++) {
+                uint64_t sz = device_size(b, members[i]);
+                if (sz - min >= MiB)
+                        r = strbuf_addf(&sb, "%s%s %s", sb.len ? ", " : "", members[i], APPROX(sz - min));
+        }
+        if (r < 0)
+                return r;
+        return warning(b, x->members_mark,
+                       "raid '%s' uses each member only up to the size of the smallest (%s, %s): %s of its members "
+                       "stays unused (%s)", x->id, smallest, APPROX(min), APPROX(unused), strbuf_str(&sb));
+}
+
 static int emit_raid(struct builder *b, struct node *n) {
         const struct spec_raid *x = n->obj;
         _cleanup_strv_free_ char **members = NULL;
@@ -791,6 +923,8 @@ static int emit_raid(struct builder *b, struct node *n) {
         size_t total = strv_length(members);
         if (total == 0)
                 return invalid(b, x->members_mark, "raid '%s' has no members", x->id);
+        if ((r = warn_unused_capacity(b, x, members)) < 0)
+                return r;
         size_t active = x->spares < total ? total - x->spares : 0;
         /* mdadm keeps a superblock, bitmap and data offset on each member:
          * the estimate takes 1/1024 of a member (1..128 MiB) away. */
@@ -1145,6 +1279,102 @@ static int emit_mounts(struct builder *b, const char **devs) {
         }
 }
 
+int plan_kernel_cmdline(const struct spec *s, char **ret) {
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        bool ip = false;
+        int r = 0;
+        for (size_t i = 0; r == 0 && s->boot.cmdline && s->boot.cmdline[i]; i++) {
+                ip |= strncmp(s->boot.cmdline[i], "ip=", 3) == 0;
+                r = strbuf_addf(&sb, "%s%s", i ? " " : "", s->boot.cmdline[i]);
+        }
+        if (r == 0 && !ip && spec_has_unlock(s))
+                r = strbuf_addf(&sb, "%sip=dhcp", sb.len ? " " : "");
+        if (r < 0)
+                return r;
+        char *t = strdup(strbuf_str(&sb));
+        if (!t)
+                return -ENOMEM;
+        *ret = t;
+        return 0;
+}
+
+static const struct plan_step *find_step(const struct plan *p, enum plan_step_kind kind, const void *obj) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].kind == kind && p->steps[i].obj == obj)
+                        return &p->steps[i];
+        return NULL;
+}
+
+/* luks-bind per volume with unlock pins, then the boot loader */
+static int emit_boot(struct builder *b) {
+        const struct spec *s = b->spec;
+        const char *target = kiln_paths.target;
+        char shown[URL_DISPLAY_MAX];
+        int r;
+        for (size_t i = 0; i < s->n_luks; i++) {
+                const struct spec_luks *x = &s->luks[i];
+                if (!x->unlock.n_tang)
+                        continue;
+                const struct plan_step *f = find_step(b->plan, PLAN_LUKS_FORMAT, x);
+                if (!f || !f->device)
+                        continue;
+                _cleanup_strbuf_ struct strbuf pins = STRBUF_INIT;
+                for (size_t k = 0; k < x->unlock.n_tang; k++)
+                        if ((r = strbuf_addf(&pins, "%stang %s (thp %.12s)", k ? ", " : "",
+                                             url_display(x->unlock.tang[k].url, shown), x->unlock.tang[k].thp)) < 0)
+                                return r;
+                _cleanup_free_ char *how = x->unlock.n_tang == 1
+                        ? strdup(strbuf_str(&pins))
+                        : strdupf("sss, %u of: %s", x->unlock.threshold, strbuf_str(&pins));
+                if (!how)
+                        return -ENOMEM;
+                if ((r = step_emit(b, PLAN_LUKS_BIND, x->id, x, 0, NULL, 0, false, f->device,
+                                   strdupf("bind %s (luks '%s') to %s with the target's clevis in a chroot of %s "
+                                           "(a new keyslot with a random key, LUKS2 token 'clevis'; the spec's key stays "
+                                           "as the recovery keyslot), then prove it: the pin alone must open the new keyslot",
+                                           f->device, x->id, how, target), NULL)) < 0)
+                        return r;
+        }
+        if (!s->boot.present)
+                return 0;
+        _cleanup_strv_free_ char **rules = NULL, **disks = NULL;
+        if ((r = spec_boot_disks(s, &rules)) < 0)
+                return r;
+        for (size_t i = 0; i < b->plan->n_disks; i++) {
+                const struct plan_disk *d = &b->plan->disks[i];
+                if (d->rule && d->rule->id && strv_contains(rules, d->rule->id) && d->disk && d->disk->path &&
+                    (r = strv_pushdup(&disks, d->disk->path)) < 0)
+                        return r;
+        }
+        _cleanup_free_ char *cmdline = NULL;
+        if ((r = plan_kernel_cmdline(s, &cmdline)) < 0)
+                return r;
+        _cleanup_strbuf_ struct strbuf t = STRBUF_INIT, list = STRBUF_INIT;
+        for (size_t i = 0; disks && disks[i]; i++)
+                if ((r = strbuf_addf(&list, "%s%s", i ? " " : "", disks[i])) < 0)
+                        return r;
+        enum spec_firmware fw = s->boot.firmware;
+        r = strbuf_addf(&t, "in a chroot of %s (/dev /proc /sys /run bound): update-initramfs -u -k all", target);
+        if (r == 0 && fw != SPEC_FIRMWARE_UEFI)
+                r = strbuf_addf(&t, "; grub-install i386-pc on %s (debconf grub-pc/install_devices: the same)",
+                                strbuf_str(&list));
+        if (r == 0 && fw != SPEC_FIRMWARE_BIOS) {
+                const struct spec_filesystem *esp = spec_esp_filesystem(s);
+                const struct plan_step *m = esp ? find_step(b->plan, PLAN_MOUNT, esp) : NULL;
+                r = strbuf_addf(&t, "; grub-install x86_64-efi into /boot/efi (%s, on %s), also at EFI/BOOT/BOOTX64.EFI, "
+                                "no NVRAM entry", m && m->device ? m->device : "the ESP", strbuf_str(&list));
+        }
+        if (r == 0)
+                r = strbuf_addf(&t, "; GRUB_CMDLINE_LINUX '%s'; update-grub", cmdline);
+        if (r < 0)
+                return r;
+        struct plan_step *st = step_add(b, PLAN_BOOTLOADER, NULL, &s->boot, 0);
+        if (!st)
+                return -ENOMEM;
+        st->inputs = TAKE_PTR(disks);
+        return step_text(st, NULL, strdupf("boot loader: %s", strbuf_str(&t)), NULL);
+}
+
 static int emit_tail(struct builder *b) {
         const struct spec *s = b->spec;
         const char *target = kiln_paths.target;
@@ -1177,6 +1407,8 @@ static int emit_tail(struct builder *b) {
                            strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks ? ", crypttab" : "",
                                    s->n_raids ? ", mdadm.conf" : "",
                                    b->plan->hostname ? b->plan->hostname : s->hostname ? s->hostname : ""), NULL)) < 0)
+                return r;
+        if ((r = emit_boot(b)) < 0)
                 return r;
         const struct spec_cloudstack *c = &s->cloudstack;
         if (c->present &&
@@ -1381,6 +1613,29 @@ static const struct inv_disk **sorted_disks(const struct inventory *inv) {
         return v;
 }
 
+int plan_losses_text(const struct plan *p, struct strbuf *out) {
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < p->n_disks; i++) {
+                const struct inv_disk *d = p->disks[i].disk;
+                const struct plan_step *wipe = NULL;
+                for (size_t j = 0; j < p->n_steps; j++)
+                        if (p->steps[j].kind == PLAN_WIPE && p->steps[j].device && streq(p->steps[j].device, disk_path(d)))
+                                wipe = &p->steps[j];
+                r = strbuf_addf(out, "  %s (%s", disk_path(d), APPROX(d->size));
+                if (r >= 0 && !strempty(d->model))
+                        r = strbuf_addf(out, ", model '%s'", d->model);
+                if (r >= 0 && !strempty(d->serial))
+                        r = strbuf_addf(out, ", serial '%s'", d->serial);
+                if (r >= 0)
+                        r = strbuf_addf(out, "; disk rule '%s'): everything on it", p->disks[i].rule->id);
+                if (r >= 0 && wipe && wipe->destroys)
+                        r = strbuf_addf(out, ", which now holds %s", wipe->destroys);
+                if (r >= 0)
+                        r = strbuf_adds(out, wipe ? "\n" : " (no signatures found)\n");
+        }
+        return r;
+}
+
 int plan_to_text(const struct plan *p, struct strbuf *out) {
         const struct spec *s = p->spec;
         _cleanup_free_ const struct inv_disk **disks = sorted_disks(p->inv);
@@ -1450,6 +1705,69 @@ static int json_kv_str(struct strbuf *out, const char *key, const char *v, bool 
         return r;
 }
 
+static int json_destroyed_item(struct strbuf *out, bool *first, const char *what, const char *device) {
+        int r = strbuf_adds(out, *first ? "{" : ",{");
+        *first = false;
+        if (r >= 0)
+                r = json_kv_str(out, "what", what, false);
+        if (r >= 0)
+                r = json_kv_str(out, "device", device, true);
+        return r;
+}
+
+static int json_signature(struct strbuf *out, bool *first, const struct inv_signature *sig, const char *device) {
+        int r = json_destroyed_item(out, first, "signature", device);
+        if (r >= 0)
+                r = json_kv_str(out, "type", sig->type, true);
+        if (r >= 0)
+                r = json_kv_str(out, "usage", sig->usage, true);
+        if (r >= 0)
+                r = strbuf_addf(out, ",\"offset\":%" PRIu64 "}", sig->offset);
+        return r;
+}
+
+/* What a step destroys, as data (docs/plan.md "JSON"): the signatures a
+ * wipe removes (device, type, usage, offset) and the holders it stops, all
+ * data on a disk a new GPT replaces, the contents of the devices other steps
+ * overwrite. */
+static int json_destroyed(const struct plan *p, const struct plan_step *st, struct strbuf *out) {
+        bool first = true;
+        int r = strbuf_adds(out, ",\"destroyed\":[");
+        if (r < 0 || !st->destroys)
+                return r < 0 ? r : strbuf_adds(out, "]");
+        const struct inv_disk *d = NULL;
+        for (size_t i = 0; i < p->n_disks; i++)
+                if (st->device && streq(disk_path(p->disks[i].disk), st->device))
+                        d = p->disks[i].disk;
+        switch (st->kind) {
+        case PLAN_WIPE:
+                for (size_t i = 0; r >= 0 && d && i < d->n_sigs; i++)
+                        r = json_signature(out, &first, &d->sigs[i], disk_path(d));
+                for (size_t k = 0; r >= 0 && d && k < d->n_parts; k++)
+                        for (size_t i = 0; r >= 0 && i < d->parts[k].n_sigs; i++)
+                                r = json_signature(out, &first, &d->parts[k].sigs[i],
+                                                   d->parts[k].path ? d->parts[k].path : d->parts[k].name);
+                for (size_t i = 0; r >= 0 && st->inputs && st->inputs[i]; i++)
+                        if ((r = json_destroyed_item(out, &first, "holder", st->inputs[i])) >= 0)
+                                r = strbuf_adds(out, "}");
+                break;
+        case PLAN_PARTITION:
+                if ((r = json_destroyed_item(out, &first, "all-data", st->device)) >= 0)
+                        r = strbuf_addf(out, ",\"size\":%" PRIu64 "}", d ? d->size : st->size);
+                break;
+        case PLAN_MD_CREATE:
+                for (size_t i = 0; r >= 0 && st->inputs && st->inputs[i]; i++)
+                        if ((r = json_destroyed_item(out, &first, "contents", st->inputs[i])) >= 0)
+                                r = strbuf_adds(out, "}");
+                break;
+        default:
+                if ((r = json_destroyed_item(out, &first, "contents", st->device)) >= 0)
+                        r = strbuf_adds(out, "}");
+                break;
+        }
+        return r < 0 ? r : strbuf_adds(out, "]");
+}
+
 int plan_to_json(const struct plan *p, struct strbuf *out) {
         const struct spec *s = p->spec;
         _cleanup_free_ const struct inv_disk **disks = sorted_disks(p->inv);
@@ -1476,6 +1794,17 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
                         r = json_kv_str(out, "path", disk_path(d), false);
                 if (r >= 0)
                         r = strbuf_addf(out, ",\"size\":%" PRIu64 ",\"selected\":%s", d->size, pd ? "true" : "false");
+                /* its identity, untouched or not: which physical disk this is */
+                if (r >= 0)
+                        r = json_kv_str(out, "model", strempty(d->model) ? NULL : d->model, true);
+                if (r >= 0)
+                        r = json_kv_str(out, "serial", strempty(d->serial) ? NULL : d->serial, true);
+                if (r >= 0)
+                        r = json_kv_str(out, "wwn", strempty(d->wwn) ? NULL : d->wwn, true);
+                if (r >= 0)
+                        r = json_kv_str(out, "transport", strempty(d->transport) ? NULL : d->transport, true);
+                if (r >= 0)
+                        r = strbuf_addf(out, ",\"rotational\":%s", d->rotational ? "true" : "false");
                 if (r >= 0 && pd) {
                         r = json_kv_str(out, "rule", pd->rule->id, true);
                         if (r >= 0)
@@ -1545,6 +1874,8 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
                         r = json_kv_str(out, "description", st->description, true);
                 if (r >= 0)
                         r = json_kv_str(out, "destroys", st->destroys, true);
+                if (r >= 0)
+                        r = json_destroyed(p, st, out);
                 if (r >= 0)
                         r = strbuf_adds(out, "}");
         }

@@ -1,10 +1,18 @@
 #include "cloudstack.h"
+#include "backoff.h"
 #include "url.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <sys/socket.h>
 
 #define CS_MAX_PARAMS 32
+#define CS_PAGE_SIZE 500        /* CloudStack's default.page.size: the most one page may hold */
+#define CS_MAX_PAGES 1000       /* 500,000 hosts */
+#define CS_MAX_ADD_SENDS 5      /* addHost sends without a verdict before kiln gives up */
+#define CS_MAX_EXISTS_LOOKS 5   /* looks after "already in the database" that find nothing */
 
 static void json_object_putp(json_object **o) {
         if (*o)
@@ -146,8 +154,32 @@ static json_object *parse_json(const struct strbuf *sb) {
         return o;
 }
 
-int cs_call(const struct cs_client *c, const char *command, const struct cs_param *params, size_t n,
-            json_object **ret, char **ret_error) {
+/* What CloudStack said to one request, beyond the answer object. */
+struct cs_answer {
+        long status;            /* HTTP status, 0 if none arrived */
+        bool verdict;           /* the body is CloudStack's own error object (errorcode) */
+        long errorcode;
+        char *errortext;
+};
+
+static void cs_answer_done(struct cs_answer *a) {
+        free(a->errortext);
+        *a = (struct cs_answer) { 0 };
+}
+
+/* CloudStack's error bodies are its verdict: a 530 from addHost ("Unable to add
+ * the host ...") is not a fault on the way, and sending again changes nothing. */
+static bool cs_body_is_verdict(const struct http_response *resp) {
+        json_object *root = parse_json(&resp->body);
+        bool v = jstr(response_object(root), "errorcode") != NULL;
+        if (root)
+                json_object_put(root);
+        return v;
+}
+
+static int cs_request(const struct cs_client *c, const char *command, const struct cs_param *params, size_t n,
+                      const struct delivery_policy *policy, json_object **ret, struct cs_answer *ans, char **ret_error) {
+        static const struct delivery_policy def = DELIVERY_POLICY_DEFAULT;
         _cleanup_strbuf_ struct strbuf body = STRBUF_INIT;
         _cleanup_(http_response_done) struct http_response resp = { 0 };
         _cleanup_json_ json_object *root = NULL;
@@ -164,17 +196,25 @@ int cs_call(const struct cs_client *c, const char *command, const struct cs_para
                 .body_len = body.len,
                 .ca_file = c->ca_file,
         };
-        r = c->send ? c->send(&req, c->policy, &resp, c->send_userdata) : delivery_send(&req, c->policy, &resp);
+        struct delivery_policy p = policy ? *policy : c->policy ? *c->policy : def;
+        p.is_final = cs_body_is_verdict;
+        r = c->send ? c->send(&req, &p, &resp, c->send_userdata) : delivery_send(&req, &p, &resp);
         root = parse_json(&resp.body);
         json_object *o = response_object(root);
         const char *code = jstr(o, "errorcode"), *text = jstr(o, "errortext");
+        if (ans) {
+                ans->status = resp.status;
+                ans->verdict = code != NULL;
+                ans->errorcode = code ? strtol(code, NULL, 10) : 0;
+                ans->errortext = strdup_or_null(text);
+        }
         if (r < 0) {
                 char shown[URL_DISPLAY_MAX];
                 url_display(c->endpoint, shown);
                 if (text)
                         return set_errorf(ret_error, r, "CloudStack refused %s (HTTP %ld, errorcode %s): %s",
                                           command, resp.status, code ? code : "?", text);
-                if (r == -ETIMEDOUT)
+                if (r == -ETIMEDOUT || r == -EAGAIN)
                         return set_errorf(ret_error, r, "CloudStack at '%s' did not answer %s in time after %u attempts (last: %s)",
                                           shown, command, resp.attempts, resp.error[0] ? resp.error : "timeout");
                 return set_errorf(ret_error, r, "CloudStack request %s to '%s' failed: %s", command, shown,
@@ -188,6 +228,11 @@ int cs_call(const struct cs_client *c, const char *command, const struct cs_para
                                   text ? text : "no error text");
         *ret = json_object_get(o);
         return 0;
+}
+
+int cs_call(const struct cs_client *c, const char *command, const struct cs_param *params, size_t n,
+            json_object **ret, char **ret_error) {
+        return cs_request(c, command, params, n, NULL, ret, NULL, ret_error);
 }
 
 /* The list "key" inside a list*response; NULL when CloudStack sent {} (no items). */
@@ -268,45 +313,170 @@ static int take_host(json_object *host, struct cs_result *res) {
         return 0;
 }
 
+int cs_host_address(const char *text, struct cs_address *ret) {
+        char buf[INET6_ADDRSTRLEN + 2];
+        size_t n = text ? strlen(text) : 0;
+        struct cs_address a = { 0 };
+
+        if (n >= 2 && text[0] == '[' && text[n - 1] == ']') {
+                text++;
+                n -= 2;
+        }
+        if (n == 0 || n >= sizeof buf)
+                return -EINVAL;
+        memcpy(buf, text, n);
+        buf[n] = 0;
+        if (inet_pton(AF_INET, buf, a.bytes) == 1)
+                a.family = AF_INET;
+        else if (inet_pton(AF_INET6, buf, a.bytes) == 1)
+                a.family = AF_INET6;
+        else
+                return -EINVAL;
+        if (!inet_ntop(a.family, a.bytes, a.text, sizeof a.text))
+                return -errno;
+        *ret = a;
+        return 0;
+}
+
+bool cs_address_equal(const struct cs_address *a, const struct cs_address *b) {
+        return a->family == b->family && memcmp(a->bytes, b->bytes, a->family == AF_INET ? 4 : 16) == 0;
+}
+
+int cs_url_address(const char *url, struct cs_address *ret) {
+        const char *p = url ? strstr(url, "://") : NULL;
+        char host[256];
+        size_t n;
+
+        if (!p)
+                return -EINVAL;
+        p += 3;
+        const char *at = memrchr(p, '@', strcspn(p, "/?#"));   /* userinfo@ of the authority */
+        if (at)
+                p = at + 1;
+        if (*p == '[') {
+                const char *e = strchr(p, ']');
+                if (!e)
+                        return -EINVAL;
+                n = (size_t) (e - p) + 1;
+        } else
+                n = strcspn(p, ":/?#");
+        if (n == 0 || n >= sizeof host)
+                return -EINVAL;
+        memcpy(host, p, n);
+        host[n] = 0;
+        if (cs_host_address(host, ret) >= 0)
+                return 0;
+        /* A name: CloudStack resolves it (InetAddress.getByName) and knows the host by the address. */
+        struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+        if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+                return -EADDRNOTAVAIL;
+        char text[INET6_ADDRSTRLEN];
+        const void *src = ai->ai_family == AF_INET ? (const void *) &((struct sockaddr_in *) ai->ai_addr)->sin_addr
+                                                   : (const void *) &((struct sockaddr_in6 *) ai->ai_addr)->sin6_addr;
+        const char *t = inet_ntop(ai->ai_family, src, text, sizeof text);
+        freeaddrinfo(ai);
+        return t ? cs_host_address(text, ret) : -EADDRNOTAVAIL;
+}
+
+/* Every Routing host CloudStack has, page by page (500 a page, as many pages
+ * as "count" says), until one has this address: *ret gets it (a reference),
+ * or NULL. All zones: a host CloudStack has elsewhere is still this node. */
+static int find_host(const struct cs_client *c, const struct cs_address *addr, json_object **ret, char **ret_error) {
+        char page[16], size[16];
+        size_t seen = 0;
+
+        *ret = NULL;
+        snprintf(size, sizeof size, "%d", CS_PAGE_SIZE);
+        for (unsigned pg = 1; pg <= CS_MAX_PAGES; pg++) {
+                _cleanup_json_ json_object *resp = NULL;
+                snprintf(page, sizeof page, "%u", pg);
+                struct cs_param lh_p[] = { { "type", "Routing" }, { "page", page }, { "pagesize", size } };
+                int r = cs_call(c, "listHosts", lh_p, ELEMENTSOF(lh_p), &resp, ret_error);
+                if (r < 0)
+                        return r;
+                json_object *items = list_items(resp, "host"), *count;
+                size_t n = items ? json_object_array_length(items) : 0;
+                for (size_t i = 0; i < n; i++) {
+                        json_object *it = json_object_array_get_idx(items, i);
+                        struct cs_address a;
+                        if (cs_host_address(jstr(it, "ipaddress"), &a) >= 0 && cs_address_equal(&a, addr)) {
+                                *ret = json_object_get(it);
+                                return 1;
+                        }
+                }
+                seen += n;
+                size_t total = json_object_object_get_ex(resp, "count", &count) ? (size_t) json_object_get_int64(count) : 0;
+                if (n < CS_PAGE_SIZE || seen >= total)
+                        return 0;
+        }
+        return set_errorf(ret_error, -E2BIG, "CloudStack's listHosts has more than %d pages of %d hosts",
+                          CS_MAX_PAGES, CS_PAGE_SIZE);
+}
+
+/* A host CloudStack is still setting up: its addHost has not finished. */
+static bool state_transient(const char *s) {
+        return s && (streq(s, "Creating") || streq(s, "Connecting"));
+}
+
+/* Sleep the next backoff delay, never past the deadline; false when the deadline has passed. */
+static bool wait_before_looking(struct backoff *b, const struct delivery_policy *p) {
+        uint64_t now = now_usec();
+        if (now >= p->deadline_usec)
+                return false;
+        uint64_t d = (uint64_t) backoff_delay_ms(b, b->attempt++) * 1000;
+        if (d > p->deadline_usec - now)
+                d = p->deadline_usec - now;
+        struct timespec ts = { .tv_sec = (time_t) (d / 1000000), .tv_nsec = (long) (d % 1000000) * 1000 };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+        return true;
+}
+
 int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct cs_result *ret, char **ret_error) {
+        static const struct delivery_policy def = DELIVERY_POLICY_DEFAULT;
         _cleanup_(cs_result_done) struct cs_result res = { 0 };
-        _cleanup_json_ json_object *hosts = NULL, *added = NULL;
-        _cleanup_free_ char *url = NULL;
+        _cleanup_free_ char *url = NULL, *verdict = NULL;
+        struct cs_address addr;
         int r;
 
         if (!h->zone || !h->pod || !h->cluster || !h->ip)
                 return set_errorf(ret_error, -EINVAL, "CloudStack registration needs zone, pod, cluster and the node's IP address");
 
-        r = resolve(c, "listZones", "zone", "zone", h->zone, NULL, 0, &res.zone_id, ret_error);
+        /* One budget for every request of this registration (the caller's deadline, if it set one). */
+        struct delivery_policy p = c->policy ? *c->policy : def;
+        if (!p.deadline_usec)
+                p.deadline_usec = now_usec() + (uint64_t) p.total_ms * 1000;
+        struct cs_client cl = *c;
+        cl.policy = &p;
+        /* addHost is sent once per attempt: what follows a lost answer is a look, not a resend. */
+        struct delivery_policy once = p;
+        once.max_attempts = 1;
+
+        /* The address CloudStack knows the host by: host_url's, else the node's (IPv6 in brackets). */
+        if (h->url) {
+                r = cs_url_address(h->url, &addr);
+                if (r < 0)
+                        return set_errorf(ret_error, r, "host_url '%s' names no address CloudStack can reach the host at", h->url);
+        } else {
+                r = cs_host_address(h->ip, &addr);
+                if (r < 0)
+                        return set_errorf(ret_error, r, "the node's address '%s' is not an IP address", h->ip);
+                if (asprintf(&url, addr.family == AF_INET6 ? "http://[%s]" : "http://%s", addr.text) < 0)
+                        return -ENOMEM;
+        }
+
+        r = resolve(&cl, "listZones", "zone", "zone", h->zone, NULL, 0, &res.zone_id, ret_error);
         if (r < 0)
                 return r;
         struct cs_param pod_p[] = { { "zoneid", res.zone_id } };
-        r = resolve(c, "listPods", "pod", "pod", h->pod, pod_p, ELEMENTSOF(pod_p), &res.pod_id, ret_error);
+        r = resolve(&cl, "listPods", "pod", "pod", h->pod, pod_p, ELEMENTSOF(pod_p), &res.pod_id, ret_error);
         if (r < 0)
                 return r;
         struct cs_param cl_p[] = { { "zoneid", res.zone_id }, { "podid", res.pod_id } };
-        r = resolve(c, "listClusters", "cluster", "cluster", h->cluster, cl_p, ELEMENTSOF(cl_p), &res.cluster_id, ret_error);
+        r = resolve(&cl, "listClusters", "cluster", "cluster", h->cluster, cl_p, ELEMENTSOF(cl_p), &res.cluster_id, ret_error);
         if (r < 0)
                 return r;
 
-        /* Look first: a second run (or first boot after install) must not add the host again. */
-        struct cs_param lh_p[] = { { "zoneid", res.zone_id }, { "type", "Routing" } };
-        r = cs_call(c, "listHosts", lh_p, ELEMENTSOF(lh_p), &hosts, ret_error);
-        if (r < 0)
-                return r;
-        json_object *found = find_by(list_items(hosts, "host"), "ipaddress", h->ip);
-        if (found) {
-                r = take_host(found, &res);
-                if (r < 0)
-                        return set_errorf(ret_error, r, "CloudStack's listHosts answer has a host without an id");
-                res.added = false;
-                *ret = res;
-                res = (struct cs_result) { 0 };
-                return 0;
-        }
-
-        if (!h->url && asprintf(&url, "http://%s", h->ip) < 0)
-                return -ENOMEM;
         struct cs_param add_p[8];
         size_t n = 0;
         add_p[n++] = (struct cs_param) { "zoneid", res.zone_id };
@@ -317,15 +487,91 @@ int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct 
         add_p[n++] = (struct cs_param) { "username", h->username ? h->username : "root" };
         if (h->password)
                 add_p[n++] = (struct cs_param) { "password", h->password };
-        r = cs_call(c, "addHost", add_p, n, &added, ret_error);
-        if (r < 0)
-                return r;
-        json_object *items = list_items(added, "host");
-        r = take_host(items ? json_object_array_get_idx(items, 0) : NULL, &res);
-        if (r < 0)
-                return set_errorf(ret_error, r, "CloudStack's addHost answer names no host");
-        res.added = true;
-        *ret = res;
-        res = (struct cs_result) { 0 };
-        return 0;
+
+        /* Look, and add only what is not there. After any addHost that did not
+         * name the new host, look again before anything else:
+         *   - no verdict (timeout, reset, a proxy's 5xx): CloudStack may have
+         *     taken it, so wait, look, and send again only if the host is not there;
+         *   - 530 "... is already in the database ...": another run (or our own
+         *     lost request) added it; look until it shows;
+         *   - any other 530: look once (a CloudStack whose discoverer only logs
+         *     "already in the database" says "Cannot find the server resources"
+         *     for a host it has), then it is final,
+         *     with CloudStack's text; other errors are final at once.
+         * Concurrent runs for one node converge: CloudStack refuses the second
+         * addHost for an address with the 530, and that run then finds the host. */
+        enum { AFTER_NOTHING, AFTER_NO_VERDICT, AFTER_EXISTS, AFTER_FAILED } after = AFTER_NOTHING;
+        struct backoff b = BACKOFF_INIT(p.backoff_base_ms, p.backoff_cap_ms, 0);
+        unsigned exists_looks = 0;
+        for (;;) {
+                _cleanup_json_ json_object *found = NULL, *added = NULL;
+                _cleanup_(cs_answer_done) struct cs_answer ans = { 0 };
+                _cleanup_free_ char *err = NULL;
+
+                r = find_host(&cl, &addr, &found, ret_error);
+                if (r < 0)
+                        return r;
+                if (found) {
+                        const char *zone = jstr(found, "zoneid"), *state = jstr(found, "state"), *id = jstr(found, "id");
+                        if (zone && !streq(zone, res.zone_id))
+                                return set_errorf(ret_error, -EEXIST, "CloudStack already has host %s (id %s) in another zone (id %s), not in zone '%s'",
+                                                  addr.text, id ? id : "?", zone, h->zone);
+                        if (state_transient(state)) {
+                                /* Another addHost for this address is still at work: wait for its outcome. */
+                                if (!wait_before_looking(&b, &p))
+                                        return set_errorf(ret_error, -ETIMEDOUT, "CloudStack's host %s (id %s) was still %s when the time ran out",
+                                                          addr.text, id ? id : "?", state);
+                                continue;
+                        }
+                        r = take_host(found, &res);
+                        if (r < 0)
+                                return set_errorf(ret_error, r, "CloudStack's listHosts answer has a host without an id");
+                        res.added = false;
+                        res.found_after_add = res.add_sends > 0;
+                        *ret = res;
+                        res = (struct cs_result) { 0 };
+                        return 0;
+                }
+                if (after == AFTER_FAILED)
+                        return set_errorf(ret_error, -EPROTO, "%s", verdict);
+                if (after == AFTER_EXISTS) {
+                        if (++exists_looks > CS_MAX_EXISTS_LOOKS)
+                                return set_errorf(ret_error, -EPROTO, "%s (and listHosts did not show it after %u looks)",
+                                                  verdict, exists_looks - 1);
+                        if (!wait_before_looking(&b, &p))
+                                return set_errorf(ret_error, -ETIMEDOUT, "%s (and listHosts did not show it in time)", verdict);
+                        continue;
+                }
+                if (res.add_sends >= CS_MAX_ADD_SENDS)
+                        return set_errorf(ret_error, -ETIMEDOUT, "%s (addHost sent %u times, the host never appeared)",
+                                          verdict ? verdict : "no answer", res.add_sends);
+                if (now_usec() >= p.deadline_usec)
+                        return set_errorf(ret_error, -ETIMEDOUT, "%s", verdict ? verdict : "the time for the registration ran out");
+
+                res.add_sends++;
+                r = cs_request(&cl, "addHost", add_p, n, &once, &added, &ans, &err);
+                if (r >= 0) {
+                        json_object *items = list_items(added, "host");
+                        r = take_host(items ? json_object_array_get_idx(items, 0) : NULL, &res);
+                        if (r < 0)
+                                return set_errorf(ret_error, r, "CloudStack's addHost answer names no host");
+                        res.added = true;
+                        *ret = res;
+                        res = (struct cs_result) { 0 };
+                        return 0;
+                }
+                free(verdict);
+                verdict = TAKE_PTR(err);
+                if (ans.verdict && ans.errorcode == 530 && ans.errortext && strstr(ans.errortext, "is already in the database"))
+                        after = AFTER_EXISTS;
+                else if (ans.verdict && ans.errorcode == 530)
+                        after = AFTER_FAILED;
+                else if (ans.verdict || r == -EACCES || r == -EPROTO || r == -EINVAL || r == -EBADMSG)
+                        return set_errorf(ret_error, r, "%s", verdict);
+                else {
+                        after = AFTER_NO_VERDICT;
+                        if (!wait_before_looking(&b, &p))
+                                return set_errorf(ret_error, -ETIMEDOUT, "%s", verdict);
+                }
+        }
 }

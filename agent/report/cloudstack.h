@@ -77,10 +77,29 @@ struct cs_result {
         char *zone_id, *pod_id, *cluster_id, *host_id;
         char *host_name, *host_state;
         bool added;                             /* false: it was there already */
+        bool found_after_add;                   /* not added by an answer kiln saw, but found after
+                                                 * its addHost (another run's, or one whose answer was lost) */
+        unsigned add_sends;                     /* addHost requests sent */
 };
 void cs_result_done(struct cs_result *r);
 
-/* Resolve the names, look for a host with this IP, and add it only if it is
- * not there. -ENOENT when a zone, pod or cluster is unknown. */
+/* An address as CloudStack knows a host: parsed, so that "fd00::5" and Java's
+ * "fd00:0:0:0:0:0:0:5" are the same; text is the short form. */
+struct cs_address {
+        int family;                             /* AF_INET or AF_INET6 */
+        unsigned char bytes[16];
+        char text[46];
+};
+/* An IP address, IPv6 with or without brackets; -EINVAL if it is none. */
+int cs_host_address(const char *text, struct cs_address *ret);
+bool cs_address_equal(const struct cs_address *a, const struct cs_address *b);
+/* The address of a url's host (http://[fd00::5]:80/ -> fd00::5); a name is resolved. */
+int cs_url_address(const char *url, struct cs_address *ret);
+
+/* Resolve the names, look for the host by its address (host_url's, else ip)
+ * on every page of listHosts, and add it only if it is not there, so that
+ * no sequence of lost answers or concurrent runs adds it twice (the rules
+ * are in cloudstack.c and docs/register.md). -ENOENT when a zone, pod or
+ * cluster is unknown; -EPROTO with CloudStack's text when addHost failed. */
 int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct cs_result *ret,
                      char **ret_error);

@@ -3,10 +3,12 @@
 #include "webhook.h"
 #include "url.h"
 
+#include <sys/random.h>
+
 void register_options_default(struct register_options *o) {
         *o = (struct register_options) {
                 .policy = DELIVERY_POLICY_DEFAULT,
-                .event_policy = { 2000, 5000, 5000, 500, 2000, 0 },
+                .event_policy = { 2000, 5000, 5000, 500, 2000, 0, 0, NULL },
         };
 }
 
@@ -113,17 +115,34 @@ static int register_cloudstack(const struct spec *spec, struct report *r, const 
                 json_object_object_add(rec, "host_name", jstr(res.host_name));
                 json_object_object_add(rec, "host_state", jstr(res.host_state));
                 json_object_object_add(rec, "added", json_object_new_boolean(res.added));
+                if (res.found_after_add)
+                        json_object_object_add(rec, "found_after_addhost", json_object_new_boolean(true));
+                json_object_object_add(rec, "addhost_sent", json_object_new_int((int32_t) res.add_sends));
         }
         int s = report_set_registration(r, "cloudstack", TAKE_PTR(rec));
         return k < 0 ? k : s;
 }
 
-static int register_webhook(const struct spec *spec, struct report *r, const struct register_options *o,
-                            char **ret_error) {
+/* A random (version 4) UUID: the delivery id of one run's report. */
+static int random_uuid(char buf[37]) {
+        uint8_t id[16];
+        int q = 0;
+        if (getrandom(id, sizeof id, 0) != (ssize_t) sizeof id)
+                return -errno;
+        id[6] = (id[6] & 0x0f) | 0x40;
+        id[8] = (id[8] & 0x3f) | 0x80;
+        for (size_t i = 0; i < sizeof id; i++)
+                q += snprintf(buf + q, 37 - (size_t) q, "%s%02x", (i == 4 || i == 6 || i == 8 || i == 10) ? "-" : "", id[i]);
+        return 0;
+}
+
+static int register_webhook(const struct spec *spec, struct report *r, const struct delivery_policy *policy,
+                            const char *ca_file, char **ret_error) {
         const struct spec_webhook *w = &spec->webhook;
         _cleanup_strbuf_ struct strbuf body = STRBUF_INIT;
         _cleanup_free_ char *delivery = NULL;
         json_object *rec = json_object_new_object();
+        char id[37];
         int k;
 
         if (!rec)
@@ -137,15 +156,30 @@ static int register_webhook(const struct spec *spec, struct report *r, const str
         k = report_to_json(r, &body);
         if (k < 0)
                 return k;
-        if (asprintf(&delivery, "%s/report", report_run_id(r)) < 0)
+        /* A new id for every run that sends the report (the first boot's kiln
+         * register after the installer's), the same on each of its retries: a
+         * receiver that drops duplicates keeps the later report. */
+        k = random_uuid(id);
+        if (k < 0)
+                return k;
+        if (asprintf(&delivery, "%s/report/%s", report_run_id(r), id) < 0)
                 return -ENOMEM;
-        struct webhook_target t = { .url = w->url, .hmac_key = w->hmac_key, .ca_file = o->ca_file, .policy = &o->policy };
+        struct webhook_target t = { .url = w->url, .hmac_key = w->hmac_key, .ca_file = ca_file, .policy = policy };
         k = webhook_post(&t, "report", report_run_id(r), report_node_field(r, "id"), delivery, strbuf_str(&body), ret_error);
         if (k < 0) {
                 json_object_object_add(rec, "result", jstr("FAIL"));
                 json_object_object_add(rec, "error", jstr(ret_error ? *ret_error : NULL));
         }
         return k;
+}
+
+unsigned register_report_share_ms(unsigned total_ms) {
+        unsigned share = total_ms / 4;
+        if (share < REGISTER_REPORT_MIN_MS)
+                share = total_ms < REGISTER_REPORT_MIN_MS ? total_ms : REGISTER_REPORT_MIN_MS;
+        if (share > REGISTER_REPORT_MAX_MS)
+                share = REGISTER_REPORT_MAX_MS;
+        return share;
 }
 
 int register_run(const struct spec *spec, struct report *r, const struct register_options *opts, char **ret_error) {
@@ -157,15 +191,28 @@ int register_run(const struct spec *spec, struct report *r, const struct registe
                 def = *opts;
         else
                 register_options_default(&def);
-        if (!def.policy.deadline_usec)
-                def.policy.deadline_usec = now_usec() + (uint64_t) def.policy.total_ms * 1000;
         opts = &def;
         if (!spec->cloudstack.present && !(spec->webhook.present && spec->webhook.url))
                 return -ENOMSG;
-        if (spec->cloudstack.present)
+        bool webhook = spec->webhook.present && spec->webhook.url;
+        uint64_t now = now_usec();
+        uint64_t deadline = def.policy.deadline_usec ? def.policy.deadline_usec : now + (uint64_t) def.policy.total_ms * 1000;
+        /* The report has a share of the budget of its own: a controller that
+         * never answers costs CloudStack's part, and the report (FAIL
+         * included) still goes out. */
+        unsigned share = webhook ? register_report_share_ms(def.policy.total_ms) : 0;
+        struct delivery_policy cs = def.policy, wh = def.policy;
+        cs.deadline_usec = deadline - (uint64_t) share * 1000 > now ? deadline - (uint64_t) share * 1000 : now;
+        if (spec->cloudstack.present) {
+                def.policy = cs;
                 k_cs = register_cloudstack(spec, r, opts, &err_cs);
-        if (spec->webhook.present && spec->webhook.url)
-                k_wh = register_webhook(spec, r, opts, &err_wh);
+        }
+        if (webhook) {
+                uint64_t t = now_usec();
+                /* what CloudStack left over, and at least the report's own share */
+                wh.deadline_usec = deadline > t + (uint64_t) share * 1000 ? deadline : t + (uint64_t) share * 1000;
+                k_wh = register_webhook(spec, r, &wh, opts->ca_file, &err_wh);
+        }
         if (k_cs < 0 || k_wh < 0) {
                 if (ret_error) {
                         free(*ret_error);

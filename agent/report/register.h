@@ -13,9 +13,13 @@
  * could not be delivered the rest are skipped (the final report still goes
  * out under the full policy, with every stage in it).
  *
- * register_run() shares one budget between all its requests: policy.total_ms
- * from its start (or policy.deadline_usec if set), so a dead controller costs
- * at most that long in all. Silent module. */
+ * register_run() has one budget for all its requests: policy.total_ms from
+ * its start (or up to policy.deadline_usec if set), so a dead controller costs
+ * at most that long in all. The final report to the webhook has a share of
+ * it of its own (register_report_share_ms(): a quarter, 1 s to 60 s), which
+ * the CloudStack calls cannot use up: a FAIL report still goes out when
+ * CloudStack never answers. Each call sends the report under a new delivery
+ * id ("<run id>/report/<uuid>"), the same on its retries. Silent module. */
 #pragma once
 #include "delivery.h"
 #include "report.h"
@@ -26,6 +30,11 @@ struct register_options {
         struct delivery_policy event_policy;    /* each stage event */
         const char *ca_file;                    /* extra CA bundle for HTTPS, NULL = system */
 };
+
+#define REGISTER_REPORT_MIN_MS 1000
+#define REGISTER_REPORT_MAX_MS 60000
+/* The final report's own share of a registration budget of total_ms. */
+unsigned register_report_share_ms(unsigned total_ms);
 
 /* Full policy as DELIVERY_POLICY_DEFAULT; events 2 s connect, 5 s per request and in all. */
 void register_options_default(struct register_options *o);

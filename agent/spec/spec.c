@@ -91,6 +91,20 @@ static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ..
                 c->error = r;
 }
 
+/* A warning (docs/spec.md "Warnings"): shown, the spec stands unless --strict. */
+static void warn(struct ctx *c, const struct ynode *n, const char *fmt, ...) _printf_(3, 4);
+static void warn(struct ctx *c, const struct ynode *n, const char *fmt, ...) {
+        if (c->n_emitted >= SPEC_MAX_DIAGS)
+                return;
+        c->n_emitted++;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = diags_warnv(c->d, c->file, n ? n->line : 0, n ? n->col : 0, fmt, ap);
+        va_end(ap);
+        if (r < 0 && c->error == 0)
+                c->error = r;
+}
+
 /* At a node; nothing more is said about a refused alias (no cascades). */
 #define emitn(c, n, ...)                                                                        \
         do {                                                                                    \
@@ -198,6 +212,38 @@ static const struct ynode *map_key_node(const struct ynode *m, const char *key) 
         return NULL;
 }
 
+static const char *const disk_keys[] = {
+        "id", "match", "count", "wipe",
+        "path", "by_id", "serial", "wwn", "model", "transport", "min_size", "max_size", "rotational", "vendor", "size", NULL,
+};
+
+static const char *const partition_keys[] = { "id", "on", "size", "type", "name", NULL };
+
+static const char *const raid_keys[] = {
+        "id", "name", "level", "layout", "chunk", "metadata", "bitmap", "members", "spares", "assume_clean", NULL,
+};
+
+static const char *const luks_keys[] = {
+        "id", "on", "name", "cipher", "key_size", "sector_size", "label", "pbkdf", "perf", "discard", "key",
+        "unlock", NULL,
+};
+
+static const char *const vg_keys[] = { "id", "name", "pvs", "extent_size", NULL };
+
+static const char *const lv_keys[] = { "id", "vg", "name", "size", NULL };
+
+static const char *const fs_keys[] = { "on", "type", "label", "mkfs_options", "mount", "mount_options", NULL };
+
+/* The keys of each object kind: a key of one kind written under another
+ * ("level" under a luks) is named as such instead of getting a near miss. */
+static const struct {
+        const char *kind;
+        const char *const *keys;
+} object_keys[] = {
+        { "disk", disk_keys }, { "partition", partition_keys }, { "raid", raid_keys }, { "luks", luks_keys },
+        { "volume group", vg_keys }, { "volume", lv_keys }, { "filesystem", fs_keys },
+};
+
 /* Reports unknown and duplicate keys; only known keys are read later. */
 static void check_keys(struct ctx *c, const struct ynode *m, const struct loc *l, const char *const *keys) {
         char t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
@@ -233,8 +279,27 @@ static void check_keys(struct ctx *c, const struct ynode *m, const struct loc *l
                 if (known)
                         continue;
                 const char *sug = suggest(k->value, keys);
-                char hint[128] = "";
-                if (sug)
+                char hint[160] = "";
+                /* a key of another object kind: say whose it is, not a near miss */
+                _cleanup_strbuf_ struct strbuf owners = STRBUF_INIT;
+                const char *own_kind = NULL;
+                size_t n_owners = 0, last = 0;
+                for (size_t j = 0; j < ELEMENTSOF(object_keys); j++)
+                        if (object_keys[j].keys == keys)
+                                own_kind = object_keys[j].kind;
+                for (size_t j = 0; own_kind && j < ELEMENTSOF(object_keys); j++)
+                        if (object_keys[j].keys != keys && strv_contains((char **) object_keys[j].keys, k->value)) {
+                                n_owners++;
+                                last = j;
+                        }
+                for (size_t j = 0, seen = 0; n_owners && j < ELEMENTSOF(object_keys); j++)
+                        if (object_keys[j].keys != keys && strv_contains((char **) object_keys[j].keys, k->value))
+                                (void) strbuf_addf(&owners, "%s%s", seen++ == 0 ? "" : j == last ? " and " : ", ",
+                                                   object_keys[j].kind);
+                if (n_owners)
+                        snprintf(hint, sizeof hint, " ('%s' is a key of %s, not of %s)", q(k->value, t2),
+                                 strbuf_str(&owners), own_kind);
+                else if (sug)
                         snprintf(hint, sizeof hint, " (did you mean '%s%s'?)", l->prefix, q(sug, t2));
                 if (l->where)
                         emitn(c, k, "unknown key '%s%s' in %s%s", l->prefix, q(k->value, t), l->where, hint);
@@ -291,7 +356,11 @@ static int get_bool(struct ctx *c, const struct loc *l, const char *key, const s
                 *ret = false;
                 return 1;
         }
-        emitn(c, v, "%s must be true or false, not %s", fld(l, key, f), describe(v, t));
+        if (!v->plain && (strcasecmp(v->value, "true") == 0 || strcasecmp(v->value, "false") == 0))
+                emitn(c, v, "%s must be true or false, not the quoted string %s (write it without quotes)",
+                      fld(l, key, f), describe(v, t));
+        else
+                emitn(c, v, "%s must be true or false, not %s", fld(l, key, f), describe(v, t));
         return -1;
 }
 
@@ -304,6 +373,11 @@ static int get_uint(struct ctx *c, const struct loc *l, const char *key, const s
                 return -1;
         uint64_t x;
         int r = v->plain ? safe_atou64(v->value, &x) : -EINVAL;
+        if (r == -EINVAL && !v->plain && safe_atou64(v->value, &x) >= 0) {
+                emitn(c, v, "%s must be an integer, not the quoted string %s (write it without quotes)",
+                      fld(l, key, f), describe(v, t));
+                return -1;
+        }
         if (r == -EINVAL) {
                 emitn(c, v, "%s must be an integer, not %s", fld(l, key, f), describe(v, t));
                 return -1;
@@ -666,7 +740,9 @@ static void check_hostname(struct ctx *c, const struct ynode *v, const char *h) 
         for (const char *p = h; r >= 0 && *p; p++) {
                 const char *e = p[0] == '$' && p[1] == '{' ? strchr(p, '}') : NULL;
                 if (e) {
-                        r = strbuf_adds(&sb, "x");
+                        /* the MAC forms have a known length; other values stand for one letter */
+                        r = strbuf_adds(&sb, strncmp(p, "${mac:hexhyp}", 13) == 0 ? "b0-26-28-4f-8a-10" :
+                                             strncmp(p, "${mac:hexraw}", 13) == 0 ? "b026284f8a10" : "x");
                         p = e;
                 } else
                         r = strbuf_add(&sb, p, 1);
@@ -774,7 +850,23 @@ static int get_sha256(struct ctx *c, const struct loc *l, const char *key, const
                 emitn(c, v, "%s must be 64 hexadecimal digits", fld(l, key, f));
                 return -1;
         }
+        if (strspn(*ret, "0") == 64)
+                warn(c, v, "%s is all zeros, a placeholder: no download will match it", fld(l, key, f));
         return 1;
+}
+
+/* The fake values templates and examples carry; a node given one would use
+ * it as its real secret. Matched without regard to case. */
+static bool secret_is_placeholder(const char *s) {
+        static const char *const words[] = {
+                "fake", "changeme", "change-me", "change_me", "placeholder", "not-a-secret", "example",
+                "replace-me", "replaceme", "your-", "todo", "xxxx", "12345678", "password", NULL,
+        };
+        for (size_t i = 0; words[i]; i++)
+                if (strcasestr(s, words[i]))
+                        return true;
+        size_t n = strlen(s);
+        return n > 0 && strspn(s, (char[]) { s[0], 0 }) == n;
 }
 
 /* A secret: any string, long enough that the log filter can redact it. Never echoed. */
@@ -785,6 +877,10 @@ static int get_secret(struct ctx *c, const struct loc *l, const char *key, const
                 emitn(c, v, "%s is too short (at least 8 characters)", fld(l, key, f));
                 return -1;
         }
+        /* never echo it, not even the word that matched */
+        if (r > 0 && secret_is_placeholder(*ret))
+                warn(c, v, "%s looks like a placeholder: put the real secret in before a node uses this spec",
+                     fld(l, key, f));
         return r;
 }
 
@@ -845,14 +941,10 @@ static const struct ynode *entry_map(struct ctx *c, const struct ynode *it, cons
 }
 
 static const char *const disk_match_keys[] = {
-        "path", "by_id", "serial", "wwn", "model", "transport", "min_size", "max_size", "rotational", NULL,
+        "path", "by_id", "serial", "wwn", "model", "transport", "min_size", "max_size", "rotational", "vendor", "size", NULL,
 };
 
 static void parse_disk(struct ctx *c, const struct ynode *m, size_t idx, struct spec_disk *d) {
-        static const char *const keys[] = {
-                "id", "match", "count", "wipe",
-                "path", "by_id", "serial", "wwn", "model", "transport", "min_size", "max_size", "rotational", NULL,
-        };
         char where[128], f[256], t[QUOTE_MAX + 4];
         d->mark = (struct spec_mark) { m->line, m->col };
         d->match_mark = d->mark;
@@ -860,7 +952,7 @@ static void parse_disk(struct ctx *c, const struct ynode *m, size_t idx, struct 
         d->count = 1;
         get_id(c, m, "disk", idx, &d->id, where);
         struct loc l = { where, "" }, lm = { where, "match." };
-        check_keys(c, m, &l, keys);
+        check_keys(c, m, &l, disk_keys);
 
         const struct ynode *match = map_get(m, "match");
         if (want_map(c, &l, "match", match) > 0) {
@@ -895,15 +987,28 @@ static void parse_disk(struct ctx *c, const struct ynode *m, size_t idx, struct 
         bool rot;
         if (get_bool(c, locs[8], "rotational", vals[8], &rot) > 0)
                 d->rotational = rot;
+        (void) get_str(c, locs[9], "vendor", vals[9], &d->vendor);
+        static const char *const picks[] = { [SPEC_PICK_NONE] = "-", [SPEC_PICK_LARGEST] = "largest",
+                                             [SPEC_PICK_SMALLEST] = "smallest", NULL };
+        int pk;
+        if (vals[10] && want_scalar(c, locs[10], "size", vals[10], "largest or smallest") > 0) {
+                if (streq(vals[10]->value, "largest") || streq(vals[10]->value, "smallest")) {
+                        (void) get_enum(c, locs[10], "size", vals[10], picks, &pk);
+                        d->pick = pk;
+                } else
+                        emitn(c, vals[10], "%s must be 'largest' or 'smallest' (for a size bound use "
+                              "'min_size' and 'max_size'), not '%s'", fld(locs[10], "size", f), q(vals[10]->value, t));
+        }
         if (d->min_size && d->max_size && d->min_size > d->max_size)
                 emitn(c, vals[7], "%s is smaller than 'min_size'", fld(locs[7], "max_size", f));
 
-        (void) get_unsigned(c, &l, "count", map_get(m, "count"), 1, 256, &d->count);
+        if (get_unsigned(c, &l, "count", map_get(m, "count"), 1, 256, &d->count) < 0)
+                d->count = 0;   /* unknown: nothing downstream counts its devices (no cascades) */
         (void) get_bool(c, &l, "wipe", map_get(m, "wipe"), &d->wipe);
         if (d->count > 1) {
                 static const char *const unique[] = { "path", "by_id", "serial", "wwn" };
                 for (size_t i = 0; i < ELEMENTSOF(unique); i++)
-                        if (vals[i]) {
+                        if (vals[i] && !(i == 2 && d->serial && spec_is_glob(d->serial))) {     /* a serial glob may match several */
                                 emitn(c, map_get(m, "count"), "%s must be 1 when '%s' names a single disk",
                                       fld(&l, "count", f), unique[i]);
                                 break;
@@ -917,12 +1022,11 @@ static const char *const part_types[] = {
 };
 
 static void parse_partition(struct ctx *c, const struct ynode *m, size_t idx, struct spec_partition *p) {
-        static const char *const keys[] = { "id", "on", "size", "type", "name", NULL };
         char where[128], f[256], t[QUOTE_MAX + 4];
         p->mark = (struct spec_mark) { m->line, m->col };
         get_id(c, m, "partition", idx, &p->id, where);
         struct loc l = { where, "" };
-        check_keys(c, m, &l, keys);
+        check_keys(c, m, &l, partition_keys);
         (void) get_ref(c, m, &l, where, "on", &p->on, &p->on_mark);
         const struct ynode *v;
         if (!(v = map_get(m, "size")))
@@ -951,14 +1055,11 @@ static const char *const md_metadata[] = { "1.2", "1.1", "1.0", "0.90", NULL };
 static const char *const md_bitmaps[] = { "internal", "none", NULL };
 
 static void parse_raid(struct ctx *c, const struct ynode *m, size_t idx, struct spec_raid *a) {
-        static const char *const keys[] = {
-                "id", "name", "level", "layout", "chunk", "metadata", "bitmap", "members", "spares", "assume_clean", NULL,
-        };
         char where[128], f[256], t[QUOTE_MAX + 8];
         a->mark = (struct spec_mark) { m->line, m->col };
         get_id(c, m, "raid", idx, &a->id, where);
         struct loc l = { where, "" };
-        check_keys(c, m, &l, keys);
+        check_keys(c, m, &l, raid_keys);
 
         const struct ynode *v = map_get(m, "level");
         bool level_ok = false;
@@ -1172,17 +1273,13 @@ static void parse_luks_unlock(struct ctx *c, const struct ynode *u, const char *
 }
 
 static void parse_luks(struct ctx *c, const struct ynode *m, size_t idx, struct spec_luks *x) {
-        static const char *const keys[] = {
-                "id", "on", "name", "cipher", "key_size", "sector_size", "label", "pbkdf", "perf", "discard", "key",
-                "unlock", NULL,
-        };
         static const char *const pbkdf_keys[] = { "type", "time_ms", "max_memory", "iterations", "parallel", NULL };
         static const char *const perf_keys[] = { "no_read_workqueue", "no_write_workqueue", NULL };
         char where[128], f[256], t[QUOTE_MAX + 8];
         x->mark = (struct spec_mark) { m->line, m->col };
         get_id(c, m, "luks", idx, &x->id, where);
         struct loc l = { where, "" };
-        check_keys(c, m, &l, keys);
+        check_keys(c, m, &l, luks_keys);
 
         (void) get_ref(c, m, &l, where, "on", &x->on, &x->on_mark);
 
@@ -1202,8 +1299,13 @@ static void parse_luks(struct ctx *c, const struct ynode *m, size_t idx, struct 
         if (get_unsigned(c, &l, "key_size", v, 128, 1024, &x->key_size) > 0 && x->key_size % 8)
                 emitn(c, v, "%s must be a multiple of 8 bits, not %s", fld(&l, "key_size", f), describe(v, t));
         v = map_get(m, "sector_size");
-        if (get_unsigned(c, &l, "sector_size", v, 512, 4096, &x->sector_size) > 0 && !is_pow2(x->sector_size))
-                emitn(c, v, "%s must be 512, 1024, 2048 or 4096, not %s", fld(&l, "sector_size", f), describe(v, t));
+        uint64_t ss;
+        if (get_uint(c, &l, "sector_size", v, 0, UINT64_MAX, &ss) > 0) {
+                if (ss == 512 || ss == 1024 || ss == 2048 || ss == 4096)
+                        x->sector_size = (unsigned) ss;
+                else
+                        emitn(c, v, "%s must be 512, 1024, 2048 or 4096, not %s", fld(&l, "sector_size", f), describe(v, t));
+        }
         v = map_get(m, "label");
         if (get_str(c, &l, "label", v, &x->label) > 0 && strlen(x->label) > 47)
                 emitn(c, v, "%s is longer than 47 characters", fld(&l, "label", f));
@@ -1250,12 +1352,11 @@ static void parse_luks(struct ctx *c, const struct ynode *m, size_t idx, struct 
 }
 
 static void parse_vg(struct ctx *c, const struct ynode *m, size_t idx, struct spec_vg *g) {
-        static const char *const keys[] = { "id", "name", "pvs", "extent_size", NULL };
         char where[128], f[256], t[QUOTE_MAX + 8];
         g->mark = (struct spec_mark) { m->line, m->col };
         get_id(c, m, "volume group", idx, &g->id, where);
         struct loc l = { where, "" };
-        check_keys(c, m, &l, keys);
+        check_keys(c, m, &l, vg_keys);
         const struct ynode *v = map_get(m, "pvs");
         if (!v)
                 missing(c, m, where, "pvs");
@@ -1272,12 +1373,11 @@ static void parse_vg(struct ctx *c, const struct ynode *m, size_t idx, struct sp
 }
 
 static void parse_lv(struct ctx *c, const struct ynode *m, size_t idx, struct spec_lv *lv) {
-        static const char *const keys[] = { "id", "vg", "name", "size", NULL };
         char where[128];
         lv->mark = (struct spec_mark) { m->line, m->col };
         get_id(c, m, "volume", idx, &lv->id, where);
         struct loc l = { where, "" };
-        check_keys(c, m, &l, keys);
+        check_keys(c, m, &l, lv_keys);
         (void) get_ref(c, m, &l, where, "vg", &lv->vg, &lv->vg_mark);
         const struct ynode *v;
         if (!(v = map_get(m, "size")))
@@ -1313,7 +1413,6 @@ static bool valid_mount(const char *p) {
 }
 
 static void parse_fs(struct ctx *c, const struct ynode *m, size_t idx, struct spec_filesystem *fs) {
-        static const char *const keys[] = { "on", "type", "label", "mkfs_options", "mount", "mount_options", NULL };
         static const size_t label_max[] = { [SPEC_FS_XFS] = 12, [SPEC_FS_EXT4] = 16, [SPEC_FS_SWAP] = 15, [SPEC_FS_VFAT] = 11 };
         char where[128], f[256], t[QUOTE_MAX + 4];
         fs->mark = (struct spec_mark) { m->line, m->col };
@@ -1321,7 +1420,7 @@ static void parse_fs(struct ctx *c, const struct ynode *m, size_t idx, struct sp
         struct loc l = { where, "" };
         if (get_ref(c, m, &l, where, "on", &fs->on, &fs->on_mark) > 0)
                 snprintf(where, sizeof where, "filesystem on '%s'", q(fs->on, t));
-        check_keys(c, m, &l, keys);
+        check_keys(c, m, &l, fs_keys);
         const struct ynode *v;
         int e;
         bool typed = false;
@@ -1596,6 +1695,13 @@ static void kinds_text(unsigned mask, char buf[static 128]) {
         snprintf(buf, 128, "%s", strbuf_str(&sb));
 }
 
+/* Is o the object "where" describes ("luks 'c'")? It cannot refer to itself. */
+static bool is_self(const struct obj *o, const char *where) {
+        char t[QUOTE_MAX + 4], me[160];
+        snprintf(me, sizeof me, "%s '%s'", kind_name(o->kind), q(o->id, t));
+        return streq(me, where);
+}
+
 /* Resolves a reference; reports unknown ids and wrong kinds. */
 static struct obj *resolve(struct ctx *c, const char *field, const char *where, const char *id,
                            struct spec_mark mark, unsigned kinds) {
@@ -1609,10 +1715,27 @@ static struct obj *resolve(struct ctx *c, const char *field, const char *where, 
                 for (size_t i = 0; c->n_emitted < 100 && i < c->n_objs; i++)
                         if ((kinds & KIND_BIT(c->objs[i].kind)) && close_enough(id, c->objs[i].id, &best))
                                 pick = c->objs[i].id;
-                char hint[128] = "";
+                _cleanup_strbuf_ struct strbuf hint = STRBUF_INIT;
                 if (pick)
-                        snprintf(hint, sizeof hint, " (did you mean '%s'?)", q(pick, t2));
-                emit(c, mark.line, mark.col, "'%s' of %s refers to unknown id '%s'%s", field, where, q(id, t), hint);
+                        (void) strbuf_addf(&hint, " (did you mean '%s'?)", q(pick, t2));
+                else {
+                        /* no near miss: list what it could name, in file order */
+                        size_t n = 0, shown = 0;
+                        for (size_t i = 0; i < c->n_objs; i++)
+                                if ((kinds & KIND_BIT(c->objs[i].kind)) && !is_self(&c->objs[i], where))
+                                        n++;
+                        kinds_text(kinds, kt);
+                        for (size_t i = 0; i < c->n_objs && shown < 8; i++)
+                                if ((kinds & KIND_BIT(c->objs[i].kind)) && !is_self(&c->objs[i], where))
+                                        (void) strbuf_addf(&hint, "%s%s '%s'", shown++ ? ", " : "; it may name ",
+                                                           kind_name(c->objs[i].kind), q(c->objs[i].id, t2));
+                        if (n > shown)
+                                (void) strbuf_addf(&hint, " and %zu more", n - shown);
+                        if (n == 0)
+                                (void) strbuf_addf(&hint, "; the spec has no object it may name (%s)", kt);
+                }
+                emit(c, mark.line, mark.col, "'%s' of %s refers to unknown id '%s'%s", field, where, q(id, t),
+                     strbuf_str(&hint));
                 return NULL;
         }
         if (!(kinds & KIND_BIT(o->kind))) {
@@ -1943,6 +2066,8 @@ static void cross_check(struct ctx *c) {
                                 continue;
                         }
                         consume(c, o, a, SPEC_OBJ_RAID, where, false, a->member_marks[j]);
+                        if (o->mult == 0)
+                                all = false;    /* a disk rule whose count is wrong: reported there */
                         devices += o->mult;
                 }
                 if (all && a->level_mark.line && a->level <= 10) {
@@ -2195,7 +2320,7 @@ int spec_parse(const char *file, const char *data, size_t len, struct spec **ret
         free(c.index);
         if (c.error < 0)
                 return c.error;
-        if (diags->n > before)
+        if (diags_errors(diags, before) > 0)
                 return -EINVAL;
         *ret = TAKE_PTR(s);
         return 0;
@@ -2229,7 +2354,7 @@ struct spec *spec_free(struct spec *s) {
         for (size_t i = 0; i < s->n_disks; i++) {
                 struct spec_disk *d = &s->disks[i];
                 free(d->id); free(d->path); free(d->by_id); free(d->serial);
-                free(d->wwn); free(d->model); free(d->transport);
+                free(d->wwn); free(d->model); free(d->vendor); free(d->transport);
         }
         free(s->disks);
         for (size_t i = 0; i < s->n_partitions; i++) {
@@ -2367,6 +2492,10 @@ int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, c
                 return -ENOMEM;
         *ret = out;
         return 0;
+}
+
+bool spec_is_glob(const char *s) {
+        return s && strpbrk(s, "*?[") != NULL;
 }
 
 const char *spec_part_type_name(enum spec_part_type t) {

@@ -66,7 +66,17 @@ static int syntax_error(const yaml_parser_t *p, const char *file, const char *da
                 col = (unsigned) p->problem_mark.column + 1;
         }
         int r;
-        if (p->context)
+        unsigned cline = (unsigned) p->context_mark.line + 1, ccol = (unsigned) p->context_mark.column + 1;
+        bool ctx_mark = p->context && p->error != YAML_READER_ERROR && (cline != line || ccol != col);
+        if (ctx_mark && strstr(p->context, "quoted scalar"))
+                /* libyaml finds an unclosed quote only at the next quote or the
+                 * end of the file: the useful place is where the quote opened */
+                r = diags_add(d, file, cline, ccol, "invalid yaml: the quoted string that starts here is not closed "
+                              "(%s at line %u col %u)", p->problem ? p->problem : "unknown error", line, col);
+        else if (ctx_mark)
+                r = diags_add(d, file, line, col, "invalid yaml: %s (%s that starts at line %u col %u)",
+                              p->problem ? p->problem : "unknown error", p->context, cline, ccol);
+        else if (p->context)
                 r = diags_add(d, file, line, col, "invalid yaml: %s (%s)",
                               p->problem ? p->problem : "unknown error", p->context);
         else

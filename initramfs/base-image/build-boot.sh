@@ -101,7 +101,8 @@ if [[ ! -s $root ]]; then
   # Debian's kernel and GRUB packages need no answers; no recommends
   # (mmdebstrap's default), no apt lists or sources left behind
   # merged /usr set up by mmdebstrap's own hook: no usrmerge, so no perl
-  mmdebstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}")" "${dpkgopts[@]}" \
+  # its own session: on failure mmdebstrap sends SIGHUP to its process group
+  setsid --wait mmdebstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}")" "${dpkgopts[@]}" \
     --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
     --aptopt='Apt::Install-Recommends "false"' \
     --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*' \

@@ -38,7 +38,7 @@ pkgs=(
 # initramfs parts, which unlock the disks through Tang at boot, as in the
 # bootable test image (build-boot.sh). sshd makes its host keys on its
 # first start (boot/ssh-keygen.conf).
-mmdebstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}")" \
+setsid --wait mmdebstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}")" \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*/LC_MESSAGES/*.mo' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*' \

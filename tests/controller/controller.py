@@ -3,8 +3,10 @@
 installed here).
 
 It speaks the subset of CloudStack's HTTP API that kiln uses -- listZones,
-listPods, listClusters, listHosts, addHost -- as CloudStack's developer guide
-documents it, and verifies every request the way CloudStack's ApiServer does:
+listPods, listClusters, listHosts, addHost -- plus the few admin calls a test
+needs (deleteHost, createRole, createRolePermission, listRoles, updateAccount,
+listAccounts), as CloudStack's developer guide documents them, and verifies
+every request the way CloudStack's ApiServer does:
 the parameters except "signature", sorted by name, each value URL-encoded as
 java.net.URLEncoder does with "+" turned into "%20", joined with "&", the whole
 string lower-cased, HMAC-SHA1 with the account's secret key, Base64. With
@@ -13,6 +15,35 @@ present and in the future. A failed check answers HTTP 401 with CloudStack's
 error body {"<command>response": {"errorcode": 401, "errortext": "unable to
 verify user credentials and/or request signature"}}; a missing or invalid
 parameter answers 431, as CloudStack does.
+
+Accounts and dynamic roles, as CloudStack's DynamicRoleBasedAPIAccessChecker
+does it: the config's api_key belongs to the registration account (default
+"kiln") whose role (default "kiln-register", type Admin) has the rules
+listZones, listPods, listClusters, listHosts, addHost: allow, then "*": deny;
+admin_api_key is the root admin, who may call everything. Rules are checked in
+order, the first whose pattern ("*" matches anything) fits the command decides;
+with no fitting rule a role of type Admin may call every command (CloudStack
+falls back to the API's own annotations), any other type only listZones. A
+refused call answers 432 "The API [X] does not exist or is not available for
+the account NAME." (UNSUPPORTED_ACTION_ERROR), as the DynamicRoleBasedAPIAccessChecker of
+current CloudStack answers it.
+
+addHost behaves as LibvirtServerDiscoverer: the host's address is the url's
+host (an IPv6 address kept in Java's long form, as InetAddress gives it), its
+guid the name-based UUID of that address; a second addHost for an address
+already in the zone answers 530 "Skipping host A because G is already in the
+database for resource G-LibvirtComputingResource with ID U". The host row is
+made at once in state Connecting (so two concurrent addHosts for one address
+give one host), then, when the config's "ssh" says so, the controller logs in
+to the host over SSH with the given username and password (paramiko), runs
+"cloudstack-setup-agent -m MGMT -z ZONE -p POD -c CLUSTER -g GUID -a -s ..."
+(with sudo unless root), and only then sets the host Up. A failed login answers
+530 "Could not add host at [URL] with zone [Z], pod [P] and cluster [C] due to:
+[Authentication error]."; an address it cannot reach, or a setup command that
+fails, 530 "Unable to add the host: Cannot find the server resources at URL".
+Either way the host row is removed again. listHosts pages as CloudStack does:
+page and pagesize, at most 500 a page (more: 431), 500 when not given, and
+"count" is the number of all hosts that match.
 
 It also takes kiln's webhook (POST /kiln/webhook), checking
 X-Kiln-Signature: sha256=<hex HMAC-SHA256 of the body>, and drops duplicates
@@ -25,24 +56,41 @@ passwords are never stored.
 Usage:
   controller.py --db FILE --config FILE [--port N] [--port-file FILE]
                 [--fail-503 N] [--fail-401] [--hang] [--fault-webhook]
+                [--delay-ms MS] [--addhost-ms MS]
   controller.py --dump DB          print what was recorded, as JSON
 
 Fault modes act on the CloudStack API (and on the webhook with
---fault-webhook). They can also be changed while it runs: POST /kiln/admin
-with {"fail_503": N, "fail_401": bool, "hang": bool, "fault_webhook": bool}. GET /kiln/dump returns the
-same JSON as --dump. Listens on 127.0.0.1 only; --port 0 picks a free port,
-which is printed as "PORT=N" and written to --port-file.
+--fault-webhook). --delay-ms makes every API call take that long (before it
+is looked at: race tests), --addhost-ms makes addHost take that much longer
+while its host is Connecting. They can also be changed while it runs: POST
+/kiln/admin with {"fail_503": N, "fail_command": "addHost" (only that command
+fails), "fail_401": bool, "hang": bool, "fault_webhook": bool, "delay_ms": MS,
+"addhost_ms": MS, "ssh": {...}, "seed_hosts": {"zone": NAME, "addresses": [...]}}
+(seed_hosts adds Up hosts directly, for paging tests). GET /kiln/dump returns
+the same JSON as --dump. Listens on 127.0.0.1 only; --port 0 picks a free
+port, which is printed as "PORT=N" and written to --port-file.
 
 Config (JSON): {"api_key": "...", "secret_key": "...", "hmac_key": "...",
+  "admin_api_key": "...", "admin_secret_key": "...",       (optional)
+  "account": "kiln", "role": "kiln-register",               (optional)
+  "roles": [{"name": ..., "type": "Admin", "rules": [[RULE, "allow"|"deny"], ...]}],
+  "ssh": {"hosts": {"ADDRESS": PORT, ...}, "required": bool, "timeout": SEC},
+  "management_address": "127.0.0.1",
   "zones": [{"name": "lab", "pods": [{"name": "p1", "clusters": ["c1"]}]}]}
+"ssh" (optional): addHost logs in to 127.0.0.1:PORT for the addresses listed;
+with "required" an address not listed cannot be reached; without "ssh" no
+login is made (the initramfs registrations of the rig).
 """
 import argparse
 import base64
 import datetime
 import hashlib
 import hmac
+import ipaddress
 import json
 import os
+import re
+import socket
 import sqlite3
 import sys
 import threading
@@ -53,26 +101,70 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 AUTH_ERROR = "unable to verify user credentials and/or request signature"
 MAX_BODY = 4 * 1024 * 1024
+MAX_PAGE_SIZE = 500             # CloudStack's default.page.size
+ROOT_ADMIN_ROLE = "Root Admin"
+KILN_RULES = [["listZones", "allow"], ["listPods", "allow"], ["listClusters", "allow"],
+              ["listHosts", "allow"], ["addHost", "allow"], ["*", "deny"]]
+TRANSIENT_STATES = ("Creating", "Connecting")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS zones (id TEXT PRIMARY KEY, name TEXT UNIQUE NOT NULL);
 CREATE TABLE IF NOT EXISTS pods (id TEXT PRIMARY KEY, name TEXT NOT NULL, zone_id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS clusters (id TEXT PRIMARY KEY, name TEXT NOT NULL, pod_id TEXT NOT NULL,
                                      zone_id TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS hosts (id TEXT PRIMARY KEY, name TEXT, ipaddress TEXT NOT NULL, url TEXT,
-                                  username TEXT, password_given INTEGER, hypervisor TEXT, state TEXT,
-                                  zone_id TEXT, pod_id TEXT, cluster_id TEXT, created TEXT);
+CREATE TABLE IF NOT EXISTS hosts (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL, name TEXT,
+                                  ipaddress TEXT NOT NULL, url TEXT, username TEXT, password_given INTEGER,
+                                  hypervisor TEXT, state TEXT, zone_id TEXT, pod_id TEXT, cluster_id TEXT,
+                                  guid TEXT, created TEXT);
+CREATE TABLE IF NOT EXISTS logins (id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT, address TEXT, port INTEGER,
+                                   username TEXT, result TEXT, command TEXT, exit_status INTEGER);
+CREATE TABLE IF NOT EXISTS roles (id TEXT PRIMARY KEY, name TEXT UNIQUE NOT NULL, type TEXT NOT NULL,
+                                  description TEXT);
+CREATE TABLE IF NOT EXISTS role_permissions (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,
+                                             role_id TEXT NOT NULL, rule TEXT NOT NULL,
+                                             permission TEXT NOT NULL, description TEXT);
+CREATE TABLE IF NOT EXISTS accounts (id TEXT PRIMARY KEY, name TEXT UNIQUE NOT NULL, role_id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, delivery TEXT UNIQUE,
                                    type TEXT, run_id TEXT, node_id TEXT, body TEXT, received TEXT);
 CREATE TABLE IF NOT EXISTS reports (node_id TEXT, run_id TEXT, body TEXT, received TEXT,
                                     PRIMARY KEY (node_id, run_id));
 CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT, method TEXT,
-                                     path TEXT, command TEXT, status INTEGER, reason TEXT);
+                                     path TEXT, command TEXT, status INTEGER, reason TEXT, account TEXT,
+                                     detail TEXT);
 """
 
 
 def now_iso():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def java_host_address(host):
+    """The address as Java's InetAddress.getHostAddress() writes it: IPv4 dotted,
+    IPv6 as eight groups without leading zeros and without "::" (Java never
+    shortens). A name is resolved (only /etc/hosts answers here); None if not."""
+    try:
+        a = ipaddress.ip_address(host)
+    except ValueError:
+        try:
+            a = ipaddress.ip_address(socket.getaddrinfo(host, None)[0][4][0])
+        except (OSError, ValueError, IndexError):
+            return None
+    if a.version == 6:
+        return ":".join("%x" % int(g, 16) for g in a.exploded.split(":"))
+    return str(a)
+
+
+def host_guid(address):
+    """UUID.nameUUIDFromBytes(address.getBytes()): MD5, version 3, no namespace."""
+    d = bytearray(hashlib.md5(address.encode()).digest())
+    d[6] = (d[6] & 0x0F) | 0x30
+    d[8] = (d[8] & 0x3F) | 0x80
+    return str(uuid.UUID(bytes=bytes(d)))
+
+
+def rule_matches(rule, command):
+    """CloudStack's Rule: an API name, or a pattern where "*" matches anything."""
+    return re.fullmatch(".*".join(re.escape(part) for part in rule.split("*")), command) is not None
 
 
 def java_urlencode(value):
@@ -103,11 +195,26 @@ class State:
         self.db.executescript(SCHEMA)
         self.config = config
         self.fail_503 = 0
+        self.fail_command = None
         self.fail_401 = False
         self.hang = False
         self.fault_webhook = False
+        self.delay_ms = int(config.get("delay_ms", 0))
+        self.addhost_ms = int(config.get("addhost_ms", 0))
+        self.ssh = {}
+        self.set_ssh(config.get("ssh"))
         self.stop = threading.Event()
         self.seed(config.get("zones", []))
+        self.keys = {}          # api key -> (account name, secret key); kept in memory only
+        self.seed_accounts(config)
+
+    def set_ssh(self, ssh):
+        ssh = dict(ssh or {})
+        hosts = {}
+        for addr, port in (ssh.get("hosts") or {}).items():
+            hosts[java_host_address(addr) or addr] = int(port)
+        ssh["hosts"] = hosts
+        self.ssh = ssh if (hosts or ssh.get("required")) else {}
 
     def seed(self, zones):
         with self.lock:
@@ -128,10 +235,59 @@ class State:
                             self.db.execute("INSERT INTO clusters VALUES (?,?,?,?)",
                                             (str(uuid.uuid4()), c, pid, zid))
 
-    def log_request(self, method, path, command, status, reason):
+    def role_id(self, name, type_="Admin", rules=None, description=None):
+        """The id of role name, made (with its rules) if it is not there."""
+        row = self.db.execute("SELECT id FROM roles WHERE name=?", (name,)).fetchone()
+        if row:
+            return row[0]
+        rid = str(uuid.uuid4())
+        self.db.execute("INSERT INTO roles VALUES (?,?,?,?)", (rid, name, type_, description))
+        for rule, perm in rules or []:
+            self.db.execute("INSERT INTO role_permissions (id, role_id, rule, permission) VALUES (?,?,?,?)",
+                            (str(uuid.uuid4()), rid, rule, perm))
+        return rid
+
+    def seed_accounts(self, cfg):
         with self.lock:
-            self.db.execute("INSERT INTO requests (time, method, path, command, status, reason) "
-                            "VALUES (?,?,?,?,?,?)", (now_iso(), method, path, command, status, reason))
+            self.role_id(ROOT_ADMIN_ROLE, "Admin", description="all APIs")
+            for r in cfg.get("roles", []):
+                self.role_id(r["name"], r.get("type", "Admin"), r.get("rules", []), r.get("description"))
+            role = cfg.get("role", "kiln-register")
+            rid = self.role_id(role, "Admin", KILN_RULES if role == "kiln-register" else [],
+                               "kiln's registration: the five calls it makes")
+            accounts = [(cfg.get("account", "kiln"), cfg["api_key"], cfg["secret_key"], rid)]
+            if cfg.get("admin_api_key"):
+                accounts.append(("admin", cfg["admin_api_key"], cfg["admin_secret_key"],
+                                 self.role_id(ROOT_ADMIN_ROLE)))
+            for name, key, secret, rid in accounts:
+                if not self.db.execute("SELECT 1 FROM accounts WHERE name=?", (name,)).fetchone():
+                    self.db.execute("INSERT INTO accounts VALUES (?,?,?)", (str(uuid.uuid4()), name, rid))
+                self.keys[key] = (name, secret)
+
+    def allowed(self, account, command):
+        """None when the account's role allows command, else the role's name."""
+        with self.lock:
+            role = self.db.execute("SELECT roles.id, roles.name, roles.type FROM accounts JOIN roles "
+                                   "ON roles.id = accounts.role_id WHERE accounts.name=?", (account,)).fetchone()
+            if not role:
+                return "(no role)"
+            rid, name, type_ = role
+            if name == ROOT_ADMIN_ROLE:
+                return None
+            rules = self.db.execute("SELECT rule, permission FROM role_permissions WHERE role_id=? ORDER BY seq",
+                                    (rid,)).fetchall()
+        for rule, perm in rules:
+            if rule_matches(rule, command):
+                return None if perm.lower() == "allow" else name
+        if type_.lower() == "admin" or command == "listZones":
+            return None
+        return name
+
+    def log_request(self, method, path, command, status, reason, account=None, detail=None):
+        with self.lock:
+            self.db.execute("INSERT INTO requests (time, method, path, command, status, reason, account, detail) "
+                            "VALUES (?,?,?,?,?,?,?,?)",
+                            (now_iso(), method, path, command, status, reason, account, detail))
 
     def query(self, sql, args=()):
         with self.lock:
@@ -154,7 +310,11 @@ def dump(db):
         "zones": rows("SELECT * FROM zones ORDER BY name"),
         "pods": rows("SELECT * FROM pods ORDER BY name"),
         "clusters": rows("SELECT * FROM clusters ORDER BY name"),
-        "hosts": rows("SELECT * FROM hosts ORDER BY created"),
+        "hosts": rows("SELECT * FROM hosts ORDER BY seq"),
+        "logins": rows("SELECT * FROM logins ORDER BY id"),
+        "roles": rows("SELECT * FROM roles ORDER BY name"),
+        "role_permissions": rows("SELECT * FROM role_permissions ORDER BY seq"),
+        "accounts": rows("SELECT * FROM accounts ORDER BY name"),
         "events": rows("SELECT * FROM events ORDER BY id"),
         "reports": rows("SELECT * FROM reports ORDER BY received"),
         "requests": rows("SELECT * FROM requests ORDER BY id"),
@@ -169,10 +329,11 @@ def dump(db):
 
 
 class CloudStackError(Exception):
-    def __init__(self, status, text):
+    def __init__(self, status, text, cserrorcode=None):
         super().__init__(text)
         self.status = status
         self.text = text
+        self.cserrorcode = cserrorcode
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -189,11 +350,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def send_json(self, status, obj):
         body = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=UTF-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True    # the client gave up (its timeout); the work is done all the same
 
     def read_body(self):
         n = int(self.headers.get("Content-Length") or 0)
@@ -210,7 +374,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return True
         with st.lock:
-            fail = st.fail_503 > 0
+            fail = st.fail_503 > 0 and (not st.fail_command or st.fail_command == command)
             if fail:
                 st.fail_503 -= 1
         if fail:
@@ -243,11 +407,19 @@ class Handler(BaseHTTPRequestHandler):
             return
         if url.path == "/kiln/admin" and self.command == "POST":
             req = json.loads(body or b"{}")
-            with self.state.lock:
-                self.state.fail_503 = int(req.get("fail_503", self.state.fail_503))
-                self.state.fail_401 = bool(req.get("fail_401", self.state.fail_401))
-                self.state.hang = bool(req.get("hang", self.state.hang))
-                self.state.fault_webhook = bool(req.get("fault_webhook", self.state.fault_webhook))
+            st = self.state
+            with st.lock:
+                st.fail_503 = int(req.get("fail_503", st.fail_503))
+                st.fail_command = req.get("fail_command", st.fail_command)
+                st.fail_401 = bool(req.get("fail_401", st.fail_401))
+                st.hang = bool(req.get("hang", st.hang))
+                st.fault_webhook = bool(req.get("fault_webhook", st.fault_webhook))
+                st.delay_ms = int(req.get("delay_ms", st.delay_ms))
+                st.addhost_ms = int(req.get("addhost_ms", st.addhost_ms))
+                if "ssh" in req:
+                    st.set_ssh(req["ssh"])
+            if "seed_hosts" in req:
+                seed_hosts(st, req["seed_hosts"])
             self.send_json(200, {"ok": True})
             return
         if url.path == "/client/api":
@@ -270,29 +442,42 @@ class Handler(BaseHTTPRequestHandler):
             params.setdefault(k, v)     # the servlet's first value wins
         command = next((v for k, v in params.items() if k.lower() == "command"), None)
         name = (command or "error").lower() + "response"
+        if self.state.delay_ms:
+            time.sleep(self.state.delay_ms / 1000)
         if self.fault(url.path, command):
             return
+        account = None
+        lower = {k.lower(): v for k, v in params.items()}
         try:
-            reason = self.verify(params)
+            account, reason = self.verify(params)
             if reason:
                 self.state.log_request(self.command, url.path, command, 401, reason)
                 raise CloudStackError(401, AUTH_ERROR)
-            lower = {k.lower(): v for k, v in params.items()}
             handler = COMMANDS.get((command or "").lower())
             if not handler:
-                self.state.log_request(self.command, url.path, command, 405, "unknown command")
+                self.state.log_request(self.command, url.path, command, 405, "unknown command", account)
                 raise CloudStackError(405, "The given command does not exist or it is not available for user")
+            canonical = COMMAND_NAMES[command.lower()]
+            role = self.state.allowed(account, canonical)
+            if role:
+                self.state.log_request(self.command, url.path, command, 432,
+                                       "role %s does not allow %s" % (role, canonical), account)
+                raise CloudStackError(432, "The API [%s] does not exist or is not available for the account %s."
+                                      % (canonical, account), 9999)
             result = handler(self.state, lower, command)
-            self.state.log_request(self.command, url.path, command, 200, None)
+            self.state.log_request(self.command, url.path, command, 200, None, account, request_detail(lower))
             self.send_json(200, {name: result})
         except CloudStackError as e:
-            if e.status not in (401, 405):
-                self.state.log_request(self.command, url.path, command, e.status, e.text)
-            self.send_json(e.status, {name: {"uuidList": [], "errorcode": e.status, "errortext": e.text}})
+            if e.status not in (401, 405, 432):
+                self.state.log_request(self.command, url.path, command, e.status, e.text, account,
+                                       request_detail(lower))
+            err = {"uuidList": [], "errorcode": e.status, "errortext": e.text}
+            if e.cserrorcode:
+                err["cserrorcode"] = e.cserrorcode
+            self.send_json(e.status, {name: err})
 
     def verify(self, params):
-        """None if the request is authentic, else why not (recorded, never sent)."""
-        cfg = self.state.config
+        """(account, None) if the request is authentic, else (None, why not): recorded, never sent."""
         signature = api_key = version = expires = None
         unsigned = {}
         for k, v in params.items():
@@ -307,22 +492,24 @@ class Handler(BaseHTTPRequestHandler):
                 expires = v
             unsigned[k] = v
         if not api_key or not signature:
-            return "missing apikey or signature"
-        if not hmac.compare_digest(api_key, cfg["api_key"]):
-            return "unknown apikey"
+            return None, "missing apikey or signature"
+        found = next((v for k, v in self.state.keys.items() if hmac.compare_digest(api_key, k)), None)
+        if not found:
+            return None, "unknown apikey"
+        account, secret = found
         if version == "3":
             if not expires:
-                return "signatureversion 3 without expires"
+                return None, "signatureversion 3 without expires"
             try:
                 ts = datetime.datetime.strptime(expires, "%Y-%m-%dT%H:%M:%S%z")
             except ValueError:
-                return "incorrect date format for expires"
+                return None, "incorrect date format for expires"
             if datetime.datetime.now(datetime.timezone.utc) > ts:
-                return "request expired"
-        computed = cloudstack_signature(unsigned, cfg["secret_key"])
+                return None, "request expired"
+        computed = cloudstack_signature(unsigned, secret)
         if not hmac.compare_digest(signature.replace(" ", "+"), computed):
-            return "bad signature"
-        return None
+            return None, "bad signature"
+        return account, None
 
     # --- webhook ----------------------------------------------------------
     def webhook(self, body):
@@ -357,6 +544,12 @@ class Handler(BaseHTTPRequestHandler):
 
 
 # --- the commands ---------------------------------------------------------
+def request_detail(p):
+    """What the request log keeps of the parameters: never a password or a key."""
+    keep = ("page", "pagesize", "zoneid", "url", "id", "name", "rule", "permission", "roleid", "account")
+    return " ".join("%s=%s" % (k, p[k]) for k in keep if p.get(k)) or None
+
+
 def need(p, name, command):
     v = p.get(name)
     if v is None or v == "":
@@ -365,8 +558,40 @@ def need(p, name, command):
     return v
 
 
+def invalid(command, name, value):
+    return CloudStackError(431, "Unable to execute API command %s due to invalid value. Invalid parameter %s "
+                           "value=%s due to incorrect long value format, or entity does not exist or due to "
+                           "incorrect parameter annotation for the field in api cmd class."
+                           % (command.lower(), name, value))
+
+
 def listing(key, items):
     return {"count": len(items), key: items} if items else {}
+
+
+def paged(command, p, key, items):
+    """BaseListCmd: pagesize at most default.page.size (500), which is also what
+    a request without pagesize gets; page counts from 1; count is all that matched."""
+    size, page = MAX_PAGE_SIZE, 1
+    if p.get("pagesize"):
+        try:
+            size = int(p["pagesize"])
+        except ValueError:
+            raise invalid(command, "pagesize", p["pagesize"])
+        if size > MAX_PAGE_SIZE:
+            raise CloudStackError(431, "Page size can't exceed max allowed page size value: %d" % MAX_PAGE_SIZE)
+        if size < 1:
+            raise invalid(command, "pagesize", p["pagesize"])
+    if p.get("page"):
+        try:
+            page = int(p["page"])
+        except ValueError:
+            raise invalid(command, "page", p["page"])
+        page = max(page, 1)
+    if not items:
+        return {}
+    part = items[(page - 1) * size: page * size]
+    return {"count": len(items), key: part} if part else {"count": len(items)}
 
 
 def list_zones(st, p, command):
@@ -404,14 +629,67 @@ def host_json(r):
 
 
 def list_hosts(st, p, command):
-    rows = st.query("SELECT * FROM hosts ORDER BY created")
+    rows = st.query("SELECT * FROM hosts ORDER BY seq")
     if p.get("type") and p["type"].lower() != "routing":
         rows = []
     items = [host_json(r) for r in rows
              if all(not p.get(k) or r[col] == p[k] for k, col in
                     (("zoneid", "zone_id"), ("podid", "pod_id"), ("clusterid", "cluster_id"),
-                     ("id", "id"), ("name", "name")))]
-    return listing("host", items)
+                     ("id", "id"), ("name", "name"), ("state", "state")))]
+    return paged(command, p, "host", items)
+
+
+def insert_host(st, address, url, username, password_given, state, zoneid, podid, clusterid):
+    hid = str(uuid.uuid4())
+    st.db.execute("INSERT INTO hosts (id, name, ipaddress, url, username, password_given, hypervisor, state, "
+                  "zone_id, pod_id, cluster_id, guid, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                  (hid, address, address, url, username, password_given, "KVM", state, zoneid, podid, clusterid,
+                   host_guid(address) + "-LibvirtComputingResource", now_iso()))
+    return hid
+
+
+def seed_hosts(st, req):
+    """Up hosts put straight into the database (paging tests): {"zone": NAME, "addresses": [...]}."""
+    with st.lock:
+        z = st.db.execute("SELECT id FROM zones WHERE name=?", (req.get("zone", "lab"),)).fetchone()
+        c = st.db.execute("SELECT id, pod_id FROM clusters WHERE zone_id=? ORDER BY name", (z[0],)).fetchone()
+        st.db.execute("BEGIN")
+        for a in req.get("addresses", []):
+            a = java_host_address(a)
+            insert_host(st, a, "http://" + a, "root", 1, "Up", z[0], c[1], c[0])
+        st.db.execute("COMMIT")
+
+
+def ssh_setup_agent(st, address, username, password, command):
+    """Log in as LibvirtServerDiscoverer does and run the agent setup. Returns
+    None when the host took it, else the 530 text's cause: "auth" or "unreachable"."""
+    port = st.ssh["hosts"].get(address)
+    if port is None:
+        st.execute("INSERT INTO logins (time, address, port, username, result) VALUES (?,?,?,?,?)",
+                   (now_iso(), address, None, username, "unreachable: no SSH mapping for this address"))
+        return "unreachable"
+    import paramiko     # only tests that log in need it (tests/deps.sh installs python3-paramiko)
+    timeout = float(st.ssh.get("timeout", 10))
+    client = paramiko.SSHClient()
+    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())   # CloudStack checks no host key either
+    result, status = None, None
+    try:
+        client.connect("127.0.0.1", port=port, username=username, password=password or "", timeout=timeout,
+                       auth_timeout=timeout, banner_timeout=timeout, look_for_keys=False, allow_agent=False)
+        _, out, _ = client.exec_command(command, timeout=timeout)
+        status = out.channel.recv_exit_status()
+        result = "ok" if status == 0 else "setup command failed"
+    except paramiko.AuthenticationException:
+        result = "authentication failed"
+    except (OSError, paramiko.SSHException) as e:
+        result = "unreachable: %s" % type(e).__name__
+    finally:
+        client.close()
+    st.execute("INSERT INTO logins (time, address, port, username, result, command, exit_status) "
+               "VALUES (?,?,?,?,?,?,?)", (now_iso(), address, port, username, result, command, status))
+    if result == "ok":
+        return None
+    return "auth" if result == "authentication failed" else "unreachable"
 
 
 def add_host(st, p, command):
@@ -425,29 +703,122 @@ def add_host(st, p, command):
         raise CloudStackError(431, "Unable to execute API command addhost due to invalid value. "
                               "Invalid parameter hypervisor value=%s" % hypervisor)
     if not st.query("SELECT 1 FROM zones WHERE id=?", (zoneid,)):
-        raise CloudStackError(431, "Unable to execute API command addhost due to invalid value. "
-                              "Invalid parameter zoneid value=%s due to incorrect long value format, "
-                              "or entity does not exist or due to incorrect parameter annotation" % zoneid)
+        raise invalid(command, "zoneid", zoneid)
     if not st.query("SELECT 1 FROM pods WHERE id=? AND zone_id=?", (podid, zoneid)):
-        raise CloudStackError(431, "Unable to execute API command addhost due to invalid value. "
-                              "Invalid parameter podid value=%s" % podid)
+        raise invalid(command, "podid", podid)
     if not st.query("SELECT 1 FROM clusters WHERE id=? AND pod_id=?", (clusterid, podid)):
-        raise CloudStackError(431, "Unable to execute API command addhost due to invalid value. "
-                              "Invalid parameter clusterid value=%s" % clusterid)
-    u = urllib.parse.urlsplit(url)
-    if u.scheme != "http" or not u.hostname:
-        raise CloudStackError(431, "url is not of the form http://<host address>: %s" % url)
-    ip = u.hostname
-    dup = st.query("SELECT id FROM hosts WHERE ipaddress=?", (ip,))
-    if dup:
-        raise CloudStackError(530, "Skipping host %s because it is already in the database for host id %s"
-                              % (ip, dup[0]["id"]))
-    hid = str(uuid.uuid4())
-    st.execute("INSERT INTO hosts VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-               (hid, ip, ip, url, username, 1 if p.get("password") else 0, "KVM", "Up",
-                zoneid, podid, clusterid, now_iso()))
+        raise invalid(command, "clusterid", clusterid)
+    not_found = CloudStackError(530, "Unable to add the host: Cannot find the server resources at %s" % url, 4250)
+    try:
+        u = urllib.parse.urlsplit(url)
+        host = u.hostname
+    except ValueError:
+        raise CloudStackError(431, "%s is not a valid uri" % url)
+    if u.scheme != "http" or not host:
+        raise not_found     # "urlString is not http so we're not taking care of the discovery"
+    address = java_host_address(host)
+    if not address:
+        raise not_found     # UnknownHostException inside find()
+    guid = host_guid(address)
+    # Check and reserve at once: two concurrent addHosts for one address give one host.
+    with st.lock:
+        for r in st.db.execute("SELECT id, guid FROM hosts WHERE zone_id=?", (zoneid,)).fetchall():
+            if r[1].lower().startswith(guid):
+                raise CloudStackError(530, "Skipping host %s because %s is already in the database for resource "
+                                      "%s with ID %s" % (address, guid, r[1], r[0]), 4250)
+        hid = insert_host(st, address, url, username, 1 if p.get("password") else 0, "Connecting",
+                          zoneid, podid, clusterid)
+    try:
+        if st.ssh:
+            mgmt = st.config.get("management_address", "127.0.0.1")
+            setup = "cloudstack-setup-agent " if username == "root" else "sudo cloudstack-setup-agent "
+            setup += (" -m %s -z %s -p %s -c %s -g %s -a -s  --pubNic=cloudbr0 --prvNic=cloudbr0 "
+                      "--guestNic=cloudbr0 --hypervisor=kvm" % (mgmt, zoneid, podid, clusterid, guid))
+            why = ssh_setup_agent(st, address, username, p.get("password"), setup)
+            if why == "auth":
+                raise CloudStackError(530, "Could not add host at [%s] with zone [%s], pod [%s] and cluster [%s] "
+                                      "due to: [Authentication error]." % (url, zoneid, podid, clusterid), 4250)
+            if why:
+                raise not_found
+        if st.addhost_ms:
+            time.sleep(st.addhost_ms / 1000)
+    except BaseException:
+        st.execute("DELETE FROM hosts WHERE id=?", (hid,))
+        raise
+    st.execute("UPDATE hosts SET state='Up' WHERE id=?", (hid,))
     rows = st.query("SELECT * FROM hosts WHERE id=?", (hid,))
     return {"count": 1, "host": [host_json(rows[0])]}
+
+
+def delete_host(st, p, command):
+    hid = need(p, "id", command)
+    if not st.execute("DELETE FROM hosts WHERE id=?", (hid,)):
+        raise invalid(command, "id", hid)
+    return {"success": True}
+
+
+def role_json(r):
+    return {"id": r["id"], "name": r["name"], "type": r["type"], "description": r["description"]}
+
+
+def create_role(st, p, command):
+    name = need(p, "name", command)
+    type_ = need(p, "type", command)
+    if type_ not in ("Admin", "ResourceAdmin", "DomainAdmin", "User"):
+        raise CloudStackError(431, "Invalid role type provided")
+    if st.query("SELECT 1 FROM roles WHERE name=?", (name,)):
+        raise CloudStackError(431, "Role with name %s already exists" % name)
+    with st.lock:
+        rid = st.role_id(name, type_, [], p.get("description"))
+    return {"role": role_json(st.query("SELECT * FROM roles WHERE id=?", (rid,))[0])}
+
+
+def create_role_permission(st, p, command):
+    rid = need(p, "roleid", command)
+    rule = need(p, "rule", command)
+    perm = need(p, "permission", command).lower()
+    if not st.query("SELECT 1 FROM roles WHERE id=?", (rid,)):
+        raise invalid(command, "roleid", rid)
+    if perm not in ("allow", "deny"):
+        raise CloudStackError(431, "Values for permission parameter should be: allow or deny")
+    if not re.fullmatch(r"[A-Za-z0-9*]+", rule):
+        raise CloudStackError(431, "Only API names and wildcards are allowed, invalid rule provided: %s" % rule)
+    pid = str(uuid.uuid4())
+    st.execute("INSERT INTO role_permissions (id, role_id, rule, permission, description) VALUES (?,?,?,?,?)",
+               (pid, rid, rule, perm, p.get("description")))
+    return {"rolepermission": {"id": pid, "roleid": rid, "rule": rule, "permission": perm,
+                               "description": p.get("description")}}
+
+
+def list_roles(st, p, command):
+    rows = st.query("SELECT * FROM roles ORDER BY name")
+    items = [role_json(r) for r in rows if (not p.get("name") or r["name"] == p["name"]) and
+             (not p.get("id") or r["id"] == p["id"])]
+    return listing("role", items)
+
+
+def account_json(st, r):
+    role = st.query("SELECT * FROM roles WHERE id=?", (r["role_id"],))[0]
+    return {"id": r["id"], "name": r["name"], "roleid": role["id"], "rolename": role["name"],
+            "roletype": role["type"]}
+
+
+def list_accounts(st, p, command):
+    rows = st.query("SELECT * FROM accounts ORDER BY name")
+    items = [account_json(st, r) for r in rows if (not p.get("name") or r["name"] == p["name"]) and
+             (not p.get("id") or r["id"] == p["id"])]
+    return listing("account", items)
+
+
+def update_account(st, p, command):
+    rows = st.query("SELECT * FROM accounts WHERE id=? OR name=?", (p.get("id"), p.get("account")))
+    if not rows:
+        raise CloudStackError(431, "Unable to find account by id or account name")
+    if p.get("roleid"):
+        if not st.query("SELECT 1 FROM roles WHERE id=?", (p["roleid"],)):
+            raise invalid(command, "roleid", p["roleid"])
+        st.execute("UPDATE accounts SET role_id=? WHERE id=?", (p["roleid"], rows[0]["id"]))
+    return {"account": account_json(st, st.query("SELECT * FROM accounts WHERE id=?", (rows[0]["id"],))[0])}
 
 
 COMMANDS = {
@@ -456,7 +827,16 @@ COMMANDS = {
     "listclusters": list_clusters,
     "listhosts": list_hosts,
     "addhost": add_host,
+    "deletehost": delete_host,
+    "createrole": create_role,
+    "createrolepermission": create_role_permission,
+    "listroles": list_roles,
+    "listaccounts": list_accounts,
+    "updateaccount": update_account,
 }
+COMMAND_NAMES = {n.lower(): n for n in ("listZones", "listPods", "listClusters", "listHosts", "addHost", "deleteHost",
+                                        "createRole", "createRolePermission", "listRoles", "listAccounts",
+                                        "updateAccount")}
 
 
 def main():
@@ -469,6 +849,9 @@ def main():
     ap.add_argument("--fail-503", type=int, default=0, metavar="N", help="answer the first N requests with 503")
     ap.add_argument("--fail-401", action="store_true", help="answer every request with 401")
     ap.add_argument("--hang", action="store_true", help="never answer")
+    ap.add_argument("--delay-ms", type=int, default=None, metavar="MS", help="every API call takes MS longer")
+    ap.add_argument("--addhost-ms", type=int, default=None, metavar="MS",
+                    help="addHost takes MS longer (its host is Connecting meanwhile)")
     ap.add_argument("--fault-webhook", action="store_true",
                     help="the fault modes apply to the webhook too (default: the CloudStack API only)")
     a = ap.parse_args()
@@ -486,7 +869,12 @@ def main():
     state = State(a.db, config)
     state.fail_503, state.fail_401, state.hang = a.fail_503, a.fail_401, a.hang
     state.fault_webhook = a.fault_webhook
+    if a.delay_ms is not None:
+        state.delay_ms = a.delay_ms
+    if a.addhost_ms is not None:
+        state.addhost_ms = a.addhost_ms
 
+    ThreadingHTTPServer.request_queue_size = 128     # race tests connect 25 clients at once
     server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True
     server.state = state

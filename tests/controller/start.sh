@@ -14,12 +14,17 @@ if [[ ! -e $dir/config.json ]]; then
 {"api_key": "kiln-test-api-key",
  "secret_key": "kiln-test-secret-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')",
  "hmac_key": "kiln-test-hmac-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')",
+ "admin_api_key": "kiln-test-admin-key",
+ "admin_secret_key": "kiln-test-admin-secret-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')",
  "zones": [{"name": "lab", "pods": [{"name": "p1", "clusters": ["c1"]}]}]}
 JSON
   )
 fi
 rm -f "$dir/port"
-python3 "$here/controller.py" --db "$dir/controller.db" --config "$dir/config.json" \
+# Debian's python3: the one python3-paramiko (tests/deps.sh) is installed for
+py=/usr/bin/python3
+[[ -x $py ]] || py=python3
+"$py" "$here/controller.py" --db "$dir/controller.db" --config "$dir/config.json" \
   --port 0 --port-file "$dir/port" "$@" >>"$dir/controller.log" 2>&1 &
 pid=$!
 echo "$pid" >"$dir/pid"

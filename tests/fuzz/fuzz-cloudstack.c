@@ -1,9 +1,10 @@
 /* libFuzzer target: CloudStack's answers (agent/report/cloudstack.c). The input is
  * the controller's side of one registration: up to six answers, separated by
  * the byte 0x1e, to listZones, listPods, listClusters, listHosts, addHost in
- * turn. The first byte of an answer picks how it arrives ('2' HTTP 200, 'A'
- * 401, '4' 431, '5' 503 until the time is up, '0' no answer at all); the rest
- * is its body. cs_register_host() runs for real against them: it must end
+ * turn (then to the looks and sends that follow an addHost that failed). The
+ * first byte of an answer picks how it arrives ('2' HTTP 200, 'A' 401, '4'
+ * 431, '3' 530 (CloudStack's verdict, as delivery_send returns it), '5' 503
+ * until the time is up, '0' no answer at all); the rest is its body. cs_register_host() runs for real against them: it must end
  * with a result that names a host or with an error message for the operator,
  * and the message must never carry the secret key or the host password. */
 #include "cloudstack.h"
@@ -19,15 +20,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 struct answers {
         const uint8_t *data;
         size_t size, pos;
-        unsigned calls;
+        unsigned calls, limit;
 };
 
 static int fake_send(const struct http_request *req, const struct delivery_policy *policy,
                      struct http_response *resp, void *userdata) {
         struct answers *a = userdata;
         a->calls++;
-        if (a->calls > 5)
-                __builtin_trap();       /* one registration is five requests at most */
+        if (a->calls > a->limit)
+                __builtin_trap();       /* each request takes an answer; once they are out, two more at most */
         resp->attempts = 1;
         resp->body.max = DELIVERY_MAX_RESPONSE;
         strbuf_reset(&resp->body);
@@ -49,6 +50,9 @@ static int fake_send(const struct http_request *req, const struct delivery_polic
         case '4':
                 resp->status = 431;
                 return -EPROTO;
+        case '3':
+                resp->status = 530;
+                return -EREMOTEIO;
         case '5':
                 resp->status = 503;
                 snprintf(resp->error, sizeof resp->error, "HTTP 503");
@@ -69,8 +73,13 @@ static bool contains(const void *hay, size_t n, const char *needle) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        struct answers a = { data, size, 0, 0 };
+        struct answers a = { data, size, 0, 0, 3 };
+        for (size_t i = 0; i < size; i++)
+                a.limit += data[i] == 0x1e;
+        /* backoff of 1 ms: the looks after a lost addHost answer cost no time */
+        static const struct delivery_policy fast = { 100, 100, 2000, 1, 1, 0, 0, NULL };
         struct cs_client c = {
+                .policy = &fast,
                 .endpoint = "http://127.0.0.1:9/client/api",
                 .api_key = "fuzz-api-key",
                 .secret_key = SECRET,

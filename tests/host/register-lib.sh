@@ -12,8 +12,10 @@ need_kiln_register() {
 
 T=$(mktemp -d /tmp/kiln-register-XXXXXX)
 CTL_PID=
+SSHD_PID=
 cleanup() {
   [[ -n $CTL_PID ]] && kill "$CTL_PID" 2>/dev/null && wait "$CTL_PID" 2>/dev/null || true
+  [[ -n $SSHD_PID ]] && kill "$SSHD_PID" 2>/dev/null && wait "$SSHD_PID" 2>/dev/null || true
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -25,6 +27,8 @@ SECRET_KEY="cs-secret-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"
 HOST_PASSWORD="host-pw-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"
 HMAC_KEY="hmac-key-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"
 API_KEY="kiln-test-api-key"
+ADMIN_API_KEY="kiln-test-admin-key"
+ADMIN_SECRET_KEY="cs-admin-secret-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"
 
 # start_controller [controller options...]
 start_controller() {
@@ -33,6 +37,7 @@ start_controller() {
   mkdir -p "$T/ctl"
   (umask 077; cat >"$T/ctl/config.json" <<JSON
 {"api_key": "$API_KEY", "secret_key": "$SECRET_KEY", "hmac_key": "$HMAC_KEY",
+ "admin_api_key": "$ADMIN_API_KEY", "admin_secret_key": "$ADMIN_SECRET_KEY",
  "zones": [{"name": "lab", "pods": [{"name": "p1", "clusters": ["c1"]}]},
            {"name": "other", "pods": [{"name": "p9", "clusters": ["c9"]}]}]}
 JSON
@@ -49,7 +54,7 @@ stop_controller() {
   CTL_PID=
 }
 
-# write_spec FILE [secret_key]
+# write_spec FILE [secret_key]     (with HOST_URL set: that host_url)
 write_spec() {
   cat >"$1" <<YAML
 version: 1
@@ -65,7 +70,8 @@ register:
     api_key: "$API_KEY"
     secret_key: "${2:-$SECRET_KEY}"
     host_username: root
-    host_password: "$HOST_PASSWORD"
+    host_password: "$HOST_PASSWORD"${HOST_URL:+
+    host_url: "$HOST_URL"}
   webhook:
     url: "$URL/kiln/webhook"
     hmac_key: "$HMAC_KEY"
@@ -95,8 +101,86 @@ dump() { python3 "$SRC/tests/controller/controller.py" --dump "$T/ctl/controller
 assert_no_secrets() {
   local f s
   for f in "$@"; do
-    for s in "$SECRET_KEY" "$HOST_PASSWORD" "$HMAC_KEY"; do
+    for s in "$SECRET_KEY" "$HOST_PASSWORD" "$HMAC_KEY" "$ADMIN_SECRET_KEY"; do
       if grep -qF -- "$s" "$f"; then fail "a secret of the spec appears in $f"; fi
     done
   done
+}
+
+# admin JSON: change the running controller (fault modes, delays, ssh, seed_hosts).
+admin() {
+  curl -sf -o /dev/null --data-binary "$1" "$URL/kiln/admin" || fail "controller admin call failed: $1"
+}
+
+# cs_api ACCOUNT COMMAND [name=value...]: one signed CloudStack call as the
+# registration account ("kiln") or the root admin ("admin"), signed with the
+# key from the controller's config (never on a command line). Prints the HTTP
+# status; the body is in $T/body.
+cs_api() {
+  local who=$1; shift
+  local q
+  q=$(CTL_SRC="$SRC/tests/controller" python3 - "$T/ctl/config.json" "$who" "$@" <<'PY'
+import datetime, json, os, sys, urllib.parse
+sys.path.insert(0, os.environ["CTL_SRC"])
+import controller
+cfg = json.load(open(sys.argv[1]))
+key, secret = ((cfg["api_key"], cfg["secret_key"]) if sys.argv[2] == "kiln"
+               else (cfg["admin_api_key"], cfg["admin_secret_key"]))
+t = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=300)
+p = {"command": sys.argv[3], "response": "json", "apikey": key, "signatureversion": "3",
+     "expires": t.strftime("%Y-%m-%dT%H:%M:%S+0000")}
+for a in sys.argv[4:]:
+    k, v = a.split("=", 1)
+    p[k] = v
+p["signature"] = controller.cloudstack_signature(p, secret)
+print(urllib.parse.urlencode(p, quote_via=urllib.parse.quote))
+PY
+  ) || fail "could not sign $*"
+  curl -s -o "$T/body" -w '%{http_code}' --data-binary "$q" -H 'Content-Type: application/x-www-form-urlencoded' "$URL/client/api"
+}
+
+# start_sshd: Debian's OpenSSH on 127.0.0.1 and a free port (SSH_PORT), with
+# its own config and host key, in a mount namespace of its own where
+# /etc/passwd and /etc/shadow are the test's (root, password HOST_PASSWORD,
+# hashed; shell /bin/sh) and /usr/local/sbin is $T/sbin, which holds the stub
+# cloudstack-setup-agent (it records its arguments in $T/sbin/setup-agent.calls).
+# Nothing outside the namespace changes. Skips (77) without root or sshd.
+start_sshd() {
+  [[ $(id -u) == 0 ]] || { echo "needs root (a mount namespace for the test sshd)"; exit 77; }
+  [[ -x /usr/sbin/sshd ]] || { echo "no /usr/sbin/sshd (openssh-server)"; exit 77; }
+  /usr/bin/python3 -c 'import paramiko' 2>/dev/null || { echo "no python3-paramiko (for Debian's /usr/bin/python3)"; exit 77; }
+  local d=$T/sshd
+  mkdir -p "$d" "$T/sbin"
+  install -m 0755 "$SRC/tests/controller/cloudstack-setup-agent-stub" "$T/sbin/cloudstack-setup-agent"
+  ssh-keygen -q -t ed25519 -N '' -f "$d/host_key"
+  grep -E '^(sshd|nobody):' /etc/passwd >"$d/passwd.base" || true
+  { echo "root:x:0:0:root:/root:/bin/sh"; cat "$d/passwd.base"; } >"$d/passwd"
+  (umask 077; printf 'root:%s:19000:0:99999:7:::\n' "$(printf '%s' "$HOST_PASSWORD" | openssl passwd -6 -stdin)" >"$d/shadow")
+  SSH_PORT=$(source "$SRC/tests/lib/http.sh"; free_port)
+  cat >"$d/sshd_config" <<CFG
+Port $SSH_PORT
+ListenAddress 127.0.0.1
+HostKey $d/host_key
+PidFile $d/pid
+UsePAM no
+PasswordAuthentication yes
+KbdInteractiveAuthentication no
+PubkeyAuthentication no
+PermitRootLogin yes
+AuthorizedKeysFile none
+StrictModes no
+LogLevel VERBOSE
+CFG
+  unshare --mount --propagation private /bin/sh -c '
+    d=$1 t=$2
+    mount --bind "$d/passwd" /etc/passwd && mount --bind "$d/shadow" /etc/shadow &&
+    mount --bind "$t/sbin" /usr/local/sbin && mount -t tmpfs tmpfs /run && mkdir -m 0755 /run/sshd &&
+    exec /usr/sbin/sshd -D -e -f "$d/sshd_config"' sh "$d" "$T" >"$d/log" 2>&1 &
+  SSHD_PID=$!
+  for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$SSH_PORT") 2>/dev/null && return 0
+    kill -0 "$SSHD_PID" 2>/dev/null || { cat "$d/log"; fail "the test sshd did not start"; }
+    sleep 0.05
+  done
+  cat "$d/log"; fail "the test sshd did not listen on 127.0.0.1:$SSH_PORT"
 }

@@ -120,6 +120,13 @@ t=tests/plan/hostname-placeholder.yaml
 grep -qxF "error: refusing to apply '$t': hostname 'junk-\${serial}' needs \${serial}, but this machine reports the placeholder 'To be filled by O.E.M.'; nothing was written" "$tmp/h.err" \
         || { bad "apply with a placeholder serial: wrong message:"; cat "$tmp/h.err"; }
 
+# Without --yes, apply names each disk it would destroy (size, model, serial,
+# rule) with what it holds now, and nothing about devices the run would make.
+jq '.serial = "JB-1"' tests/inventories/junk-box.json >"$tmp/jb.json"
+"$KILN" apply templates/junk-box.yaml --inventory "$tmp/jb.json" >"$tmp/h.out" 2>"$tmp/h.err"; rc=$?
+[[ $rc == 3 ]] || bad "apply without --yes exited $rc, expected 3"
+same tests/expected/junk-box.apply-refusal.err "$tmp/h.err" "apply refusal without --yes"
+
 # --- refusals and bad input ---------------------------------------------------
 for c in tests/plan/*.yaml; do
         [[ -f $c ]] || continue
@@ -138,10 +145,24 @@ for c in tests/plan/*.yaml; do
         if [[ $want == 0 ]]; then
                 # a plan that must be made: its text is kept, and it says nothing on stderr
                 same "tests/expected/$name.plan" "$tmp/$name.out" "plan of $name"
-                [[ -s $tmp/$name.err ]] && { bad "$name: unexpected stderr:"; cat "$tmp/$name.err"; }
+                if [[ -f tests/expected/$name.err ]]; then      # its warnings
+                        same "tests/expected/$name.err" "$tmp/$name.err" "warnings of $name"
+                        "$KILN" plan --strict "$c" --inventory "$invf" >"$tmp/$name.out" 2>"$tmp/$name.err"; rc=$?
+                        [[ $rc == 3 ]] || bad "$name --strict: exit $rc, expected 3"
+                        [[ -s $tmp/$name.out ]] && bad "$name --strict: printed a plan"
+                        same "tests/expected/$name.strict.err" "$tmp/$name.err" "$name --strict"
+                        "$KILN" plan --strict --json "$c" --inventory "$invf" >"$tmp/$name.out" 2>/dev/null
+                        same "tests/expected/$name.strict.json" "$tmp/$name.out" "$name --strict --json"
+                elif [[ -s $tmp/$name.err ]]; then
+                        bad "$name: unexpected stderr:"; cat "$tmp/$name.err"
+                fi
         else
                 [[ -s $tmp/$name.out ]] && bad "$name: printed a plan although it failed"
                 same "tests/expected/$name.err" "$tmp/$name.err" "diagnostics of $name"
+                # --json: the refusal as one object on stdout (rule, disk, reason, problems)
+                "$KILN" plan --json "$c" --inventory "$invf" >"$tmp/$name.out" 2>/dev/null; rc=$?
+                [[ $rc == "$want" ]] || bad "$name --json: exit $rc, expected $want"
+                same "tests/expected/$name.refusal.json" "$tmp/$name.out" "$name --json refusal"
         fi
         checked=$((checked + 1))
 done

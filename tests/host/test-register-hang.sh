@@ -1,7 +1,8 @@
 #!/bin/bash
 # A controller that takes the connection and never answers: every attempt
-# times out, kiln retries within the total limit and then gives up with a
-# clear error and exit 7 -- it does not hang the node.
+# times out, kiln retries within the total limit (less the webhook report's
+# own share, a quarter of it) and then gives up with a clear error and exit
+# 7 -- it does not hang the node.
 source "$(dirname "$0")/register-lib.sh"
 start_controller --hang
 write_spec "$T/spec.yaml"
@@ -13,8 +14,9 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [[ $rc == 7 ]] || { cat "$T/log"; fail "never answering: exit $rc, not 7"; }
 grep -Eq "CloudStack at 'http://127.0.0.1:$PORT/client/api' did not answer listZones in time after [2-9] attempts \(last: Operation timed out" "$T/log" \
   || { cat "$T/log"; fail "never answering: unclear error"; }
-# Slack above the limit for process start-up on a loaded machine (ASan builds).
-(( ms >= 4500 && ms < 10000 )) || fail "gave up after ${ms} ms; the limit was 5 s"
+# CloudStack's part of 5 s is 3.75 s (the report keeps 1.25 s, and is taken at
+# once); slack above the limit for process start-up on a loaded machine (ASan builds).
+(( ms >= 3500 && ms < 10000 )) || fail "gave up after ${ms} ms; the limit was 5 s, CloudStack's part 3.75 s"
 [[ $(sql "SELECT count(*) FROM requests WHERE reason = 'hang: never answered'") -ge 2 ]] || fail "not retried: $(sql 'SELECT * FROM requests')"
 assert_no_secrets "$T/log" "$T/report.json"
 echo "ok: gave up after ${ms} ms (limit 5 s)"

@@ -418,6 +418,7 @@ rig_boot() {
     # the operator's iPXE script, pointed at the rig's TFTP and nginx
     sed -e "s|^set kiln-base .*|set kiln-base tftp://10.0.2.2|" \
         -e "s|^set kiln-specs .*|set kiln-specs $RIG_HTTP_URL/specs|" \
+        -e "s|^set kiln-hosts .*|set kiln-hosts $RIG_HTTP_URL/hosts|" \
         -e "s|^set kiln-args .*|set kiln-args $append|" \
         "$SRC/kickstart/boot.ipxe" >"$RIG_TMP/tftp/boot.ipxe"
     net+=",tftp=$RIG_TMP/tftp,bootfile=boot.ipxe"

@@ -6,9 +6,9 @@
 #include "tap.h"
 
 struct canned {
-        const char *body[6];
-        long status[6];
-        int ret[6];
+        const char *body[10];
+        long status[10];
+        int ret[10];
         unsigned calls;
         char commands[256];
 };
@@ -23,12 +23,12 @@ static int canned_send(const struct http_request *req, const struct delivery_pol
                  cmd ? cmd + 8 : "?");
         resp->attempts = 1;
         strbuf_reset(&resp->body);
-        if (i >= 6 || !c->body[i]) {
+        if (i >= 10 || !c->body[i]) {
                 resp->status = 0;
                 snprintf(resp->error, sizeof resp->error, "Connection refused");
                 return -ETIMEDOUT;
         }
-        resp->status = c->status[i] ? c->status[i] : 200;
+        resp->status = c->status[i] < 0 ? 0 : c->status[i] ? c->status[i] : 200;   /* -1: no answer */
         (void) strbuf_adds(&resp->body, c->body[i]);
         return c->ret[i];
 }
@@ -38,13 +38,25 @@ static int canned_send(const struct http_request *req, const struct delivery_pol
 #define CLUSTERS "{\"listclustersresponse\":{\"count\":1,\"cluster\":[{\"id\":\"c-1\",\"name\":\"cluster1\"}]}}"
 #define NO_HOSTS "{\"listhostsresponse\":{}}"
 
-static int run(struct canned *c, struct cs_result *res, char **err) {
+/* backoff of 1 ms: the looks after an addHost without a verdict cost no time */
+static const struct delivery_policy fast = { 100, 100, 5000, 1, 1, 0, 0, NULL };
+
+static int run_ip(struct canned *c, const char *ip, struct cs_result *res, char **err) {
         struct cs_client cl = { .endpoint = "http://127.0.0.1:9/client/api", .api_key = "KEY",
-                                .secret_key = "SECRET-0123456789", .send = canned_send, .send_userdata = c };
-        struct cs_host h = { .zone = "zone1", .pod = "pod1", .cluster = "cluster1", .ip = "192.0.2.10",
+                                .secret_key = "SECRET-0123456789", .policy = &fast,
+                                .send = canned_send, .send_userdata = c };
+        struct cs_host h = { .zone = "zone1", .pod = "pod1", .cluster = "cluster1", .ip = ip,
                              .password = "PASSWORD-0123456789" };
         return cs_register_host(&cl, &h, res, err);
 }
+
+static int run(struct canned *c, struct cs_result *res, char **err) {
+        return run_ip(c, "192.0.2.10", res, err);
+}
+
+#define HOST(ip, state, zone) "{\"listhostsresponse\":{\"count\":1,\"host\":[{\"id\":\"h-1\",\"ipaddress\":\"" ip \
+        "\",\"state\":\"" state "\",\"zoneid\":\"" zone "\"}]}}"
+#define ADD_530(text) "{\"addhostresponse\":{\"uuidList\":[],\"errorcode\":530,\"cserrorcode\":4250,\"errortext\":\"" text "\"}}"
 
 static void expect(struct canned c, int want_r, const char *want_err, const char *want_commands) {
         struct cs_result res = { 0 };
@@ -99,6 +111,66 @@ int main(void) {
         expect((struct canned) { .body = { ZONES, PODS, CLUSTERS,
                                            "{\"listhostsresponse\":{\"host\":[{\"ipaddress\":\"192.0.2.10\"}]}}" } },
                -EBADMSG, "CloudStack's listHosts answer has a host without an id", "listZones,listPods,listClusters,listHosts");
+        /* 530 "already in the database": looked again, found, not sent again */
+        struct canned exists = { .body = { ZONES, PODS, CLUSTERS, NO_HOSTS,
+                ADD_530("Skipping host 192.0.2.10 because 6a1c-... is already in the database for resource 6a1c-...-LibvirtComputingResource with ID h-1"),
+                HOST("192.0.2.10", "Up", "z-1") }, .status = { 0, 0, 0, 0, 530 }, .ret = { 0, 0, 0, 0, -EREMOTEIO } };
+        res = (struct cs_result) { 0 };
+        CHECK_INT(run(&exists, &res, &err), 0);
+        CHECK_STR(res.host_id, "h-1");
+        CHECK(!res.added && res.found_after_add && res.add_sends == 1 && err == NULL);
+        CHECK_STR(exists.commands, "listZones,listPods,listClusters,listHosts,addHost,listHosts");
+        cs_result_done(&res);
+        /* any other 530: one look, then final with CloudStack's text */
+        expect((struct canned) { .body = { ZONES, PODS, CLUSTERS, NO_HOSTS,
+                                           ADD_530("Could not add host at [http://192.0.2.10] with zone [1], pod [1] and cluster [1] due to: [Authentication error]."),
+                                           NO_HOSTS },
+                                 .status = { 0, 0, 0, 0, 530 }, .ret = { 0, 0, 0, 0, -EREMOTEIO } },
+               -EPROTO, "CloudStack refused addHost (HTTP 530, errorcode 530): Could not add host at [http://192.0.2.10] with zone [1], pod [1] and cluster [1] due to: [Authentication error].",
+               "listZones,listPods,listClusters,listHosts,addHost,listHosts");
+        /* no verdict (timeout): look; the host is Connecting, then Up: no second addHost */
+        struct canned lost = { .body = { ZONES, PODS, CLUSTERS, NO_HOSTS, "", HOST("192.0.2.10", "Connecting", "z-1"),
+                                         HOST("192.0.2.10", "Up", "z-1") },
+                               .status = { 0, 0, 0, 0, -1 }, .ret = { 0, 0, 0, 0, -EAGAIN } };
+        res = (struct cs_result) { 0 };
+        CHECK_INT(run(&lost, &res, &err), 0);
+        CHECK_STR(res.host_state, "Up");
+        CHECK(!res.added && res.found_after_add && res.add_sends == 1);
+        CHECK_STR(lost.commands, "listZones,listPods,listClusters,listHosts,addHost,listHosts,listHosts");
+        cs_result_done(&res);
+        /* no verdict, nothing there: sent again after the look */
+        struct canned resend = { .body = { ZONES, PODS, CLUSTERS, NO_HOSTS, "", NO_HOSTS,
+                "{\"addhostresponse\":{\"count\":1,\"host\":[{\"id\":\"h-3\",\"state\":\"Up\"}]}}" },
+                                 .status = { 0, 0, 0, 0, -1 }, .ret = { 0, 0, 0, 0, -EAGAIN } };
+        res = (struct cs_result) { 0 };
+        CHECK_INT(run(&resend, &res, &err), 0);
+        CHECK(res.added && res.add_sends == 2);
+        CHECK_STR(resend.commands, "listZones,listPods,listClusters,listHosts,addHost,listHosts,addHost");
+        cs_result_done(&res);
+        /* IPv6: CloudStack's long form is the same address; nothing added */
+        struct canned v6 = { .body = { ZONES, PODS, CLUSTERS, HOST("fd00:0:0:0:0:0:0:15", "Up", "z-1") } };
+        res = (struct cs_result) { 0 };
+        CHECK_INT(run_ip(&v6, "fd00::15", &res, &err), 0);
+        CHECK(!res.added && !res.found_after_add && res.add_sends == 0);
+        CHECK_STR(v6.commands, "listZones,listPods,listClusters,listHosts");
+        cs_result_done(&res);
+        /* the address is in another zone: an error, not a second host */
+        expect((struct canned) { .body = { ZONES, PODS, CLUSTERS, HOST("192.0.2.10", "Up", "z-9") } }, -EEXIST,
+               "CloudStack already has host 192.0.2.10 (id h-1) in another zone (id z-9), not in zone 'zone1'",
+               "listZones,listPods,listClusters,listHosts");
+        /* the address of a url's host */
+        struct cs_address a, b;
+        CHECK_INT(cs_url_address("http://root@[fd00::0:5]:8080/x", &a), 0);
+        CHECK_STR(a.text, "fd00::5");
+        CHECK_INT(cs_host_address("fd00:0:0:0:0:0:0:5", &b), 0);
+        CHECK(cs_address_equal(&a, &b));
+        CHECK_INT(cs_url_address("http://10.0.0.1:80", &a), 0);
+        CHECK_STR(a.text, "10.0.0.1");
+        CHECK_INT(cs_host_address("[10.0.0.1]", &b), 0);
+        CHECK(cs_address_equal(&a, &b));
+        CHECK_INT(cs_url_address("http://[fd00::5", &a), -EINVAL);
+        CHECK_INT(cs_url_address("10.0.0.1", &a), -EINVAL);
+        CHECK_INT(cs_host_address("fd00::5%eth0", &a), -EINVAL);
         /* the connection goes away after the zones */
         expect((struct canned) { .body = { ZONES } }, -ETIMEDOUT,
                "CloudStack at 'http://127.0.0.1:9/client/api' did not answer listPods in time after 1 attempts (last: Connection refused)",

@@ -1,0 +1,52 @@
+#!/bin/bash
+# The boot server examples in kickstart/ are valid for the real servers:
+# dnsmasq.conf for dnsmasq (--test), nginx.conf for nginx (-t, with its
+# state paths moved into a temp dir so the test writes nothing else), and a
+# broken copy of each is refused (so the checks can fail). The iPXE script
+# and /init agree on the NIC: boot.ipxe names the NIC it booted from
+# (${netX/...}, never net0) and passes BOOTIF, which /init reads.
+set -euo pipefail
+: "${SRC:?}"
+command -v dnsmasq >/dev/null || { echo "skip: dnsmasq is missing (bash tests/deps.sh)"; exit 77; }
+command -v nginx >/dev/null || { echo "skip: nginx is missing (bash tests/deps.sh)"; exit 77; }
+K=$SRC/kickstart
+fails=0
+ok()   { echo "ok - $*"; }
+fail() { echo "not ok - $*"; fails=$((fails + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi; }
+T=$(mktemp -d /tmp/kiln-kickstart.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+
+# --- dnsmasq ----------------------------------------------------------------
+out=$(dnsmasq --test --conf-file="$K/dnsmasq.conf" 2>&1) && rc=0 || rc=$?
+echo "# dnsmasq: $out"
+check "dnsmasq --test accepts kickstart/dnsmasq.conf" bash -c '(( $1 == 0 )) && grep -q "syntax check OK" <<<"$2"' _ "$rc" "$out"
+sed "s/^dhcp-match=set:efihttp,/dhcp-matsh=set:efihttp,/" "$K/dnsmasq.conf" >"$T/bad-dnsmasq.conf"
+out=$(dnsmasq --test --conf-file="$T/bad-dnsmasq.conf" 2>&1) && rc=0 || rc=$?
+check "dnsmasq --test refuses a broken copy with its line (rc=$rc: $out)" bash -c '(( $1 != 0 )) && grep -q "bad option at line 35 of" <<<"$2"' _ "$rc" "$out"
+
+# --- nginx ------------------------------------------------------------------
+# the example as shipped, with only its state paths (pid, logs, cache) moved
+nginx_copy() {  # nginx_copy IN OUT
+  sed -e "s|/run/nginx-kiln.pid|$T/nginx.pid|" -e "s|/var/log/nginx/|$T/|g" \
+      -e "s|/var/cache/nginx/kiln|$T/cache|" "$1" >"$2"
+}
+nginx_copy "$K/nginx.conf" "$T/nginx.conf"
+check "only the state paths differ from the example" \
+  test "$(diff "$K/nginx.conf" "$T/nginx.conf" | grep -c '^>')" -eq 4
+out=$(nginx -t -q -c "$T/nginx.conf" -e "$T/error.log" 2>&1) && rc=0 || rc=$?
+[[ -z $out ]] || echo "# nginx: $out"
+check "nginx -t accepts kickstart/nginx.conf (rc=$rc)" test "$rc" -eq 0
+sed 's/slice 16m;/slice 16m/' "$K/nginx.conf" >"$T/bad.conf"
+nginx_copy "$T/bad.conf" "$T/bad-nginx.conf"
+out=$(nginx -t -q -c "$T/bad-nginx.conf" -e "$T/error.log" 2>&1) && rc=0 || rc=$?
+check "nginx -t refuses a broken copy (rc=$rc)" bash -c '(( $1 != 0 )) && grep -q "emerg" <<<"$2"' _ "$rc" "$out"
+
+# --- iPXE and /init agree on the NIC ------------------------------------------
+check "boot.ipxe never names net0 (it uses netX, the NIC it booted from)" bash -c '! grep -v "^#" "$1" | grep -q "net0"' _ "$K/boot.ipxe"
+check "boot.ipxe passes BOOTIF from that NIC's MAC" grep -q 'BOOTIF=01-${netX/mac:hexhyp}' "$K/boot.ipxe"
+check "/init reads BOOTIF and tries only that NIC" grep -q 'BOOTIF=01-\*) BOOTIF_MAC=' "$SRC/initramfs/init"
+check "pxelinux passes BOOTIF too (IPAPPEND 2)" grep -q '^  IPAPPEND 2' "$K/pxelinux.cfg/default"
+
+echo "# $fails failed"
+((fails == 0))
