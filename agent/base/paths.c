@@ -15,6 +15,7 @@ struct kiln_paths kiln_paths = {
         .mkfs_vfat = "/sbin/mkfs.vfat",
         .target = "/target",
         .run_dir = "/run/kiln",
+        .enlist_key = "/etc/kiln/enlist.key",
 };
 
 void paths_init(void) {
@@ -30,6 +31,7 @@ void paths_init(void) {
                 { "KILN_MKFS_VFAT", &kiln_paths.mkfs_vfat },
                 { "KILN_TARGET", &kiln_paths.target },
                 { "KILN_RUN_DIR", &kiln_paths.run_dir },
+                { "KILN_ENLIST_KEY", &kiln_paths.enlist_key },
         };
         for (size_t i = 0; i < ELEMENTSOF(map); i++) {
                 const char *v = getenv(map[i].env);
