@@ -1,6 +1,7 @@
 #include "apply.h"
 
 #include "bench.h"
+#include "bootloader.h"
 #include "image.h"
 #include "register.h"
 #include "report.h"
@@ -18,6 +19,7 @@
 #include "paths.h"
 #include "resume.h"
 #include "sigprobe.h"
+#include "unlock.h"
 #include "url.h"
 #include "wipe.h"
 
@@ -432,6 +434,72 @@ static int step_configure(struct apply_ctx *c, const struct plan_step *s) {
         if (r < 0)
                 return r;
         c->target_ready = true;
+        return 0;
+}
+
+/* luks[].unlock: the target's clevis binds the volume (the spec's key on its
+ * stdin), then the binding is proven: the pin alone must yield a key that
+ * opens the new keyslot (unlock.h). The report names the pins, never a key. */
+static int step_luks_bind(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_luks *l = s->obj;
+        const struct luks_key *key = NULL;
+        if (!l || !s->device)
+                return -EINVAL;
+        int r = key_get(c, l, &key);
+        if (r < 0)
+                return r;
+        const char *root = kiln_paths.target;
+        if ((r = chroot_enter(root, &c->why)) < 0)
+                return r;
+        int slot = -1;
+        r = unlock_bind(root, s->device, l, key, &c->why, &slot);
+        if (r == 0) {
+                strbuf_reset(&c->why);
+                r = unlock_prove(root, s->device, slot, &c->why);
+        }
+        int q = chroot_leave(root);
+        if (r < 0)
+                return r;
+        if (q < 0)
+                return strbuf_addf(&c->why, "cannot unbind /dev /proc /sys /run from %s", root), q;
+        log_info("luks '%s' on %s: bound to %zu tang server(s) in keyslot %d; the pin alone opened it",
+                 l->id, s->device, l->unlock.n_tang, slot);
+        json_object *u = report_get(c->report, "unlock");
+        if (!u && report_set_member(c->report, "unlock", json_object_new_object()) == 0)
+                u = report_get(c->report, "unlock");
+        json_object *e = json_object_new_object(), *pins = json_object_new_array(), *urls = json_object_new_array();
+        if (!u || !e || !pins || !urls) {
+                json_object_put(e);
+                json_object_put(pins);
+                json_object_put(urls);
+                return 0;       /* the binding stands; only the report lacks it */
+        }
+        char shown[URL_DISPLAY_MAX];
+        json_object_array_add(pins, json_object_new_string("tang"));
+        for (size_t i = 0; i < l->unlock.n_tang; i++)
+                json_object_array_add(urls, json_object_new_string(url_display(l->unlock.tang[i].url, shown)));
+        json_object_object_add(e, "device", json_object_new_string(s->device));
+        json_object_object_add(e, "pins", pins);
+        json_object_object_add(e, "tang", urls);
+        json_object_object_add(e, "threshold", json_object_new_int((int) l->unlock.threshold));
+        json_object_object_add(e, "keyslot", json_object_new_int(slot));
+        json_object_object_add(e, "proven", json_object_new_boolean(true));
+        json_object_object_add(u, l->id, e);
+        return 0;
+}
+
+/* boot: the target's initramfs and GRUB on every boot disk, in a chroot */
+static int step_bootloader(struct apply_ctx *c, const struct plan_step *s) {
+        const char *root = kiln_paths.target;
+        int r = chroot_enter(root, &c->why);
+        if (r < 0)
+                return r;
+        r = bootloader_install(c->plan, s, &c->why);
+        int q = chroot_leave(root);
+        if (r < 0)
+                return r;
+        if (q < 0)
+                return strbuf_addf(&c->why, "cannot unbind /dev /proc /sys /run from %s", root), q;
         return 0;
 }
 
@@ -870,6 +938,8 @@ static int run_step(struct apply_ctx *c, const struct plan_step *s) {
         case PLAN_MKFS: return step_mkfs(c, s);
         case PLAN_MOUNT: return step_mount(c, s);
         case PLAN_CONFIGURE: return step_configure(c, s);
+        case PLAN_LUKS_BIND: return step_luks_bind(c, s);
+        case PLAN_BOOTLOADER: return step_bootloader(c, s);
         case PLAN_FINISH: return step_finish(c, s);
         case PLAN_BENCH_RAW: return step_bench_raw(c, s);
         case PLAN_BENCH_CRYPT: return step_bench_crypt(c, s);
@@ -1051,8 +1121,13 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                 if (!p->resume && root && s->kind == PLAN_MOUNT && (k + 1 == p->n_steps || p->steps[order[k + 1]].kind != PLAN_MOUNT)) {
                         c.recording = true;     /* storage is done and the root is mounted */
                         record_stage(&c, RESUME_STAGE_STORAGE);
-                } else if (s->kind != PLAN_MOUNT)
-                        record_stage(&c, resume_stage_of(s->kind) == RESUME_STAGE_STORAGE ? RESUME_STAGE_NONE : resume_stage_of(s->kind));
+                } else if (s->kind != PLAN_MOUNT) {
+                        enum resume_stage st = resume_stage_of(s->kind);
+                        bool more = k + 1 < p->n_steps && resume_stage_of(p->steps[order[k + 1]].kind) == st;
+                        if (st == RESUME_STAGE_BOOT && more)
+                                continue;       /* boot is done when its last step is: the initramfs follows the binds */
+                        record_stage(&c, st == RESUME_STAGE_STORAGE ? RESUME_STAGE_NONE : st);
+                }
         }
         if (fall_back) {
                 json_object *o = json_object_new_object();

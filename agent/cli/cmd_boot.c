@@ -254,6 +254,7 @@ int cmd_boot(int argc, char **argv) {
         struct diags diags = {};
         _cleanup_spec_free_ struct spec *spec = NULL;
         r = spec_parse(shown, data, len, &spec, &diags);
+        diags_sort(&diags);
         if (r < 0) {
                 diags_print(&diags, stderr);
                 diags_clear(&diags);
@@ -261,6 +262,7 @@ int cmd_boot(int argc, char **argv) {
                         return log_error("spec '%s' is not valid", shown), KILN_EXIT_BAD_SPEC;
                 return log_error_errno(r, "failed to parse spec '%s': %m", shown), KILN_EXIT_BAD_SPEC;
         }
+        diags_print(&diags, stderr);    /* warnings only: the run goes on (docs/spec.md "Warnings") */
         diags_clear(&diags);
         explicit_wipe(data, len);       /* it may hold passphrases; the spec keeps its own copy */
         r = spec_register_secrets(spec);
@@ -287,7 +289,7 @@ int cmd_boot(int argc, char **argv) {
         r = resume_plan_decide(spec, inv, cl.fresh, &diags, &plan, &resume, &unwiped);
         if (r < 0)
                 return cmd_plan_failed(r, &diags, "apply", shown);
-        diags_clear(&diags);
+        (void) cmd_plan_warnings(&diags, false, "apply", shown);
         log_info("plan %.12s: %s (%s)", plan->fingerprint, resume ? "resume" : "fresh install",
                  (resume ? resume : plan)->mode_why);
 
