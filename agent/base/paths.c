@@ -20,6 +20,7 @@ struct kiln_paths kiln_paths = {
         .t_debconf_set = "/usr/bin/debconf-set-selections",
         .target = "/target",
         .run_dir = "/run/kiln",
+        .enlist_key = "/etc/kiln/enlist.key",
 };
 
 void paths_init(void) {
@@ -40,6 +41,7 @@ void paths_init(void) {
                 { "KILN_T_UPDATE_GRUB", &kiln_paths.t_update_grub },
                 { "KILN_T_DEBCONF_SET", &kiln_paths.t_debconf_set },
                 { "KILN_RUN_DIR", &kiln_paths.run_dir },
+                { "KILN_ENLIST_KEY", &kiln_paths.enlist_key },
         };
         for (size_t i = 0; i < ELEMENTSOF(map); i++) {
                 const char *v = getenv(map[i].env);

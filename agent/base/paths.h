@@ -23,6 +23,8 @@ struct kiln_paths {
         const char *t_debconf_set;          /* /usr/bin/debconf-set-selections */
         const char *target;         /* where the new root is mounted: /target */
         const char *run_dir;        /* state, resume markers, report: /run/kiln */
+        const char *enlist_key;     /* the enlist HMAC key, put into the initramfs by the boot server:
+                                     * /etc/kiln/enlist.key */
 };
 
 extern struct kiln_paths kiln_paths;
