@@ -1110,10 +1110,10 @@ static int emit_mkfs(struct builder *b, const char **devs) {
         return 0;
 }
 
-static unsigned mount_depth(const char *m) {
+unsigned plan_mount_depth(const char *mountpoint) {
         unsigned d = 0;
-        for (const char *p = m; *p; p++)
-                if (*p == '/' && p[1] && p[1] != '/')
+        for (const char *p = mountpoint; p && *p; p++)
+                if (*p != '/' && (p == mountpoint || p[-1] == '/'))
                         d++;
         return d;
 }
@@ -1129,7 +1129,7 @@ static int emit_mounts(struct builder *b, const char **devs) {
                         const struct spec_filesystem *f = &s->filesystems[i];
                         if (!f->mount || f->type == SPEC_FS_SWAP)
                                 continue;
-                        unsigned dd = mount_depth(f->mount);
+                        unsigned dd = plan_mount_depth(f->mount);
                         if (dd > depth)
                                 deeper = true;
                         if (dd != depth)

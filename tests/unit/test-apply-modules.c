@@ -95,11 +95,6 @@ static void test_names(void) {
         CHECK_STR(p, "/dev/loop7p2");
         free(p);
 
-        CHECK_INT(mount_depth("/"), 0);
-        CHECK_INT(mount_depth("/boot"), 1);
-        CHECK_INT(mount_depth("/var/lib/libvirt/images"), 4);
-        CHECK_INT(mount_depth("/var//lib/"), 2);
-
         CHECK_STR(apply_step_name(PLAN_MD_CREATE), "md-create");
         /* one stage name for a step's begin, end and failed_stage */
         char stage[160];
