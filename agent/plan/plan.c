@@ -741,20 +741,13 @@ static int ref_one(struct builder *b, const char *what, const char *owner, const
         return 0;
 }
 
-static unsigned raid10_copies(const char *layout) {
-        size_t l = layout ? strlen(layout) : 0;
-        if (l >= 2 && layout[l - 1] >= '2' && layout[l - 1] <= '9')
-                return (unsigned) (layout[l - 1] - '0');
-        return 2;
-}
-
 static uint64_t raid_capacity(unsigned level, const char *layout, size_t n, uint64_t m) {
         switch (level) {
         case 0: return n * m;
         case 1: return m;
         case 5: return n >= 2 ? (n - 1) * m : 0;
         case 6: return n >= 3 ? (n - 2) * m : 0;
-        case 10: return n * m / raid10_copies(layout);
+        case 10: return n * m / spec_raid10_copies(layout);
         default: return 0;
         }
 }

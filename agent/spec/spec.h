@@ -325,6 +325,10 @@ const char *spec_hostname_problem(const char *h);
  * missing. NULL counts as a placeholder. */
 bool spec_value_is_placeholder(const char *value);
 
+/* How many copies of each block a raid10 array of this layout keeps (n2 f2
+ * o2: 2, n3 f3 o3: 3; NULL is mdadm's default n2): its minimum member count
+ * and the divisor of its capacity. */
+unsigned spec_raid10_copies(const char *layout);
 const char *spec_part_type_name(enum spec_part_type t);
 const char *spec_fs_type_name(enum spec_fs_type t);
 const char *spec_firmware_name(enum spec_firmware f);
