@@ -355,8 +355,9 @@ static int step_luks_open(struct apply_ctx *c, const struct plan_step *s) {
         r = luks_open(dev, luks_name(l), key, luks_choice(c, l).flags);
         if (r < 0)
                 return r;
-        char node[PATH_MAX];
-        snprintf(node, sizeof node, "%s/mapper/%s", kiln_paths.devfs, luks_name(l));
+        _cleanup_free_ char *node = NULL;
+        if ((r = paths_mapper(luks_name(l), &node)) < 0)
+                return r;
         r = wait_node(node);
         if (r < 0)
                 return strbuf_addf(&c->why, "%s did not appear", node), r;
@@ -393,8 +394,9 @@ static int step_lvcreate(struct apply_ctx *c, const struct plan_step *s) {
         r = lvm_vgmknodes(vgname, &c->why);
         if (r < 0)
                 return r;
-        char node[PATH_MAX];
-        snprintf(node, sizeof node, "%s/%s/%s", kiln_paths.devfs, vgname, lvname);
+        _cleanup_free_ char *node = NULL;
+        if ((r = paths_lv(vgname, lvname, &node)) < 0)
+                return r;
         r = wait_node(node);
         if (r < 0)
                 return strbuf_addf(&c->why, "%s did not appear", node), r;
@@ -674,8 +676,9 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
                 const struct spec_lv *lv = &c->plan->spec->lvs[i];
                 if (!lv->vg || !streq(lv->vg, vg->id))
                         continue;
-                char node[PATH_MAX];
-                snprintf(node, sizeof node, "%s/%s/%s", kiln_paths.devfs, name, lv->name ? lv->name : lv->id);
+                _cleanup_free_ char *node = NULL;
+                if ((r = paths_lv(name, lv->name ? lv->name : lv->id, &node)) < 0)
+                        return r;
                 if ((r = wait_node(node)) < 0)
                         return strbuf_addf(&c->why, "%s did not appear", node), r;
         }
@@ -692,7 +695,7 @@ static void add_partuuids(json_object *o, const char *disk) {
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *path = NULL;
                 char key[PATH_MAX + 16];
-                if (!parts[i].uuid || partition_path(disk, parts[i].number, &path) < 0)
+                if (!parts[i].uuid || paths_partition(disk, parts[i].number, &path) < 0)
                         continue;
                 snprintf(key, sizeof key, "partition %s", path);
                 json_object_object_add(o, key, json_object_new_string(parts[i].uuid));

@@ -476,12 +476,6 @@ static int node_push_dev(struct node *n, char *dev /* takes */) {
         return 0;
 }
 
-static char *partition_path(const char *disk, unsigned number) {
-        size_t l = strlen(disk);
-        bool digit = l > 0 && disk[l - 1] >= '0' && disk[l - 1] <= '9';
-        return strdupf("%s%s%u", disk, digit ? "p" : "", number);
-}
-
 static const char *raid_name(const struct spec_raid *x) { return x->name ? x->name : x->id; }
 static const char *luks_name(const struct spec_luks *x) { return x->name ? x->name : x->id; }
 static const char *vg_name(const struct spec_vg *x) { return x->name ? x->name : x->id; }
@@ -523,13 +517,15 @@ static int make_nodes(struct builder *b) {
         for (size_t i = 0; i < s->n_raids; i++) {
                 const struct spec_raid *x = &s->raids[i];
                 struct node *nd = node_add(b, SPEC_OBJ_RAID, x->id, x, x->mark);
-                if ((r = node_push_dev(nd, strdupf("/dev/md/%s", raid_name(x)))) < 0)
+                char *dev;
+                if ((r = paths_md(raid_name(x), &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
                         return r;
         }
         for (size_t i = 0; i < s->n_luks; i++) {
                 const struct spec_luks *x = &s->luks[i];
                 struct node *nd = node_add(b, SPEC_OBJ_LUKS, x->id, x, x->mark);
-                if ((r = node_push_dev(nd, strdupf("/dev/mapper/%s", luks_name(x)))) < 0)
+                char *dev;
+                if ((r = paths_mapper(luks_name(x), &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
                         return r;
         }
         for (size_t i = 0; i < s->n_vgs; i++) {
@@ -544,7 +540,8 @@ static int make_nodes(struct builder *b) {
                 const struct spec_vg *vg = find_vg(s, x->vg);
                 if (!vg)
                         return invalid(b, x->vg_mark, "logical volume '%s' refers to unknown volume group '%s'", x->id, x->vg ? x->vg : "");
-                if ((r = node_push_dev(nd, strdupf("/dev/%s/%s", vg_name(vg), lv_name(x)))) < 0)
+                char *dev;
+                if ((r = paths_lv(vg_name(vg), lv_name(x), &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
                         return r;
         }
         return 0;
@@ -667,8 +664,9 @@ static int layout_disk(struct builder *b, const struct spec_disk *rule, const st
                 out[i].number = (unsigned) i + 1;
                 out[i].start = at;
                 at += out[i].size;
-                if (!(out[i].device = partition_path(disk_path(d), out[i].number)))
-                        return -ENOMEM;
+                r = paths_partition(disk_path(d), out[i].number, &out[i].device);
+                if (r < 0)
+                        return r;
         }
         (void) index;
         return 0;
