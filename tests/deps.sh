@@ -24,6 +24,8 @@ PKGS=(
   # the stand-in controller's SSH login on addHost (test-register-ssh): a test
   # sshd on 127.0.0.1 (never started as a service: policy-rc.d or no init)
   openssh-server python3-paramiko
+  # luks[].unlock: clevis bound against a real tangd on 127.0.0.1 (tests/host/test-unlock.sh)
+  clevis clevis-luks tang jose cryptsetup
 )
 # the static build's own list (initramfs/static/build.sh reads the same file)
 mapfile -t -O "${#PKGS[@]}" PKGS < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$HERE/../initramfs/static/packages")

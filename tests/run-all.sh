@@ -51,6 +51,9 @@ suite() {  # suite NAME BUILD_DIR CTEST_ARGS...
   echo "=== $name: $((SECONDS - t)) s"
 }
 suite unit+host "$SRC/out/build" -j"$JOBS" -LE rig
+# a brand-new Debian root builds kiln, and caches are made cold (label fresh;
+# they carry the rig label too, so that a quick `ctest -LE rig` skips them)
+suite fresh "$SRC/out/build" -j"$JOBS" -L fresh
 suite asan "$SRC/out/build-asan" -j"$JOBS" -LE rig
 suite static "$SRC/out/build-static" -j"$JOBS" -LE rig
 # the rig boots the static binary, stripped, as the initramfs ships it

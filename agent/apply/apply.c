@@ -1,6 +1,7 @@
 #include "apply.h"
 
 #include "bench.h"
+#include "bootloader.h"
 #include "image.h"
 #include "register.h"
 #include "report.h"
@@ -18,6 +19,7 @@
 #include "paths.h"
 #include "resume.h"
 #include "sigprobe.h"
+#include "unlock.h"
 #include "url.h"
 #include "wipe.h"
 
@@ -76,6 +78,10 @@ const char *apply_stage_name(const struct plan_step *s, char *buf, size_t len) {
                 what = s->index ? "webhook" : "cloudstack";
         snprintf(buf, len, "%s%s%s", apply_step_name(s->kind), what ? " " : "", what ? what : "");
         return buf;
+}
+
+bool apply_step_is_storage(enum plan_step_kind kind) {
+        return kind != PLAN_IMAGE && kind != PLAN_REGISTER && kind != PLAN_FINISH;
 }
 
 /* ---- spec lookups (by id, as the plan names them) ---- */
@@ -231,7 +237,8 @@ static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks
         if (r < 0)
                 return strbuf_addf(&c->why, "cannot expand the key URL '%s'", url_display(l->key.url, shown)), r;
         url_display(url, shown);
-        struct fetch_options fo = { .ca_file = c->opts->ca_file };      /* kiln.ca and the spec's ca: (ca.h) */
+        struct fetch_options fo = { .ca_file = c->opts->ca_file,        /* kiln.ca and the spec's ca: (ca.h) */
+                                    .pushback_sec = FETCH_PUSHBACK_SEC };
         char *buf = NULL;
         size_t len = 0;
         _cleanup_(fetch_result_done) struct fetch_result res = {};
@@ -432,6 +439,72 @@ static int step_configure(struct apply_ctx *c, const struct plan_step *s) {
         return 0;
 }
 
+/* luks[].unlock: the target's clevis binds the volume (the spec's key on its
+ * stdin), then the binding is proven: the pin alone must yield a key that
+ * opens the new keyslot (unlock.h). The report names the pins, never a key. */
+static int step_luks_bind(struct apply_ctx *c, const struct plan_step *s) {
+        const struct spec_luks *l = s->obj;
+        const struct luks_key *key = NULL;
+        if (!l || !s->device)
+                return -EINVAL;
+        int r = key_get(c, l, &key);
+        if (r < 0)
+                return r;
+        const char *root = kiln_paths.target;
+        if ((r = chroot_enter(root, &c->why)) < 0)
+                return r;
+        int slot = -1;
+        r = unlock_bind(root, s->device, l, key, &c->why, &slot);
+        if (r == 0) {
+                strbuf_reset(&c->why);
+                r = unlock_prove(root, s->device, slot, &c->why);
+        }
+        int q = chroot_leave(root);
+        if (r < 0)
+                return r;
+        if (q < 0)
+                return strbuf_addf(&c->why, "cannot unbind /dev /proc /sys /run from %s", root), q;
+        log_info("luks '%s' on %s: bound to %zu tang server(s) in keyslot %d; the pin alone opened it",
+                 l->id, s->device, l->unlock.n_tang, slot);
+        json_object *u = report_get(c->report, "unlock");
+        if (!u && report_set_member(c->report, "unlock", json_object_new_object()) == 0)
+                u = report_get(c->report, "unlock");
+        json_object *e = json_object_new_object(), *pins = json_object_new_array(), *urls = json_object_new_array();
+        if (!u || !e || !pins || !urls) {
+                json_object_put(e);
+                json_object_put(pins);
+                json_object_put(urls);
+                return 0;       /* the binding stands; only the report lacks it */
+        }
+        char shown[URL_DISPLAY_MAX];
+        json_object_array_add(pins, json_object_new_string("tang"));
+        for (size_t i = 0; i < l->unlock.n_tang; i++)
+                json_object_array_add(urls, json_object_new_string(url_display(l->unlock.tang[i].url, shown)));
+        json_object_object_add(e, "device", json_object_new_string(s->device));
+        json_object_object_add(e, "pins", pins);
+        json_object_object_add(e, "tang", urls);
+        json_object_object_add(e, "threshold", json_object_new_int((int) l->unlock.threshold));
+        json_object_object_add(e, "keyslot", json_object_new_int(slot));
+        json_object_object_add(e, "proven", json_object_new_boolean(true));
+        json_object_object_add(u, l->id, e);
+        return 0;
+}
+
+/* boot: the target's initramfs and GRUB on every boot disk, in a chroot */
+static int step_bootloader(struct apply_ctx *c, const struct plan_step *s) {
+        const char *root = kiln_paths.target;
+        int r = chroot_enter(root, &c->why);
+        if (r < 0)
+                return r;
+        r = bootloader_install(c->plan, s, &c->why);
+        int q = chroot_leave(root);
+        if (r < 0)
+                return r;
+        if (q < 0)
+                return strbuf_addf(&c->why, "cannot unbind /dev /proc /sys /run from %s", root), q;
+        return 0;
+}
+
 /* The one writer of the run report: the same JSON goes to
  * <run_dir>/report.json and, once the target is mounted and configured, to
  * <target>/var/lib/kiln/report.json (for `kiln register` at first boot). */
@@ -575,6 +648,7 @@ static int step_image(struct apply_ctx *c, const struct plan_step *s) {
         struct image_progress_printer printer = { .what = "image" };
         struct image_options io = { .progress = image_progress_print, .progress_userdata = &printer };
         io.fetch.ca_file = c->opts->ca_file;
+        io.fetch.pushback_sec = FETCH_PUSHBACK_SEC;       /* a busy boot server: wait for a download slot */
         if (c->resumed && img->format != SPEC_IMAGE_RAW) {
                 unsigned removed = 0;
                 int k = resume_clean_root(target, &removed);
@@ -867,6 +941,8 @@ static int run_step(struct apply_ctx *c, const struct plan_step *s) {
         case PLAN_MKFS: return step_mkfs(c, s);
         case PLAN_MOUNT: return step_mount(c, s);
         case PLAN_CONFIGURE: return step_configure(c, s);
+        case PLAN_LUKS_BIND: return step_luks_bind(c, s);
+        case PLAN_BOOTLOADER: return step_bootloader(c, s);
         case PLAN_FINISH: return step_finish(c, s);
         case PLAN_BENCH_RAW: return step_bench_raw(c, s);
         case PLAN_BENCH_CRYPT: return step_bench_crypt(c, s);
@@ -955,6 +1031,11 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                                  apply_step_name(s->kind), dev);
                         continue;
                 }
+                if (opts->skip_storage && apply_step_is_storage(s->kind)) {
+                        log_info("step %zu/%zu %s %s: skipped (--skip-storage: '%s' is a plain directory)", k + 1,
+                                 p->n_steps, apply_step_name(s->kind), dev, kiln_paths.target);
+                        continue;
+                }
                 if (s->kind == PLAN_FINISH && c.recording) {
                         c.rec.complete = true;  /* the next run over these disks is a fresh install */
                         record_save(&c);
@@ -1008,8 +1089,13 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                 if (!p->resume && root && s->kind == PLAN_MOUNT && (k + 1 == p->n_steps || p->steps[k + 1].kind != PLAN_MOUNT)) {
                         c.recording = true;     /* storage is done and the root is mounted */
                         record_stage(&c, RESUME_STAGE_STORAGE);
-                } else if (s->kind != PLAN_MOUNT)
-                        record_stage(&c, resume_stage_of(s->kind) == RESUME_STAGE_STORAGE ? RESUME_STAGE_NONE : resume_stage_of(s->kind));
+                } else if (s->kind != PLAN_MOUNT) {
+                        enum resume_stage st = resume_stage_of(s->kind);
+                        bool more = k + 1 < p->n_steps && resume_stage_of(p->steps[order[k + 1]].kind) == st;
+                        if (st == RESUME_STAGE_BOOT && more)
+                                continue;       /* boot is done when its last step is: the initramfs follows the binds */
+                        record_stage(&c, st == RESUME_STAGE_STORAGE ? RESUME_STAGE_NONE : st);
+                }
         }
         if (fall_back) {
                 json_object *o = json_object_new_object();

@@ -40,6 +40,9 @@ struct apply_options {
         uint64_t bench_len;     /* bytes the benchmark writes on the raw and the dm-crypt device; 0 = 64 MiB */
         const struct plan *fallback;    /* with a resume plan (resume.h): the fresh plan, run when the stack turns
                                          * out not to be this plan's unfinished run (after undoing the resume steps) */
+        bool skip_storage;      /* test knob (kiln boot --skip-storage, tests/fleet): only the network half runs
+                                 * (image into KILN_TARGET as a plain directory, register, finish); every
+                                 * storage step and configure is logged as skipped, no disk is touched */
 };
 
 /* Returns 0, or the -errno that stopped the run; then *ret_failed (if not
@@ -48,6 +51,9 @@ struct apply_options {
 int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_step_kind *ret_failed);
 
 const char *apply_step_name(enum plan_step_kind kind);
+/* Whether a step of this kind touches a disk or its layout (everything but
+ * image, register and finish): what apply_options.skip_storage leaves out. */
+bool apply_step_is_storage(enum plan_step_kind kind);
 /* A step's stage name in the run report and the controller's events
  * ("md-create md1", "register webhook"): one name for its begin, its end and
  * a failure's failed_stage (buf always terminated). Steps run one at a time,

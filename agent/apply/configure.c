@@ -80,9 +80,11 @@ int configure_crypttab(const struct plan *p, struct strbuf *out) {
                 r = configure_probe_value(s->device, "UUID", &uuid);
                 if (r < 0)
                         return r;
-                /* performance flags are persistent in the LUKS2 header */
-                r = strbuf_addf(out, "%s UUID=%s none luks%s\n", l->name ? l->name : l->id, uuid,
-                                l->discard ? ",discard" : "");
+                /* performance flags are persistent in the LUKS2 header; a Tang-bound volume
+                 * is opened in the initramfs (clevis-initramfs answers cryptroot's prompt),
+                 * and cryptroot opens volumes other than root's only with 'initramfs' */
+                r = strbuf_addf(out, "%s UUID=%s none luks%s%s\n", l->name ? l->name : l->id, uuid,
+                                l->unlock.n_tang ? ",initramfs" : "", l->discard ? ",discard" : "");
         }
         return r;
 }

@@ -14,6 +14,11 @@ struct kiln_paths kiln_paths = {
         .mkfs_ext4 = "/sbin/mkfs.ext4",
         .mkswap = "/sbin/mkswap",
         .mkfs_vfat = "/sbin/mkfs.vfat",
+        .t_clevis = "/usr/bin/clevis",
+        .t_update_initramfs = "/usr/sbin/update-initramfs",
+        .t_grub_install = "/usr/sbin/grub-install",
+        .t_update_grub = "/usr/sbin/update-grub",
+        .t_debconf_set = "/usr/bin/debconf-set-selections",
         .target = "/target",
         .run_dir = "/run/kiln",
 };
@@ -62,6 +67,11 @@ void paths_init(void) {
                 { "KILN_MKSWAP", &kiln_paths.mkswap },
                 { "KILN_MKFS_VFAT", &kiln_paths.mkfs_vfat },
                 { "KILN_TARGET", &kiln_paths.target },
+                { "KILN_T_CLEVIS", &kiln_paths.t_clevis },
+                { "KILN_T_UPDATE_INITRAMFS", &kiln_paths.t_update_initramfs },
+                { "KILN_T_GRUB_INSTALL", &kiln_paths.t_grub_install },
+                { "KILN_T_UPDATE_GRUB", &kiln_paths.t_update_grub },
+                { "KILN_T_DEBCONF_SET", &kiln_paths.t_debconf_set },
                 { "KILN_RUN_DIR", &kiln_paths.run_dir },
         };
         for (size_t i = 0; i < ELEMENTSOF(map); i++) {

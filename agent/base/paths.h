@@ -15,6 +15,12 @@ struct kiln_paths {
         const char *mkfs_ext4;
         const char *mkswap;
         const char *mkfs_vfat;
+        /* run inside the target (paths in its root, through a chroot) */
+        const char *t_clevis;               /* /usr/bin/clevis */
+        const char *t_update_initramfs;     /* /usr/sbin/update-initramfs */
+        const char *t_grub_install;         /* /usr/sbin/grub-install */
+        const char *t_update_grub;          /* /usr/sbin/update-grub */
+        const char *t_debconf_set;          /* /usr/bin/debconf-set-selections */
         const char *target;         /* where the new root is mounted: /target */
         const char *run_dir;        /* state, resume markers, report: /run/kiln */
 };

@@ -192,6 +192,10 @@ int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return -errno;
+        return read_full_fd(fd, max, ret, ret_len);
+}
+
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
         size_t alloc = 4096, len = 0;
         _cleanup_free_ char *buf = malloc(alloc);
         if (!buf)

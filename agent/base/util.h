@@ -85,6 +85,8 @@ uint64_t now_usec(void);
 int read_one_line(const char *path, char **ret);
 /* Read a whole file up to max bytes; -EFBIG if larger. */
 int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
+/* The same from an open descriptor (a pipe, stdin), read to its end. */
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);
 /* mkdir -p: dir and its missing parents, mode 0755. */
 int mkdir_p(const char *dir);
 /* Replace path with buf atomically: parents made, a temporary file beside it

@@ -66,7 +66,7 @@ int cmd_apply(int argc, char **argv) {
         r = resume_plan_decide(spec, inv, fresh, &diags, &plan, &resume, &unwiped);
         if (r < 0)
                 return cmd_plan_failed(r, &diags, "apply", spec_path);
-        diags_clear(&diags);
+        (void) cmd_plan_warnings(&diags, false, "apply", spec_path);
         log_info("%s: %s", resume ? "resume" : "fresh install", (resume ? resume : plan)->mode_why);
 
         if (!dry_run && spec->hostname && !plan->hostname) {

@@ -1,4 +1,4 @@
-/* kiln boot [--cmdline FILE] [--inventory X] [--dry-run] [--no-finish]
+/* kiln boot [--cmdline FILE] [--inventory X] [--dry-run] [--no-finish] [--skip-storage]
  *
  * What the initramfs' /init runs: reads kiln.* from the kernel command line
  * (cmdline.h), looks at this machine (inventory), fetches the host spec
@@ -7,7 +7,11 @@
  * plan, and finishes as the spec says. With --no-finish the spec's finish
  * (reboot, poweroff, none) is written to RUN_DIR/finish instead, so that
  * /init can report first and then do it. Every failure is one line naming
- * the stage, the subject and the reason, and a documented exit code. */
+ * the stage, the subject and the reason, and a documented exit code.
+ *
+ * --skip-storage is a test knob (tests/fleet): with a recorded inventory it
+ * runs only the network half of a real run (spec, image into KILN_TARGET as
+ * a plain directory, webhook events, registration) and never the finish. */
 #include "apply.h"
 #include "ca.h"
 #include "cmdline.h"
@@ -35,13 +39,15 @@
 #define BOOT_FETCH_RETRIES 8            /* the network of a node that just booted may need a while */
 
 static void boot_usage(FILE *f) {
-        fprintf(f, "usage: kiln boot [--cmdline FILE] [--inventory FILE|DIR] [--dry-run] [--no-finish]\n"
+        fprintf(f, "usage: kiln boot [--cmdline FILE] [--inventory FILE|DIR] [--dry-run] [--no-finish] [--skip-storage]\n"
                    "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.fresh from /proc/cmdline,\n"
                    "  fetches the host spec and applies it (what the kiln initramfs runs)\n"
                    "  --cmdline FILE   read the kernel command line from FILE\n"
                    "  --inventory X    plan against a recorded inventory (with --dry-run)\n"
                    "  --dry-run        fetch, validate and print the steps; change nothing\n"
-                   "  --no-finish      write the spec's finish to RUN_DIR/finish instead of doing it\n");
+                   "  --no-finish      write the spec's finish to RUN_DIR/finish instead of doing it\n"
+                   "  --skip-storage   test knob, needs --inventory: skip every storage step, install the image\n"
+                   "                   into KILN_TARGET as a plain directory, register, never finish\n");
 }
 
 static const char *finish_name(enum spec_finish f) {
@@ -58,11 +64,12 @@ int cmd_boot(int argc, char **argv) {
                 { "inventory", required_argument, NULL, 'i' },
                 { "dry-run", no_argument, NULL, 'n' },
                 { "no-finish", no_argument, NULL, 'F' },
+                { "skip-storage", no_argument, NULL, 'S' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
         const char *cmdline_file = NULL, *inv_path = NULL;
-        bool dry_run = false, no_finish = false;
+        bool dry_run = false, no_finish = false, skip_storage = false;
         int c, r;
 
         optind = 1;
@@ -72,6 +79,7 @@ int cmd_boot(int argc, char **argv) {
                 case 'i': inv_path = optarg; break;
                 case 'n': dry_run = true; break;
                 case 'F': no_finish = true; break;
+                case 'S': skip_storage = true; break;
                 case 'h': boot_usage(stdout); return KILN_EXIT_OK;
                 default: boot_usage(stderr); return KILN_EXIT_USAGE;
                 }
@@ -79,7 +87,11 @@ int cmd_boot(int argc, char **argv) {
                 boot_usage(stderr);
                 return KILN_EXIT_USAGE;
         }
-        if (inv_path && !dry_run) {
+        if (skip_storage && !inv_path) {
+                log_error("--skip-storage is a test knob for a recorded machine: it needs --inventory");
+                return KILN_EXIT_USAGE;
+        }
+        if (inv_path && !dry_run && !skip_storage) {
                 log_error("--inventory plans for another machine: it needs --dry-run");
                 return KILN_EXIT_USAGE;
         }
@@ -124,7 +136,7 @@ int cmd_boot(int argc, char **argv) {
 
         /* 3. the extra CA: a file on the initramfs, or fetched (it is then
          * trusted on the strength of the system CAs alone) */
-        struct fetch_options fo = { .max_retries = BOOT_FETCH_RETRIES };
+        struct fetch_options fo = { .max_retries = BOOT_FETCH_RETRIES, .pushback_sec = FETCH_PUSHBACK_SEC };
         _cleanup_free_ char *ca_pem = NULL, *ca_path = NULL;
         if (cl.ca) {
                 char ca_shown[URL_DISPLAY_MAX];
@@ -181,6 +193,7 @@ int cmd_boot(int argc, char **argv) {
         struct diags diags = {};
         _cleanup_spec_free_ struct spec *spec = NULL;
         r = spec_parse(shown, data, len, &spec, &diags);
+        diags_sort(&diags);
         if (r < 0) {
                 diags_print(&diags, stderr);
                 diags_clear(&diags);
@@ -188,6 +201,7 @@ int cmd_boot(int argc, char **argv) {
                         return log_error("spec '%s' is not valid", shown), KILN_EXIT_BAD_SPEC;
                 return log_error_errno(r, "failed to parse spec '%s': %m", shown), KILN_EXIT_BAD_SPEC;
         }
+        diags_print(&diags, stderr);    /* warnings only: the run goes on (docs/spec.md "Warnings") */
         diags_clear(&diags);
         explicit_wipe(data, len);       /* it may hold passphrases; the spec keeps its own copy */
         r = spec_register_secrets(spec);
@@ -209,7 +223,7 @@ int cmd_boot(int argc, char **argv) {
         r = resume_plan_decide(spec, inv, cl.fresh, &diags, &plan, &resume, &unwiped);
         if (r < 0)
                 return cmd_plan_failed(r, &diags, "apply", shown);
-        diags_clear(&diags);
+        (void) cmd_plan_warnings(&diags, false, "apply", shown);
         log_info("plan %.12s: %s (%s)", plan->fingerprint, resume ? "resume" : "fresh install",
                  (resume ? resume : plan)->mode_why);
 
@@ -247,7 +261,8 @@ int cmd_boot(int argc, char **argv) {
 
         struct apply_options ao = {
                 .dry_run = dry_run,
-                .finish = !dry_run && !no_finish,
+                .finish = !dry_run && !no_finish && !skip_storage,
+                .skip_storage = skip_storage,
                 .hostname = hostname,
                 .hook = progress_apply_hook,
                 .userdata = report,

@@ -7,17 +7,27 @@
 #include "probe.h"
 
 int cmd_load_spec(const char *path, struct spec **ret) {
+        return cmd_load_spec_full(path, false, ret, NULL);
+}
+
+int cmd_load_spec_full(const char *path, bool strict, struct spec **ret, struct diags *ret_diags) {
         _cleanup_(diags_clear) struct diags diags = {};
         _cleanup_spec_free_ struct spec *spec = NULL;
         int r = spec_load(path, &spec, &diags);
+        diags_sort(&diags);
+        diags_print(&diags, stderr);    /* errors, or warnings only (docs/spec.md "Warnings") */
+        size_t warnings = diags_warnings(&diags, 0);
+        if (ret_diags && diags_move(ret_diags, &diags) < 0)
+                return log_error_errno(-ENOMEM, "failed to load spec '%s': %m", path), KILN_EXIT_FAILURE;
         if (r < 0) {
-                diags_sort(&diags);
-                diags_print(&diags, stderr);
-                if (r == -EINVAL || diags.n > 0)
+                if (r == -EINVAL)
                         return KILN_EXIT_BAD_SPEC;
                 log_error_errno(r, "failed to load spec '%s': %m", path);
                 return r == -ENOMEM ? KILN_EXIT_FAILURE : KILN_EXIT_BAD_SPEC;
         }
+        if (strict && warnings > 0)
+                return log_error("spec '%s' has %zu warning%s, which --strict makes errors", path, warnings,
+                                 warnings == 1 ? "" : "s"), KILN_EXIT_BAD_SPEC;
         r = spec_register_secrets(spec);
         if (r < 0)
                 return log_error_errno(r, "failed to register the secrets of spec '%s': %m", path), KILN_EXIT_FAILURE;
@@ -33,8 +43,22 @@ int cmd_load_inventory(const char *path, struct inventory **ret) {
         return KILN_EXIT_OK;
 }
 
+int cmd_plan_warnings(struct diags *diags, bool strict, const char *verb, const char *subject) {
+        size_t n = diags_warnings(diags, 0);
+        if (n == 0)
+                return KILN_EXIT_OK;
+        diags_sort(diags);
+        diags_print(diags, stderr);
+        diags_clear(diags);
+        if (!strict)
+                return KILN_EXIT_OK;
+        log_error("refusing to %s '%s': %zu warning%s above, which --strict makes errors; nothing was changed", verb,
+                  subject, n, n == 1 ? "" : "s");
+        return KILN_EXIT_REFUSED;
+}
+
 int cmd_plan_failed(int r, struct diags *diags, const char *verb, const char *subject) {
-        size_t n = diags->n;
+        size_t n = diags_errors(diags, 0);
         diags_sort(diags);
         diags_print(diags, stderr);
         diags_clear(diags);
@@ -57,7 +81,7 @@ int cmd_apply_exit_code(int r, enum plan_step_kind failed) {
         switch (failed) {
         case PLAN_WIPE: case PLAN_PARTITION: case PLAN_MD_CREATE: case PLAN_LUKS_FORMAT:
         case PLAN_LUKS_OPEN: case PLAN_PVCREATE: case PLAN_VGCREATE: case PLAN_LVCREATE:
-        case PLAN_MKFS: case PLAN_MOUNT: case PLAN_CONFIGURE:
+        case PLAN_MKFS: case PLAN_MOUNT: case PLAN_CONFIGURE: case PLAN_LUKS_BIND: case PLAN_BOOTLOADER:
         case PLAN_MD_ASSEMBLE: case PLAN_VG_ACTIVATE: case PLAN_SKIP_STAGE: case PLAN_RESUME_CHECK:
                 return KILN_EXIT_STORAGE;
         case PLAN_BENCH_RAW: case PLAN_BENCH_CRYPT:

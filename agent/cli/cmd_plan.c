@@ -1,4 +1,4 @@
-/* kiln plan SPEC [--inventory FILE | --sysroot DIR] [--json]
+/* kiln plan SPEC [--inventory FILE | --sysroot DIR] [--json] [--fresh] [--strict]
  * Prints the steps `kiln apply` would run on this (or a recorded) machine.
  * Never writes: the spec is parsed, the inventory probed or loaded, and
  * plan_build() makes every safety refusal. */
@@ -12,12 +12,55 @@
 #include <getopt.h>
 
 static void usage(FILE *f) {
-        fprintf(f, "usage: kiln plan SPEC [--inventory FILE | --sysroot DIR] [--json] [--fresh]\n"
+        fprintf(f, "usage: kiln plan SPEC [--inventory FILE | --sysroot DIR] [--json] [--fresh] [--strict]\n"
+                   "shows every step `kiln apply` would run, the device of each and what it destroys;\n"
+                   "writes nothing (docs/plan.md)\n"
                    "  --inventory FILE  plan for the machine `kiln inventory --json` saved in FILE\n"
                    "  --sysroot DIR     plan for a recorded /sys + /dev tree (or a saved JSON file)\n"
-                   "  --json            print the plan as JSON\n"
+                   "  --json            print the plan as JSON; a refusal too, as one object:\n"
+                   "                    {\"refused\", \"exit_code\", \"kind\", \"rule\", \"disk\", \"reason\", \"problems\"}\n"
                    "  --fresh           the plan of a fresh install even if an interrupted run could resume\n"
+                   "  --strict          warnings (of the spec: exit 2; of the plan: exit 3) are errors\n"
                    "exit codes: 0 planned, 2 bad spec, 3 refused (a disk rule or a disk is not safe to use)\n");
+}
+
+/* kiln plan --json that makes no plan: one JSON object on stdout instead,
+ * with the first error's disk rule, disk and message, and every problem
+ * (docs/plan.md "JSON"). Returns the exit code it is given. */
+static int print_refusal(int exit_code, const struct diags *d) {
+        const struct diag *first = NULL;
+        for (size_t i = 0; i < d->n && !first; i++)
+                first = &d->items[i];   /* warnings only (--strict): the first of them */
+        for (size_t i = 0; i < d->n; i++)
+                if (!d->items[i].warning) {
+                        first = &d->items[i];
+                        break;
+                }
+        _cleanup_strbuf_ struct strbuf out = STRBUF_INIT;
+        int r = strbuf_addf(&out, "{\"refused\":true,\"exit_code\":%d,\"kind\":\"%s\",\"rule\":", exit_code,
+                            exit_code == KILN_EXIT_REFUSED ? "refused" : "bad-spec");
+        if (r >= 0)
+                r = first && first->rule ? strbuf_add_json_string(&out, first->rule) : strbuf_adds(&out, "null");
+        if (r >= 0)
+                r = strbuf_adds(&out, ",\"disk\":");
+        if (r >= 0)
+                r = first && first->disk ? strbuf_add_json_string(&out, first->disk) : strbuf_adds(&out, "null");
+        if (r >= 0)
+                r = strbuf_adds(&out, ",\"reason\":");
+        if (r >= 0)
+                r = first ? strbuf_add_json_string(&out, first->message) : strbuf_adds(&out, "null");
+        if (r >= 0)
+                r = strbuf_adds(&out, ",\"problems\":");
+        if (r >= 0)
+                r = diags_to_json(d, &out);
+        if (r >= 0)
+                r = strbuf_adds(&out, "}\n");
+        if (r < 0)
+                return log_error_errno(r, "failed to format the refusal: %m"), exit_code;
+        log_redact(out.buf);
+        fputs(out.buf, stdout);
+        fflush(stdout);
+        return exit_code;
 }
 
 int cmd_plan(int argc, char **argv) {
@@ -26,11 +69,12 @@ int cmd_plan(int argc, char **argv) {
                 { "sysroot", required_argument, NULL, 's' },
                 { "json", no_argument, NULL, 'j' },
                 { "fresh", no_argument, NULL, 'f' },
+                { "strict", no_argument, NULL, 'S' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         const char *inventory_file = NULL, *sysroot = NULL;
-        bool json = false, fresh = false;
+        bool json = false, fresh = false, strict = false;
         int c;
         optind = 0;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
@@ -39,6 +83,7 @@ int cmd_plan(int argc, char **argv) {
                 case 's': sysroot = optarg; break;
                 case 'j': json = true; break;
                 case 'f': fresh = true; break;
+                case 'S': strict = true; break;
                 case 'h': usage(stdout); return KILN_EXIT_OK;
                 default: usage(stderr); return KILN_EXIT_USAGE;
                 }
@@ -49,9 +94,10 @@ int cmd_plan(int argc, char **argv) {
         const char *spec_path = argv[optind];
 
         _cleanup_spec_free_ struct spec *spec = NULL;
-        int r = cmd_load_spec(spec_path, &spec);
+        _cleanup_(diags_clear) struct diags spec_diags = {};
+        int r = cmd_load_spec_full(spec_path, strict, &spec, json ? &spec_diags : NULL);
         if (r != KILN_EXIT_OK)
-                return r;
+                return json && spec_diags.n ? print_refusal(r, &spec_diags) : r;
 
         _cleanup_inventory_free_ struct inventory *inv = NULL;
         r = cmd_load_inventory(inventory_file ? inventory_file : sysroot, &inv);
@@ -63,8 +109,16 @@ int cmd_plan(int argc, char **argv) {
         _cleanup_plan_free_ struct plan *resume = NULL;
         bool unwiped;
         r = resume_plan_decide(spec, inv, fresh, &diags, &plan, &resume, &unwiped);
-        if (r < 0)
+        if (r < 0) {
+                if (json && (r == -EPERM || r == -EINVAL))
+                        (void) print_refusal(r == -EPERM ? KILN_EXIT_REFUSED : KILN_EXIT_BAD_SPEC, &diags);
                 return cmd_plan_failed(r, &diags, "plan", spec_path);
+        }
+        if (json && strict && diags_warnings(&diags, 0) > 0)
+                (void) print_refusal(KILN_EXIT_REFUSED, &diags);
+        r = cmd_plan_warnings(&diags, strict, "plan", spec_path);
+        if (r != KILN_EXIT_OK)
+                return r;
         const struct plan *shown = resume ? resume : plan;
         _cleanup_strbuf_ struct strbuf out = STRBUF_INIT;
         r = json ? plan_to_json(shown, &out) : plan_to_text(shown, &out);

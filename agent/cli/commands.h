@@ -21,6 +21,12 @@ int cmd_image(int argc, char **argv);
 /* Loads and validates the spec at path (its problems printed, sorted) and
  * registers its secrets; KILN_EXIT_OK and *ret set, or the exit code. */
 int cmd_load_spec(const char *path, struct spec **ret);
+/* The same; its warnings are printed too, and with strict they make it fail
+ * (exit 2). ret_diags (may be NULL) receives the diagnostics. */
+int cmd_load_spec_full(const char *path, bool strict, struct spec **ret, struct diags *ret_diags);
+/* After a plan was made: prints its warnings (clears diags); with strict any
+ * warning refuses it (KILN_EXIT_REFUSED, said once), else KILN_EXIT_OK. */
+int cmd_plan_warnings(struct diags *diags, bool strict, const char *verb, const char *subject);
 /* After resume_plan_decide() (or plan_build()) returned r < 0: prints the
  * problems in diags (sorted; clears them), says why once and returns the exit
  * code: -EPERM refused, -EINVAL bad spec, else failure. verb: "apply",

@@ -4,6 +4,8 @@
 #include "paths.h"
 #include "util.h"
 
+#include <signal.h>
+
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.1.0"
 #endif
@@ -56,6 +58,8 @@ static int cmd_help(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+        /* a helper that exits before reading its stdin (exec.c) must give EPIPE, not kill kiln */
+        signal(SIGPIPE, SIG_IGN);
         paths_init();
         int i = 1;
         for (; i < argc && argv[i][0] == '-'; i++) {

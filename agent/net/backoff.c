@@ -23,6 +23,28 @@ unsigned backoff_delay_ms(const struct backoff *b, unsigned n) {
         return (unsigned) (half + (d - half ? jitter_random() % (d - half + 1) : 0));
 }
 
+unsigned backoff_spread_ms(const struct backoff *b, unsigned n, unsigned not_before_ms) {
+        uint64_t init = b->initial_ms ? b->initial_ms : 500;
+        uint64_t max = b->max_ms ? b->max_ms : 30000;
+        uint64_t d = init;
+        for (unsigned i = 0; i < n && d < max; i++)
+                d *= 2;
+        if (d > max)
+                d = max;
+        uint64_t nb = not_before_ms < BACKOFF_RETRY_AFTER_MAX_MS ? not_before_ms : BACKOFF_RETRY_AFTER_MAX_MS;
+        uint64_t lo = d / 2 > nb ? d / 2 : nb;
+        uint64_t w = max < BACKOFF_MIN_WINDOW_MS ? max : BACKOFF_MIN_WINDOW_MS;
+        if (d / 2 > w)
+                w = d / 2;
+        return (unsigned) (lo + jitter_random() % (w + 1));
+}
+
+void backoff_sleep_ms(unsigned ms) {
+        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
 int backoff_next(struct backoff *b) {
         if (b->attempt >= b->max_attempts)
                 return -ETIMEDOUT;

@@ -80,7 +80,7 @@ static int curl_once(const struct http_request *req, unsigned connect_ms, unsign
         curl_easy_setopt(c, CURLOPT_USERAGENT, "kiln");
         /* the system CAs plus the extra one, as for every fetch (not instead of them) */
         struct fetch_options tls = { .ca_file = req->ca_file };
-        if (fetch_curl_setup_tls(c, &tls) < 0)
+        if (fetch_curl_setup_tls(c, &tls) < 0 || fetch_curl_share(c) < 0)     /* one kept-alive connection per host */
                 return -EINVAL;
         if (post) {
                 curl_easy_setopt(c, CURLOPT_POST, 1L);

@@ -26,8 +26,44 @@ static inline void curl_freep(char **p) { curl_free(*p); }
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_result = CURLE_FAILED_INIT;
+static CURLSH *curl_share;
+static pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+
+static void share_lock(CURL *c, curl_lock_data data, curl_lock_access access, void *userdata) {
+        if ((unsigned) data < CURL_LOCK_DATA_LAST)
+                pthread_mutex_lock(&share_locks[data]);
+}
+
+static void share_unlock(CURL *c, curl_lock_data data, void *userdata) {
+        if ((unsigned) data < CURL_LOCK_DATA_LAST)
+                pthread_mutex_unlock(&share_locks[data]);
+}
+
 static void curl_init_once(void) {
         curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+        if (curl_init_result != CURLE_OK)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(share_locks); i++)
+                pthread_mutex_init(&share_locks[i], NULL);
+        CURLSH *sh = curl_share_init();
+        if (!sh)
+                return;         /* no sharing: every handle keeps its own cache */
+        if (curl_share_setopt(sh, CURLSHOPT_LOCKFUNC, share_lock) != CURLSHE_OK ||
+            curl_share_setopt(sh, CURLSHOPT_UNLOCKFUNC, share_unlock) != CURLSHE_OK ||
+            curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK ||
+            curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK ||
+            curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK) {
+                curl_share_cleanup(sh);
+                return;
+        }
+        curl_share = sh;        /* lives as long as the process */
+}
+
+int fetch_curl_share(void *curl) {
+        pthread_once(&curl_once, curl_init_once);
+        if (!curl_share)
+                return 0;
+        return curl_easy_setopt(curl, CURLOPT_SHARE, curl_share) == CURLE_OK ? 0 : -EINVAL;
 }
 
 struct transfer {
@@ -39,6 +75,8 @@ struct transfer {
         uint64_t offset;        /* bytes delivered in the current stream */
         uint64_t total;         /* announced size of the whole stream; 0 = unknown */
         bool first_write;       /* per attempt */
+        bool http_error;        /* this attempt's answer is 400 or more: its body is dropped */
+        bool body_unchecked;    /* per attempt: transfer_begin_body not yet run */
         struct fetch_content_range range;       /* from Content-Range of the current response */
         bool have_range;                        /* false: none, not a valid one, or two */
         bool range_seen;
@@ -315,7 +353,15 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userdata) {
         int r;
 
         if (t->first_write) {
+                long code = 0;
                 t->first_write = false;
+                (void) curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
+                t->http_error = !t->is_file && code >= 400;
+        }
+        if (t->http_error)
+                return n;       /* an error page: read (the connection stays usable) and dropped */
+        if (t->body_unchecked) {
+                t->body_unchecked = false;
                 r = transfer_begin_body(t);
                 if (r < 0)
                         goto abort;
@@ -365,7 +411,7 @@ static int classify(CURLcode c, long http_code, bool *ret_retry) {
         *ret_retry = false;
         switch (c) {
         case CURLE_HTTP_RETURNED_ERROR:
-                if (http_code >= 500) {
+                if (http_code >= 500 || http_code == 429) {
                         *ret_retry = true;
                         return -EIO;
                 }
@@ -448,7 +494,7 @@ static int transfer_setup(struct transfer *t, const char *url, char *errbuf) {
         SET(CURLOPT_REDIR_PROTOCOLS_STR, FETCH_REDIR_PROTOCOLS);
         SET(CURLOPT_FOLLOWLOCATION, 1L);
         SET(CURLOPT_MAXREDIRS, (long) FETCH_MAX_REDIRS);
-        SET(CURLOPT_FAILONERROR, 1L);
+        /* no CURLOPT_FAILONERROR: it closes the connection on every 503 */
         SET(CURLOPT_NOSIGNAL, 1L);
         SET(CURLOPT_ERRORBUFFER, errbuf);
         SET(CURLOPT_USERAGENT, "kiln");
@@ -456,7 +502,7 @@ static int transfer_setup(struct transfer *t, const char *url, char *errbuf) {
         SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
         SET(CURLOPT_LOW_SPEED_TIME, (long) (o->low_speed_time_sec ? o->low_speed_time_sec : FETCH_DEFAULT_LOW_SPEED_TIME_SEC));
         SET(CURLOPT_BUFFERSIZE, 256L * 1024L);
-        if (fetch_curl_setup_tls(c, o) < 0)
+        if (fetch_curl_setup_tls(c, o) < 0 || fetch_curl_share(c) < 0)
                 return -EINVAL;
         SET(CURLOPT_HEADERFUNCTION, header_cb);
         SET(CURLOPT_HEADERDATA, t);
@@ -517,8 +563,10 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
         if (r < 0)
                 return set_errorf(&rr->error, r, "cannot configure libcurl");
 
-        struct backoff b = BACKOFF_INIT(opts->backoff_initial_ms, opts->backoff_max_ms,
-                                        opts->no_retry ? 0 : opts->max_retries ? opts->max_retries : FETCH_DEFAULT_RETRIES);
+        struct backoff b = BACKOFF_INIT(opts->backoff_initial_ms, opts->backoff_max_ms, 0);
+        unsigned max_faults = opts->no_retry ? 0 : opts->max_retries ? opts->max_retries : FETCH_DEFAULT_RETRIES;
+        unsigned faults = 0, n = 0;
+        uint64_t started = now_usec();
         for (;;) {
                 char range[32];
                 bool retry;
@@ -530,7 +578,8 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                         (void) curl_easy_setopt(curl, CURLOPT_RANGE, range);
                 } else
                         (void) curl_easy_setopt(curl, CURLOPT_RANGE, NULL);
-                t.first_write = true;
+                t.first_write = t.body_unchecked = true;
+                t.http_error = false;
                 t.have_range = t.range_seen = false;
                 t.skip = 0;
                 t.abort_err = 0;
@@ -540,8 +589,10 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                 CURLcode c = curl_easy_perform(curl);
                 rr->http_code = 0;
                 (void) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &rr->http_code);
+                if (c == CURLE_OK && !t.is_file && rr->http_code >= 400)
+                        c = CURLE_HTTP_RETURNED_ERROR;
 
-                if (c == CURLE_OK && t.first_write) {
+                if (c == CURLE_OK && t.body_unchecked) {
                         /* empty body: still check what we were told */
                         r = transfer_begin_body(&t);
                         if (r < 0) {
@@ -574,10 +625,23 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                 }
                 if (!retry)
                         return r;
-                if (backoff_next(&b) < 0) {
+                /* A server pushing back says when to come again: never before
+                 * its Retry-After, and spread out from the other nodes. */
+                unsigned not_before_ms = 0;
+                bool pushback = c == CURLE_HTTP_RETURNED_ERROR && (rr->http_code == 503 || rr->http_code == 429);
+                if (pushback) {
+                        curl_off_t ra = 0;
+                        rr->pushbacks++;
+                        if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+                                not_before_ms = ra >= BACKOFF_RETRY_AFTER_MAX_MS / 1000 ? BACKOFF_RETRY_AFTER_MAX_MS
+                                                                                       : (unsigned) ra * 1000u;
+                }
+                bool free_retry = pushback && !opts->no_retry && opts->pushback_sec &&
+                                  now_usec() - started < (uint64_t) opts->pushback_sec * 1000000u;
+                if (!free_retry && faults++ >= max_faults)
                         return set_errorf(&rr->error, r, "%s (gave up after %u attempts)",
                                           rr->error ? rr->error : strerror(-r), rr->attempts);
-                }
+                backoff_sleep_ms(backoff_spread_ms(&b, n++, not_before_ms));
         }
 
         unsigned char md[EVP_MAX_MD_SIZE];

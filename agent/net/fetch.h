@@ -1,13 +1,21 @@
 /* HTTP(S) fetching for every stage (spec, keys, image, registration).
  *
- * One libcurl easy handle per transfer. Only http, https and file URLs are
+ * One libcurl easy handle per transfer; every handle of the process (fetch
+ * and delivery.c's controller requests) shares one connection cache, DNS
+ * cache and TLS session cache (fetch_curl_share), so a run's requests to
+ * one host reuse one kept-alive connection and one TLS handshake. HTTP
+ * error answers are read and dropped by kiln, not failed by curl
+ * (CURLOPT_FAILONERROR closes the connection), so a 503 costs no new
+ * connection either. Only http, https and file URLs are
  * accepted (redirects: http and https only). TLS is always verified, against
  * the system CAs plus an optional extra CA (kiln.ca= or the spec's ca:);
  * there is deliberately no option to turn verification off.
  *
- * Faults: refused connections, timeouts, dropped connections and 5xx are
- * retried with capped, jittered exponential backoff (backoff.h) up to
- * max_retries; 4xx, TLS verification failures, bad URLs and size-limit
+ * Faults: refused connections, timeouts, dropped connections, 5xx and 429
+ * are retried with capped, jittered exponential backoff (backoff_spread_ms:
+ * never before the server's Retry-After, seconds or HTTP-date, capped at
+ * BACKOFF_RETRY_AFTER_MAX_MS) up to max_retries; a server pushing back
+ * (503, 429) does not use up a retry while pushback_sec lasts; 4xx, TLS verification failures, bad URLs and size-limit
  * violations are final. A retry after bytes were delivered resumes with an
  * HTTP Range request from the last byte delivered; a server that answers the
  * Range request with the whole body (200) restarts cleanly (see fetch_sink).
@@ -30,7 +38,13 @@ struct fetch_options {
         unsigned backoff_initial_ms;    /* 0 = 500 */
         unsigned backoff_max_ms;        /* 0 = 30000 */
         uint64_t max_size;              /* refuse more bytes than this (-EFBIG); 0 = no limit */
+        unsigned pushback_sec;          /* for this long from the first try, 503 and 429 answers are
+                                         * retried without using up max_retries; 0 = they count */
 };
+
+/* What a node waits on a busy boot server (nginx limit_conn/limit_req) for
+ * its spec, keys and image before the 503s count as failures. */
+#define FETCH_PUSHBACK_SEC 900u
 
 /* Where the bytes go. write() returns 0 or -errno (aborts the transfer,
  * final). When a server ignores Range and sends the whole body again:
@@ -50,6 +64,7 @@ struct fetch_result {
         uint64_t bytes;                 /* bytes delivered in the final stream */
         unsigned attempts;              /* requests made */
         unsigned restarts;              /* times the stream restarted at 0 */
+        unsigned pushbacks;             /* 503 and 429 answers among the attempts */
         long http_code;                 /* last status (0 for file://) */
         char sha256[65];                /* lower-case hex over the delivered bytes */
         /* Also filled on failure (NULL if even that failed), so the caller
@@ -106,6 +121,13 @@ int fetch_to_buffer_full(const char *url, const struct fetch_options *opts, size
  * system CAs when the bundle exists, plus the extra CA of opts (ca_file
  * and/or ca_pem; opts must stay valid until the transfer ends). 0 or -EINVAL. */
 int fetch_curl_setup_tls(void *curl, const struct fetch_options *opts);
+
+/* Puts a libcurl easy handle on the process' shared connection, DNS and
+ * TLS session caches (thread-safe). Connections are reused only for the
+ * same host, port and TLS settings; kiln's trust only grows during a run
+ * (kiln.ca, then the spec's ca: beside it), so a reused connection was
+ * verified against no more than the request trusts. 0 or -EINVAL. */
+int fetch_curl_share(void *curl);
 
 /* Constant-time-ish comparison of two hex digests, case-insensitive. */
 bool sha256_hex_equal(const char *a, const char *b);

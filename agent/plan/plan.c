@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
 #define ALIGN MiB
 #define LUKS2_DEFAULT_HEADER (16 * MiB)
 #define LVM_PV_METADATA MiB
@@ -64,6 +65,8 @@ static const char *const kind_names[_PLAN_STEP_KIND_MAX] = {
         [PLAN_BENCH_CRYPT] = "bench-crypt",
         [PLAN_IMAGE] = "image",
         [PLAN_CONFIGURE] = "configure",
+        [PLAN_LUKS_BIND] = "luks-bind",
+        [PLAN_BOOTLOADER] = "boot-loader",
         [PLAN_REGISTER] = "register",
         [PLAN_FINISH] = "finish",
         [PLAN_MD_ASSEMBLE] = "assemble",
@@ -119,8 +122,20 @@ static int finding(struct builder *b, bool refusal, struct spec_mark m, const ch
                 b->invalid++;
         return 0;
 }
+/* A warning at a spec position: the plan stands (kiln plan --strict refuses it). */
+static int warning(struct builder *b, struct spec_mark m, const char *fmt, ...) _printf_(3, 4);
+static int warning(struct builder *b, struct spec_mark m, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = diags_warnv(b->diags, b->spec->file, m.line, m.col, fmt, ap);
+        va_end(ap);
+        return r;
+}
 #define refuse(b, m, ...) finding((b), true, (m), __VA_ARGS__)
 #define invalid(b, m, ...) finding((b), false, (m), __VA_ARGS__)
+/* A refusal about a disk rule and (when it is one) a disk, named in the JSON refusal too. */
+#define refuse_disk(b, m, rule, disk, ...) \
+        (finding((b), true, (m), __VA_ARGS__) ?: diags_set_subject((b)->diags, (rule), (disk)))
 
 static int add_list(struct strbuf *sb, char **v, size_t from, size_t to);
 
@@ -316,13 +331,13 @@ static int check_selected_disk(struct builder *b, const struct spec_disk *rule, 
         if (r < 0)
                 return r;
         if (sb.len)
-                return refuse(b, rule->mark, "disk rule '%s' selects %s, which is mounted (%s); kiln never touches a mounted disk",
+                return refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk rule '%s' selects %s, which is mounted (%s); kiln never touches a mounted disk",
                               rule->id, disk_path(d), strbuf_str(&sb));
         if (d->unreadable)
-                return refuse(b, rule->mark, "disk rule '%s' selects %s, which could not be read: its signatures are unknown, so kiln will not touch it",
+                return refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk rule '%s' selects %s, which could not be read: its signatures are unknown, so kiln will not touch it",
                               rule->id, disk_path(d));
         if (d->readonly)
-                return refuse(b, rule->mark, "disk rule '%s' selects %s, which is read-only", rule->id, disk_path(d));
+                return refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk rule '%s' selects %s, which is read-only", rule->id, disk_path(d));
 
         _cleanup_strv_free_ char **holders = NULL;
         r = collect_holders(d, &holders);
@@ -333,14 +348,14 @@ static int check_selected_disk(struct builder *b, const struct spec_disk *rule, 
                 for (size_t i = 0; holders[i]; i++)
                         if ((r = strbuf_addf(&sb, "%s%s", i ? ", " : "", holders[i])) < 0)
                                 return r;
-                return refuse(b, rule->mark, "disk rule '%s' selects %s, which is in use by %s; set 'wipe: true' to stop %s and wipe the disk",
+                return refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk rule '%s' selects %s, which is in use by %s; set 'wipe: true' to stop %s and wipe the disk",
                               rule->id, disk_path(d), strbuf_str(&sb), holders[1] ? "them" : "it");
         }
         if (count_signatures(d) > 0 && !rule->wipe && !b->allow_signatures) {
                 strbuf_reset(&sb);
                 if ((r = describe_signatures(d, &sb)) < 0)
                         return r;
-                return refuse(b, rule->mark, "disk rule '%s' selects %s, which holds signatures (%s); set 'wipe: true' to destroy them",
+                return refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk rule '%s' selects %s, which holds signatures (%s); set 'wipe: true' to destroy them",
                               rule->id, disk_path(d), strbuf_str(&sb));
         }
         return 0;
@@ -357,7 +372,7 @@ static int refuse_serial_twins(struct builder *b, const struct spec_disk *rule) 
                         r = strbuf_addf(&sb, "%s%s", k++ == 0 ? "" : k == n ? " and " : ", ", disk_path(b->sorted[j]));
         if (r < 0)
                 return r;
-        return refuse(b, rule->match_mark.line ? rule->match_mark : rule->mark,
+        return refuse_disk(b, rule->match_mark.line ? rule->match_mark : rule->mark, rule->id, NULL,
                       "disk rule '%s' selects serial '%s', which %zu disks report (%s); a serial that is not unique "
                       "cannot select a disk: use path, by_id or wwn", rule->id, rule->serial, n, strbuf_str(&sb));
 }
@@ -405,7 +420,7 @@ static int select_disks(struct builder *b) {
                                 if ((r = strbuf_addf(&matched, "%s%s", matched.len ? ", " : "", disk_path(d))) < 0)
                                         return r;
                                 if (owner[j]) {
-                                        if ((r = refuse(b, rule->mark, "disk %s is matched by both disk rules '%s' and '%s'; a disk may belong to one rule only",
+                                        if ((r = refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk %s is matched by both disk rules '%s' and '%s'; a disk may belong to one rule only",
                                                         disk_path(d), s->disks[owner[j] - 1].id, rule->id)) < 0)
                                                 return r;
                                 } else
@@ -415,12 +430,12 @@ static int select_disks(struct builder *b) {
                 }
                 if (n != want) {
                         if (n < want)
-                                r = refuse(b, rule->match_mark.line ? rule->match_mark : rule->mark,
+                                r = refuse_disk(b, rule->match_mark.line ? rule->match_mark : rule->mark, rule->id, NULL,
                                            "disk rule '%s' must match exactly %u disk%s but matches %u (%s)%s",
                                            rule->id, want, want == 1 ? "" : "s", n, n ? strbuf_str(&matched) : "none",
                                            strbuf_str(&reasons));
                         else
-                                r = refuse(b, rule->match_mark.line ? rule->match_mark : rule->mark,
+                                r = refuse_disk(b, rule->match_mark.line ? rule->match_mark : rule->mark, rule->id, NULL,
                                            "disk rule '%s' must match exactly %u disk%s but matches %u (%s); narrow the rule or raise its count",
                                            rule->id, want, want == 1 ? "" : "s", n, strbuf_str(&matched));
                         if (r < 0)
@@ -630,7 +645,7 @@ static int layout_disk(struct builder *b, const struct spec_disk *rule, const st
                         return invalid(b, parts[i]->mark, "partition '%s' has no size", parts[i]->id);
                 }
                 if (v == 0)
-                        return refuse(b, sz->mark, "partition '%s' on %s would be smaller than 1 MiB", parts[i]->id, disk_path(d));
+                        return refuse_disk(b, sz->mark, rule->id, disk_path(d), "partition '%s' on %s would be smaller than 1 MiB", parts[i]->id, disk_path(d));
                 out[i].size = v;
                 fixed = fixed > UINT64_MAX - v ? UINT64_MAX : fixed + v;
         }
@@ -651,9 +666,9 @@ static int layout_disk(struct builder *b, const struct spec_disk *rule, const st
                                              i == rest ? "rest" : SIZE(out[i].size))) < 0)
                                 return r;
                 if (fixed > usable)
-                        return refuse(b, rule->mark, "partitions on %s (disk rule '%s') need %s but only %s is usable: %s",
+                        return refuse_disk(b, rule->mark, rule->id, disk_path(d), "partitions on %s (disk rule '%s') need %s but only %s is usable: %s",
                                       disk_path(d), rule->id, SIZE(fixed), SIZE(usable), strbuf_str(&sb));
-                return refuse(b, parts[rest]->size.mark, "no space left on %s (disk rule '%s') for partition '%s' (size rest): %s",
+                return refuse_disk(b, parts[rest]->size.mark, rule->id, disk_path(d), "no space left on %s (disk rule '%s') for partition '%s' (size rest): %s",
                               disk_path(d), rule->id, parts[rest]->id, strbuf_str(&sb));
         }
         if (rest != SIZE_MAX)
@@ -757,6 +772,56 @@ static int add_list(struct strbuf *sb, char **v, size_t from, size_t to) {
         return r;
 }
 
+/* The size of a device the plan has so far: a selected disk, or a partition
+ * an earlier step makes; 0 when it is not known (md, LUKS, LV members). */
+static uint64_t device_size(const struct builder *b, const char *dev) {
+        for (size_t i = 0; i < b->plan->n_steps; i++) {
+                const struct plan_step *st = &b->plan->steps[i];
+                for (size_t k = 0; st->kind == PLAN_PARTITION && k < st->n_parts; k++)
+                        if (st->parts[k].device && streq(st->parts[k].device, dev))
+                                return st->parts[k].size;
+        }
+        for (size_t i = 0; i < b->plan->n_disks; i++)
+                if (streq(disk_path(b->plan->disks[i].disk), dev))
+                        return b->plan->disks[i].disk->size;
+        return 0;
+}
+
+/* md uses every member only up to the smallest: over mixed disks the rest
+ * stays idle (junk-box's raid10 over 1T/2T/2T/4T leaves about 4.5 TiB). Said
+ * when it is at least 1 GiB and 5 % of the members. */
+static int warn_unused_capacity(struct builder *b, const struct spec_raid *x, char **members) {
+        uint64_t min = UINT64_MAX, sum = 0;
+        const char *smallest = NULL;
+        for (size_t i = 0; members[i]; i++) {
+                uint64_t sz = device_size(b, members[i]);
+                if (sz == 0)
+                        return 0;
+                if (sz < min) {
+                        min = sz;
+                        smallest = members[i];
+                }
+                sum += sz;
+        }
+        if (!smallest)
+                return 0;
+        uint64_t unused = sum - min * strv_length(members);
+        if (unused < GiB || unused < sum / 20)
+                return 0;
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && members[i]; i++) {
+                uint64_t sz = device_size(b, members[i]);
+                if (sz - min >= MiB)
+                        r = strbuf_addf(&sb, "%s%s %s", sb.len ? ", " : "", members[i], APPROX(sz - min));
+        }
+        if (r < 0)
+                return r;
+        return warning(b, x->members_mark,
+                       "raid '%s' uses each member only up to the size of the smallest (%s, %s): %s of its members "
+                       "stays unused (%s)", x->id, smallest, APPROX(min), APPROX(unused), strbuf_str(&sb));
+}
+
 static int emit_raid(struct builder *b, struct node *n) {
         const struct spec_raid *x = n->obj;
         _cleanup_strv_free_ char **members = NULL;
@@ -782,6 +847,8 @@ static int emit_raid(struct builder *b, struct node *n) {
         size_t total = strv_length(members);
         if (total == 0)
                 return invalid(b, x->members_mark, "raid '%s' has no members", x->id);
+        if ((r = warn_unused_capacity(b, x, members)) < 0)
+                return r;
         size_t active = x->spares < total ? total - x->spares : 0;
         /* mdadm keeps a superblock, bitmap and data offset on each member:
          * the estimate takes 1/1024 of a member (1..128 MiB) away. */
@@ -1136,6 +1203,102 @@ static int emit_mounts(struct builder *b, const char **devs) {
         }
 }
 
+int plan_kernel_cmdline(const struct spec *s, char **ret) {
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        bool ip = false;
+        int r = 0;
+        for (size_t i = 0; r == 0 && s->boot.cmdline && s->boot.cmdline[i]; i++) {
+                ip |= strncmp(s->boot.cmdline[i], "ip=", 3) == 0;
+                r = strbuf_addf(&sb, "%s%s", i ? " " : "", s->boot.cmdline[i]);
+        }
+        if (r == 0 && !ip && spec_has_unlock(s))
+                r = strbuf_addf(&sb, "%sip=dhcp", sb.len ? " " : "");
+        if (r < 0)
+                return r;
+        char *t = strdup(strbuf_str(&sb));
+        if (!t)
+                return -ENOMEM;
+        *ret = t;
+        return 0;
+}
+
+static const struct plan_step *find_step(const struct plan *p, enum plan_step_kind kind, const void *obj) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].kind == kind && p->steps[i].obj == obj)
+                        return &p->steps[i];
+        return NULL;
+}
+
+/* luks-bind per volume with unlock pins, then the boot loader */
+static int emit_boot(struct builder *b) {
+        const struct spec *s = b->spec;
+        const char *target = kiln_paths.target;
+        char shown[URL_DISPLAY_MAX];
+        int r;
+        for (size_t i = 0; i < s->n_luks; i++) {
+                const struct spec_luks *x = &s->luks[i];
+                if (!x->unlock.n_tang)
+                        continue;
+                const struct plan_step *f = find_step(b->plan, PLAN_LUKS_FORMAT, x);
+                if (!f || !f->device)
+                        continue;
+                _cleanup_strbuf_ struct strbuf pins = STRBUF_INIT;
+                for (size_t k = 0; k < x->unlock.n_tang; k++)
+                        if ((r = strbuf_addf(&pins, "%stang %s (thp %.12s)", k ? ", " : "",
+                                             url_display(x->unlock.tang[k].url, shown), x->unlock.tang[k].thp)) < 0)
+                                return r;
+                _cleanup_free_ char *how = x->unlock.n_tang == 1
+                        ? strdup(strbuf_str(&pins))
+                        : strdupf("sss, %u of: %s", x->unlock.threshold, strbuf_str(&pins));
+                if (!how)
+                        return -ENOMEM;
+                if ((r = step_emit(b, PLAN_LUKS_BIND, x->id, x, 0, NULL, 0, false, f->device,
+                                   strdupf("bind %s (luks '%s') to %s with the target's clevis in a chroot of %s "
+                                           "(a new keyslot with a random key, LUKS2 token 'clevis'; the spec's key stays "
+                                           "as the recovery keyslot), then prove it: the pin alone must open the new keyslot",
+                                           f->device, x->id, how, target), NULL)) < 0)
+                        return r;
+        }
+        if (!s->boot.present)
+                return 0;
+        _cleanup_strv_free_ char **rules = NULL, **disks = NULL;
+        if ((r = spec_boot_disks(s, &rules)) < 0)
+                return r;
+        for (size_t i = 0; i < b->plan->n_disks; i++) {
+                const struct plan_disk *d = &b->plan->disks[i];
+                if (d->rule && d->rule->id && strv_contains(rules, d->rule->id) && d->disk && d->disk->path &&
+                    (r = strv_pushdup(&disks, d->disk->path)) < 0)
+                        return r;
+        }
+        _cleanup_free_ char *cmdline = NULL;
+        if ((r = plan_kernel_cmdline(s, &cmdline)) < 0)
+                return r;
+        _cleanup_strbuf_ struct strbuf t = STRBUF_INIT, list = STRBUF_INIT;
+        for (size_t i = 0; disks && disks[i]; i++)
+                if ((r = strbuf_addf(&list, "%s%s", i ? " " : "", disks[i])) < 0)
+                        return r;
+        enum spec_firmware fw = s->boot.firmware;
+        r = strbuf_addf(&t, "in a chroot of %s (/dev /proc /sys /run bound): update-initramfs -u -k all", target);
+        if (r == 0 && fw != SPEC_FIRMWARE_UEFI)
+                r = strbuf_addf(&t, "; grub-install i386-pc on %s (debconf grub-pc/install_devices: the same)",
+                                strbuf_str(&list));
+        if (r == 0 && fw != SPEC_FIRMWARE_BIOS) {
+                const struct spec_filesystem *esp = spec_esp_filesystem(s);
+                const struct plan_step *m = esp ? find_step(b->plan, PLAN_MOUNT, esp) : NULL;
+                r = strbuf_addf(&t, "; grub-install x86_64-efi into /boot/efi (%s, on %s), also at EFI/BOOT/BOOTX64.EFI, "
+                                "no NVRAM entry", m && m->device ? m->device : "the ESP", strbuf_str(&list));
+        }
+        if (r == 0)
+                r = strbuf_addf(&t, "; GRUB_CMDLINE_LINUX '%s'; update-grub", cmdline);
+        if (r < 0)
+                return r;
+        struct plan_step *st = step_add(b, PLAN_BOOTLOADER, NULL, &s->boot, 0);
+        if (!st)
+                return -ENOMEM;
+        st->inputs = TAKE_PTR(disks);
+        return step_text(st, NULL, strdupf("boot loader: %s", strbuf_str(&t)), NULL);
+}
+
 static int emit_tail(struct builder *b) {
         const struct spec *s = b->spec;
         const char *target = kiln_paths.target;
@@ -1168,6 +1331,8 @@ static int emit_tail(struct builder *b) {
                            strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks ? ", crypttab" : "",
                                    s->n_raids ? ", mdadm.conf" : "",
                                    b->plan->hostname ? b->plan->hostname : s->hostname ? s->hostname : ""), NULL)) < 0)
+                return r;
+        if ((r = emit_boot(b)) < 0)
                 return r;
         const struct spec_cloudstack *c = &s->cloudstack;
         if (c->present &&
@@ -1464,6 +1629,69 @@ static int json_kv_str(struct strbuf *out, const char *key, const char *v, bool 
         return r;
 }
 
+static int json_destroyed_item(struct strbuf *out, bool *first, const char *what, const char *device) {
+        int r = strbuf_adds(out, *first ? "{" : ",{");
+        *first = false;
+        if (r >= 0)
+                r = json_kv_str(out, "what", what, false);
+        if (r >= 0)
+                r = json_kv_str(out, "device", device, true);
+        return r;
+}
+
+static int json_signature(struct strbuf *out, bool *first, const struct inv_signature *sig, const char *device) {
+        int r = json_destroyed_item(out, first, "signature", device);
+        if (r >= 0)
+                r = json_kv_str(out, "type", sig->type, true);
+        if (r >= 0)
+                r = json_kv_str(out, "usage", sig->usage, true);
+        if (r >= 0)
+                r = strbuf_addf(out, ",\"offset\":%" PRIu64 "}", sig->offset);
+        return r;
+}
+
+/* What a step destroys, as data (docs/plan.md "JSON"): the signatures a
+ * wipe removes (device, type, usage, offset) and the holders it stops, all
+ * data on a disk a new GPT replaces, the contents of the devices other steps
+ * overwrite. */
+static int json_destroyed(const struct plan *p, const struct plan_step *st, struct strbuf *out) {
+        bool first = true;
+        int r = strbuf_adds(out, ",\"destroyed\":[");
+        if (r < 0 || !st->destroys)
+                return r < 0 ? r : strbuf_adds(out, "]");
+        const struct inv_disk *d = NULL;
+        for (size_t i = 0; i < p->n_disks; i++)
+                if (st->device && streq(disk_path(p->disks[i].disk), st->device))
+                        d = p->disks[i].disk;
+        switch (st->kind) {
+        case PLAN_WIPE:
+                for (size_t i = 0; r >= 0 && d && i < d->n_sigs; i++)
+                        r = json_signature(out, &first, &d->sigs[i], disk_path(d));
+                for (size_t k = 0; r >= 0 && d && k < d->n_parts; k++)
+                        for (size_t i = 0; r >= 0 && i < d->parts[k].n_sigs; i++)
+                                r = json_signature(out, &first, &d->parts[k].sigs[i],
+                                                   d->parts[k].path ? d->parts[k].path : d->parts[k].name);
+                for (size_t i = 0; r >= 0 && st->inputs && st->inputs[i]; i++)
+                        if ((r = json_destroyed_item(out, &first, "holder", st->inputs[i])) >= 0)
+                                r = strbuf_adds(out, "}");
+                break;
+        case PLAN_PARTITION:
+                if ((r = json_destroyed_item(out, &first, "all-data", st->device)) >= 0)
+                        r = strbuf_addf(out, ",\"size\":%" PRIu64 "}", d ? d->size : st->size);
+                break;
+        case PLAN_MD_CREATE:
+                for (size_t i = 0; r >= 0 && st->inputs && st->inputs[i]; i++)
+                        if ((r = json_destroyed_item(out, &first, "contents", st->inputs[i])) >= 0)
+                                r = strbuf_adds(out, "}");
+                break;
+        default:
+                if ((r = json_destroyed_item(out, &first, "contents", st->device)) >= 0)
+                        r = strbuf_adds(out, "}");
+                break;
+        }
+        return r < 0 ? r : strbuf_adds(out, "]");
+}
+
 int plan_to_json(const struct plan *p, struct strbuf *out) {
         const struct spec *s = p->spec;
         _cleanup_free_ const struct inv_disk **disks = sorted_disks(p->inv);
@@ -1490,6 +1718,17 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
                         r = json_kv_str(out, "path", disk_path(d), false);
                 if (r >= 0)
                         r = strbuf_addf(out, ",\"size\":%" PRIu64 ",\"selected\":%s", d->size, pd ? "true" : "false");
+                /* its identity, untouched or not: which physical disk this is */
+                if (r >= 0)
+                        r = json_kv_str(out, "model", strempty(d->model) ? NULL : d->model, true);
+                if (r >= 0)
+                        r = json_kv_str(out, "serial", strempty(d->serial) ? NULL : d->serial, true);
+                if (r >= 0)
+                        r = json_kv_str(out, "wwn", strempty(d->wwn) ? NULL : d->wwn, true);
+                if (r >= 0)
+                        r = json_kv_str(out, "transport", strempty(d->transport) ? NULL : d->transport, true);
+                if (r >= 0)
+                        r = strbuf_addf(out, ",\"rotational\":%s", d->rotational ? "true" : "false");
                 if (r >= 0 && pd) {
                         r = json_kv_str(out, "rule", pd->rule->id, true);
                         if (r >= 0)
@@ -1559,6 +1798,8 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
                         r = json_kv_str(out, "description", st->description, true);
                 if (r >= 0)
                         r = json_kv_str(out, "destroys", st->destroys, true);
+                if (r >= 0)
+                        r = json_destroyed(p, st, out);
                 if (r >= 0)
                         r = strbuf_adds(out, "}");
         }

@@ -23,6 +23,8 @@ enum plan_step_kind {
         PLAN_BENCH_CRYPT,       /* after luksOpen: the same I/O through dm-crypt, then the gate */
         PLAN_IMAGE,
         PLAN_CONFIGURE,         /* fstab, crypttab, mdadm.conf, hostname in the target */
+        PLAN_LUKS_BIND,         /* luks[].unlock: clevis luks bind in the target chroot, then proven */
+        PLAN_BOOTLOADER,        /* boot: target initramfs, GRUB on every boot disk, kernel cmdline, update-grub */
         PLAN_REGISTER,
         PLAN_FINISH,
         /* resume after a failure (docs/apply.md): these replace the steps that built the stack */
@@ -76,6 +78,9 @@ struct plan_step {
  *   MKFS, MOUNT  id: the filesystem's "on"; obj: struct spec_filesystem; device: the block device
  *   IMAGE        obj: struct spec_image; device: raw target or NULL (tar into the target root)
  *   CONFIGURE    obj: the spec
+ *   LUKS_BIND    id/obj: luks; device: the device under LUKS (its header)
+ *   BOOTLOADER   obj: struct spec_boot; device: NULL; inputs: the disks GRUB is installed on
+ *                (i386-pc writes to each; with UEFI they carry the ESP's members)
  *   REGISTER     obj: struct spec_cloudstack (index 0) or struct spec_webhook (index 1)
  *   FINISH       obj: the spec (spec->finish)
  * Resume plans only (resume.h):
@@ -128,6 +133,11 @@ DEFINE_CLEANUP(plan_free, struct plan *)
 /* The values ${...} expand to on this machine (the one place they are taken
  * from the inventory): a placeholder serial or UUID counts as missing. */
 void plan_spec_vars(const struct inventory *inv, struct spec_vars *ret);
+
+/* The kernel command line the boot-loader step writes (GRUB_CMDLINE_LINUX):
+ * boot.cmdline, plus ip=dhcp when a luks has unlock pins and no entry
+ * starts with "ip=" (Tang needs the network in the initramfs). */
+int plan_kernel_cmdline(const struct spec *s, char **ret);
 
 int plan_to_text(const struct plan *p, struct strbuf *out);
 /* One line per selected disk, naming it (size, model, serial, rule), with

@@ -17,6 +17,7 @@ static const char *const stage_names[_RESUME_STAGE_MAX] = {
         [RESUME_STAGE_IMAGE] = "image",
         [RESUME_STAGE_CONFIGURE] = "configure",
         [RESUME_STAGE_REGISTER] = "register",
+        [RESUME_STAGE_BOOT] = "boot",
 };
 
 const char *resume_stage_name(enum resume_stage s) {
@@ -30,6 +31,7 @@ enum resume_stage resume_stage_of(enum plan_step_kind k) {
         case PLAN_IMAGE: return RESUME_STAGE_IMAGE;
         case PLAN_CONFIGURE: return RESUME_STAGE_CONFIGURE;
         case PLAN_REGISTER: return RESUME_STAGE_REGISTER;
+        case PLAN_LUKS_BIND: case PLAN_BOOTLOADER: return RESUME_STAGE_BOOT;
         default: return RESUME_STAGE_NONE;
         }
 }
@@ -407,7 +409,7 @@ static int emit(struct rbuild *b) {
                                 return -ENOMEM;
                         r = fill(s, st, strdup(st->description ? st->description : ""), st->destroys);
                         break;
-                case PLAN_IMAGE: case PLAN_CONFIGURE: case PLAN_REGISTER:
+                case PLAN_IMAGE: case PLAN_CONFIGURE: case PLAN_REGISTER: case PLAN_LUKS_BIND: case PLAN_BOOTLOADER:
                         if (!(s = push(b, st, st->kind)))
                                 return -ENOMEM;
                         r = fill(s, st, strdupf("%s, unless the progress record says '%s' is done%s", st->description ? st->description : "",

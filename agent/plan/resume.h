@@ -23,6 +23,7 @@ enum resume_stage {
         RESUME_STAGE_IMAGE,
         RESUME_STAGE_CONFIGURE,
         RESUME_STAGE_REGISTER,
+        RESUME_STAGE_BOOT,      /* luks-bind and boot-loader (after configure, before register) */
         _RESUME_STAGE_MAX,
         RESUME_STAGE_NONE = -1, /* wipe, finish, and the resume steps themselves */
 };

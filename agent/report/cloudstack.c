@@ -350,7 +350,9 @@ int cs_url_address(const char *url, struct cs_address *ret) {
         if (!p)
                 return -EINVAL;
         p += 3;
-        p += strcspn(p, "/?#@") < strlen(p) && p[strcspn(p, "/?#@")] == '@' ? strcspn(p, "@") + 1 : 0;
+        const char *at = memrchr(p, '@', strcspn(p, "/?#"));   /* userinfo@ of the authority */
+        if (at)
+                p = at + 1;
         if (*p == '[') {
                 const char *e = strchr(p, ']');
                 if (!e)
@@ -492,8 +494,9 @@ int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct 
          *     taken it, so wait, look, and send again only if the host is not there;
          *   - 530 "... is already in the database ...": another run (or our own
          *     lost request) added it; look until it shows;
-         *   - any other 530: look once (a CloudStack older than 4.17 says "Cannot
-         *     find the server resources" for a host it has), then it is final,
+         *   - any other 530: look once (a CloudStack whose discoverer only logs
+         *     "already in the database" says "Cannot find the server resources"
+         *     for a host it has), then it is final,
          *     with CloudStack's text; other errors are final at once.
          * Concurrent runs for one node converge: CloudStack refuses the second
          * addHost for an address with the 530, and that run then finds the host. */

@@ -91,6 +91,20 @@ static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ..
                 c->error = r;
 }
 
+/* A warning (docs/spec.md "Warnings"): shown, the spec stands unless --strict. */
+static void warn(struct ctx *c, const struct ynode *n, const char *fmt, ...) _printf_(3, 4);
+static void warn(struct ctx *c, const struct ynode *n, const char *fmt, ...) {
+        if (c->n_emitted >= SPEC_MAX_DIAGS)
+                return;
+        c->n_emitted++;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = diags_warnv(c->d, c->file, n ? n->line : 0, n ? n->col : 0, fmt, ap);
+        va_end(ap);
+        if (r < 0 && c->error == 0)
+                c->error = r;
+}
+
 /* At a node; nothing more is said about a refused alias (no cascades). */
 #define emitn(c, n, ...)                                                                        \
         do {                                                                                    \
@@ -726,7 +740,9 @@ static void check_hostname(struct ctx *c, const struct ynode *v, const char *h) 
         for (const char *p = h; r >= 0 && *p; p++) {
                 const char *e = p[0] == '$' && p[1] == '{' ? strchr(p, '}') : NULL;
                 if (e) {
-                        r = strbuf_adds(&sb, "x");
+                        /* the MAC forms have a known length; other values stand for one letter */
+                        r = strbuf_adds(&sb, strncmp(p, "${mac:hexhyp}", 13) == 0 ? "b0-26-28-4f-8a-10" :
+                                             strncmp(p, "${mac:hexraw}", 13) == 0 ? "b026284f8a10" : "x");
                         p = e;
                 } else
                         r = strbuf_add(&sb, p, 1);
@@ -834,7 +850,23 @@ static int get_sha256(struct ctx *c, const struct loc *l, const char *key, const
                 emitn(c, v, "%s must be 64 hexadecimal digits", fld(l, key, f));
                 return -1;
         }
+        if (strspn(*ret, "0") == 64)
+                warn(c, v, "%s is all zeros, a placeholder: no download will match it", fld(l, key, f));
         return 1;
+}
+
+/* The fake values templates and examples carry; a node given one would use
+ * it as its real secret. Matched without regard to case. */
+static bool secret_is_placeholder(const char *s) {
+        static const char *const words[] = {
+                "fake", "changeme", "change-me", "change_me", "placeholder", "not-a-secret", "example",
+                "replace-me", "replaceme", "your-", "todo", "xxxx", "12345678", "password", NULL,
+        };
+        for (size_t i = 0; words[i]; i++)
+                if (strcasestr(s, words[i]))
+                        return true;
+        size_t n = strlen(s);
+        return n > 0 && strspn(s, (char[]) { s[0], 0 }) == n;
 }
 
 /* A secret: any string, long enough that the log filter can redact it. Never echoed. */
@@ -845,6 +877,10 @@ static int get_secret(struct ctx *c, const struct loc *l, const char *key, const
                 emitn(c, v, "%s is too short (at least 8 characters)", fld(l, key, f));
                 return -1;
         }
+        /* never echo it, not even the word that matched */
+        if (r > 0 && secret_is_placeholder(*ret))
+                warn(c, v, "%s looks like a placeholder: put the real secret in before a node uses this spec",
+                     fld(l, key, f));
         return r;
 }
 
@@ -2279,7 +2315,7 @@ int spec_parse(const char *file, const char *data, size_t len, struct spec **ret
         free(c.index);
         if (c.error < 0)
                 return c.error;
-        if (diags->n > before)
+        if (diags_errors(diags, before) > 0)
                 return -EINVAL;
         *ret = TAKE_PTR(s);
         return 0;

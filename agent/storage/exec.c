@@ -14,9 +14,9 @@ static const char *const exec_env[] = {
         NULL,
 };
 
-static void exec_child(const char *prog, const char *const *argv, int out_fd, int err_fd) {
+static void exec_child(const char *prog, const char *const *argv, const char *root, int in_fd, int out_fd, int err_fd) {
         int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0)
+        if (null_fd < 0 || dup2(in_fd >= 0 ? in_fd : null_fd, STDIN_FILENO) < 0)
                 _exit(127);
         if (dup2(out_fd >= 0 ? out_fd : null_fd, STDOUT_FILENO) < 0)
                 _exit(127);
@@ -24,6 +24,8 @@ static void exec_child(const char *prog, const char *const *argv, int out_fd, in
                 _exit(127);
         /* Everything kiln opens is O_CLOEXEC; this also catches library descriptors. */
         (void) close_range(3, ~0U, 0);
+        if (root && (chroot(root) < 0 || chdir("/") < 0))
+                _exit(127);
         signal(SIGPIPE, SIG_DFL);
         execve(prog, (char *const *) argv, (char *const *) exec_env);
         _exit(127);
@@ -49,15 +51,22 @@ static int capture_append(struct strbuf *sb, const char *buf, size_t n, bool kee
 
 /* The configured path, or, if nothing is there (a /sbin that is not merged
  * into /usr), the same program name in the usual directories. */
-static const char *resolve_program(const char *path, char *buf, size_t len) {
+static const char *resolve_program(const char *root, const char *path, char *buf, size_t len) {
         static const char *const dirs[] = { "/usr/sbin", "/usr/bin", "/sbin", "/bin" };
-        if (access(path, X_OK) == 0)
-                return path;
+        char full[4096];
+        if (!root) {
+                if (access(path, X_OK) == 0)
+                        return path;
+        } else if ((size_t) snprintf(full, sizeof full, "%s%s", root, path) < sizeof full && access(full, X_OK) == 0) {
+                snprintf(buf, len, "%s", path);
+                return buf;
+        }
         const char *base = strrchr(path, '/');
         base = base ? base + 1 : path;
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
                 snprintf(buf, len, "%s/%s", dirs[i], base);
-                if (access(buf, X_OK) == 0)
+                if ((size_t) snprintf(full, sizeof full, "%s%s", root ? root : "", buf) < sizeof full &&
+                    access(full, X_OK) == 0)
                         return buf;
         }
         return NULL;
@@ -70,51 +79,57 @@ int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret
         if (!opts)
                 opts = &no_opts;
         char resolved[4096];
-        const char *prog = resolve_program(argv[0], resolved, sizeof resolved);
+        const char *prog = resolve_program(opts->root, argv[0], resolved, sizeof resolved);
         if (!prog) {
                 if (opts->err)
-                        (void) strbuf_addf(opts->err, "cannot execute '%s'", argv[0]);
+                        (void) strbuf_addf(opts->err, "cannot execute '%s'%s%s", argv[0], opts->root ? " in " : "",
+                                           opts->root ? opts->root : "");
                 return -ENOENT;
         }
+        bool want_out = opts->out || opts->out_secret;
+        if (opts->out_secret_len)
+                *opts->out_secret_len = 0;
 
-        int out_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
-        if (opts->out && pipe2(out_pipe, O_CLOEXEC) < 0)
-                return -errno;
-        if (pipe2(err_pipe, O_CLOEXEC) < 0) {
-                int r = -errno;
-                if (out_pipe[0] >= 0) {
-                        close(out_pipe[0]);
-                        close(out_pipe[1]);
-                }
-                return r;
-        }
-
-        pid_t pid = fork();
-        if (pid < 0) {
-                int r = -errno;
-                close(err_pipe[0]);
-                close(err_pipe[1]);
-                if (out_pipe[0] >= 0) {
-                        close(out_pipe[0]);
-                        close(out_pipe[1]);
-                }
+        int out_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 }, in_pipe[2] = { -1, -1 };
+        int r = 0;
+        if ((want_out && pipe2(out_pipe, O_CLOEXEC) < 0) || pipe2(err_pipe, O_CLOEXEC) < 0 ||
+            (opts->in && pipe2(in_pipe, O_CLOEXEC) < 0))
+                r = -errno;
+        pid_t pid = r < 0 ? -1 : fork();
+        if (r == 0 && pid < 0)
+                r = -errno;
+        if (r < 0) {
+                int fds[] = { out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], in_pipe[0], in_pipe[1] };
+                for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                        if (fds[i] >= 0)
+                                close(fds[i]);
                 return r;
         }
         if (pid == 0)
-                exec_child(prog, argv, out_pipe[1], err_pipe[1]);
+                exec_child(prog, argv, opts->root, in_pipe[0], out_pipe[1], err_pipe[1]);
 
         close(err_pipe[1]);
         if (out_pipe[1] >= 0)
                 close(out_pipe[1]);
+        if (in_pipe[0] >= 0) {
+                close(in_pipe[0]);
+                (void) fcntl(in_pipe[1], F_SETFL, O_NONBLOCK);
+        }
+        size_t in_done = 0;
+        if (opts->in && opts->in_len == 0) {
+                close(in_pipe[1]);
+                in_pipe[1] = -1;
+        }
 
         uint64_t timeout = opts->timeout_usec ? opts->timeout_usec : EXEC_TIMEOUT_DEFAULT_USEC;
         uint64_t deadline = now_usec() + timeout;
-        struct pollfd fds[2] = {
+        struct pollfd fds[3] = {
                 { .fd = err_pipe[0], .events = POLLIN },
                 { .fd = out_pipe[0], .events = POLLIN },
+                { .fd = in_pipe[1], .events = POLLOUT },
         };
         bool timed_out = false;
-        int r = 0;
+        char buf[4096];
         for (;;) {
                 if (fds[0].fd < 0 && fds[1].fd < 0)
                         break;
@@ -125,7 +140,7 @@ int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret
                         break;
                 }
                 uint64_t left_ms = (deadline - now) / 1000 + 1;
-                int n = poll(fds, 2, left_ms > 60000 ? 60000 : (int) left_ms);
+                int n = poll(fds, 3, left_ms > 60000 ? 60000 : (int) left_ms);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -133,16 +148,35 @@ int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret
                         kill(pid, SIGKILL);
                         break;
                 }
+                if (fds[2].fd >= 0 && fds[2].revents) {
+                        ssize_t k = (fds[2].revents & POLLOUT)
+                                ? write(fds[2].fd, (const char *) opts->in + in_done, opts->in_len - in_done) : -1;
+                        if (k > 0)
+                                in_done += (size_t) k;
+                        if ((k < 0 && errno != EINTR && errno != EAGAIN) || in_done == opts->in_len) {
+                                close(fds[2].fd);       /* done, or the child closed its stdin */
+                                fds[2].fd = -1;
+                        }
+                }
                 for (size_t i = 0; i < 2; i++) {
                         if (fds[i].fd < 0 || !fds[i].revents)
                                 continue;
-                        char buf[4096];
                         ssize_t k = read(fds[i].fd, buf, sizeof buf);
                         if (k < 0 && (errno == EINTR || errno == EAGAIN))
                                 continue;
                         if (k <= 0) {
                                 close(fds[i].fd);
                                 fds[i].fd = -1;
+                                continue;
+                        }
+                        if (i == 1 && opts->out_secret) {
+                                size_t have = *opts->out_secret_len;
+                                if (r == 0 && (size_t) k > opts->out_secret_size - have)
+                                        r = -E2BIG;
+                                if (r == 0) {
+                                        memcpy(opts->out_secret + have, buf, (size_t) k);
+                                        *opts->out_secret_len = have + (size_t) k;
+                                }
                                 continue;
                         }
                         struct strbuf *sb = i == 0 ? opts->err : opts->out;
@@ -153,7 +187,8 @@ int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret
                         }
                 }
         }
-        for (size_t i = 0; i < 2; i++)
+        explicit_wipe(buf, sizeof buf);         /* it may have held a secret the child printed */
+        for (size_t i = 0; i < 3; i++)
                 if (fds[i].fd >= 0)
                         close(fds[i].fd);
 

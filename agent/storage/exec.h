@@ -13,6 +13,13 @@ struct exec_options {
         uint64_t timeout_usec;          /* 0 = EXEC_TIMEOUT_DEFAULT_USEC; the child is killed after it */
         struct strbuf *out;             /* stdout captured here if not NULL (bounded by out->max) */
         struct strbuf *err;             /* stderr captured here if not NULL (last EXEC_CAPTURE_MAX bytes) */
+        const char *root;               /* run the program chrooted here (argv[0] is a path inside it) */
+        const void *in;                 /* written to the child's stdin through a pipe (then closed); */
+        size_t in_len;                  /* NULL: stdin is /dev/null. A key may pass this way, never argv/env */
+        /* stdout into a caller's buffer (locked memory for a secret) instead of out:
+         * at most out_secret_size bytes, more is -E2BIG; the length in *out_secret_len */
+        char *out_secret;
+        size_t out_secret_size, *out_secret_len;
 };
 
 /* Returns 0 when the program ran and exited 0; -ETIMEDOUT when it was killed

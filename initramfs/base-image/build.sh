@@ -41,7 +41,7 @@ pkgs=(
 )
 # The installed system's initramfs and GRUB are made on the node after the
 # image is unpacked (the storage layout is only known there).
-mmdebstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}")" \
+setsid --wait mmdebstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}")" \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*' \

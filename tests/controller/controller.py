@@ -25,7 +25,8 @@ order, the first whose pattern ("*" matches anything) fits the command decides;
 with no fitting rule a role of type Admin may call every command (CloudStack
 falls back to the API's own annotations), any other type only listZones. A
 refused call answers 432 "The API [X] does not exist or is not available for
-the account NAME." as CloudStack 4.19 does.
+the account NAME." (UNSUPPORTED_ACTION_ERROR), as the DynamicRoleBasedAPIAccessChecker of
+current CloudStack answers it.
 
 addHost behaves as LibvirtServerDiscoverer: the host's address is the url's
 host (an IPv6 address kept in Java's long form, as InetAddress gives it), its

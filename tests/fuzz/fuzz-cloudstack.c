@@ -1,9 +1,10 @@
 /* libFuzzer target: CloudStack's answers (agent/report/cloudstack.c). The input is
  * the controller's side of one registration: up to six answers, separated by
  * the byte 0x1e, to listZones, listPods, listClusters, listHosts, addHost in
- * turn (then to the looks that follow an addHost that failed). The first byte of an answer picks how it arrives ('2' HTTP 200, 'A'
- * 401, '4' 431, '5' 503 until the time is up, '0' no answer at all); the rest
- * is its body. cs_register_host() runs for real against them: it must end
+ * turn (then to the looks and sends that follow an addHost that failed). The
+ * first byte of an answer picks how it arrives ('2' HTTP 200, 'A' 401, '4'
+ * 431, '3' 530 (CloudStack's verdict, as delivery_send returns it), '5' 503
+ * until the time is up, '0' no answer at all); the rest is its body. cs_register_host() runs for real against them: it must end
  * with a result that names a host or with an error message for the operator,
  * and the message must never carry the secret key or the host password. */
 #include "cloudstack.h"
@@ -49,6 +50,9 @@ static int fake_send(const struct http_request *req, const struct delivery_polic
         case '4':
                 resp->status = 431;
                 return -EPROTO;
+        case '3':
+                resp->status = 530;
+                return -EREMOTEIO;
         case '5':
                 resp->status = 503;
                 snprintf(resp->error, sizeof resp->error, "HTTP 503");

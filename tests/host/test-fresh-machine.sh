@@ -88,6 +88,9 @@ step() {  # step LABEL COMMAND: runs COMMAND in the root as a new login would
   fi
   ok "$label"
 }
+# one fresh root at a time uses the kept .debs (apt locks the directory)
+exec 8>"$archives.lock"
+flock 8
 step deps "bash tests/deps.sh" &&
 step build "cmake -S . -B out/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && nice cmake --build out/build -j$(nproc)" &&
 step unit "cd out/build && ctest -L unit --output-on-failure --output-junit /src/out/junit-unit.xml" || true

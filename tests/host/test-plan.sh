@@ -145,10 +145,24 @@ for c in tests/plan/*.yaml; do
         if [[ $want == 0 ]]; then
                 # a plan that must be made: its text is kept, and it says nothing on stderr
                 same "tests/expected/$name.plan" "$tmp/$name.out" "plan of $name"
-                [[ -s $tmp/$name.err ]] && { bad "$name: unexpected stderr:"; cat "$tmp/$name.err"; }
+                if [[ -f tests/expected/$name.err ]]; then      # its warnings
+                        same "tests/expected/$name.err" "$tmp/$name.err" "warnings of $name"
+                        "$KILN" plan --strict "$c" --inventory "$invf" >"$tmp/$name.out" 2>"$tmp/$name.err"; rc=$?
+                        [[ $rc == 3 ]] || bad "$name --strict: exit $rc, expected 3"
+                        [[ -s $tmp/$name.out ]] && bad "$name --strict: printed a plan"
+                        same "tests/expected/$name.strict.err" "$tmp/$name.err" "$name --strict"
+                        "$KILN" plan --strict --json "$c" --inventory "$invf" >"$tmp/$name.out" 2>/dev/null
+                        same "tests/expected/$name.strict.json" "$tmp/$name.out" "$name --strict --json"
+                elif [[ -s $tmp/$name.err ]]; then
+                        bad "$name: unexpected stderr:"; cat "$tmp/$name.err"
+                fi
         else
                 [[ -s $tmp/$name.out ]] && bad "$name: printed a plan although it failed"
                 same "tests/expected/$name.err" "$tmp/$name.err" "diagnostics of $name"
+                # --json: the refusal as one object on stdout (rule, disk, reason, problems)
+                "$KILN" plan --json "$c" --inventory "$invf" >"$tmp/$name.out" 2>/dev/null; rc=$?
+                [[ $rc == "$want" ]] || bad "$name --json: exit $rc, expected $want"
+                same "tests/expected/$name.refusal.json" "$tmp/$name.out" "$name --json refusal"
         fi
         checked=$((checked + 1))
 done

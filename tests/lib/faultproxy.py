@@ -105,7 +105,7 @@ def main():
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", 0))
-    s.listen(16)
+    s.listen(256)
     with open(portfile + ".tmp", "w") as f:
         f.write(str(s.getsockname()[1]))
     import os

@@ -158,6 +158,19 @@ int main(void) {
         expect((struct canned) { .body = { ZONES, PODS, CLUSTERS, HOST("192.0.2.10", "Up", "z-9") } }, -EEXIST,
                "CloudStack already has host 192.0.2.10 (id h-1) in another zone (id z-9), not in zone 'zone1'",
                "listZones,listPods,listClusters,listHosts");
+        /* the address of a url's host */
+        struct cs_address a, b;
+        CHECK_INT(cs_url_address("http://root@[fd00::0:5]:8080/x", &a), 0);
+        CHECK_STR(a.text, "fd00::5");
+        CHECK_INT(cs_host_address("fd00:0:0:0:0:0:0:5", &b), 0);
+        CHECK(cs_address_equal(&a, &b));
+        CHECK_INT(cs_url_address("http://10.0.0.1:80", &a), 0);
+        CHECK_STR(a.text, "10.0.0.1");
+        CHECK_INT(cs_host_address("[10.0.0.1]", &b), 0);
+        CHECK(cs_address_equal(&a, &b));
+        CHECK_INT(cs_url_address("http://[fd00::5", &a), -EINVAL);
+        CHECK_INT(cs_url_address("10.0.0.1", &a), -EINVAL);
+        CHECK_INT(cs_host_address("fd00::5%eth0", &a), -EINVAL);
         /* the connection goes away after the zones */
         expect((struct canned) { .body = { ZONES } }, -ETIMEDOUT,
                "CloudStack at 'http://127.0.0.1:9/client/api' did not answer listPods in time after 1 attempts (last: Connection refused)",

@@ -5,6 +5,7 @@
 #include "tap.h"
 
 #include <fcntl.h>
+#include <limits.h>
 
 static void test_backoff(void) {
         struct backoff b = BACKOFF_INIT(100, 1000, 3);
@@ -31,6 +32,35 @@ static void test_backoff(void) {
         CHECK_INT(q.attempt, 2);
         struct backoff none = BACKOFF_INIT(1, 2, 0);
         CHECK_INT(backoff_next(&none), -ETIMEDOUT);
+}
+
+/* The spread a rack needs: every window at least BACKOFF_MIN_WINDOW_MS wide
+ * (never wider than the cap), never before Retry-After (itself capped). */
+static void test_spread(void) {
+        struct backoff b = BACKOFF_INIT(0, 0, 0);       /* fetch's defaults: 500 ms doubling to 30 s */
+        unsigned lo0 = UINT_MAX, hi0 = 0, in_first_second = 0;
+        for (int round = 0; round < 2000; round++) {
+                unsigned d0 = backoff_spread_ms(&b, 0, 0);
+                CHECK(d0 >= 250 && d0 <= 250 + BACKOFF_MIN_WINDOW_MS);
+                lo0 = d0 < lo0 ? d0 : lo0;
+                hi0 = d0 > hi0 ? d0 : hi0;
+                in_first_second += d0 < 1250;
+                unsigned d9 = backoff_spread_ms(&b, 9, 0);       /* d = 30 s: [15 s, 30 s] */
+                CHECK(d9 >= 15000 && d9 <= 30000);
+                unsigned ra = backoff_spread_ms(&b, 0, 7000);    /* Retry-After: 7 s */
+                CHECK(ra >= 7000 && ra <= 7000 + BACKOFF_MIN_WINDOW_MS);
+                unsigned far = backoff_spread_ms(&b, 0, 86400u * 1000u);   /* a day: capped */
+                CHECK(far >= BACKOFF_RETRY_AFTER_MAX_MS && far <= BACKOFF_RETRY_AFTER_MAX_MS + BACKOFF_MIN_WINDOW_MS);
+        }
+        /* the whole window is used: about a quarter of the first retries in its first second */
+        CHECK(lo0 < 500 && hi0 > BACKOFF_MIN_WINDOW_MS - 250);
+        CHECK(in_first_second > 350 && in_first_second < 650);
+        /* a cap below the window narrows it (tests use tiny caps) */
+        struct backoff t = BACKOFF_INIT(1, 2, 0);
+        for (int round = 0; round < 200; round++) {
+                unsigned d = backoff_spread_ms(&t, 3, 0);
+                CHECK(d >= 1 && d <= 3);
+        }
 }
 
 static void test_urls(void) {
@@ -190,6 +220,7 @@ static void test_file_buffer(void) {
 
 int main(void) {
         test_backoff();
+        test_spread();
         test_urls();
         test_digests();
         test_content_range();

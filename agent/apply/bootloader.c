@@ -1,0 +1,192 @@
+#include "bootloader.h"
+
+#include "exec.h"
+#include "paths.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#define BOOTLOADER_TIMEOUT_USEC (900ull * 1000000ull)   /* update-initramfs under TCG takes minutes */
+
+static const struct {
+        const char *rel;        /* under the target root */
+        bool recursive;
+} chroot_binds[] = {
+        { "/dev", true },       /* /dev/pts, /dev/shm, the md and dm nodes */
+        { "/proc", false },
+        { "/sys", true },       /* efivarfs, if the firmware has it */
+        { "/run", true },       /* /run/cryptsetup locks, /run/udev */
+};
+
+static const char *bind_source(size_t i) {
+        switch (i) {
+        case 0: return kiln_paths.devfs;
+        case 1: return kiln_paths.procfs;
+        case 2: return kiln_paths.sysfs;
+        default: return "/run";
+        }
+}
+
+static int bind_path(const char *root, size_t i, char buf[static PATH_MAX]) {
+        if ((size_t) snprintf(buf, PATH_MAX, "%s%s", root, chroot_binds[i].rel) >= PATH_MAX)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
+static void unbind_upto(const char *root, size_t n) {
+        char p[PATH_MAX];
+        while (n-- > 0)
+                if (bind_path(root, n, p) == 0 && umount2(p, chroot_binds[n].recursive ? MNT_DETACH : 0) < 0 &&
+                    errno == EBUSY)
+                        (void) umount2(p, MNT_DETACH);
+}
+
+int chroot_enter(const char *root, struct strbuf *err) {
+        char p[PATH_MAX];
+        for (size_t i = 0; i < ELEMENTSOF(chroot_binds); i++) {
+                int r = bind_path(root, i, p);
+                if (r == 0 && (r = mkdir_p(p)) == 0 &&
+                    mount(bind_source(i), p, NULL, MS_BIND | (chroot_binds[i].recursive ? MS_REC : 0), NULL) < 0)
+                        r = -errno;
+                if (r < 0) {
+                        (void) strbuf_addf(err, "cannot bind %s to %s", bind_source(i), p);
+                        unbind_upto(root, i);
+                        return r;
+                }
+        }
+        return 0;
+}
+
+int chroot_leave(const char *root) {
+        char p[PATH_MAX];
+        int ret = 0;
+        for (size_t n = ELEMENTSOF(chroot_binds); n-- > 0;) {
+                if (bind_path(root, n, p) < 0)
+                        continue;
+                if (umount2(p, chroot_binds[n].recursive ? MNT_DETACH : 0) < 0 && errno != EINVAL && errno != ENOENT) {
+                        if (ret == 0)
+                                ret = -errno;
+                        (void) umount2(p, MNT_DETACH);
+                }
+        }
+        return ret;
+}
+
+int bootloader_grub_cfg(const char *cmdline, struct strbuf *out) {
+        /* cmdline holds no quote, backslash, '$' or '`' (the spec refuses them) */
+        int r = strbuf_addf(out, "# written by kiln: boot.cmdline of the host spec\nGRUB_CMDLINE_LINUX=\"%s\"\n", cmdline);
+        for (const char *p = cmdline; r == 0 && (p = strstr(p, "console=ttyS")); p++) {
+                if (p != cmdline && p[-1] != ' ')
+                        continue;
+                const char *u = p + strlen("console=ttyS");
+                unsigned unit = 0, speed = 115200;
+                if (!isdigit((unsigned char) *u))
+                        continue;
+                for (; isdigit((unsigned char) *u) && unit < 100; u++)
+                        unit = unit * 10 + (unsigned) (*u - '0');
+                if (*u == ',') {
+                        unsigned s = 0;
+                        for (u++; isdigit((unsigned char) *u) && s < 10000000; u++)
+                                s = s * 10 + (unsigned) (*u - '0');
+                        if (s > 0)
+                                speed = s;
+                }
+                r = strbuf_addf(out, "GRUB_TERMINAL=\"console serial\"\nGRUB_SERIAL_COMMAND=\"serial --unit=%u --speed=%u\"\n",
+                                unit, speed);
+                break;
+        }
+        return r;
+}
+
+static const struct inv_disk *plan_disk_by_path(const struct plan *p, const char *path) {
+        for (size_t i = 0; i < p->n_disks; i++)
+                if (p->disks[i].disk && p->disks[i].disk->path && streq(p->disks[i].disk->path, path))
+                        return p->disks[i].disk;
+        return NULL;
+}
+
+int bootloader_debconf(const struct plan *p, const struct plan_step *s, struct strbuf *out) {
+        const struct spec_boot *b = s->obj;
+        int r = 0;
+        if (b->firmware != SPEC_FIRMWARE_UEFI) {
+                r = strbuf_adds(out, "grub-pc grub-pc/install_devices multiselect ");
+                for (size_t i = 0; r == 0 && s->inputs && s->inputs[i]; i++) {
+                        const struct inv_disk *d = plan_disk_by_path(p, s->inputs[i]);
+                        const char *name = d && d->by_id && d->by_id[0] ? d->by_id[0] : NULL;
+                        if (name && strncmp(name, "/dev/", 5) != 0)
+                                r = strbuf_addf(out, "%s/dev/disk/by-id/%s", i ? ", " : "", name);
+                        else
+                                r = strbuf_addf(out, "%s%s", i ? ", " : "", name ? name : s->inputs[i]);
+                }
+                if (r == 0)
+                        r = strbuf_adds(out, "\ngrub-pc grub-pc/install_devices_empty boolean false\n");
+        }
+        if (r == 0 && b->firmware != SPEC_FIRMWARE_BIOS)
+                r = strbuf_adds(out, "grub-efi-amd64 grub2/force_efi_extra_removable boolean true\n"
+                                     "grub-efi-amd64 grub2/update_nvram boolean false\n");
+        return r;
+}
+
+static int target_write(const char *rel, const char *text) {
+        char path[PATH_MAX];
+        if ((size_t) snprintf(path, sizeof path, "%s%s", kiln_paths.target, rel) >= sizeof path)
+                return -ENAMETOOLONG;
+        return write_file_atomic(path, text, strlen(text));
+}
+
+static int run_in_target(const char *const *argv, const char *in, struct strbuf *err) {
+        struct exec_options o = {
+                .timeout_usec = BOOTLOADER_TIMEOUT_USEC, .err = err, .root = kiln_paths.target,
+                .in = in, .in_len = in ? strlen(in) : 0,
+        };
+        strbuf_reset(err);
+        int r = exec_argv(argv, &o, NULL);
+        if (r < 0) {
+                /* the helper's last stderr line says why; name the helper before it */
+                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+                (void) strbuf_addf(&why, "%s: %s", argv[0], exec_last_line(err));
+                strbuf_reset(err);
+                (void) strbuf_adds(err, strbuf_str(&why));
+        }
+        return r;
+}
+
+int bootloader_install(const struct plan *p, const struct plan_step *s, struct strbuf *err) {
+        const struct spec *spec = p->spec;
+        const struct spec_boot *b = s->obj;
+        _cleanup_free_ char *cmdline = NULL;
+        _cleanup_strbuf_ struct strbuf cfg = STRBUF_INIT, sel = STRBUF_INIT;
+        int r = plan_kernel_cmdline(spec, &cmdline);
+        if (r < 0 || (r = bootloader_grub_cfg(cmdline, &cfg)) < 0 || (r = bootloader_debconf(p, s, &sel)) < 0)
+                return r;
+        if ((r = target_write("/etc/default/grub.d/kiln.cfg", strbuf_str(&cfg))) < 0)
+                return strbuf_adds(err, "cannot write /etc/default/grub.d/kiln.cfg in the target"), r;
+
+        const char *initramfs[] = { kiln_paths.t_update_initramfs, "-u", "-k", "all", NULL };
+        if ((r = run_in_target(initramfs, NULL, err)) < 0)
+                return r;
+        const char *debconf[] = { kiln_paths.t_debconf_set, NULL };
+        if ((r = run_in_target(debconf, strbuf_str(&sel), err)) < 0)
+                return r;
+        if (b->firmware != SPEC_FIRMWARE_UEFI)
+                for (size_t i = 0; s->inputs && s->inputs[i]; i++) {
+                        const char *argv[] = { kiln_paths.t_grub_install, "--target=i386-pc", s->inputs[i], NULL };
+                        if ((r = run_in_target(argv, NULL, err)) < 0)
+                                return r;
+                }
+        if (b->firmware != SPEC_FIRMWARE_BIOS) {
+                /* No NVRAM entry: the firmware's boot order stays as the lab set it (network
+                 * first, so kiln decides at every boot); the disk boots through the fallback
+                 * path EFI/BOOT/BOOTX64.EFI, which also survives an NVRAM reset. */
+                const char *efi[] = { kiln_paths.t_grub_install, "--target=x86_64-efi", "--efi-directory=/boot/efi",
+                                      "--bootloader-id=debian", "--no-nvram", NULL };
+                const char *removable[] = { kiln_paths.t_grub_install, "--target=x86_64-efi", "--efi-directory=/boot/efi",
+                                            "--removable", "--no-nvram", NULL };
+                if ((r = run_in_target(efi, NULL, err)) < 0 || (r = run_in_target(removable, NULL, err)) < 0)
+                        return r;
+        }
+        const char *update[] = { kiln_paths.t_update_grub, NULL };
+        return run_in_target(update, NULL, err);
+}

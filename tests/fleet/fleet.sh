@@ -1,0 +1,239 @@
+#!/bin/bash
+# A rack at once: N simulated nodes run the network half of `kiln boot` at
+# the same time against one nginx and one stand-in controller on 127.0.0.1.
+#
+#   KILN=out/build/kiln SRC=. FLEET_N=100 bash tests/fleet/fleet.sh
+#
+# Each node is one `kiln boot --cmdline FILE --inventory FILE --skip-storage
+# --no-finish` (niced) with its own identity (MAC, serial, UUID, IP: a
+# recorded inventory, tests/inventories/qemu-4disk.json with those changed),
+# its own KILN_RUN_DIR and KILN_TARGET (a plain directory). It fetches its
+# spec by the templated URL kiln.spec=.../specs/${mac}.yaml, streams the
+# image into its target, posts the webhook events and the report, and
+# registers with the controller's CloudStack API.
+#
+# nginx pushes back: limit_req on the specs, limit_conn on the images (both
+# answer 503, with Retry-After when FLEET_RETRY_AFTER is set) and limit_rate
+# on every image transfer. The images go through tests/lib/faultproxy.py,
+# which cuts the first FLEET_CUTS image responses half way. One node runs
+# alone first (node 0, the baseline time); then the other N start at once.
+#
+# tests/fleet/analyse.py checks the results (exit 1 on a broken bound) and
+# prints the figures docs/benchmarks.md reports; FLEET_OUT=DIR keeps the
+# logs and summary.json there.
+#
+# Knobs (environment): FLEET_N (100), FLEET_IMAGE_KIB (4096), FLEET_RATE
+# (nginx limit_rate, 512k), FLEET_CONN (limit_conn on images, 10),
+# FLEET_SPEC_RATE (limit_req rate, r/s, 10), FLEET_SPEC_BURST (10),
+# FLEET_CUTS (N/10), FLEET_RETRY_AFTER (seconds; unset: no header).
+set -euo pipefail
+: "${KILN:?set KILN to the kiln binary}" "${SRC:?set SRC to the source tree}"
+for c in nginx python3 zstd tar sqlite3; do
+  command -v $c >/dev/null || { echo "SKIP: $c not installed"; exit 77; }
+done
+KILN=$(realpath "$KILN")
+N=${FLEET_N:-100}
+IMAGE_KIB=${FLEET_IMAGE_KIB:-4096}
+RATE=${FLEET_RATE:-512k}
+CONN=${FLEET_CONN:-10}
+SPEC_RATE=${FLEET_SPEC_RATE:-10}
+SPEC_BURST=${FLEET_SPEC_BURST:-10}
+CUTS=${FLEET_CUTS:-$(( N / 10 ))}
+RETRY_AFTER=${FLEET_RETRY_AFTER:-}
+
+T=$(mktemp -d /tmp/kiln-fleet.XXXXXX)
+NGINX_PID= PROXY_PID= CTL_PID=
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in $PROXY_PID $NGINX_PID $CTL_PID; do
+    kill "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  if [[ -n ${FLEET_OUT:-} ]]; then
+    mkdir -p "$FLEET_OUT"
+    cp -r "$T/logs" "$FLEET_OUT/" 2>/dev/null || true
+    cp "$T/summary.json" "$FLEET_OUT/" 2>/dev/null || true
+  fi
+  rm -rf "$T"
+}
+trap cleanup EXIT
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+mkdir -p "$T/www/specs" "$T/www/images" "$T/logs" "$T/nodes"
+
+# 1. the image: incompressible files, so the bytes on the wire are the image's
+mkdir -p "$T/imgroot/etc" "$T/imgroot/data"
+echo fleet >"$T/imgroot/etc/hostname"
+head -c $(( IMAGE_KIB * 1024 - 4096 )) /dev/urandom >"$T/imgroot/data/blob"
+tar -C "$T/imgroot" --numeric-owner -cf - . | zstd -q -1 -o "$T/www/images/fleet.tar.zst"
+IMAGE_SHA=$(sha256sum "$T/www/images/fleet.tar.zst" | cut -d' ' -f1)
+IMAGE_SIZE=$(stat -c %s "$T/www/images/fleet.tar.zst")
+BLOB_SHA=$(sha256sum "$T/imgroot/data/blob" | cut -d' ' -f1)
+
+# 2. the controller
+"$SRC/tests/controller/start.sh" "$T/ctl" >"$T/ctl.started"
+CTL_PID=$(cat "$T/ctl/pid")
+CTL_PORT=$(cat "$T/ctl/port")
+read -r API_KEY SECRET_KEY HMAC_KEY < <(python3 -c '
+import json,sys; c=json.load(open(sys.argv[1])); print(c["api_key"], c["secret_key"], c["hmac_key"])' "$T/ctl/config.json")
+
+# 3. nginx, pushing back; it also stands in front of the controller (as a
+# reverse proxy often does), so that its log shows the nodes' connections
+NGINX_PORT=$(free_port)
+CTL_FRONT=$(free_port)
+CTL="http://127.0.0.1:$CTL_FRONT"
+mkdir -p "$T/nginx/tmp"
+ra=""
+[[ -n $RETRY_AFTER ]] && ra="add_header Retry-After $RETRY_AFTER always;"
+cat >"$T/nginx/nginx.conf" <<CONF
+daemon off;
+user root;
+worker_processes 1;
+pid $T/nginx/nginx.pid;
+error_log $T/logs/nginx-error.log;
+events { worker_connections 2048; }
+http {
+  log_format fleet '\$msec \$status \$request_method \$request_uri \$body_bytes_sent "\$http_range" \$connection \$connection_requests \$http_x_kiln_node_id';
+  access_log $T/logs/nginx-access.log fleet;
+  client_body_temp_path $T/nginx/tmp; proxy_temp_path $T/nginx/tmp;
+  fastcgi_temp_path $T/nginx/tmp; uwsgi_temp_path $T/nginx/tmp; scgi_temp_path $T/nginx/tmp;
+  default_type application/octet-stream;
+  sendfile on;
+  keepalive_timeout 75s;
+  keepalive_requests 10000;
+  limit_req_zone \$server_port zone=specs:1m rate=${SPEC_RATE}r/s;
+  limit_conn_zone \$server_port zone=images:1m;
+  limit_req_status 503;
+  limit_conn_status 503;
+  server {
+    listen 127.0.0.1:$NGINX_PORT backlog=1024;
+    root $T/www;
+    location /specs/ { limit_req zone=specs burst=$SPEC_BURST nodelay; $ra }
+    location /images/ { limit_conn images $CONN; limit_rate $RATE; $ra }
+  }
+  upstream controller { server 127.0.0.1:$CTL_PORT; keepalive 16; }
+  server {
+    listen 127.0.0.1:$CTL_FRONT backlog=1024;
+    location / {
+      proxy_pass http://controller;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      client_max_body_size 4m;
+    }
+  }
+}
+CONF
+nginx -e "$T/logs/nginx-error.log" -c "$T/nginx/nginx.conf" -p "$T/nginx" &
+NGINX_PID=$!
+for _ in $(seq 50); do
+  curl -s -o /dev/null "http://127.0.0.1:$NGINX_PORT/" && break
+  sleep 0.1
+done
+
+# 4. the fault proxy in front of the images: the first CUTS responses are
+# cut half way (a cut on a 503 is spent on it: the log says which were)
+pf=$T/proxy.port
+cuts=(pass)   # node 0, the baseline, runs uncut
+for _ in $(seq "$CUTS"); do cuts+=("cut:$(( IMAGE_SIZE / 2 ))"); done
+python3 "$SRC/tests/lib/faultproxy.py" "$NGINX_PORT" "$pf" "$T/logs/proxy.log" "${cuts[@]}" &
+PROXY_PID=$!
+for _ in $(seq 50); do [[ -s $pf ]] && break; sleep 0.1; done
+PROXY_PORT=$(cat "$pf")
+
+# 5. the nodes: identity, spec, command line
+make_node() {
+  local i=$1 mac serial ip uuid d
+  mac=$(printf '52:54:00:fe:%02x:%02x' $(( i / 256 )) $(( i % 256 )))
+  serial=$(printf 'fleet-%03d' "$i")
+  ip=$(printf '10.77.%d.%d' $(( i / 250 )) $(( i % 250 + 2 )))
+  uuid=$(printf '6b1f2c3d-4e5f-4a6b-8c7d-%012x' "$i")
+  d=$T/nodes/$i
+  mkdir -p "$d/run" "$d/target"
+  python3 - "$SRC/tests/inventories/qemu-4disk.json" "$d/inventory.json" "$mac" "$serial" "$ip" "$uuid" <<'PY'
+import json, sys
+src, dst, mac, serial, ip, uuid = sys.argv[1:]
+inv = json.load(open(src))
+inv["serial"], inv["machine_uuid"], inv["hostname"] = serial, uuid, None
+inv["nics"][0]["mac"], inv["nics"][0]["ipv4"] = mac, [ip]
+json.dump(inv, open(dst, "w"))
+PY
+  cat >"$T/www/specs/$mac.yaml" <<YAML
+version: 1
+hostname: kvm-\${serial}
+disks:
+  - {id: d, path: /dev/vda, wipe: true}
+partitions:
+  - {id: root, on: d, size: rest, type: linux}
+filesystems:
+  - {on: root, type: ext4, mount: /}
+image:
+  url: "http://127.0.0.1:$PROXY_PORT/images/fleet.tar.zst?node=$mac"
+  sha256: "$IMAGE_SHA"
+register:
+  cloudstack:
+    endpoint: "$CTL/client/api"
+    zone: lab
+    pod: p1
+    cluster: c1
+    api_key: "$API_KEY"
+    secret_key: "$SECRET_KEY"
+    host_username: root
+    host_password: "fleet-host-password"
+  webhook:
+    url: "$CTL/kiln/webhook"
+    hmac_key: "$HMAC_KEY"
+finish: none
+YAML
+  echo "kiln.spec=http://127.0.0.1:$NGINX_PORT/specs/\${mac}.yaml" >"$d/cmdline"
+  echo "$i $mac $serial $ip" >>"$T/nodes.txt"
+}
+umask 077
+for i in $(seq 0 "$N"); do make_node "$i"; done
+umask 022
+
+# run_node I: one kiln boot, its start and end times and exit code in nodes/I/
+run_node() {
+  local i=$1 d=$T/nodes/$1 rc=0
+  date +%s.%N >"$d/start"
+  KILN_RUN_DIR=$d/run KILN_TARGET=$d/target nice -n 10 "$KILN" boot --cmdline "$d/cmdline" \
+    --inventory "$d/inventory.json" --skip-storage --no-finish </dev/null >"$d/stdout" 2>"$d/log" || rc=$?
+  date +%s.%N >"$d/end"
+  echo "$rc" >"$d/rc"
+}
+
+# 6. the baseline: node 0 alone
+run_node 0
+FLEET_START=$(date +%s.%N)
+echo "baseline: node 0 took $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" \
+  "$(cat "$T/nodes/0/start")" "$(cat "$T/nodes/0/end")") s (rc $(cat "$T/nodes/0/rc"))"
+
+# 7. the rack: nodes 1..N at once
+for i in $(seq 1 "$N"); do
+  run_node "$i" &
+  PIDS+=($!)
+done
+for p in "${PIDS[@]}"; do wait "$p" || true; done
+PIDS=()
+FLEET_END=$(date +%s.%N)
+sleep 0.5       # nginx writes its log lines as the responses end
+
+# 8. results: every node's log, exit code, image check; then the analysis
+for i in $(seq 0 "$N"); do
+  d=$T/nodes/$i
+  cp "$d/log" "$T/logs/node-$i.log"
+  got=$(sha256sum "$d/target/data/blob" 2>/dev/null | cut -d' ' -f1 || true)
+  echo "$i $(cat "$d/rc") $(cat "$d/start") $(cat "$d/end") ${got:-none} $([[ -e $d/target/.kiln-incomplete ]] && echo incomplete || echo complete)" \
+    >>"$T/logs/nodes.txt"
+done
+python3 "$SRC/tests/controller/controller.py" --dump "$T/ctl/controller.db" >"$T/logs/controller.json"
+cp "$T/nodes.txt" "$T/logs/identities.txt"
+args=(--n "$N" --image-size "$IMAGE_SIZE" \
+  --blob-sha "$BLOB_SHA" --fleet-start "$FLEET_START" --fleet-end "$FLEET_END" --conn "$CONN" \
+  --rate "$RATE" --spec-rate "$SPEC_RATE" --spec-burst "$SPEC_BURST" --cuts "$CUTS" \
+  --backoff "$SRC/agent")
+printf '%s\n' "${args[@]}" >"$T/logs/analyse.args"
+# the same again on kept logs: mapfile -t a <DIR/logs/analyse.args; analyse.py --logs DIR/logs --summary S "${a[@]}"
+python3 "$SRC/tests/fleet/analyse.py" --logs "$T/logs" --summary "$T/summary.json" "${args[@]}"

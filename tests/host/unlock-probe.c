@@ -1,0 +1,56 @@
+/* For tests/host/test-unlock.sh: runs kiln's own unlock_bind() and
+ * unlock_prove() (agent/unlock.c) on a LUKS2 image file, the way the
+ * luks-bind step does in the target chroot, with the key read from stdin.
+ *   unlock-probe bind IMAGE ROOT THRESHOLD URL THP [URL THP]...   prints the new keyslot
+ *   unlock-probe prove IMAGE ROOT SLOT
+ * ROOT "-" runs clevis on this system without a chroot. Exit 0 ok, 1 failed
+ * (the reason on stderr), 64 usage. */
+#include "exec.h"
+#include "luks.h"
+#include "paths.h"
+#include "spec.h"
+#include "strbuf.h"
+#include "unlock.h"
+
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+        paths_init();
+        if (argc < 5)
+                return 64;
+        const char *img = argv[2], *root = streq(argv[3], "-") ? NULL : argv[3];
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int r;
+        if (streq(argv[1], "prove")) {
+                unsigned slot;
+                if (safe_atou(argv[4], &slot) < 0)
+                        return 64;
+                r = unlock_prove(root, img, (int) slot, &err);
+        } else if (streq(argv[1], "bind") && argc >= 7 && (argc - 5) % 2 == 0) {
+                struct spec_tang tang[8];
+                struct spec_luks l = { .id = (char *) "probe" };
+                if (safe_atou(argv[4], &l.unlock.threshold) < 0)
+                        return 64;
+                for (int i = 5; i + 1 < argc && l.unlock.n_tang < 8; i += 2)
+                        tang[l.unlock.n_tang++] = (struct spec_tang) { .url = argv[i], .thp = argv[i + 1] };
+                l.unlock.tang = tang;
+                char buf[1024];
+                size_t n = 0;
+                for (ssize_t k; n < sizeof buf && (k = read(STDIN_FILENO, buf + n, sizeof buf - n)) > 0;)
+                        n += (size_t) k;
+                _cleanup_luks_key_free_ struct luks_key *key = NULL;
+                r = luks_key_new(buf, n, &key);
+                explicit_wipe(buf, sizeof buf);
+                int slot = -1;
+                if (r == 0)
+                        r = unlock_bind(root, img, &l, key, &err, &slot);
+                if (r == 0)
+                        printf("%d\n", slot);
+        } else
+                return 64;
+        if (r < 0) {
+                fprintf(stderr, "unlock-probe %s: %s: %s\n", argv[1], exec_last_line(&err), strerror(-r));
+                return 1;
+        }
+        return 0;
+}
