@@ -1091,7 +1091,7 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                         record_stage(&c, RESUME_STAGE_STORAGE);
                 } else if (s->kind != PLAN_MOUNT) {
                         enum resume_stage st = resume_stage_of(s->kind);
-                        bool more = k + 1 < p->n_steps && resume_stage_of(p->steps[order[k + 1]].kind) == st;
+                        bool more = k + 1 < p->n_steps && resume_stage_of(p->steps[k + 1].kind) == st;
                         if (st == RESUME_STAGE_BOOT && more)
                                 continue;       /* boot is done when its last step is: the initramfs follows the binds */
                         record_stage(&c, st == RESUME_STAGE_STORAGE ? RESUME_STAGE_NONE : st);
