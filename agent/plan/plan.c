@@ -237,7 +237,11 @@ static int disk_match(const struct spec_disk *r, const struct inv_disk *d, struc
                 return strbuf_addf(why, "path is not %s", r->path) < 0 ? -ENOMEM : 0;
         if (r->by_id && !disk_has_by_id(d, r->by_id))
                 return strbuf_addf(why, "has no /dev/disk/by-id/%s", strip_by_id(r->by_id)) < 0 ? -ENOMEM : 0;
-        if (r->serial && !(d->serial && streq(r->serial, d->serial)))
+        if (r->vendor && !(d->vendor && fnmatch(r->vendor, d->vendor, 0) == 0))
+                return strbuf_addf(why, "vendor '%s' does not match '%s'", strempty(d->vendor) ? "" : d->vendor, r->vendor) < 0 ? -ENOMEM : 0;
+        if (r->serial && spec_is_glob(r->serial) && !(d->serial && fnmatch(r->serial, d->serial, 0) == 0))
+                return strbuf_addf(why, "serial '%s' does not match '%s'", strempty(d->serial) ? "" : d->serial, r->serial) < 0 ? -ENOMEM : 0;
+        if (r->serial && !spec_is_glob(r->serial) && !(d->serial && streq(r->serial, d->serial)))
                 return strbuf_addf(why, "serial is '%s', not '%s'", strempty(d->serial) ? "" : d->serial, r->serial) < 0 ? -ENOMEM : 0;
         if (r->wwn && !(d->wwn && strcasecmp(strip_wwn(r->wwn), strip_wwn(d->wwn)) == 0))
                 return strbuf_addf(why, "wwn is '%s', not '%s'", strempty(d->wwn) ? "" : d->wwn, r->wwn) < 0 ? -ENOMEM : 0;
@@ -377,6 +381,56 @@ static int refuse_serial_twins(struct builder *b, const struct spec_disk *rule) 
                       "cannot select a disk: use path, by_id or wwn", rule->id, rule->serial, n, strbuf_str(&sb));
 }
 
+/* size: largest | smallest: of the disks the other criteria match, the
+ * rule keeps its count of the largest (smallest); the rest are reasons. A
+ * tie across the boundary is refused: which of two equal disks would be
+ * taken is not the operator's choice then. 1 when refused. */
+static int pick_by_size(struct builder *b, const struct spec_disk *rule, unsigned want, bool *hit, struct strbuf *reasons) {
+        size_t n = 0;
+        for (size_t j = 0; j < b->n_sorted; j++)
+                n += hit[j];
+        if (n <= want)
+                return 0;       /* too few or just enough: the count rule speaks */
+        bool largest = rule->pick == SPEC_PICK_LARGEST;
+        /* the size of the want-th disk in that order */
+        _cleanup_free_ uint64_t *sizes = calloc(n, sizeof *sizes);
+        if (!sizes)
+                return -ENOMEM;
+        size_t k = 0;
+        for (size_t j = 0; j < b->n_sorted; j++)
+                if (hit[j])
+                        sizes[k++] = b->sorted[j]->size;
+        for (size_t x = 1; x < n; x++)  /* insertion sort, in the rule's order */
+                for (size_t y = x; y > 0 && (largest ? sizes[y] > sizes[y - 1] : sizes[y] < sizes[y - 1]); y--) {
+                        uint64_t t = sizes[y];
+                        sizes[y] = sizes[y - 1];
+                        sizes[y - 1] = t;
+                }
+        uint64_t edge = sizes[want - 1];
+        if (sizes[want] == edge) {
+                _cleanup_strbuf_ struct strbuf tied = STRBUF_INIT;
+                for (size_t j = 0; j < b->n_sorted; j++)
+                        if (hit[j] && b->sorted[j]->size == edge &&
+                            strbuf_addf(&tied, "%s%s", tied.len ? ", " : "", disk_path(b->sorted[j])) < 0)
+                                return -ENOMEM;
+                int r = refuse_disk(b, rule->match_mark.line ? rule->match_mark : rule->mark, rule->id, NULL,
+                                    "disk rule '%s' takes the %u %s of %zu disks, but %s are the same size (%s); "
+                                    "add a criterion that tells them apart", rule->id, want,
+                                    largest ? "largest" : "smallest", n, strbuf_str(&tied), APPROX(edge));
+                return r < 0 ? r : 1;
+        }
+        for (size_t j = 0; j < b->n_sorted; j++) {
+                const struct inv_disk *d = b->sorted[j];
+                if (hit[j] && (largest ? d->size < edge : d->size > edge)) {
+                        hit[j] = false;
+                        if (strbuf_addf(reasons, "; %s is not among the %u %s", disk_path(d), want,
+                                        largest ? "largest" : "smallest") < 0)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 static int select_disks(struct builder *b) {
         const struct spec *s = b->spec;
         const struct inventory *inv = b->inv;
@@ -401,20 +455,34 @@ static int select_disks(struct builder *b) {
                 const struct spec_disk *rule = &s->disks[i];
                 unsigned want = rule->count ? rule->count : 1;
                 unsigned n = 0;
-                if (rule->serial && inventory_count_serial(inv, rule->serial) > 1) {
+                if (rule->serial && !spec_is_glob(rule->serial) && inventory_count_serial(inv, rule->serial) > 1) {
                         r = refuse_serial_twins(b, rule);
                         if (r < 0)
                                 return r;
                         continue;
                 }
                 _cleanup_strbuf_ struct strbuf matched = STRBUF_INIT, reasons = STRBUF_INIT;
+                _cleanup_free_ bool *hit = calloc(b->n_sorted ? b->n_sorted : 1, sizeof *hit);
+                if (!hit)
+                        return -ENOMEM;
                 for (size_t j = 0; j < b->n_sorted; j++) {
-                        const struct inv_disk *d = b->sorted[j];
                         _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
-                        r = disk_match(rule, d, &why);
+                        r = disk_match(rule, b->sorted[j], &why);
                         if (r < 0)
                                 return r;
-                        if (r > 0) {
+                        if (r > 0)
+                                hit[j] = true;
+                        else if ((r = strbuf_addf(&reasons, "; %s %s", disk_path(b->sorted[j]), strbuf_str(&why))) < 0)
+                                return r;
+                }
+                if (rule->pick != SPEC_PICK_NONE && (r = pick_by_size(b, rule, want, hit, &reasons)) != 0) {
+                        if (r < 0)
+                                return r;
+                        continue;       /* refused: a tie at the boundary */
+                }
+                for (size_t j = 0; j < b->n_sorted; j++) {
+                        const struct inv_disk *d = b->sorted[j];
+                        if (hit[j]) {
                                 matches[i * b->n_sorted + j] = true;
                                 n++;
                                 if ((r = strbuf_addf(&matched, "%s%s", matched.len ? ", " : "", disk_path(d))) < 0)
@@ -425,8 +493,7 @@ static int select_disks(struct builder *b) {
                                                 return r;
                                 } else
                                         owner[j] = i + 1;
-                        } else if ((r = strbuf_addf(&reasons, "; %s %s", disk_path(d), strbuf_str(&why))) < 0)
-                                return r;
+                        }
                 }
                 if (n != want) {
                         if (n < want)
