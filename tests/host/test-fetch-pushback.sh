@@ -32,7 +32,7 @@ class H(http.server.BaseHTTPRequestHandler):
         elif a == "big":
             body, code, ra = b"x" * (1024 * 1024), 503, None
         else:
-            code, ra = a.split(":")
+            code, ra = a.split(":", 1)
             code, body = int(code), b"busy\n"
             if ra == "-":
                 ra = None
@@ -72,6 +72,7 @@ awk "BEGIN { exit !($g >= 3.0) }" || fail "retried after $g s, before Retry-Afte
 
 # Retry-After as an HTTP-date, and a 429
 run_kiln 0 fetch "$U/429:date:3,ok/b" --retries 2 -o "$T/out"
+[[ $(log_of "429:date:3,ok" | awk '{print $2}' | sort -u | wc -l) == 1 ]] || fail "the 429 was not answered on its connection"
 g=$(gap "429:date:3,ok" 2)
 awk "BEGIN { exit !($g >= 2.0) }" || fail "retried after $g s, before the Retry-After date (3 s ahead, 1 s resolution)"
 
