@@ -741,8 +741,20 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
                 return -EINVAL;
         const char *name = vg->name ? vg->name : vg->id;
         int r = lvm_vg_activate(name, &c->why);
-        if (r < 0)
+        if (r < 0) {
+                /* lvm says "Cannot process volume group X: Input/output error"
+                 * of a VG that is not there at all, which reads like a disk
+                 * fault: say what it is when the VG does not exist */
+                _cleanup_strbuf_ struct strbuf scratch = STRBUF_INIT;
+                _cleanup_free_ char *uuid = NULL;
+                if (lvm_vg_uuid(name, &uuid, &scratch) < 0) {
+                        strbuf_reset(&c->why);
+                        (void) strbuf_addf(&c->why, "volume group '%s' does not exist on these disks: the interrupted "
+                                           "run stopped before it was created", name);
+                        return -ESTALE;
+                }
                 return r;
+        }
         r = lvm_vgmknodes(name, &c->why);
         if (r < 0)
                 return r;
