@@ -558,12 +558,6 @@ static int node_push_dev(struct node *n, char *dev /* takes */) {
         return 0;
 }
 
-static char *partition_path(const char *disk, unsigned number) {
-        size_t l = strlen(disk);
-        bool digit = l > 0 && disk[l - 1] >= '0' && disk[l - 1] <= '9';
-        return strdupf("%s%s%u", disk, digit ? "p" : "", number);
-}
-
 static const char *raid_name(const struct spec_raid *x) { return x->name ? x->name : x->id; }
 static const char *luks_name(const struct spec_luks *x) { return x->name ? x->name : x->id; }
 static const char *vg_name(const struct spec_vg *x) { return x->name ? x->name : x->id; }
@@ -605,13 +599,15 @@ static int make_nodes(struct builder *b) {
         for (size_t i = 0; i < s->n_raids; i++) {
                 const struct spec_raid *x = &s->raids[i];
                 struct node *nd = node_add(b, SPEC_OBJ_RAID, x->id, x, x->mark);
-                if ((r = node_push_dev(nd, strdupf("/dev/md/%s", raid_name(x)))) < 0)
+                char *dev;
+                if ((r = paths_md(raid_name(x), &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
                         return r;
         }
         for (size_t i = 0; i < s->n_luks; i++) {
                 const struct spec_luks *x = &s->luks[i];
                 struct node *nd = node_add(b, SPEC_OBJ_LUKS, x->id, x, x->mark);
-                if ((r = node_push_dev(nd, strdupf("/dev/mapper/%s", luks_name(x)))) < 0)
+                char *dev;
+                if ((r = paths_mapper(luks_name(x), &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
                         return r;
         }
         for (size_t i = 0; i < s->n_vgs; i++) {
@@ -626,7 +622,8 @@ static int make_nodes(struct builder *b) {
                 const struct spec_vg *vg = find_vg(s, x->vg);
                 if (!vg)
                         return invalid(b, x->vg_mark, "logical volume '%s' refers to unknown volume group '%s'", x->id, x->vg ? x->vg : "");
-                if ((r = node_push_dev(nd, strdupf("/dev/%s/%s", vg_name(vg), lv_name(x)))) < 0)
+                char *dev;
+                if ((r = paths_lv(vg_name(vg), lv_name(x), &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
                         return r;
         }
         return 0;
@@ -749,8 +746,9 @@ static int layout_disk(struct builder *b, const struct spec_disk *rule, const st
                 out[i].number = (unsigned) i + 1;
                 out[i].start = at;
                 at += out[i].size;
-                if (!(out[i].device = partition_path(disk_path(d), out[i].number)))
-                        return -ENOMEM;
+                r = paths_partition(disk_path(d), out[i].number, &out[i].device);
+                if (r < 0)
+                        return r;
         }
         (void) index;
         return 0;
@@ -823,20 +821,13 @@ static int ref_one(struct builder *b, const char *what, const char *owner, const
         return 0;
 }
 
-static unsigned raid10_copies(const char *layout) {
-        size_t l = layout ? strlen(layout) : 0;
-        if (l >= 2 && layout[l - 1] >= '2' && layout[l - 1] <= '9')
-                return (unsigned) (layout[l - 1] - '0');
-        return 2;
-}
-
 static uint64_t raid_capacity(unsigned level, const char *layout, size_t n, uint64_t m) {
         switch (level) {
         case 0: return n * m;
         case 1: return m;
         case 5: return n >= 2 ? (n - 1) * m : 0;
         case 6: return n >= 3 ? (n - 2) * m : 0;
-        case 10: return n * m / raid10_copies(layout);
+        case 10: return n * m / spec_raid10_copies(layout);
         default: return 0;
         }
 }
@@ -1244,10 +1235,10 @@ static int emit_mkfs(struct builder *b, const char **devs) {
         return 0;
 }
 
-static unsigned mount_depth(const char *m) {
+unsigned plan_mount_depth(const char *mountpoint) {
         unsigned d = 0;
-        for (const char *p = m; *p; p++)
-                if (*p == '/' && p[1] && p[1] != '/')
+        for (const char *p = mountpoint; p && *p; p++)
+                if (*p != '/' && (p == mountpoint || p[-1] == '/'))
                         d++;
         return d;
 }
@@ -1263,7 +1254,7 @@ static int emit_mounts(struct builder *b, const char **devs) {
                         const struct spec_filesystem *f = &s->filesystems[i];
                         if (!f->mount || f->type == SPEC_FS_SWAP)
                                 continue;
-                        unsigned dd = mount_depth(f->mount);
+                        unsigned dd = plan_mount_depth(f->mount);
                         if (dd > depth)
                                 deeper = true;
                         if (dd != depth)

@@ -1779,12 +1779,19 @@ static void single_device(struct ctx *c, const struct obj *o, const char *field,
                      field, where, q(o->id, t), o->mult);
 }
 
+unsigned spec_raid10_copies(const char *layout) {
+        size_t l = layout ? strlen(layout) : 0;
+        if (l >= 2 && layout[l - 1] >= '2' && layout[l - 1] <= '9')
+                return (unsigned) (layout[l - 1] - '0');
+        return 2;
+}
+
 static unsigned raid_min_members(const struct spec_raid *a) {
         switch (a->level) {
         case 0: case 1: return 2;
         case 5: return 3;
         case 6: return 4;
-        case 10: return a->layout && a->layout[1] == '3' ? 3 : 2;
+        case 10: return spec_raid10_copies(a->layout);
         default: return 2;
         }
 }

@@ -335,6 +335,10 @@ bool spec_value_is_placeholder(const char *value);
  * a pattern (fnmatch) and may match several disks. */
 bool spec_is_glob(const char *s);
 
+/* How many copies of each block a raid10 array of this layout keeps (n2 f2
+ * o2: 2, n3 f3 o3: 3; NULL is mdadm's default n2): its minimum member count
+ * and the divisor of its capacity. */
+unsigned spec_raid10_copies(const char *layout);
 const char *spec_part_type_name(enum spec_part_type t);
 const char *spec_fs_type_name(enum spec_fs_type t);
 const char *spec_firmware_name(enum spec_firmware f);
