@@ -47,8 +47,8 @@ static const char *rule_text(const struct spec_nic *n, char buf[static 96]) {
         switch (n->rule) {
         case SPEC_NIC_MAC: snprintf(buf, 96, "MAC %s", n->value); break;
         case SPEC_NIC_NAME: snprintf(buf, 96, "name '%.60s'", n->value); break;
-        case SPEC_NIC_BOOT: snprintf(buf, 96, "the boot NIC"); break;
-        case SPEC_NIC_LINK: snprintf(buf, 96, "a NIC with link"); break;
+        case SPEC_NIC_BOOT: snprintf(buf, 96, "'boot: true'"); break;
+        case SPEC_NIC_LINK: snprintf(buf, 96, "'link: true'"); break;
         default: snprintf(buf, 96, "?"); break;
         }
         return buf;
@@ -251,7 +251,7 @@ int netconf_describe(const struct netconf *n, struct strbuf *out) {
                         r = strbuf_addf(out, " VLAN %u", b->spec->vlan);
                 if (r >= 0)
                         r = b->address ? strbuf_addf(out, ", %s%s%s", b->address, b->gateway ? " via " : "", b->gateway ? b->gateway : "")
-                                       : strbuf_adds(out, ", DHCP");
+                                       : strbuf_adds(out, b->spec->dhcp ? ", DHCP" : ", no address");
                 for (size_t j = 0; r >= 0 && b->dns && b->dns[j]; j++)
                         r = strbuf_addf(out, "%s%s", j ? " " : ", dns ", b->dns[j]);
         }
@@ -336,7 +336,7 @@ int netconf_files(const struct netconf *n, struct netconf_file **ret, size_t *re
                         r = strbuf_addf(&t, "Address=%s\n%s%s%s", b->address, b->gateway ? "Gateway=" : "",
                                         b->gateway ? b->gateway : "", b->gateway ? "\n" : "");
                 else if (r >= 0)
-                        r = strbuf_adds(&t, "DHCP=yes\n");
+                        r = strbuf_adds(&t, b->spec->dhcp ? "DHCP=yes\n" : "LinkLocalAddressing=no\n");
                 for (size_t j = 0; r >= 0 && b->dns && b->dns[j]; j++)
                         r = strbuf_addf(&t, "DNS=%s\n", b->dns[j]);
                 if (r >= 0)

@@ -1689,7 +1689,7 @@ static void check_ip(struct ctx *c, const struct loc *l, const char *key, const 
                 return;
         const char *why = spec_ip_problem(s, with_prefix);
         if (why)
-                emitn(c, v, "%s '%s' %s", fld(l, key, f), q(s, t), why);
+                emitn(c, v, "%s: '%s' %s", fld(l, key, f), q(s, t), why);
 }
 
 /* A NIC rule: exactly one of {mac: X}, {boot: true}, {link: true}, {name: GLOB}. */
@@ -1717,7 +1717,7 @@ static void parse_nic(struct ctx *c, const struct ynode *m, const char *where, c
                 for (char *p = n->value; *p; p++)
                         *p = (char) tolower((unsigned char) *p);
                 if (!valid_mac(n->value))
-                        emitn(c, v, "%s '%s' is not a MAC address like 52:54:00:12:34:56", fld(&l, "mac", f), q(n->value, t));
+                        emitn(c, v, "%s must be a MAC address like 52:54:00:12:34:56, not '%s'", fld(&l, "mac", f), q(n->value, t));
                 else
                         n->rule = SPEC_NIC_MAC;
         } else if ((v = map_get(m, "name"))) {
@@ -1814,16 +1814,15 @@ static void parse_bridge(struct ctx *c, const struct ynode *m, size_t idx, struc
                 x->address_mark = (struct spec_mark) { v->line, v->col };
                 check_ip(c, &l, "address", v, x->address, true);
         }
-        if (x->dhcp && v)
+        if (x->dhcp && v)       /* neither: a bridge without an address of the host (guest traffic) */
                 emitn(c, map_key_node(m, "address"), "%s has both 'dhcp: true' and 'address'; give one", where);
-        else if (!x->dhcp && !v)
-                emitn(c, m, "%s has neither 'dhcp: true' nor 'address'", where);
         v = map_get(m, "gateway");
         if (get_str(c, &l, "gateway", v, &x->gateway) > 0) {
                 x->gateway_mark = (struct spec_mark) { v->line, v->col };
                 check_ip(c, &l, "gateway", v, x->gateway, false);
-                if (x->dhcp)
-                        emitn(c, map_key_node(m, "gateway"), "%s has 'gateway' with 'dhcp: true' (DHCP gives the gateway)", where);
+                if (!x->address)
+                        emitn(c, map_key_node(m, "gateway"), "%s has 'gateway' without 'address'%s", where,
+                              x->dhcp ? " (DHCP gives the gateway)" : "");
         }
         v = map_get(m, "dns");
         if (get_strv(c, &l, "dns", v, true, &x->dns, NULL) > 0) {
@@ -1842,7 +1841,7 @@ const struct spec_bond *spec_network_bond(const struct spec *s, const char *name
 
 /* Names unique over bridges, bonds and VLAN devices; a bridge's bond exists;
  * a port carries at most one untagged bridge; a VLAN id is used once. */
-static void check_network(struct ctx *c, const struct ynode *m) {
+static void check_network(struct ctx *c) {
         const struct spec_network *n = &c->s->network;
         char t[QUOTE_MAX + 4];
         for (size_t i = 0; i < n->n_bonds; i++)
@@ -1872,12 +1871,18 @@ static void check_network(struct ctx *c, const struct ynode *m) {
                                 emit(c, b->mark.line, b->mark.col, "bridges '%s' and '%s' both take bond '%s' untagged (give one a 'vlan')",
                                      n->bridges[j].name ? n->bridges[j].name : "?", q(b->name, t), b->bond);
         }
-        bool used = false;
-        for (size_t k = 0; k < n->n_bonds; k++)
+        for (size_t k = 0; k < n->n_bonds; k++) {
+                bool used = false;
                 for (size_t i = 0; i < n->n_bridges; i++)
                         used |= n->bridges[i].bond && n->bonds[k].name && streq(n->bridges[i].bond, n->bonds[k].name);
-        if (n->n_bonds && !used)
-                warn(c, m, "network.bonds has a bond that no bridge uses");
+                if (!used && n->bonds[k].name && c->n_emitted < SPEC_MAX_DIAGS) {
+                        c->n_emitted++;
+                        int r = diags_warn(c->d, c->file, n->bonds[k].mark.line, n->bonds[k].mark.col,
+                                           "bond '%s' is used by no bridge", q(n->bonds[k].name, t));
+                        if (r < 0 && c->error == 0)
+                                c->error = r;
+                }
+        }
 }
 
 static void parse_network(struct ctx *c, const struct ynode *m) {
@@ -1891,7 +1896,7 @@ static void parse_network(struct ctx *c, const struct ynode *m) {
         PARSE_SECTION(c, m, "bridges", "bridge", n->bridges, n->n_bridges, parse_bridge);
         if (!map_get(m, "bridges"))
                 emitn(c, m, "'network' has no 'bridges' (CloudStack's KVM hosts need cloudbr0)");
-        check_network(c, m);
+        check_network(c);
 }
 
 static void network_free(struct spec_network *n) {
