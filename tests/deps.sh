@@ -16,7 +16,7 @@ PKGS=(
   # its private libraries come as their own -dev packages
   nettle-dev libacl1-dev liblzma-dev libzstd-dev liblz4-dev libbz2-dev zlib1g-dev
   # tests and rig
-  python3 jq curl openssl ca-certificates procps iproute2 util-linux diffutils
+  python3 jq curl openssl ca-certificates procps iproute2 util-linux diffutils man-db
   zstd xz-utils gzip tar cpio kmod busybox-static
   mdadm lvm2 cryptsetup-bin xfsprogs e2fsprogs dosfstools parted fdisk fio sqlite3
   nginx-light qemu-system-x86 qemu-utils ipxe-qemu mmdebstrap file socat bc time

@@ -362,8 +362,9 @@ static int step_luks_open(struct apply_ctx *c, const struct plan_step *s) {
         r = luks_open(dev, luks_name(l), key, luks_choice(c, l).flags);
         if (r < 0)
                 return r;
-        char node[PATH_MAX];
-        snprintf(node, sizeof node, "%s/mapper/%s", kiln_paths.devfs, luks_name(l));
+        _cleanup_free_ char *node = NULL;
+        if ((r = paths_mapper(luks_name(l), &node)) < 0)
+                return r;
         r = wait_node(node);
         if (r < 0)
                 return strbuf_addf(&c->why, "%s did not appear", node), r;
@@ -400,8 +401,9 @@ static int step_lvcreate(struct apply_ctx *c, const struct plan_step *s) {
         r = lvm_vgmknodes(vgname, &c->why);
         if (r < 0)
                 return r;
-        char node[PATH_MAX];
-        snprintf(node, sizeof node, "%s/%s/%s", kiln_paths.devfs, vgname, lvname);
+        _cleanup_free_ char *node = NULL;
+        if ((r = paths_lv(vgname, lvname, &node)) < 0)
+                return r;
         r = wait_node(node);
         if (r < 0)
                 return strbuf_addf(&c->why, "%s did not appear", node), r;
@@ -756,8 +758,9 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
                 const struct spec_lv *lv = &c->plan->spec->lvs[i];
                 if (!lv->vg || !streq(lv->vg, vg->id))
                         continue;
-                char node[PATH_MAX];
-                snprintf(node, sizeof node, "%s/%s/%s", kiln_paths.devfs, name, lv->name ? lv->name : lv->id);
+                _cleanup_free_ char *node = NULL;
+                if ((r = paths_lv(name, lv->name ? lv->name : lv->id, &node)) < 0)
+                        return r;
                 if ((r = wait_node(node)) < 0)
                         return strbuf_addf(&c->why, "%s did not appear", node), r;
         }
@@ -774,7 +777,7 @@ static void add_partuuids(json_object *o, const char *disk) {
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *path = NULL;
                 char key[PATH_MAX + 16];
-                if (!parts[i].uuid || partition_path(disk, parts[i].number, &path) < 0)
+                if (!parts[i].uuid || paths_partition(disk, parts[i].number, &path) < 0)
                         continue;
                 snprintf(key, sizeof key, "partition %s", path);
                 json_object_object_add(o, key, json_object_new_string(parts[i].uuid));
@@ -890,11 +893,11 @@ static bool resume_skips(const struct apply_ctx *c, const struct plan_step *s) {
 /* Undo the resume steps 0..upto (the failed one included: it may have
  * half-happened), latest first: the machine is then as it was planned for,
  * and the fresh plan's wipe finds no holder it did not list. */
-static int resume_undo(struct apply_ctx *c, const size_t *order, size_t upto) {
+static int resume_undo(struct apply_ctx *c, size_t upto) {
         bool unmounted = false;
         int r;
         for (size_t k = upto + 1; k-- > 0;) {
-                const struct plan_step *s = &c->plan->steps[order[k]];
+                const struct plan_step *s = &c->plan->steps[k];
                 strbuf_reset(&c->why);
                 switch (s->kind) {
                 case PLAN_MOUNT:
@@ -963,49 +966,18 @@ static int run_step(struct apply_ctx *c, const struct plan_step *s) {
         }
 }
 
-/* Execution order: the plan's, except that a run of mounts goes parents first. */
-static int execution_order(const struct plan *p, size_t **ret) {
-        size_t *order = calloc(p->n_steps ? p->n_steps : 1, sizeof *order);
-        if (!order)
-                return -ENOMEM;
-        for (size_t i = 0; i < p->n_steps; i++)
-                order[i] = i;
-        for (size_t i = 0; i < p->n_steps;) {
-                size_t j = i;
-                while (j < p->n_steps && p->steps[j].kind == PLAN_MOUNT)
-                        j++;
-                /* insertion sort by depth: stable, runs are short */
-                for (size_t a = i + 1; a < j; a++) {
-                        size_t v = order[a], b = a;
-                        const struct spec_filesystem *fv = p->steps[v].obj;
-                        unsigned dv = fv ? mount_depth(fv->mount) : 0;
-                        while (b > i) {
-                                const struct spec_filesystem *fb = p->steps[order[b - 1]].obj;
-                                if ((fb ? mount_depth(fb->mount) : 0) <= dv)
-                                        break;
-                                order[b] = order[b - 1];
-                                b--;
-                        }
-                        order[b] = v;
-                }
-                i = j > i ? j : i + 1;
-        }
-        *ret = order;
-        return 0;
-}
-
 static void hook(const struct apply_ctx *c, const struct plan_step *s, size_t i, enum apply_event ev,
                  int err, uint64_t usec, const char *reason) {
         if (c->opts->hook)
                 c->opts->hook(c->opts->userdata, s, i, c->plan->n_steps, ev, err, usec, reason);
 }
 
-static void dry_run_print(const struct plan *p, const size_t *order, FILE *out) {
+static void dry_run_print(const struct plan *p, FILE *out) {
         fprintf(out, "dry run: %zu step(s), nothing will be changed\n", p->n_steps);
         fprintf(out, "fingerprint: %s\nmode: %s%s%s%s\n", p->fingerprint, p->resume ? "resume" : "fresh install",
                 p->mode_why ? " (" : "", p->mode_why ? p->mode_why : "", p->mode_why ? ")" : "");
         for (size_t k = 0; k < p->n_steps; k++) {
-                const struct plan_step *s = &p->steps[order[k]];
+                const struct plan_step *s = &p->steps[k];
                 fprintf(out, "%3zu. %-11s %s\n", k + 1, apply_step_name(s->kind), s->description ? s->description : "");
                 if (s->destroys)
                         fprintf(out, "     destroys: %s\n", s->destroys);
@@ -1035,12 +1007,9 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
         if (!ret_failed)
                 ret_failed = &failed_dummy;
         *ret_failed = _PLAN_STEP_KIND_MAX;
-        _cleanup_free_ size_t *order = NULL;
-        int r = execution_order(p, &order);
-        if (r < 0)
-                return log_error_errno(r, "failed to order the plan's steps: %m");
+        int r;
         if (opts->dry_run) {
-                dry_run_print(p, order, opts->dry_run_out ? opts->dry_run_out : stdout);
+                dry_run_print(p, opts->dry_run_out ? opts->dry_run_out : stdout);
                 return 0;
         }
 
@@ -1064,8 +1033,7 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
         c.rec.run_id = rid ? strdup(rid) : NULL;
         uint64_t t0 = now_usec();
         for (size_t k = 0; k < p->n_steps; k++) {
-                size_t i = order[k];
-                const struct plan_step *s = &p->steps[i];
+                const struct plan_step *s = &p->steps[k];
                 const char *dev = s->device ? s->device : "-";
                 if (resume_skips(&c, s)) {
                         log_info("step %zu/%zu %s %s: skipped, the interrupted run did it", k + 1, p->n_steps,
@@ -1083,7 +1051,7 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                 }
                 log_info("step %zu/%zu %s %s: %s", k + 1, p->n_steps, apply_step_name(s->kind), dev,
                          s->description ? s->description : "");
-                hook(&c, s, i, APPLY_STEP_START, 0, 0, NULL);
+                hook(&c, s, k, APPLY_STEP_START, 0, 0, NULL);
                 strbuf_reset(&c.why);
                 uint64_t t = now_usec();
                 r = run_step(&c, s);
@@ -1097,8 +1065,8 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                                 c.fallback_why = NULL;
                         log_info("not resuming (%s); undoing the resume steps and installing fresh",
                                  c.fallback_why ? c.fallback_why : "?");
-                        hook(&c, s, i, APPLY_STEP_DONE, 0, usec, NULL);
-                        if ((r = resume_undo(&c, order, k)) < 0) {
+                        hook(&c, s, k, APPLY_STEP_DONE, 0, usec, NULL);
+                        if ((r = resume_undo(&c, k)) < 0) {
                                 code = r;
                                 *ret_failed = s->kind;
                                 failed = s;
@@ -1117,7 +1085,7 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                         else
                                 log_error_errno(r, "step %zu/%zu %s failed on '%s' after %.1fs: %s%s%m", k + 1, p->n_steps,
                                                 apply_step_name(s->kind), dev, usec / 1e6, why, *why ? ": " : "");
-                        hook(&c, s, i, APPLY_STEP_FAILED, r, usec, *why ? why : strerror(-r));
+                        hook(&c, s, k, APPLY_STEP_FAILED, r, usec, *why ? why : strerror(-r));
                         code = r;
                         *ret_failed = s->kind;
                         failed = s;
@@ -1126,13 +1094,13 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                         break;
                 }
                 log_info("step %zu/%zu %s %s done in %.1fs", k + 1, p->n_steps, apply_step_name(s->kind), dev, usec / 1e6);
-                hook(&c, s, i, APPLY_STEP_DONE, 0, usec, NULL);
-                if (!p->resume && root && s->kind == PLAN_MOUNT && (k + 1 == p->n_steps || p->steps[order[k + 1]].kind != PLAN_MOUNT)) {
+                hook(&c, s, k, APPLY_STEP_DONE, 0, usec, NULL);
+                if (!p->resume && root && s->kind == PLAN_MOUNT && (k + 1 == p->n_steps || p->steps[k + 1].kind != PLAN_MOUNT)) {
                         c.recording = true;     /* storage is done and the root is mounted */
                         record_stage(&c, RESUME_STAGE_STORAGE);
                 } else if (s->kind != PLAN_MOUNT) {
                         enum resume_stage st = resume_stage_of(s->kind);
-                        bool more = k + 1 < p->n_steps && resume_stage_of(p->steps[order[k + 1]].kind) == st;
+                        bool more = k + 1 < p->n_steps && resume_stage_of(p->steps[k + 1].kind) == st;
                         if ((st == RESUME_STAGE_BOOT || st == RESUME_STAGE_CONFIGURE) && more)
                                 continue;       /* a stage is done when its last step is: the initramfs follows the binds,
                                                  * the network files follow fstab */

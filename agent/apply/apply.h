@@ -7,7 +7,8 @@
  * It relies on the step fields documented in plan.h; in addition, wipe finds
  * the holders to stop in sysfs itself (top layer first), so a holder the
  * inventory missed is still torn down.
- * A run of consecutive PLAN_MOUNT steps is mounted parents first.
+ * Steps run in the plan's order, which is the contract (plan_build puts
+ * mounts parents first).
  * Progress is recorded in <target>/var/lib/kiln/progress.json (resume.h)
  * once the root is mounted, after each stage and before finish. */
 #pragma once

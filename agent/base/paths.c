@@ -1,6 +1,7 @@
 #include "paths.h"
 #include "util.h"
 
+#include <stdarg.h>
 #include <sys/stat.h>
 
 struct kiln_paths kiln_paths = {
@@ -20,7 +21,40 @@ struct kiln_paths kiln_paths = {
         .t_debconf_set = "/usr/bin/debconf-set-selections",
         .target = "/target",
         .run_dir = "/run/kiln",
+        .enlist_key = "/etc/kiln/enlist.key",
 };
+
+static int dev_path(char **ret, const char *fmt, ...) _printf_(2, 3);
+static int dev_path(char **ret, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(ret, fmt, ap);
+        va_end(ap);
+        if (r < 0) {
+                *ret = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int paths_md(const char *name, char **ret) {
+        return dev_path(ret, "%s/md/%s", kiln_paths.devfs, name);
+}
+
+int paths_mapper(const char *name, char **ret) {
+        return dev_path(ret, "%s/mapper/%s", kiln_paths.devfs, name);
+}
+
+int paths_lv(const char *vg, const char *lv, char **ret) {
+        return dev_path(ret, "%s/%s/%s", kiln_paths.devfs, vg, lv);
+}
+
+int paths_partition(const char *disk, unsigned number, char **ret) {
+        size_t n = strlen(disk);
+        if (n == 0)
+                return -EINVAL;
+        return dev_path(ret, "%s%s%u", disk, disk[n - 1] >= '0' && disk[n - 1] <= '9' ? "p" : "", number);
+}
 
 void paths_init(void) {
         static const struct { const char *env; const char **field; } map[] = {
@@ -40,6 +74,7 @@ void paths_init(void) {
                 { "KILN_T_UPDATE_GRUB", &kiln_paths.t_update_grub },
                 { "KILN_T_DEBCONF_SET", &kiln_paths.t_debconf_set },
                 { "KILN_RUN_DIR", &kiln_paths.run_dir },
+                { "KILN_ENLIST_KEY", &kiln_paths.enlist_key },
         };
         for (size_t i = 0; i < ELEMENTSOF(map); i++) {
                 const char *v = getenv(map[i].env);

@@ -23,9 +23,20 @@ struct kiln_paths {
         const char *t_debconf_set;          /* /usr/bin/debconf-set-selections */
         const char *target;         /* where the new root is mounted: /target */
         const char *run_dir;        /* state, resume markers, report: /run/kiln */
+        const char *enlist_key;     /* the enlist HMAC key, put into the initramfs by the boot server:
+                                     * /etc/kiln/enlist.key */
 };
 
 extern struct kiln_paths kiln_paths;
+
+/* The names of the device nodes kiln makes, under kiln_paths.devfs: the one
+ * rule for each (-ENOMEM, or 0 and *ret to free). */
+int paths_md(const char *name, char **ret);                     /* /dev/md/NAME */
+int paths_mapper(const char *name, char **ret);                 /* /dev/mapper/NAME */
+int paths_lv(const char *vg, const char *lv, char **ret);       /* /dev/VG/LV */
+/* A partition of a disk, named from the disk's path (any directory):
+ * /dev/vda + 1 → /dev/vda1; /dev/nvme0n1 + 1 → /dev/nvme0n1p1. -EINVAL for "". */
+int paths_partition(const char *disk, unsigned number, char **ret);
 
 /* Apply KILN_* environment overrides; called once from main(). */
 void paths_init(void);

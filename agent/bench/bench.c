@@ -882,7 +882,7 @@ static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *poli
                                   strerror(-r));
         }
         _cleanup_free_ char *cpath = NULL;
-        if (asprintf(&cpath, "%s/mapper/%s", kiln_paths.devfs, cname) < 0) {
+        if (paths_mapper(cname, &cpath) < 0) {
                 dm_remove(zname);
                 return -ENOMEM;
         }

@@ -16,6 +16,7 @@
 #include "ca.h"
 #include "cmdline.h"
 #include "commands.h"
+#include "enlist.h"
 #include "exitcode.h"
 #include "fetch.h"
 #include "inventory.h"
@@ -40,8 +41,9 @@
 
 static void boot_usage(FILE *f) {
         fprintf(f, "usage: kiln boot [--cmdline FILE] [--inventory FILE|DIR] [--dry-run] [--no-finish] [--skip-storage]\n"
-                   "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.fresh from /proc/cmdline,\n"
-                   "  fetches the host spec and applies it (what the kiln initramfs runs)\n"
+                   "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.fresh kiln.enlist= from /proc/cmdline,\n"
+                   "  fetches the host spec and applies it (what the kiln initramfs runs); without a spec\n"
+                   "  (none given, or it answers 404) posts the inventory to kiln.enlist= and powers off\n"
                    "  --cmdline FILE   read the kernel command line from FILE\n"
                    "  --inventory X    plan against a recorded inventory (with --dry-run)\n"
                    "  --dry-run        fetch, validate and print the steps; change nothing\n"
@@ -56,6 +58,60 @@ static const char *finish_name(enum spec_finish f) {
 
 static bool is_url(const char *s) {
         return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0 || strncmp(s, "file://", 7) == 0;
+}
+
+/* No spec for this machine: post its inventory to kiln.enlist= and power
+ * off. Nothing is planned and nothing is written to a disk; RUN_DIR gets
+ * enlist.json (the body posted) and, with --no-finish, the finish. */
+static int boot_enlist(const struct inventory *inv, const struct kiln_cmdline *cl, const char *ca_file, const char *why,
+                       bool dry_run, bool power_off, bool no_finish) {
+        char shown[URL_DISPLAY_MAX];
+        int r;
+
+        if (!cl->enlist)
+                return log_error("no kiln.enlist= to enlist at (%s)", why), KILN_EXIT_USAGE;
+        url_display(cl->enlist, shown);
+        const char *node = enlist_node_id(inv);
+        if (!node)
+                return log_error("cannot enlist at '%s': this machine has neither a machine UUID nor a MAC", shown),
+                       KILN_EXIT_REGISTER;
+        if (dry_run) {
+                printf("dry run: %s: would enlist '%s' at '%s' (post this machine's inventory, then power off); "
+                       "nothing is written\n", why, node, shown);
+                return KILN_EXIT_OK;
+        }
+        _cleanup_free_ char *key = NULL, *body = NULL, *err = NULL;
+        r = enlist_load_key(kiln_paths.enlist_key, &key);
+        if (r < 0)
+                return log_error_errno(r, "failed to read the enlist key '%s': %m", kiln_paths.enlist_key), KILN_EXIT_REGISTER;
+        unsigned sec = cl->enlist_timeout_sec ? cl->enlist_timeout_sec : ENLIST_DEFAULT_TIMEOUT_SEC;
+        struct delivery_policy pol = {
+                .connect_timeout_ms = 5000, .request_timeout_ms = 20000, .total_ms = sec * 1000u,
+                .backoff_base_ms = 1000, .backoff_cap_ms = 30000,
+        };
+        struct enlist_target t = { .url = cl->enlist, .key = key, .ca_file = ca_file, .policy = &pol };
+        log_info("enlisting '%s' at '%s' (%s): posting this machine's inventory, at most %u s", node, shown, why, sec);
+        r = enlist_post(inv, &t, &body, &err);
+        explicit_wipe(key, strlen(key));
+        if (body) {
+                int k = run_file_write("enlist.json", body, strlen(body), NULL);
+                if (k < 0)
+                        log_warning_errno(k, "failed to save '%s/enlist.json': %m", kiln_paths.run_dir);
+        }
+        if (r < 0)
+                return log_error("failed to enlist '%s' at '%s': %s", node, shown, err ? err : strerror(-r)), KILN_EXIT_REGISTER;
+        log_info("enlisted '%s' at '%s'; %s", node, shown, power_off ? "powering off" : "finish: poweroff");
+        if (no_finish) {
+                r = run_file_write("finish", "poweroff\n", strlen("poweroff\n"), NULL);
+                if (r < 0)
+                        return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
+        }
+        if (!power_off)
+                return KILN_EXIT_OK;
+        sync();
+        if (reboot(RB_POWER_OFF) < 0)
+                return log_error_errno(-errno, "failed to power off: %m"), KILN_EXIT_FAILURE;
+        return KILN_EXIT_OK;
 }
 
 int cmd_boot(int argc, char **argv) {
@@ -91,10 +147,6 @@ int cmd_boot(int argc, char **argv) {
                 log_error("--skip-storage is a test knob for a recorded machine: it needs --inventory");
                 return KILN_EXIT_USAGE;
         }
-        if (inv_path && !dry_run && !skip_storage) {
-                log_error("--inventory plans for another machine: it needs --dry-run");
-                return KILN_EXIT_USAGE;
-        }
         log_set_timestamps(true);
 
         /* 1. the kernel command line */
@@ -123,8 +175,8 @@ int cmd_boot(int argc, char **argv) {
                 (void) url_scrub(*u, strlen(*u), &shown_u);
                 log_warning("ignoring unknown kernel command line option '%s'", strbuf_str(&shown_u));
         }
-        if (!cl.spec)
-                return log_error("no kiln.spec= on the kernel command line '%s'", clp), KILN_EXIT_USAGE;
+        if (!cl.spec && !cl.enlist)
+                return log_error("no kiln.spec= or kiln.enlist= on the kernel command line '%s'", clp), KILN_EXIT_USAGE;
 
         /* 2. this machine: the values ${mac} etc. expand to, and the disks to plan on */
         _cleanup_inventory_free_ struct inventory *inv = NULL;
@@ -163,6 +215,11 @@ int cmd_boot(int argc, char **argv) {
                 }
         }
 
+        /* no spec for this machine: enlist it (agent/report/enlist.h) */
+        bool power_off = !dry_run && !no_finish && !inv_path;
+        if (!cl.spec)
+                return boot_enlist(inv, &cl, fo.ca_file, "kiln.enlist= and no kiln.spec=", dry_run, power_off, no_finish);
+
         /* 4. the spec */
         _cleanup_free_ char *url = NULL, *data = NULL;
         size_t len = 0;
@@ -176,6 +233,10 @@ int cmd_boot(int argc, char **argv) {
         _cleanup_(fetch_result_done) struct fetch_result res = {};
         uint64_t t0 = now_usec();
         r = fetch_to_buffer_full(url, &fo, SPEC_MAX_BYTES, cl.spec_sha256, &data, &len, &res);
+        if (r == -ENOENT && cl.enlist) {
+                log_info("spec '%s' is not there (%s): enlisting", shown, res.error ? res.error : "not found");
+                return boot_enlist(inv, &cl, fo.ca_file, "the spec URL answers 404", dry_run, power_off, no_finish);
+        }
         if (r == -EBADMSG)
                 return log_error("spec '%s' does not match kiln.spec.sha256=%s (got %s)", shown, cl.spec_sha256,
                                  res.sha256[0] ? res.sha256 : "another digest"), KILN_EXIT_FETCH;
@@ -217,6 +278,11 @@ int cmd_boot(int argc, char **argv) {
                 fo.ca_file = spec_ca;
 
         /* 6. plan: every refusal is made here, before anything is written */
+        /* a recorded inventory may enlist (nothing is planned) but not apply */
+        if (inv_path && !dry_run && !skip_storage) {
+                log_error("--inventory plans for another machine: it needs --dry-run");
+                return KILN_EXIT_USAGE;
+        }
         _cleanup_plan_free_ struct plan *plan = NULL;
         _cleanup_plan_free_ struct plan *resume = NULL;
         bool unwiped;   /* resuming over disks the spec may not wipe: no fresh fallback */

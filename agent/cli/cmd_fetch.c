@@ -111,7 +111,16 @@ int cmd_fetch(int argc, char **argv) {
                         out = optarg;
                         break;
                 case 'h':
-                        printf("usage: kiln fetch URL [--sha256 HEX] [--ca FILE] [--max SIZE] [--retries N] [-o FILE]\n");
+                        printf("usage: kiln fetch URL [--sha256 HEX] [--ca FILE] [--max SIZE] [--retries N] [-o FILE]\n"
+                               "fetches one URL (http, https, file) the way kiln boot fetches a spec: 5xx and timeouts\n"
+                               "retried with capped backoff, an interrupted download resumed with Range\n"
+                               "  --sha256 HEX   the content must hash to this (64 hex digits), else exit 8\n"
+                               "  --ca FILE      trust this CA bundle beside the system CAs\n"
+                               "  --max SIZE     refuse more than SIZE bytes (512M, 2G; docs/spec.md \"Sizes\")\n"
+                               "  --retries N    retries after the first attempt (0: none)\n"
+                               "  -o, --output FILE  write to FILE (written whole, then renamed) instead of stdout\n"
+                               "the URL is shown without userinfo and query string\n"
+                               "exit 0 fetched, 8 fetch failed or sha256 mismatch, 1 the output file could not be written, 64 usage\n");
                         return KILN_EXIT_OK;
                 default:
                         return KILN_EXIT_USAGE;

@@ -72,7 +72,18 @@ int cmd_image(int argc, char **argv) {
                         o.no_sync = true;
                         break;
                 case 'h':
-                        printf("%s\n", IMAGE_USAGE);
+                        printf("%s\n"
+                               "streams an image the way kiln apply does: HTTP(S) or file:// -> sha256 -> libarchive -> target\n"
+                               "  --sha256 HEX       the file as downloaded must hash to this (required)\n"
+                               "  --target DIR|DEV   a directory to unpack a tar into, or a block device for a raw image\n"
+                               "  --format tar|raw   default: raw for a block device, else tar (zstd/xz/gzip detected)\n"
+                               "  --ca FILE          trust this CA bundle beside the system CAs\n"
+                               "  --max SIZE         refuse downloads larger than SIZE (docs/spec.md \"Sizes\")\n"
+                               "  --retries N        retries after the first attempt (0: none)\n"
+                               "  --no-sync          do not sync the target at the end\n"
+                               "until verified the target carries .kiln-incomplete (raw: RUN_DIR/image-incomplete)\n"
+                               "exit 0 installed and verified, 5 failed (the target is left marked incomplete), 64 usage\n",
+                               IMAGE_USAGE);
                         return KILN_EXIT_OK;
                 default:
                         return KILN_EXIT_USAGE;

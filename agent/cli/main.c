@@ -9,11 +9,17 @@
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.1.0"
 #endif
+#ifdef KILN_HAVE_VERSION_H
+#include "kiln-version.h"       /* KILN_COMMIT, written at build time (cmake/version.cmake) */
+#endif
+#ifndef KILN_COMMIT
+#define KILN_COMMIT "unknown"
+#endif
 
 static int cmd_help(int argc, char **argv);
 
 static int cmd_version(int argc, char **argv) {
-        printf("kiln %s\n", KILN_VERSION);
+        printf("kiln %s (commit %s)\n", KILN_VERSION, KILN_COMMIT);
         return KILN_EXIT_OK;
 }
 
@@ -48,8 +54,24 @@ static const struct command {
 };
 
 static int cmd_help(int argc, char **argv) {
+        /* kiln help COMMAND: that command's own --help */
+        if (argc >= 2) {
+                for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                        if (streq(commands[i].name, argv[1]) && commands[i].run != cmd_help &&
+                            commands[i].run != cmd_version) {
+                                char *sub[] = { argv[1], (char *) "--help", NULL };
+                                return commands[i].run(2, sub);
+                        }
+                if (!streq(argv[1], "help") && !streq(argv[1], "version"))
+                        return log_error("unknown command '%s' (see 'kiln help')", argv[1]), KILN_EXIT_USAGE;
+        }
         printf("usage: kiln [-v|-q] [-t] COMMAND [ARGS...]\n"
-               "  -t, --timestamps  prefix log lines with the seconds since kiln started\n\ncommands:\n");
+               "       kiln help COMMAND     that command's options\n"
+               "  -v, --verbose     also log debug lines (each step's commands, libcurl's, libparted's and\n"
+               "                    libcryptsetup's own messages); secrets stay redacted\n"
+               "  -q, --quiet       log warnings and errors only\n"
+               "  -t, --timestamps  prefix log lines with the seconds since kiln started\n"
+               "  log lines go to stderr; what a command prints as its result (a plan, JSON) to stdout\n\ncommands:\n");
         for (size_t i = 0; i < ELEMENTSOF(commands); i++)
                 printf("  %-10s %s\n", commands[i].name, commands[i].summary);
         printf("\nexit codes: 0 ok, 2 bad spec, 3 refused, 4 storage, 5 image, 6 benchmark gate,\n"

@@ -240,7 +240,11 @@ static int disk_match(const struct spec_disk *r, const struct inv_disk *d, struc
                 return strbuf_addf(why, "path is not %s", r->path) < 0 ? -ENOMEM : 0;
         if (r->by_id && !disk_has_by_id(d, r->by_id))
                 return strbuf_addf(why, "has no /dev/disk/by-id/%s", strip_by_id(r->by_id)) < 0 ? -ENOMEM : 0;
-        if (r->serial && !(d->serial && streq(r->serial, d->serial)))
+        if (r->vendor && !(d->vendor && fnmatch(r->vendor, d->vendor, 0) == 0))
+                return strbuf_addf(why, "vendor '%s' does not match '%s'", strempty(d->vendor) ? "" : d->vendor, r->vendor) < 0 ? -ENOMEM : 0;
+        if (r->serial && spec_is_glob(r->serial) && !(d->serial && fnmatch(r->serial, d->serial, 0) == 0))
+                return strbuf_addf(why, "serial '%s' does not match '%s'", strempty(d->serial) ? "" : d->serial, r->serial) < 0 ? -ENOMEM : 0;
+        if (r->serial && !spec_is_glob(r->serial) && !(d->serial && streq(r->serial, d->serial)))
                 return strbuf_addf(why, "serial is '%s', not '%s'", strempty(d->serial) ? "" : d->serial, r->serial) < 0 ? -ENOMEM : 0;
         if (r->wwn && !(d->wwn && strcasecmp(strip_wwn(r->wwn), strip_wwn(d->wwn)) == 0))
                 return strbuf_addf(why, "wwn is '%s', not '%s'", strempty(d->wwn) ? "" : d->wwn, r->wwn) < 0 ? -ENOMEM : 0;
@@ -380,6 +384,56 @@ static int refuse_serial_twins(struct builder *b, const struct spec_disk *rule) 
                       "cannot select a disk: use path, by_id or wwn", rule->id, rule->serial, n, strbuf_str(&sb));
 }
 
+/* size: largest | smallest: of the disks the other criteria match, the
+ * rule keeps its count of the largest (smallest); the rest are reasons. A
+ * tie across the boundary is refused: which of two equal disks would be
+ * taken is not the operator's choice then. 1 when refused. */
+static int pick_by_size(struct builder *b, const struct spec_disk *rule, unsigned want, bool *hit, struct strbuf *reasons) {
+        size_t n = 0;
+        for (size_t j = 0; j < b->n_sorted; j++)
+                n += hit[j];
+        if (n <= want)
+                return 0;       /* too few or just enough: the count rule speaks */
+        bool largest = rule->pick == SPEC_PICK_LARGEST;
+        /* the size of the want-th disk in that order */
+        _cleanup_free_ uint64_t *sizes = calloc(n, sizeof *sizes);
+        if (!sizes)
+                return -ENOMEM;
+        size_t k = 0;
+        for (size_t j = 0; j < b->n_sorted; j++)
+                if (hit[j])
+                        sizes[k++] = b->sorted[j]->size;
+        for (size_t x = 1; x < n; x++)  /* insertion sort, in the rule's order */
+                for (size_t y = x; y > 0 && (largest ? sizes[y] > sizes[y - 1] : sizes[y] < sizes[y - 1]); y--) {
+                        uint64_t t = sizes[y];
+                        sizes[y] = sizes[y - 1];
+                        sizes[y - 1] = t;
+                }
+        uint64_t edge = sizes[want - 1];
+        if (sizes[want] == edge) {
+                _cleanup_strbuf_ struct strbuf tied = STRBUF_INIT;
+                for (size_t j = 0; j < b->n_sorted; j++)
+                        if (hit[j] && b->sorted[j]->size == edge &&
+                            strbuf_addf(&tied, "%s%s", tied.len ? ", " : "", disk_path(b->sorted[j])) < 0)
+                                return -ENOMEM;
+                int r = refuse_disk(b, rule->match_mark.line ? rule->match_mark : rule->mark, rule->id, NULL,
+                                    "disk rule '%s' takes the %u %s of %zu disks, but %s are the same size (%s); "
+                                    "add a criterion that tells them apart", rule->id, want,
+                                    largest ? "largest" : "smallest", n, strbuf_str(&tied), APPROX(edge));
+                return r < 0 ? r : 1;
+        }
+        for (size_t j = 0; j < b->n_sorted; j++) {
+                const struct inv_disk *d = b->sorted[j];
+                if (hit[j] && (largest ? d->size < edge : d->size > edge)) {
+                        hit[j] = false;
+                        if (strbuf_addf(reasons, "; %s is not among the %u %s", disk_path(d), want,
+                                        largest ? "largest" : "smallest") < 0)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 static int select_disks(struct builder *b) {
         const struct spec *s = b->spec;
         const struct inventory *inv = b->inv;
@@ -404,20 +458,34 @@ static int select_disks(struct builder *b) {
                 const struct spec_disk *rule = &s->disks[i];
                 unsigned want = rule->count ? rule->count : 1;
                 unsigned n = 0;
-                if (rule->serial && inventory_count_serial(inv, rule->serial) > 1) {
+                if (rule->serial && !spec_is_glob(rule->serial) && inventory_count_serial(inv, rule->serial) > 1) {
                         r = refuse_serial_twins(b, rule);
                         if (r < 0)
                                 return r;
                         continue;
                 }
                 _cleanup_strbuf_ struct strbuf matched = STRBUF_INIT, reasons = STRBUF_INIT;
+                _cleanup_free_ bool *hit = calloc(b->n_sorted ? b->n_sorted : 1, sizeof *hit);
+                if (!hit)
+                        return -ENOMEM;
                 for (size_t j = 0; j < b->n_sorted; j++) {
-                        const struct inv_disk *d = b->sorted[j];
                         _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
-                        r = disk_match(rule, d, &why);
+                        r = disk_match(rule, b->sorted[j], &why);
                         if (r < 0)
                                 return r;
-                        if (r > 0) {
+                        if (r > 0)
+                                hit[j] = true;
+                        else if ((r = strbuf_addf(&reasons, "; %s %s", disk_path(b->sorted[j]), strbuf_str(&why))) < 0)
+                                return r;
+                }
+                if (rule->pick != SPEC_PICK_NONE && (r = pick_by_size(b, rule, want, hit, &reasons)) != 0) {
+                        if (r < 0)
+                                return r;
+                        continue;       /* refused: a tie at the boundary */
+                }
+                for (size_t j = 0; j < b->n_sorted; j++) {
+                        const struct inv_disk *d = b->sorted[j];
+                        if (hit[j]) {
                                 matches[i * b->n_sorted + j] = true;
                                 n++;
                                 if ((r = strbuf_addf(&matched, "%s%s", matched.len ? ", " : "", disk_path(d))) < 0)
@@ -428,8 +496,7 @@ static int select_disks(struct builder *b) {
                                                 return r;
                                 } else
                                         owner[j] = i + 1;
-                        } else if ((r = strbuf_addf(&reasons, "; %s %s", disk_path(d), strbuf_str(&why))) < 0)
-                                return r;
+                        }
                 }
                 if (n != want) {
                         if (n < want)
@@ -494,12 +561,6 @@ static int node_push_dev(struct node *n, char *dev /* takes */) {
         return 0;
 }
 
-static char *partition_path(const char *disk, unsigned number) {
-        size_t l = strlen(disk);
-        bool digit = l > 0 && disk[l - 1] >= '0' && disk[l - 1] <= '9';
-        return strdupf("%s%s%u", disk, digit ? "p" : "", number);
-}
-
 static const char *raid_name(const struct spec_raid *x) { return x->name ? x->name : x->id; }
 static const char *luks_name(const struct spec_luks *x) { return x->name ? x->name : x->id; }
 static const char *vg_name(const struct spec_vg *x) { return x->name ? x->name : x->id; }
@@ -541,13 +602,15 @@ static int make_nodes(struct builder *b) {
         for (size_t i = 0; i < s->n_raids; i++) {
                 const struct spec_raid *x = &s->raids[i];
                 struct node *nd = node_add(b, SPEC_OBJ_RAID, x->id, x, x->mark);
-                if ((r = node_push_dev(nd, strdupf("/dev/md/%s", raid_name(x)))) < 0)
+                char *dev;
+                if ((r = paths_md(raid_name(x), &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
                         return r;
         }
         for (size_t i = 0; i < s->n_luks; i++) {
                 const struct spec_luks *x = &s->luks[i];
                 struct node *nd = node_add(b, SPEC_OBJ_LUKS, x->id, x, x->mark);
-                if ((r = node_push_dev(nd, strdupf("/dev/mapper/%s", luks_name(x)))) < 0)
+                char *dev;
+                if ((r = paths_mapper(luks_name(x), &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
                         return r;
         }
         for (size_t i = 0; i < s->n_vgs; i++) {
@@ -562,7 +625,8 @@ static int make_nodes(struct builder *b) {
                 const struct spec_vg *vg = find_vg(s, x->vg);
                 if (!vg)
                         return invalid(b, x->vg_mark, "logical volume '%s' refers to unknown volume group '%s'", x->id, x->vg ? x->vg : "");
-                if ((r = node_push_dev(nd, strdupf("/dev/%s/%s", vg_name(vg), lv_name(x)))) < 0)
+                char *dev;
+                if ((r = paths_lv(vg_name(vg), lv_name(x), &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
                         return r;
         }
         return 0;
@@ -685,8 +749,9 @@ static int layout_disk(struct builder *b, const struct spec_disk *rule, const st
                 out[i].number = (unsigned) i + 1;
                 out[i].start = at;
                 at += out[i].size;
-                if (!(out[i].device = partition_path(disk_path(d), out[i].number)))
-                        return -ENOMEM;
+                r = paths_partition(disk_path(d), out[i].number, &out[i].device);
+                if (r < 0)
+                        return r;
         }
         (void) index;
         return 0;
@@ -759,20 +824,13 @@ static int ref_one(struct builder *b, const char *what, const char *owner, const
         return 0;
 }
 
-static unsigned raid10_copies(const char *layout) {
-        size_t l = layout ? strlen(layout) : 0;
-        if (l >= 2 && layout[l - 1] >= '2' && layout[l - 1] <= '9')
-                return (unsigned) (layout[l - 1] - '0');
-        return 2;
-}
-
 static uint64_t raid_capacity(unsigned level, const char *layout, size_t n, uint64_t m) {
         switch (level) {
         case 0: return n * m;
         case 1: return m;
         case 5: return n >= 2 ? (n - 1) * m : 0;
         case 6: return n >= 3 ? (n - 2) * m : 0;
-        case 10: return n * m / raid10_copies(layout);
+        case 10: return n * m / spec_raid10_copies(layout);
         default: return 0;
         }
 }
@@ -1180,10 +1238,10 @@ static int emit_mkfs(struct builder *b, const char **devs) {
         return 0;
 }
 
-static unsigned mount_depth(const char *m) {
+unsigned plan_mount_depth(const char *mountpoint) {
         unsigned d = 0;
-        for (const char *p = m; *p; p++)
-                if (*p == '/' && p[1] && p[1] != '/')
+        for (const char *p = mountpoint; p && *p; p++)
+                if (*p != '/' && (p == mountpoint || p[-1] == '/'))
                         d++;
         return d;
 }
@@ -1199,7 +1257,7 @@ static int emit_mounts(struct builder *b, const char **devs) {
                         const struct spec_filesystem *f = &s->filesystems[i];
                         if (!f->mount || f->type == SPEC_FS_SWAP)
                                 continue;
-                        unsigned dd = mount_depth(f->mount);
+                        unsigned dd = plan_mount_depth(f->mount);
                         if (dd > depth)
                                 deeper = true;
                         if (dd != depth)

@@ -150,5 +150,9 @@ int plan_to_text(const struct plan *p, struct strbuf *out);
 int plan_losses_text(const struct plan *p, struct strbuf *out);
 int plan_to_json(const struct plan *p, struct strbuf *out);
 const char *plan_step_kind_name(enum plan_step_kind k);
+/* The mount order's rule (plan_build emits mounts shallowest first, equal
+ * depths in spec order; the executor runs them as planned): the number of
+ * path components, "/" = 0, "/var/lib" = 2. */
+unsigned plan_mount_depth(const char *mountpoint);
 /* Is this step part of the storage stack (partition .. mount, and the bench between)? */
 bool plan_step_is_storage(enum plan_step_kind k);

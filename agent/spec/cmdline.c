@@ -9,6 +9,7 @@ void cmdline_done(struct kiln_cmdline *c) {
         free(c->spec_sha256);
         free(c->ca);
         free(c->report);
+        free(c->enlist);
         strv_free(c->unknown);
         *c = (struct kiln_cmdline) {};
 }
@@ -106,7 +107,16 @@ int cmdline_parse(const char *text, struct kiln_cmdline *ret, char **ret_bad) {
                         *(streq(key, "debug") ? &c.debug : &c.fresh) = b;
                         continue;
                 }
+                if (streq(key, "enlist.timeout")) {
+                        if (!v || safe_atou(v, &c.enlist_timeout_sec) < 0 || c.enlist_timeout_sec == 0 ||
+                            c.enlist_timeout_sec > 86400) {
+                                r = -EINVAL;
+                                goto bad;
+                        }
+                        continue;
+                }
                 char **field = streq(key, "spec") ? &c.spec :
+                               streq(key, "enlist") ? &c.enlist :
                                streq(key, "spec.sha256") ? &c.spec_sha256 :
                                streq(key, "ca") ? &c.ca :
                                streq(key, "report") ? &c.report : NULL;

@@ -9,6 +9,10 @@
  *   kiln.report=PATH        where /init writes the guest report (the rig)
  *   kiln.debug              a shell on failure (never on by default)
  *   kiln.fresh              never resume an interrupted run (docs/apply.md)
+ *   kiln.enlist=URL         no spec for this machine (or kiln.spec= answers
+ *                           404): post the inventory there and power off
+ *                           (docs/register.md "Enlist")
+ *   kiln.enlist.timeout=SEC how long enlisting may try (default 300)
  *
  * cmdline_parse() is pure: it reads a string. Words are separated by
  * whitespace; double quotes group (kiln.spec="http://h/a b" or
@@ -24,6 +28,8 @@ struct kiln_cmdline {
         char *spec_sha256;      /* lower-cased */
         char *ca;
         char *report;
+        char *enlist;
+        unsigned enlist_timeout_sec;    /* 0 = not given */
         bool debug;
         bool fresh;
         char **unknown;         /* NULL-terminated kiln.* keys this kiln does not know */
@@ -31,7 +37,8 @@ struct kiln_cmdline {
 
 /* 0 on success; -EINVAL with *ret_bad (may be NULL) set to the offending
  * word when a kiln.* value is malformed (empty value, sha256 not 64 hex
- * digits, kiln.debug with a value other than 1/0/yes/no/true/false/on/off,
+ * digits, kiln.enlist.timeout not a number of seconds from 1 to 86400,
+ * kiln.debug with a value other than 1/0/yes/no/true/false/on/off,
  * unterminated quote); -E2BIG for input over CMDLINE_MAX_BYTES; -ENOMEM. */
 int cmdline_parse(const char *text, struct kiln_cmdline *ret, char **ret_bad);
 /* Reads PROCFS/cmdline, then cmdline_parse(). */

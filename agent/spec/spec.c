@@ -215,7 +215,7 @@ static const struct ynode *map_key_node(const struct ynode *m, const char *key) 
 
 static const char *const disk_keys[] = {
         "id", "match", "count", "wipe",
-        "path", "by_id", "serial", "wwn", "model", "transport", "min_size", "max_size", "rotational", NULL,
+        "path", "by_id", "serial", "wwn", "model", "transport", "min_size", "max_size", "rotational", "vendor", "size", NULL,
 };
 
 static const char *const partition_keys[] = { "id", "on", "size", "type", "name", NULL };
@@ -942,7 +942,7 @@ static const struct ynode *entry_map(struct ctx *c, const struct ynode *it, cons
 }
 
 static const char *const disk_match_keys[] = {
-        "path", "by_id", "serial", "wwn", "model", "transport", "min_size", "max_size", "rotational", NULL,
+        "path", "by_id", "serial", "wwn", "model", "transport", "min_size", "max_size", "rotational", "vendor", "size", NULL,
 };
 
 static void parse_disk(struct ctx *c, const struct ynode *m, size_t idx, struct spec_disk *d) {
@@ -988,6 +988,18 @@ static void parse_disk(struct ctx *c, const struct ynode *m, size_t idx, struct 
         bool rot;
         if (get_bool(c, locs[8], "rotational", vals[8], &rot) > 0)
                 d->rotational = rot;
+        (void) get_str(c, locs[9], "vendor", vals[9], &d->vendor);
+        static const char *const picks[] = { [SPEC_PICK_NONE] = "-", [SPEC_PICK_LARGEST] = "largest",
+                                             [SPEC_PICK_SMALLEST] = "smallest", NULL };
+        int pk;
+        if (vals[10] && want_scalar(c, locs[10], "size", vals[10], "largest or smallest") > 0) {
+                if (streq(vals[10]->value, "largest") || streq(vals[10]->value, "smallest")) {
+                        (void) get_enum(c, locs[10], "size", vals[10], picks, &pk);
+                        d->pick = pk;
+                } else
+                        emitn(c, vals[10], "%s must be 'largest' or 'smallest' (for a size bound use "
+                              "'min_size' and 'max_size'), not '%s'", fld(locs[10], "size", f), q(vals[10]->value, t));
+        }
         if (d->min_size && d->max_size && d->min_size > d->max_size)
                 emitn(c, vals[7], "%s is smaller than 'min_size'", fld(locs[7], "max_size", f));
 
@@ -997,7 +1009,7 @@ static void parse_disk(struct ctx *c, const struct ynode *m, size_t idx, struct 
         if (d->count > 1) {
                 static const char *const unique[] = { "path", "by_id", "serial", "wwn" };
                 for (size_t i = 0; i < ELEMENTSOF(unique); i++)
-                        if (vals[i]) {
+                        if (vals[i] && !(i == 2 && d->serial && spec_is_glob(d->serial))) {     /* a serial glob may match several */
                                 emitn(c, map_get(m, "count"), "%s must be 1 when '%s' names a single disk",
                                       fld(&l, "count", f), unique[i]);
                                 break;
@@ -2065,12 +2077,19 @@ static void single_device(struct ctx *c, const struct obj *o, const char *field,
                      field, where, q(o->id, t), o->mult);
 }
 
+unsigned spec_raid10_copies(const char *layout) {
+        size_t l = layout ? strlen(layout) : 0;
+        if (l >= 2 && layout[l - 1] >= '2' && layout[l - 1] <= '9')
+                return (unsigned) (layout[l - 1] - '0');
+        return 2;
+}
+
 static unsigned raid_min_members(const struct spec_raid *a) {
         switch (a->level) {
         case 0: case 1: return 2;
         case 5: return 3;
         case 6: return 4;
-        case 10: return a->layout && a->layout[1] == '3' ? 3 : 2;
+        case 10: return spec_raid10_copies(a->layout);
         default: return 2;
         }
 }
@@ -2643,7 +2662,7 @@ struct spec *spec_free(struct spec *s) {
         for (size_t i = 0; i < s->n_disks; i++) {
                 struct spec_disk *d = &s->disks[i];
                 free(d->id); free(d->path); free(d->by_id); free(d->serial);
-                free(d->wwn); free(d->model); free(d->transport);
+                free(d->wwn); free(d->model); free(d->vendor); free(d->transport);
         }
         free(s->disks);
         for (size_t i = 0; i < s->n_partitions; i++) {
@@ -2782,6 +2801,10 @@ int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, c
                 return -ENOMEM;
         *ret = out;
         return 0;
+}
+
+bool spec_is_glob(const char *s) {
+        return s && strpbrk(s, "*?[") != NULL;
 }
 
 const char *spec_part_type_name(enum spec_part_type t) {

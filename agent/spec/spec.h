@@ -39,9 +39,15 @@ struct spec_disk {
         char *serial;
         char *wwn;
         char *model;            /* shell glob (fnmatch) */
+        char *vendor;           /* shell glob (fnmatch) */
         char *transport;        /* sata, sas, nvme, usb, virtio, scsi, ... */
         uint64_t min_size, max_size;
         int rotational;         /* -1 unset, 0, 1 */
+        enum spec_disk_pick {
+                SPEC_PICK_NONE = 0,
+                SPEC_PICK_LARGEST,      /* size: largest: the count largest of the disks matched */
+                SPEC_PICK_SMALLEST,
+        } pick;
         unsigned count;         /* disks this rule must match exactly; default 1 */
         bool wipe;              /* allow destroying existing signatures */
         struct spec_mark match_mark;
@@ -374,6 +380,14 @@ const char *spec_hostname_problem(const char *h);
  * missing. NULL counts as a placeholder. */
 bool spec_value_is_placeholder(const char *value);
 
+/* Does a disk rule's serial hold glob characters ('*', '?', '[')? Then it is
+ * a pattern (fnmatch) and may match several disks. */
+bool spec_is_glob(const char *s);
+
+/* How many copies of each block a raid10 array of this layout keeps (n2 f2
+ * o2: 2, n3 f3 o3: 3; NULL is mdadm's default n2): its minimum member count
+ * and the divisor of its capacity. */
+unsigned spec_raid10_copies(const char *layout);
 const char *spec_part_type_name(enum spec_part_type t);
 const char *spec_fs_type_name(enum spec_fs_type t);
 const char *spec_firmware_name(enum spec_firmware f);

@@ -31,7 +31,9 @@ int md_create_argv(const struct md_create_params *p, char ***ret) {
         int r = 0;
         r = r ?: push_fmt(&v, "%s", kiln_paths.mdadm);
         r = r ?: push_fmt(&v, "--create");
-        r = r ?: push_fmt(&v, "%s/md/%s", kiln_paths.devfs, p->name);
+        _cleanup_free_ char *node = NULL;
+        r = r ?: paths_md(p->name, &node);
+        r = r ?: push_fmt(&v, "%s", node);
         r = r ?: push_fmt(&v, "--run");
         r = r ?: push_fmt(&v, "--name=%s", p->name);
         r = r ?: push_fmt(&v, "--homehost=%s", p->homehost ? p->homehost : "any");
@@ -71,8 +73,10 @@ int md_create(const struct md_create_params *p, struct strbuf *err) {
 }
 
 int md_wait(const char *name, uint64_t timeout_usec, char **ret_path) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/md/%s", kiln_paths.devfs, name);
+        _cleanup_free_ char *path = NULL;
+        int r = paths_md(name, &path);
+        if (r < 0)
+                return r;
         uint64_t deadline = now_usec() + timeout_usec;
         for (;;) {
                 struct stat st;
@@ -95,11 +99,14 @@ int md_wait(const char *name, uint64_t timeout_usec, char **ret_path) {
 int md_assemble(const char *name, const char *uuid, char *const *members, struct strbuf *err) {
         if (!name || !uuid || !members || !members[0])
                 return -EINVAL;
-        char dir[PATH_MAX], node[PATH_MAX], u[80];
+        char dir[PATH_MAX], u[80];
         snprintf(dir, sizeof dir, "%s/md", kiln_paths.devfs);
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 return -errno;
-        snprintf(node, sizeof node, "%s/md/%s", kiln_paths.devfs, name);
+        _cleanup_free_ char *node = NULL;
+        int r = paths_md(name, &node);
+        if (r < 0)
+                return r;
         snprintf(u, sizeof u, "--uuid=%s", uuid);
         _cleanup_strv_free_ char **argv = NULL;
         const char *head[] = { kiln_paths.mdadm, "--assemble", node, u, "--run" };

@@ -8,14 +8,6 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
-unsigned mount_depth(const char *mountpoint) {
-        unsigned d = 0;
-        for (const char *p = mountpoint; p && *p; p++)
-                if (*p != '/' && (p == mountpoint || p[-1] == '/'))
-                        d++;
-        return d;
-}
-
 static const struct {
         const char *name;
         unsigned long set, clear;

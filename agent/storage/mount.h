@@ -8,9 +8,6 @@
  * mount flags, the rest is passed to the filesystem. */
 int mount_under_target(const char *dev, const char *mountpoint, enum spec_fs_type type, const char *options);
 
-/* Number of path components: "/" = 0, "/var/lib" = 2 (mount order). */
-unsigned mount_depth(const char *mountpoint);
-
 
 /* Unmount everything under the target, deepest first. */
 int mount_unmount_target(void);

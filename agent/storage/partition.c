@@ -1,8 +1,8 @@
 #include "partition.h"
 
 #include "log.h"
+#include "paths.h"
 
-#include <ctype.h>
 #include <parted/parted.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -31,17 +31,6 @@ static PedExceptionOption exception_handler(PedException *ex) {
 static void ped_device_destroyp(PedDevice **d) { if (*d) ped_device_destroy(*d); }
 static void ped_disk_destroyp(PedDisk **d) { if (*d) ped_disk_destroy(*d); }
 static void ped_constraint_destroyp(PedConstraint **c) { if (*c) ped_constraint_destroy(*c); }
-
-int partition_path(const char *disk, unsigned number, char **ret) {
-        size_t n = strlen(disk);
-        if (n == 0)
-                return -EINVAL;
-        char *p = NULL;
-        if (asprintf(&p, "%s%s%u", disk, isdigit((unsigned char) disk[n - 1]) ? "p" : "", number) < 0)
-                return -ENOMEM;
-        *ret = p;
-        return 0;
-}
 
 int partition_wait(char *const *paths, uint64_t timeout_usec) {
         uint64_t deadline = now_usec() + timeout_usec;
@@ -132,7 +121,7 @@ int partition_disk(const char *disk, const struct partition_request *req, size_t
         _cleanup_strv_free_ char **paths = NULL;
         for (size_t i = 0; i < n; i++) {
                 char *p;
-                r = partition_path(disk, (unsigned) i + 1, &p);
+                r = paths_partition(disk, (unsigned) i + 1, &p);
                 if (r < 0)
                         return r;
                 r = strv_push(&paths, p);

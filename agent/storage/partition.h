@@ -16,9 +16,6 @@ struct partition_request {
  * with -ENOSPC if a partition is not aligned or does not fit the GPT. */
 int partition_disk(const char *disk, const struct partition_request *req, size_t n, char ***ret_paths);
 
-/* /dev/vda + 1 → /dev/vda1; /dev/nvme0n1 + 1 → /dev/nvme0n1p1. */
-int partition_path(const char *disk, unsigned number, char **ret);
-
 /* Wait until every path is a block device. */
 int partition_wait(char *const *paths, uint64_t timeout_usec);
 

@@ -47,7 +47,11 @@ page and pagesize, at most 500 a page (more: 431), 500 when not given, and
 
 It also takes kiln's webhook (POST /kiln/webhook), checking
 X-Kiln-Signature: sha256=<hex HMAC-SHA256 of the body>, and drops duplicates
-by X-Kiln-Delivery.
+by X-Kiln-Delivery. Enlisting nodes (kiln.enlist=, docs/register.md
+"Enlist") POST their inventory to /kiln/enlist, signed the same way (under
+config "enlist_key", else "hmac_key"); the body is kept byte for byte, the
+latest per X-Kiln-Node-Id, and GET /kiln/enlisted/NODE_ID returns it (the
+file `kiln plan --inventory` reads); GET /kiln/enlisted lists them.
 
 Everything is kept in SQLite: zones, pods, clusters, hosts, events, reports,
 and a log of every request with its status and, when refused, why. Host
@@ -128,6 +132,8 @@ CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, deliver
                                    type TEXT, run_id TEXT, node_id TEXT, body TEXT, received TEXT);
 CREATE TABLE IF NOT EXISTS reports (node_id TEXT, run_id TEXT, body TEXT, received TEXT,
                                     PRIMARY KEY (node_id, run_id));
+CREATE TABLE IF NOT EXISTS enlisted (node_id TEXT PRIMARY KEY, run_id TEXT, delivery TEXT, body TEXT,
+                                     received TEXT, posts INTEGER);
 CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT, method TEXT,
                                      path TEXT, command TEXT, status INTEGER, reason TEXT, account TEXT,
                                      detail TEXT);
@@ -319,6 +325,10 @@ def dump(db):
         "reports": rows("SELECT * FROM reports ORDER BY received"),
         "requests": rows("SELECT * FROM requests ORDER BY id"),
     }
+    try:
+        out["enlisted"] = rows("SELECT * FROM enlisted ORDER BY received")
+    except sqlite3.OperationalError:
+        out["enlisted"] = []      # a database from before enlisting existed
     for key in ("events", "reports"):
         for r in out[key]:
             try:
@@ -401,6 +411,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def dispatch(self, body):
         url = urllib.parse.urlsplit(self.path)
+        if url.path == "/kiln/enlist" and self.command == "POST":
+            self.enlist(body)
+            return
+        if url.path.startswith("/kiln/enlisted") and self.command == "GET":
+            self.enlisted(url.path[len("/kiln/enlisted"):].lstrip("/"))
+            return
         if url.path == "/kiln/dump":
             with self.state.lock:
                 self.send_json(200, dump(self.state.db))
@@ -541,6 +557,54 @@ class Handler(BaseHTTPRequestHandler):
             st.execute("INSERT OR REPLACE INTO reports VALUES (?,?,?,?)", (node_id, run_id, text, now_iso()))
         st.log_request("POST", "/kiln/webhook", event, 200, None if n else "duplicate delivery")
         self.send_json(200, {"ok": True, "duplicate": n == 0})
+
+
+    # --- enlist (kiln.enlist=) ----------------------------------------------
+    def enlist(self, body):
+        st = self.state
+        if st.fault_webhook and self.fault("/kiln/enlist", None):
+            return
+        key = st.config.get("enlist_key") or st.config.get("hmac_key")
+        want = "sha256=" + hmac.new(key.encode(), body, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(self.headers.get("X-Kiln-Signature", ""), want):
+            st.log_request("POST", "/kiln/enlist", "enlist", 401, "bad enlist signature")
+            self.send_json(401, {"error": "bad signature"})
+            return
+        node_id = self.headers.get("X-Kiln-Node-Id")
+        try:
+            inv = json.loads(body)
+            ok = isinstance(inv, dict) and isinstance(inv.get("disks"), list) and node_id
+        except ValueError:
+            ok = False
+        if not ok:
+            st.log_request("POST", "/kiln/enlist", "enlist", 400, "not an inventory with a node id")
+            self.send_json(400, {"error": "not an inventory"})
+            return
+        run_id = self.headers.get("X-Kiln-Run-Id")
+        delivery = self.headers.get("X-Kiln-Delivery")
+        st.execute("INSERT INTO enlisted VALUES (?,?,?,?,?,1) ON CONFLICT(node_id) DO UPDATE SET "
+                   "run_id=excluded.run_id, delivery=excluded.delivery, body=excluded.body, "
+                   "received=excluded.received, posts=posts+1",
+                   (node_id, run_id, delivery, body.decode("utf-8", "replace"), now_iso()))
+        st.log_request("POST", "/kiln/enlist", "enlist", 200, None)
+        self.send_json(200, {"ok": True, "node_id": node_id})
+
+    def enlisted(self, node_id):
+        st = self.state
+        if not node_id:
+            rows = st.query("SELECT node_id, received, posts FROM enlisted ORDER BY received")
+            self.send_json(200, rows)
+            return
+        rows = st.query("SELECT body FROM enlisted WHERE node_id = ?", (urllib.parse.unquote(node_id),))
+        if not rows:
+            self.send_json(404, {"error": "not enlisted"})
+            return
+        data = rows[0]["body"].encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
 
 # --- the commands ---------------------------------------------------------

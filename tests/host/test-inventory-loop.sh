@@ -49,7 +49,7 @@ printf 'not-a-real-passphrase' | cryptsetup luksFormat --type luks2 --pbkdf pbkd
 attach C "$T/c.img"
 # D: an md v1.2 superblock (mdadm --create needs the md driver this kernel lacks)
 truncate -s 32M "$T/d.img"
-python3 "$SRC/tests/lib/md-superblock.py" "$T/d.img" c6a1e0f3-27d4-8b59-3e1a-94f0d2b7c815 oldnode:1
+python3 "$SRC/tests/lib/md-superblock.py" "$T/d.img" oldnode:1 c6a1e0f3-27d4-8b59-3e1a-94f0d2b7c815
 attach D "$T/d.img"
 # E: an LVM physical volume, if lvm can write one here
 truncate -s 32M "$T/e.img"

@@ -103,6 +103,10 @@ for old, new in (("fake-lab-passphrase-not-a-secret", pp), ("fake-secret-key-not
                  ("fake-host-password-not-a-secret", hp)):
     assert t.count(old) == 1, old
     t = t.replace('"%s"' % old, json.dumps(new, ensure_ascii=False))
+# Tang-bound (luks-bind and boot-loader steps in the plan): the key still shows nowhere
+k = "    key: {passphrase: %s}\n" % json.dumps(pp, ensure_ascii=False)
+assert t.count(k) == 1
+t = t.replace(k, k + '    unlock: {tang: [{url: "http://127.0.0.1:7500", thp: "Vv-tkM-gZBdT7uMCAMaKHBdDFYs2jEYGIatP0bP1Sjg"}]}\n')
 open(dst, "w").write(t)
 PY
 "$KILN" -v validate "$T/luks.yaml" >"$T/log6" 2>&1 || { cat "$T/log6"; fail "the passphrase spec does not validate"; }
@@ -111,6 +115,11 @@ PY
 "$KILN" -v plan "$T/luks.yaml" --inventory "$SRC/tests/inventories/qemu-4disk.json" --json >"$T/plan.json" 2>>"$T/plan.txt" ||
   { cat "$T/plan.txt"; fail "plan --json failed"; }
 grep -q "passphrase from the spec" "$T/plan.txt" || fail "the plan does not describe the key source"
+grep -q " luks-bind .*tang http://127.0.0.1:7500" "$T/plan.txt" && grep -q " boot-loader " "$T/plan.txt" ||
+  fail "the plan has no luks-bind and boot-loader steps"
+"$KILN" -v apply "$T/luks.yaml" --inventory "$SRC/tests/inventories/qemu-4disk.json" --dry-run >"$T/log9" 2>&1 ||
+  { cat "$T/log9"; fail "apply --dry-run failed"; }
+grep -q "luks-bind" "$T/log9" || { cat "$T/log9"; fail "apply --dry-run does not show the luks-bind step"; }
 # an error beside the secrets: the spec is refused, the secrets stay out of the message
 printf 'bogus_top_level: 1\n' >>"$T/luks.yaml"
 rc=0; "$KILN" -v validate "$T/luks.yaml" >"$T/log7" 2>&1 || rc=$?
@@ -121,4 +130,4 @@ rc=0; "$KILN" -v validate "$T/luks.yaml" >"$T/log8" 2>&1 || rc=$?
 [[ $rc == 2 ]] && grep -q "secret_key" "$T/log8" || { cat "$T/log8"; fail "secret_key as a list: exit $rc"; }
 
 no_secret_forms "$T"/log* "$T"/r[1-5].json "$T/dump.json" "$T/plan.txt" "$T/plan.json"
-echo "ok: no form of any secret in 8 outputs, 5 reports, the controller's records and 2 plans"
+echo "ok: no form of any secret in 9 outputs (one a dry run with a Tang-bound volume), 5 reports, the controller's records and 2 plans"

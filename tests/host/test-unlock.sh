@@ -81,6 +81,11 @@ printf '%s' "$KEY" | cryptsetup open --test-passphrase --key-slot 0 --key-file -
 "$PROBE" prove "$img" / 1 >"$tmp/out" 2>"$tmp/err" && ok "proof: the pin alone opens keyslot 1" \
         || bad "prove: $(cat "$tmp/err")"
 [[ ! -s $tmp/out ]] || bad "prove printed something on stdout"
+# the key the pin yields (what clevis luks pass prints) never left locked memory
+pinkey=$(clevis luks pass -d "$img" -s 1)
+[[ ${#pinkey} -ge 32 ]] || bad "clevis luks pass printed ${#pinkey} bytes"
+grep -qF -- "$pinkey" "$tmp/out" "$tmp/err" "$tmp/clevis.log" && bad "the pin's key shows in the probe's output or clevis's argv/env" \
+        || ok "the pin's key (${#pinkey} bytes) is in no output, argv or environment"
 "$PROBE" prove "$img" / 0 >"$tmp/out" 2>"$tmp/err"; rc=$?
 ((rc == 1)) && ok "proof fails for a slot without a token: $(head -c 150 "$tmp/err")" || bad "prove slot 0: rc=$rc"
 

@@ -3,19 +3,62 @@
  * luks-bind step does in the target chroot, with the key read from stdin.
  *   unlock-probe bind IMAGE ROOT THRESHOLD URL THP [URL THP]...   prints the new keyslot
  *   unlock-probe prove IMAGE ROOT SLOT
+ *   unlock-probe boot SPEC INVENTORY                               the boot-loader step
+ *     of the plan of SPEC on the recorded INVENTORY, in KILN_TARGET (chroot_enter,
+ *     bootloader_install, chroot_leave: what apply's step does)
  * ROOT "-" runs clevis on this system without a chroot. Exit 0 ok, 1 failed
  * (the reason on stderr), 64 usage. */
+#include "bootloader.h"
+#include "diag.h"
 #include "exec.h"
+#include "inventory.h"
 #include "luks.h"
 #include "paths.h"
+#include "plan.h"
 #include "spec.h"
 #include "strbuf.h"
 #include "unlock.h"
 
 #include <unistd.h>
 
+static int boot(const char *spec_path, const char *inv_path, struct strbuf *err) {
+        struct diags d = {};
+        _cleanup_spec_free_ struct spec *s = NULL;
+        struct inventory *inv = NULL;
+        int r = spec_load(spec_path, &s, &d);
+        if (r == 0)
+                r = inventory_load_json(inv_path, &inv);
+        _cleanup_plan_free_ struct plan *p = NULL;
+        if (r == 0)
+                r = plan_build(s, inv, &p, &d);
+        diags_print(&d, stderr);
+        diags_clear(&d);
+        const struct plan_step *st = NULL;
+        for (size_t i = 0; r == 0 && i < p->n_steps; i++)
+                if (p->steps[i].kind == PLAN_BOOTLOADER)
+                        st = &p->steps[i];
+        if (r == 0 && !st)
+                r = -ENOENT;
+        if (r == 0 && (r = chroot_enter(kiln_paths.target, err)) == 0) {
+                r = bootloader_install(p, st, err);
+                int q = chroot_leave(kiln_paths.target);
+                if (r == 0)
+                        r = q;
+        }
+        p = plan_free(p);
+        inventory_free(inv);
+        return r;
+}
+
 int main(int argc, char **argv) {
         paths_init();
+        if (argc == 4 && streq(argv[1], "boot")) {
+                _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+                int r = boot(argv[2], argv[3], &err);
+                if (r < 0)
+                        fprintf(stderr, "unlock-probe boot: %s: %s\n", exec_last_line(&err), strerror(-r));
+                return r < 0 ? 1 : 0;
+        }
         if (argc < 5)
                 return 64;
         const char *img = argv[2], *root = streq(argv[3], "-") ? NULL : argv[3];

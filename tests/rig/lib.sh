@@ -247,7 +247,9 @@ rig_spec() {
   [[ $file == /* ]] || file=$SRC/tests/rig/$file
   [[ -r $file ]] || rig_die "no spec '$file'"
   out=$RIG_TMP/www/specs/$mac.yaml
-  rig_subst <"$file" >"$out"
+  # rig_subst's rig_die ends only its own subshell (the while loop of a
+  # pipeline): its status has to stop the test here
+  rig_subst <"$file" >"$out" || { rm -f "$out"; rig_die "spec '$file': not every @VAR@ could be filled in"; }
   RIG_SPEC=$out
 }
 rig_subst() {

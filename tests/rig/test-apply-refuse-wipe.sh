@@ -14,7 +14,7 @@ rig_disk extra 1G
 mkfs.xfs -q -f -L oldfs "${RIG_DISK[0]}" || rig_die "mkfs.xfs on disk0"
 printf old | cryptsetup luksFormat -q --type luks2 --pbkdf pbkdf2 --pbkdf-force-iterations 1000 "${RIG_DISK[1]}" - \
   || rig_die "luksFormat on disk1"
-python3 "$SRC/tests/rig/md-superblock.py" "${RIG_DISK[2]}" old:md9 || rig_die "md superblock on disk2"
+python3 "$SRC/tests/lib/md-superblock.py" "${RIG_DISK[2]}" old:md9 || rig_die "md superblock on disk2"
 mkfs.ext4 -q -F -L keepme "$RIG_TMP/extra.img"
 blkid -p "${RIG_DISK[0]}" | grep -q 'TYPE="xfs"' || rig_die "disk0 has no xfs"
 blkid -p "${RIG_DISK[1]}" | grep -q 'TYPE="crypto_LUKS"' || rig_die "disk1 has no LUKS header"

@@ -85,20 +85,15 @@ static void test_names(void) {
         CHECK_INT(wipe_lvm_vg_from_dm_name("-x", &vg), -EINVAL);
 
         char *p = NULL;
-        CHECK_INT(partition_path("/dev/vda", 3, &p), 0);
+        CHECK_INT(paths_partition("/dev/vda", 3, &p), 0);
         CHECK_STR(p, "/dev/vda3");
         free(p);
-        CHECK_INT(partition_path("/dev/nvme0n1", 1, &p), 0);
+        CHECK_INT(paths_partition("/dev/nvme0n1", 1, &p), 0);
         CHECK_STR(p, "/dev/nvme0n1p1");
         free(p);
-        CHECK_INT(partition_path("/dev/loop7", 2, &p), 0);
+        CHECK_INT(paths_partition("/dev/loop7", 2, &p), 0);
         CHECK_STR(p, "/dev/loop7p2");
         free(p);
-
-        CHECK_INT(mount_depth("/"), 0);
-        CHECK_INT(mount_depth("/boot"), 1);
-        CHECK_INT(mount_depth("/var/lib/libvirt/images"), 4);
-        CHECK_INT(mount_depth("/var//lib/"), 2);
 
         CHECK_STR(apply_step_name(PLAN_MD_CREATE), "md-create");
         /* one stage name for a step's begin, end and failed_stage */

@@ -131,6 +131,28 @@ static void test_bad_values(void) {
         CHECK_INT(cmdline_parse(NULL, &c, NULL), -EINVAL);
 }
 
+/* kiln.enlist=URL and kiln.enlist.timeout=SEC (1..86400) */
+static void test_enlist(void) {
+        struct kiln_cmdline c;
+        char *bad = NULL;
+        CHECK_INT(cmdline_parse("quiet kiln.enlist=http://10.0.0.1/kiln/enlist kiln.enlist.timeout=30", &c, NULL), 0);
+        CHECK_STR(c.enlist, "http://10.0.0.1/kiln/enlist");
+        CHECK_INT(c.enlist_timeout_sec, 30);
+        CHECK(!c.spec);
+        cmdline_done(&c);
+        CHECK_INT(cmdline_parse("kiln.spec=http://h/${mac}.yaml", &c, NULL), 0);
+        CHECK(!c.enlist);
+        CHECK_INT(c.enlist_timeout_sec, 0);
+        cmdline_done(&c);
+        const char *bads[] = { "kiln.enlist=", "kiln.enlist.timeout=0", "kiln.enlist.timeout=86401",
+                               "kiln.enlist.timeout=-1", "kiln.enlist.timeout=5s", "kiln.enlist.timeout" };
+        for (size_t i = 0; i < ELEMENTSOF(bads); i++) {
+                CHECK_INT(cmdline_parse(bads[i], &c, &bad), -EINVAL);
+                CHECK_STR(bad, bads[i]);
+                free(bad), bad = NULL;
+        }
+}
+
 static void test_unknown(void) {
         struct kiln_cmdline c;
         CHECK_INT(cmdline_parse("kiln.spce=http://x kiln.foo kiln.spce=y", &c, NULL), 0);
@@ -181,6 +203,7 @@ int main(void) {
         test_fresh();
         test_quotes_and_last_wins();
         test_bad_values();
+        test_enlist();
         test_unknown();
         test_limits();
         test_read();

@@ -449,7 +449,16 @@ static void test_levels(void) {
         diags_clear(&d);
 }
 
+/* the mount order's one rule: path components, "/" = 0 */
+static void test_mount_depth(void) {
+        CHECK_INT(plan_mount_depth("/"), 0);
+        CHECK_INT(plan_mount_depth("/boot"), 1);
+        CHECK_INT(plan_mount_depth("/var/lib/libvirt/images"), 4);
+        CHECK_INT(plan_mount_depth("/var//lib/"), 2);
+}
+
 int main(void) {
+        test_mount_depth();
         test_levels();
         test_kvm_layout();
         test_lvm_then_luks();

@@ -442,7 +442,17 @@ static void test_boot_unlock(void) {
         }
 }
 
+/* raid10's copies: the members it needs (validation) and its capacity (plan) */
+static void test_raid10_copies(void) {
+        CHECK_INT(spec_raid10_copies(NULL), 2);
+        CHECK_INT(spec_raid10_copies("f2"), 2);
+        CHECK_INT(spec_raid10_copies("o2"), 2);
+        CHECK_INT(spec_raid10_copies("n3"), 3);
+        CHECK_INT(spec_raid10_copies("f3"), 3);
+}
+
 int main(void) {
+        test_raid10_copies();
         test_hostname_rules();
         test_luks_lvm();
         test_lvm_luks();

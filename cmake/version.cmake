@@ -1,0 +1,21 @@
+# Writes OUT (a header) with the commit kiln is built from, at every build, and
+# touches it only when the text changes (so nothing rebuilds for nothing).
+# -DSRC=<source dir> -DOUT=<header>
+execute_process(COMMAND git -C "${SRC}" rev-parse --short=12 HEAD
+                OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR commit STREQUAL "")
+  set(commit "unknown")
+else()
+  execute_process(COMMAND git -C "${SRC}" status --porcelain --untracked-files=no
+                  OUTPUT_VARIABLE dirty OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(NOT dirty STREQUAL "")
+    set(commit "${commit}-dirty")
+  endif()
+endif()
+set(text "#define KILN_COMMIT \"${commit}\"\n")
+if(EXISTS "${OUT}")
+  file(READ "${OUT}" old)
+endif()
+if(NOT "${old}" STREQUAL "${text}")
+  file(WRITE "${OUT}" "${text}")
+endif()
