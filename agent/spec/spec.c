@@ -1631,15 +1631,6 @@ static void parse_register(struct ctx *c, const struct ynode *m, struct spec *s)
 
 /* ---- network ----------------------------------------------------------- */
 
-static const char *const nic_rule_names[] = {
-        [SPEC_NIC_NONE] = "none", [SPEC_NIC_MAC] = "mac", [SPEC_NIC_BOOT] = "boot", [SPEC_NIC_LINK] = "link",
-        [SPEC_NIC_NAME] = "name",
-};
-
-const char *spec_nic_rule_name(enum spec_nic_rule r) {
-        return r >= 0 && r < (int) ELEMENTSOF(nic_rule_names) ? nic_rule_names[r] : "?";
-}
-
 static const char *const bond_modes[] = {
         "balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb", NULL,
 };

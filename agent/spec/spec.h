@@ -408,7 +408,6 @@ int spec_boot_disks(const struct spec *s, char ***ret);
 const struct spec_luks *spec_luks_below(const struct spec *s, const char *id);
 /* The bond of network.bonds named name, or NULL. */
 const struct spec_bond *spec_network_bond(const struct spec *s, const char *name);
-const char *spec_nic_rule_name(enum spec_nic_rule r);
 /* Why s is not an IP address (with_prefix: "ADDR/PREFIX"), or NULL when it is one. */
 const char *spec_ip_problem(const char *s, bool with_prefix);
 /* Does any luks have an unlock pin? */
