@@ -1101,9 +1101,9 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                 } else if (s->kind != PLAN_MOUNT) {
                         enum resume_stage st = resume_stage_of(s->kind);
                         bool more = k + 1 < p->n_steps && resume_stage_of(p->steps[k + 1].kind) == st;
-                        if ((st == RESUME_STAGE_BOOT || st == RESUME_STAGE_CONFIGURE) && more)
-                                continue;       /* a stage is done when its last step is: the initramfs follows the binds,
-                                                 * the network files follow fstab */
+                        if ((st == RESUME_STAGE_UNLOCK || st == RESUME_STAGE_CONFIGURE) && more)
+                                continue;       /* a stage is done when its last step is: unlock when its last volume
+                                                 * is bound, configure when the network files follow fstab */
                         record_stage(&c, st == RESUME_STAGE_STORAGE ? RESUME_STAGE_NONE : st);
                 }
         }
