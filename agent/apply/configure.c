@@ -217,7 +217,7 @@ int configure_network(const struct netconf *n, struct strbuf *err) {
         if (access(path, X_OK) < 0) {
                 r = -errno;
                 (void) strbuf_addf(err, "the image has no systemd-networkd (%s)", NETWORKD_BINARY);
-                return r == -ENOENT ? -ENOENT : r;
+                return r;
         }
         struct netconf_file *files = NULL;
         size_t n_files = 0;
