@@ -667,8 +667,11 @@ static int step_image(struct apply_ctx *c, const struct plan_step *s) {
         }
         _cleanup_(image_result_done) struct image_result res = {};
         int r = image_install(img, target, &io, &res);
-        if (r < 0)
-                return strbuf_adds(&c->why, res.error ? res.error : "image install failed"), r;
+        if (r < 0) {
+                char shown[URL_DISPLAY_MAX];
+                return strbuf_addf(&c->why, "image '%s': %s", url_display(img->url, shown),
+                                   res.error ? res.error : "install failed"), r;
+        }
         log_info("image: %" PRIu64 " bytes verified (sha256 %s), %" PRIu64 " entries, %u request(s)",
                  res.downloaded, res.sha256, res.entries, res.attempts);
         if (res.warning)
@@ -749,8 +752,20 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
                 return -EINVAL;
         const char *name = vg->name ? vg->name : vg->id;
         int r = lvm_vg_activate(name, &c->why);
-        if (r < 0)
+        if (r < 0) {
+                /* lvm says "Cannot process volume group X: Input/output error"
+                 * of a VG that is not there at all, which reads like a disk
+                 * fault: say what it is when the VG does not exist */
+                _cleanup_strbuf_ struct strbuf scratch = STRBUF_INIT;
+                _cleanup_free_ char *uuid = NULL;
+                if (lvm_vg_uuid(name, &uuid, &scratch) < 0) {
+                        strbuf_reset(&c->why);
+                        (void) strbuf_addf(&c->why, "volume group '%s' does not exist on these disks: the interrupted "
+                                           "run stopped before it was created", name);
+                        return -ESTALE;
+                }
                 return r;
+        }
         r = lvm_vgmknodes(name, &c->why);
         if (r < 0)
                 return r;
