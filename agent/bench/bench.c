@@ -194,17 +194,6 @@ int bench_parse_cipher(const char *s, char **ret_cipher, unsigned *ret_key_size)
         return 0;
 }
 
-/* "aes-xts-plain64" → "aes" + "xts-plain64" (the split dm-crypt and libcryptsetup use) */
-static int split_cipher(const char *spec, char *cipher, size_t clen, char *mode, size_t mlen) {
-        const char *dash = strchr(spec, '-');
-        if (!dash || (size_t) (dash - spec) >= clen || strlen(dash + 1) >= mlen)
-                return -EINVAL;
-        memcpy(cipher, spec, (size_t) (dash - spec));
-        cipher[dash - spec] = 0;
-        memcpy(mode, dash + 1, strlen(dash + 1) + 1);
-        return 0;
-}
-
 /* ---------- the I/O engine: Linux AIO on an O_DIRECT descriptor ----------
  *
  * One thread keeps `depth` requests in flight with io_submit/io_getevents,
@@ -946,7 +935,7 @@ static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *poli
                 if (i > 0 && now_usec() - res->start_usec > CIPHER_PHASE_END_USEC)
                         continue;       /* out of time: no AF_ALG figure for this one */
                 char cipher[64], mode[64];
-                if (split_cipher(c->cipher, cipher, sizeof cipher, mode, sizeof mode) < 0)
+                if (luks_cipher_split(c->cipher, cipher, sizeof cipher, mode, sizeof mode) < 0)
                         continue;
                 /* as `cryptsetup benchmark` asks: the mode without its IV generator
                  * ("xts", not "xts-plain64"), and the IV size that mode takes */

@@ -34,6 +34,10 @@ struct luks_format_params {
 
 /* The activation flags a spec asks for (no_read/write_workqueue, discard). */
 uint32_t luks_flags_from_spec(const struct spec_luks *l);
+/* "aes-xts-plain64" → "aes" + "xts-plain64": the split dm-crypt and
+ * libcryptsetup use. -EINVAL without a '-', with an empty mode, or when a
+ * part does not fit its buffer. */
+int luks_cipher_split(const char *spec, char *ret_cipher, size_t clen, char *ret_mode, size_t mlen);
 
 /* How much memory (bytes) a PBKDF may use here: a quarter of MemAvailable
  * (kiln_paths.procfs/meminfo); -ENODATA if it lists none. */
