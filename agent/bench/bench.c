@@ -92,8 +92,8 @@ _printf_(3, 4) static void phase(struct bench_result *res, uint64_t t0, const ch
 
 int bench_choose_for_luks(const struct spec_bench *policy, const struct spec_luks *l, struct bench_result *res,
                           struct bench_luks_choice *ret) {
-        const char *cipher = l->cipher ? l->cipher : "aes-xts-plain64";
-        unsigned key_size = l->key_size ? l->key_size : 512;
+        const char *cipher = l->cipher;
+        unsigned key_size = l->key_size;
         uint32_t spec_flags = luks_flags_from_spec(l);
         bool spec_nowq = l->no_read_workqueue || l->no_write_workqueue;
         int best = -1;

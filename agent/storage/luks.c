@@ -130,12 +130,11 @@ int luks_cipher_split(const char *spec, char *ret_cipher, size_t clen, char *ret
 }
 
 int luks_format(const char *dev, const struct luks_format_params *p, const struct luks_key *key, uint32_t *ret_memory_kb) {
-        const char *spec_cipher = p->cipher ? p->cipher : "aes-xts-plain64";
         char cipher[64], mode[64];
-        if (luks_cipher_split(spec_cipher, cipher, sizeof cipher, mode, sizeof mode) < 0)
+        if (!p->cipher || luks_cipher_split(p->cipher, cipher, sizeof cipher, mode, sizeof mode) < 0)
                 return -EINVAL;
-        unsigned key_bits = p->key_size ? p->key_size : 512;
-        if (key_bits % 8)
+        unsigned key_bits = p->key_size;
+        if (!key_bits || key_bits % 8)
                 return -EINVAL;
 
         struct crypt_pbkdf_type pbkdf = {

@@ -20,8 +20,8 @@ DEFINE_CLEANUP(luks_key_free, struct luks_key *)
 #define _cleanup_luks_key_free_ _cleanup_(luks_key_freep)
 
 struct luks_format_params {
-        const char *cipher;             /* "aes-xts-plain64"; NULL = that */
-        unsigned key_size;              /* bits; 0 = 512 */
+        const char *cipher;             /* "aes-xts-plain64" (the spec's, or the benchmark's choice) */
+        unsigned key_size;              /* bits */
         unsigned sector_size;           /* 0 = libcryptsetup default */
         const char *label;
         enum spec_pbkdf_type pbkdf;
