@@ -740,8 +740,20 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
                 return -EINVAL;
         const char *name = vg->name ? vg->name : vg->id;
         int r = lvm_vg_activate(name, &c->why);
-        if (r < 0)
+        if (r < 0) {
+                /* lvm says "Cannot process volume group X: Input/output error"
+                 * of a VG that is not there at all, which reads like a disk
+                 * fault: say what it is when the VG does not exist */
+                _cleanup_strbuf_ struct strbuf scratch = STRBUF_INIT;
+                _cleanup_free_ char *uuid = NULL;
+                if (lvm_vg_uuid(name, &uuid, &scratch) < 0) {
+                        strbuf_reset(&c->why);
+                        (void) strbuf_addf(&c->why, "volume group '%s' does not exist on these disks: the interrupted "
+                                           "run stopped before it was created", name);
+                        return -ESTALE;
+                }
                 return r;
+        }
         r = lvm_vgmknodes(name, &c->why);
         if (r < 0)
                 return r;
@@ -1091,8 +1103,8 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                 } else if (s->kind != PLAN_MOUNT) {
                         enum resume_stage st = resume_stage_of(s->kind);
                         bool more = k + 1 < p->n_steps && resume_stage_of(p->steps[k + 1].kind) == st;
-                        if (st == RESUME_STAGE_BOOT && more)
-                                continue;       /* boot is done when its last step is: the initramfs follows the binds */
+                        if (st == RESUME_STAGE_UNLOCK && more)
+                                continue;       /* unlock is done when its last volume is bound */
                         record_stage(&c, st == RESUME_STAGE_STORAGE ? RESUME_STAGE_NONE : st);
                 }
         }

@@ -67,7 +67,11 @@ int cmd_apply(int argc, char **argv) {
         if (r < 0)
                 return cmd_plan_failed(r, &diags, "apply", spec_path);
         (void) cmd_plan_warnings(&diags, false, "apply", spec_path);
-        log_info("%s: %s", resume ? "resume" : "fresh install", (resume ? resume : plan)->mode_why);
+        /* a resume plan is a candidate until its progress record is read: apply says which, once */
+        if (resume)
+                log_info("%s", resume->mode_why);
+        else
+                log_info("fresh install: %s", plan->mode_why);
 
         if (!dry_run && spec->hostname && !plan->hostname) {
                 log_error("refusing to apply '%s': hostname '%s' needs ${%s}, %s%s%s; nothing was written",

@@ -290,8 +290,12 @@ int cmd_boot(int argc, char **argv) {
         if (r < 0)
                 return cmd_plan_failed(r, &diags, "apply", shown);
         (void) cmd_plan_warnings(&diags, false, "apply", shown);
-        log_info("plan %.12s: %s (%s)", plan->fingerprint, resume ? "resume" : "fresh install",
-                 (resume ? resume : plan)->mode_why);
+        /* a resume plan is only a candidate until the progress record is read:
+         * apply says once which it is ("resuming ..." or "not resuming ...") */
+        if (resume)
+                log_info("plan %.12s: %s", plan->fingerprint, resume->mode_why);
+        else
+                log_info("plan %.12s: fresh install (%s)", plan->fingerprint, plan->mode_why);
 
         const char *hostname = plan->hostname;  /* expanded by plan_build, as `kiln plan` shows it */
         if (!dry_run && spec->hostname && !hostname)

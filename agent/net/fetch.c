@@ -16,6 +16,7 @@
 #define FETCH_PROTOCOLS "http,https,file"
 #define FETCH_REDIR_PROTOCOLS "http,https"
 #define FETCH_MAX_REDIRS 5
+#define FETCH_ERROR_BODY_MAX (64u * 1024u)      /* an error page longer than this is not read to its end */
 
 DEFINE_CLEANUP(curl_easy_cleanup, CURL *)
 DEFINE_CLEANUP(curl_url_cleanup, CURLU *)
@@ -77,6 +78,7 @@ struct transfer {
         bool first_write;       /* per attempt */
         bool http_error;        /* this attempt's answer is 400 or more: its body is dropped */
         bool body_unchecked;    /* per attempt: transfer_begin_body not yet run */
+        uint64_t error_bytes;   /* per attempt: bytes of an error page dropped */
         struct fetch_content_range range;       /* from Content-Range of the current response */
         bool have_range;                        /* false: none, not a valid one, or two */
         bool range_seen;
@@ -358,8 +360,12 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userdata) {
                 (void) curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
                 t->http_error = !t->is_file && code >= 400;
         }
-        if (t->http_error)
-                return n;       /* an error page: read (the connection stays usable) and dropped */
+        if (t->http_error) {
+                /* an error page: read (the connection stays usable) and dropped;
+                 * one longer than FETCH_ERROR_BODY_MAX ends the transfer */
+                t->error_bytes += n;
+                return t->error_bytes > FETCH_ERROR_BODY_MAX ? 0 : n;
+        }
         if (t->body_unchecked) {
                 t->body_unchecked = false;
                 r = transfer_begin_body(t);
@@ -580,6 +586,7 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                         (void) curl_easy_setopt(curl, CURLOPT_RANGE, NULL);
                 t.first_write = t.body_unchecked = true;
                 t.http_error = false;
+                t.error_bytes = 0;
                 t.have_range = t.range_seen = false;
                 t.skip = 0;
                 t.abort_err = 0;
@@ -589,7 +596,7 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                 CURLcode c = curl_easy_perform(curl);
                 rr->http_code = 0;
                 (void) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &rr->http_code);
-                if (c == CURLE_OK && !t.is_file && rr->http_code >= 400)
+                if ((c == CURLE_OK || (c == CURLE_WRITE_ERROR && t.http_error)) && !t.is_file && rr->http_code >= 400)
                         c = CURLE_HTTP_RETURNED_ERROR;
 
                 if (c == CURLE_OK && t.body_unchecked) {

@@ -18,6 +18,7 @@ static const char *const stage_names[_RESUME_STAGE_MAX] = {
         [RESUME_STAGE_CONFIGURE] = "configure",
         [RESUME_STAGE_REGISTER] = "register",
         [RESUME_STAGE_BOOT] = "boot",
+        [RESUME_STAGE_UNLOCK] = "unlock",
 };
 
 const char *resume_stage_name(enum resume_stage s) {
@@ -31,7 +32,8 @@ enum resume_stage resume_stage_of(enum plan_step_kind k) {
         case PLAN_IMAGE: return RESUME_STAGE_IMAGE;
         case PLAN_CONFIGURE: return RESUME_STAGE_CONFIGURE;
         case PLAN_REGISTER: return RESUME_STAGE_REGISTER;
-        case PLAN_LUKS_BIND: case PLAN_BOOTLOADER: return RESUME_STAGE_BOOT;
+        case PLAN_LUKS_BIND: return RESUME_STAGE_UNLOCK;
+        case PLAN_BOOTLOADER: return RESUME_STAGE_BOOT;
         default: return RESUME_STAGE_NONE;
         }
 }

@@ -23,7 +23,8 @@ enum resume_stage {
         RESUME_STAGE_IMAGE,
         RESUME_STAGE_CONFIGURE,
         RESUME_STAGE_REGISTER,
-        RESUME_STAGE_BOOT,      /* luks-bind and boot-loader (after configure, before register) */
+        RESUME_STAGE_BOOT,      /* boot-loader (after configure and unlock, before register) */
+        RESUME_STAGE_UNLOCK,    /* the luks-bind steps: a resumed run does not bind again */
         _RESUME_STAGE_MAX,
         RESUME_STAGE_NONE = -1, /* wipe, finish, and the resume steps themselves */
 };

@@ -3,6 +3,8 @@
 #include "log.h"
 #include "paths.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <parted/parted.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -11,6 +13,38 @@
 #define GPT_BACKUP_SECTORS 33           /* backup header + 32 sectors of entries (512-byte sectors) */
 
 static char last_error[512];
+static bool stderr_muted;       /* while libparted runs: its messages are logged after */
+
+/* libparted runs "udevadm settle" through system() when it commits a table
+ * (Debian's build); kiln runs without udev by design, so in the initramfs that
+ * printed "sh: udevadm: not found" twice a disk. Its output goes nowhere
+ * while libparted works; kiln waits for the partition nodes itself
+ * (partition_wait). Returns the saved stderr, or -errno (then nothing changed). */
+static int stderr_mute(void) {
+        fflush(stderr);
+        int saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        if (saved < 0)
+                return -errno;
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (null < 0 || dup2(null, STDERR_FILENO) < 0) {
+                int r = -errno;
+                if (null >= 0)
+                        close(null);
+                close(saved);
+                return r;
+        }
+        close(null);
+        stderr_muted = true;
+        return saved;
+}
+
+static void stderr_restore(int saved) {
+        if (saved < 0)
+                return;
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+        stderr_muted = false;
+}
 
 const char *partition_last_error(void) {
         return last_error;
@@ -20,7 +54,8 @@ const char *partition_last_error(void) {
  * record the text, log it at debug level, and cancel anything that is an error. */
 static PedExceptionOption exception_handler(PedException *ex) {
         snprintf(last_error, sizeof last_error, "%s", ex->message ? ex->message : "");
-        log_debug("libparted: %s: %s", ped_exception_get_type_string(ex->type), last_error);
+        if (!stderr_muted)
+                log_debug("libparted: %s: %s", ped_exception_get_type_string(ex->type), last_error);
         if (ex->type <= PED_EXCEPTION_WARNING && (ex->options & PED_EXCEPTION_IGNORE))
                 return PED_EXCEPTION_IGNORE;
         if (ex->options & PED_EXCEPTION_CANCEL)
@@ -111,10 +146,14 @@ int partition_disk(const char *disk, const struct partition_request *req, size_t
         _cleanup_(ped_device_destroyp) PedDevice *dev = ped_device_get(disk);
         if (!dev)
                 return -ENODEV;
-        if (!ped_device_open(dev))
-                return -EIO;
-        int r = write_table(dev, disk, req, n);
-        ped_device_close(dev);
+        int muted = stderr_mute();
+        bool opened = ped_device_open(dev);
+        int r = opened ? write_table(dev, disk, req, n) : -EIO;
+        if (opened)
+                ped_device_close(dev);
+        stderr_restore(muted);
+        if (last_error[0])
+                log_debug("libparted: %s", last_error);
         if (r < 0)
                 return r;
 

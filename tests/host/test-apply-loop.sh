@@ -80,9 +80,11 @@ out=$("$KILN" apply --yes "$T/nowipe.yaml" 2>&1); rc=$?
 grep -q "$A" <<<"$out" || fail "refusal does not name $A: $out"
 [[ $(hashes) == "$before" ]] && ok "refusal of old signatures wrote nothing" || fail "refusal without wipe changed a disk"
 
-# 4. the real run
-out=$("$KILN" apply --yes "$T/spec.yaml" 2>&1); rc=$?
+# 4. the real run, with no udevadm on PATH as in the initramfs: libparted's
+# "udevadm settle" must not show ("sh: udevadm: not found"), kiln waits itself
+out=$(PATH=/nonexistent "$KILN" apply --yes "$T/spec.yaml" 2>&1); rc=$?
 [[ $rc == 0 ]] || fail "apply exited $rc: $out"
+grep -q "udevadm" <<<"$out" && fail "libparted's udevadm call shows: $out"
 grep -Eq "step [0-9]+/[0-9]+ mkfs .* done in [0-9.]+s" <<<"$out" || fail "steps are not logged with their duration: $out"
 pa=$(parted -m -s "$A" unit MiB print)
 grep -q ":gpt:" <<<"$pa" || fail "no GPT on $A: $pa"

@@ -43,6 +43,10 @@ if [[ -x $stripped ]]; then
   echo "# size: kiln $(stat -c %s "$KILN") bytes, stripped $size bytes ($((size / 1024)) KiB)"
   # keep it small: Ignition's static binary is about 20 MB; stay well below.
   check "stripped binary under 16 MiB" test "$size" -lt $((16 * 1024 * 1024))
+  # the README's figure ("N.N MiB stripped") stays true within 0.25 MiB
+  readme=$(grep -oE '[0-9]+\.[0-9] MiB stripped' "$SRC/README.md" | head -1 | cut -d' ' -f1)
+  check "README gives the stripped size ($readme MiB, measured $size bytes)" \
+    bash -c '[[ -n $1 ]] && awk -v r="$1" -v s="$2" "BEGIN { d = s / 1048576 - r; exit !(d < 0.25 && d > -0.25) }"' _ "$readme" "$size"
 fi
 
 # which subcommands this build has (others land them over time)
@@ -103,6 +107,16 @@ if [[ -x $stripped ]]; then
   cp /bin/busybox "$E/bin/sh"
   check "the empty root has no shared libraries" bash -c '! find "$1" -name "*.so*" | grep -q .' _ "$E"
   run_in "$E" "empty root"
+  # and with no shell at all: the static kiln answers libparted's popen()
+  # itself (agent/cli/nosh.c) instead of dying before main()
+  N=$T/noshell
+  mkdir -p "$N/tmp"
+  install -m755 "$stripped" "$N/kiln-static"
+  cp "$SRC/templates/single-disk.yaml" "$N/tmp/spec.yaml"
+  rc=0; out=$(chroot "$N" /kiln-static version 2>&1) || rc=$?
+  check "no /bin/sh: kiln version runs (rc=$rc: $out)" bash -c '(( $1 == 0 )) && grep -q "^kiln " <<<"$2"' _ "$rc" "$out"
+  rc=0; out=$(chroot "$N" /kiln-static validate /tmp/spec.yaml 2>/dev/null) || rc=$?
+  check "no /bin/sh: kiln validate runs (rc=$rc: $out)" test "$rc" -eq 0
 fi
 
 # --- 2b. name resolution and TLS from the empty root ------------------------

@@ -6,6 +6,7 @@
 #include "diag.h"
 #include "inventory.h"
 #include "plan.h"
+#include "resume.h"
 #include "spec.h"
 #include "tap.h"
 #include "unlock.h"
@@ -166,7 +167,27 @@ static void test_sss_and_uefi(void) {
         CHECK_INT(unlock_clevis_config(&l, &pin, &conf), -EINVAL);
 }
 
+/* the resume stages: a resumed run skips the binds once all are done, and
+ * the boot loader once it ran; both survive the progress record */
+static void test_resume_stages(void) {
+        CHECK_INT(resume_stage_of(PLAN_LUKS_BIND), RESUME_STAGE_UNLOCK);
+        CHECK_INT(resume_stage_of(PLAN_BOOTLOADER), RESUME_STAGE_BOOT);
+        CHECK_STR(resume_stage_name(RESUME_STAGE_UNLOCK), "unlock");
+        CHECK_STR(resume_stage_name(RESUME_STAGE_BOOT), "boot");
+        CHECK(!plan_step_is_storage(PLAN_LUKS_BIND) && !plan_step_is_storage(PLAN_BOOTLOADER));
+        struct resume_record rec = { .stages = (1u << RESUME_STAGE_STORAGE) | (1u << RESUME_STAGE_UNLOCK) };
+        memset(rec.fingerprint, 'a', 64);
+        _cleanup_strbuf_ struct strbuf j = STRBUF_INIT;
+        CHECK_INT(resume_record_to_json(&rec, &j), 0);
+        CHECK(strstr(strbuf_str(&j), "\"unlock\"") != NULL);
+        struct resume_record back = {};
+        CHECK_INT(resume_record_from_json(strbuf_str(&j), j.len, &back), 0);
+        CHECK_INT(back.stages, rec.stages);
+        resume_record_done(&back);
+}
+
 int main(void) {
+        test_resume_stages();
         test_tang_template();
         test_sss_and_uefi();
         return TEST_DONE();
