@@ -658,8 +658,11 @@ static int step_image(struct apply_ctx *c, const struct plan_step *s) {
         }
         _cleanup_(image_result_done) struct image_result res = {};
         int r = image_install(img, target, &io, &res);
-        if (r < 0)
-                return strbuf_adds(&c->why, res.error ? res.error : "image install failed"), r;
+        if (r < 0) {
+                char shown[URL_DISPLAY_MAX];
+                return strbuf_addf(&c->why, "image '%s': %s", url_display(img->url, shown),
+                                   res.error ? res.error : "install failed"), r;
+        }
         log_info("image: %" PRIu64 " bytes verified (sha256 %s), %" PRIu64 " entries, %u request(s)",
                  res.downloaded, res.sha256, res.entries, res.attempts);
         if (res.warning)

@@ -358,6 +358,11 @@ static int extract_tar(struct stream *s, struct image_result *res) {
                         }
                 }
                 r = archive_write_header(w, e);
+                if (r < ARCHIVE_WARN && archive_entry_hardlink(e))
+                        /* libarchive's check is of the link target ("Path is absolute"): name it */
+                        return set_errorf(&res->error, r == ARCHIVE_FATAL ? -EIO : -EPERM,
+                                          "refused hard link '%s' to '%s': %s", path ? path : "",
+                                          archive_entry_hardlink(e), archive_err(w));
                 if (r < ARCHIVE_WARN)
                         return set_errorf(&res->error, r == ARCHIVE_FATAL ? -EIO : -EPERM, "refused entry '%s': %s",
                                           path ? path : "", archive_err(w));
@@ -564,7 +569,8 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
                 r = -errno;
 
         if (s->fetch_err < 0 && s->fetch_err != -ECANCELED && (r >= 0 || r == s->fetch_err || s->read_err < 0))
-                return set_errorf(&res->error, s->fetch_err, "download of '%s' failed: %s", url_display(img->url, shown),
+                /* the caller names the image: the URL is not repeated here */
+                return set_errorf(&res->error, s->fetch_err, "download failed: %s",
                                   s->fres.error ? s->fres.error : strerror(-s->fetch_err));
         if (r < 0) {
                 if (!res->error)

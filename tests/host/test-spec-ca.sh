@@ -98,7 +98,7 @@ done
 spec "" >"$T/spec.yaml"
 posts0=$(hook_posts); gets0=$(image_gets)
 if apply 5; then
-  grep -q "download of '$S/small.tar.zst' failed: .*certificate" "$T/out" \
+  grep -q "image '$S/small.tar.zst': download failed: .*certificate" "$T/out" \
     || fail "without ca: no TLS error for the image: $(grep -i image "$T/out" | tail -2)"
   (($(image_gets) == gets0 && $(hook_posts) == posts0)) || fail "without ca: nginx answered a request over TLS"
   ok "without ca: the image is refused by TLS verification"
