@@ -3,20 +3,24 @@
 #
 #   bash tests/demo.sh
 #
-# installs the dependencies, builds kiln and the netboot initramfs, then
-# netboots one QEMU node (software emulation; QEMU's iPXE, TFTP, and nginx on
-# 127.0.0.1 serving the node's spec and base image) with four blank 2 GiB
-# disks, which kiln provisions with the storage of the encrypted KVM host
-# template (templates/kvm-raid10-luks-lvm.yaml: md RAID10 far 2, LUKS2, LVM,
-# XFS), streams the small base image onto, benchmarks through dm-crypt and
-# registers with the stand-in CloudStack controller (tests/controller/, on
-# 127.0.0.1). While the node runs it prints kiln's progress from the node's
-# console; at the end, what the node's kernel reports (disks, md, LUKS, LVs,
-# mounts, the image checked against its manifest, where the run report went)
-# and what the controller holds.
+# installs the dependencies, builds kiln, the netboot initramfs and the small
+# bootable base image, then netboots one QEMU node (software emulation;
+# QEMU's iPXE, TFTP, and nginx on 127.0.0.1 serving the node's spec and
+# image) with four blank 2 GiB disks, which kiln provisions with the storage
+# of the encrypted KVM host template (md RAID1 /boot, md RAID10 far 2, LUKS2
+# bound to a Tang server on 127.0.0.1, LVM, XFS; tests/rig/specs/demo.yaml),
+# streams the image onto, benchmarks through dm-crypt, makes bootable (GRUB
+# on every disk) and registers with the stand-in CloudStack controller
+# (tests/controller/, on 127.0.0.1). While the node runs it prints kiln's
+# progress from the node's console, then what the node's kernel reports
+# (disks, md, LUKS, LVs, mounts) and what the controller holds. Last, the
+# node boots from its own disks (SeaBIOS; the installed system's initramfs
+# asks Tang for the LUKS key, nobody types a passphrase) and the installed
+# system reports what it sees from its own kernel.
 #
-# Takes 5-10 minutes (the first run also downloads the Debian kernel package
-# and builds the initramfs). Everything it starts (QEMU, nginx, the
+# Takes 10-15 minutes (the first run also downloads the Debian kernel
+# package, builds the initramfs and, in about 4 minutes, the bootable
+# image). Everything it starts (QEMU, nginx, the
 # controller) is stopped, and its temp dir removed, when it ends, fails or
 # is interrupted (Ctrl-C); RIG_KEEP=1 keeps the temp dir. Exit 0 when the
 # node was provisioned and registered.
@@ -29,12 +33,16 @@ trap 'echo "demo: interrupted" >&2; exit 130' INT TERM HUP
 trap 'echo "demo: failed at line $LINENO of tests/demo.sh: $BASH_COMMAND" >&2' ERR
 
 cat <<'EOF'
-kiln demo: one QEMU node netboots and is provisioned from four blank disks
+kiln demo: one QEMU node netboots, is provisioned from four blank disks, and
+boots from them
   1. dependencies (apt-get), 2. build kiln, 3. build the netboot initramfs,
-  4. nginx (spec, image) and the stand-in CloudStack controller on 127.0.0.1,
-  5. the node PXE-boots; kiln fetches its spec, builds RAID10 f2 -> LUKS2 ->
-     LVM -> XFS, benchmarks dm-crypt, streams the image, registers,
-  6. what the node's kernel and the controller report.
+  4. the bootable image, nginx (spec, image), Tang and the stand-in
+     CloudStack controller on 127.0.0.1,
+  5. the node PXE-boots; kiln fetches its spec, builds RAID1 /boot + RAID10
+     f2 -> LUKS2 (Tang-bound) -> LVM -> XFS, benchmarks dm-crypt, streams the
+     image, installs GRUB on every disk, registers, stops the storage,
+  6. what the node's kernel and the controller report,
+  7. the node boots its own disks: what the installed system reports.
 EOF
 
 step "dependencies (tests/deps.sh)"
@@ -52,36 +60,32 @@ echo "built $("$KILN" version)"
 step "netboot initramfs (initramfs/build.sh; cached in /var/cache/kiln)"
 bash initramfs/build.sh --kiln "$KILN" >out/demo-initramfs.env   # its progress goes to stderr
 
-step "nginx, the base image and the stand-in controller on 127.0.0.1"
+step "the bootable image (initramfs/base-image/build-boot.sh; cached), nginx, Tang and the stand-in controller on 127.0.0.1"
 # shellcheck source=rig/lib.sh
 . "$SRC/tests/rig/lib.sh"
 rig_init            # from here on, an exit of any kind stops what was started
 trap 'echo "demo: interrupted" >&2; exit 130' INT TERM HUP
 rig_disks 4 2G
-rig_small_image
+rig_boot_image
+rig_tang_start
 rig_controller
 RIG_VAR_PASSPHRASE=$(rig_secret demo-)
 RIG_VAR_HOST_PASSWORD=$(rig_secret demo-host-)
-# tests/rig/specs/kvm-full.yaml: the template's storage with its image, bench
-# and register sections pointed at the demo's servers
-rig_spec specs/kvm-full.yaml
+# tests/rig/specs/demo.yaml: the template's storage with /boot on RAID1, the
+# LUKS volume bound to the demo's Tang, image, bench and register sections
+# pointed at the demo's servers
+rig_spec specs/demo.yaml
 "$KILN" validate "$RIG_SPEC" >/dev/null
-echo "spec: tests/rig/specs/kvm-full.yaml (the storage of templates/kvm-raid10-luks-lvm.yaml), served as $RIG_HTTP_HOST_URL/specs/$RIG_MAC.yaml"
+echo "spec: tests/rig/specs/demo.yaml, served as $RIG_HTTP_HOST_URL/specs/$RIG_MAC.yaml"
 
 # What the node checks before it stops (an extra initramfs segment with a
-# report hook): the image against its manifest (leaving out what kiln's
-# configure step writes afterwards) and where the run report ended up.
+# report hook): what is on /target and where the run report ended up.
 seg=$RIG_TMP/hook-root
 mkdir -p "$seg/etc/kiln/report.d"
-cp "$SRC/initramfs/base-image/check-manifest.sh" "$RIG_IMAGE_MANIFEST" "$seg/etc/kiln/"
 cat >"$seg/etc/kiln/report.d/50-demo" <<'HOOK'
 echo "--- demo-image"
 if [ -f /target/etc/kiln-image ]; then
-  sh /etc/kiln/check-manifest.sh /target /etc/kiln/small.manifest >/tmp/manifest.out
-  n=$(wc -l </etc/kiln/small.manifest)
-  grep '^manifest mismatch: ' /tmp/manifest.out \
-    | grep -vE '^manifest mismatch: (etc/(hostname|fstab|crypttab|mdadm[^:]*): |(etc|var|var/lib|var/lib/kiln): mtime )' >/tmp/manifest.bad
-  if [ -s /tmp/manifest.bad ]; then cat /tmp/manifest.bad; else echo "all $n manifest entries match"; fi
+  echo "$(cat /target/etc/kiln-image); $(ls /target/boot | grep -cE '^(vmlinuz|initrd)') kernel files in /boot; GRUB: $(ls /target/boot/grub/i386-pc/core.img /target/boot/efi/EFI/BOOT/BOOTX64.EFI 2>/dev/null | tr '\n' ' ')"
 else
   echo "no image on /target"
 fi
@@ -136,7 +140,7 @@ show "LVM logical volumes (vg|lv|bytes|active|devices):" lvs .
 show "mounted under /target:" mounts ' /target'
 show "target /etc/fstab:" "target /etc/fstab" .
 show "target /etc/crypttab:" "target /etc/crypttab" .
-show "the image on /target, checked inside the node against its manifest:" demo-image .
+show "the image on /target (and the boot loader kiln installed):" demo-image .
 show "the run report (one JSON, saved by kiln in both places):" demo-report-files .
 
 printf '\nwhat the stand-in controller holds:\n'
@@ -157,10 +161,52 @@ jq -r '
        "      registration: cloudstack \(.registration.cloudstack.result // "-") (host \(.registration.cloudstack.host_id // "-")), webhook \(.registration.webhook.result // "-")")' \
   "$RIG_TMP/controller.json" || echo "    (could not read the controller's database)"
 
+booted_rc=$rc boot1_seconds=$RIG_BOOT_SECONDS
+
+step "the node boots from its own disks (SeaBIOS, -boot c; Tang on 127.0.0.1 unlocks LUKS)"
+tang_before=$(rig_tang_requests)
+follow_installed() {  # the installed system's console: the lines that tell the story
+  local f=$1 seen=0 n
+  while sleep 2; do
+    [[ -f $f ]] || continue
+    n=$(wc -l <"$f")
+    ((n > seen)) || continue
+    sed -n "$((seen + 1)),${n}p" "$f" | tr -d '\r' | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' |
+      grep -aE 'Linux version|Unlocked .* with clevis|Please unlock|Reached target.*(Multi-User|Local File)|kiln test image|Power-Off' |
+      sed -E 's/^\[ *([0-9.]+)\] /\1 s  /; s/^/    node: /' || true
+    seen=$n
+  done
+}
+follow_installed "$RIG_TMP/serial-$((RIG_BOOT_N + 1)).log" &
+follower=$!
+RIG_PIDS+=("$follower")
+installed=0
+if [[ $booted_rc == 0 ]]; then rig_boot_disk && installed=1; else echo "    (skipped: provisioning failed)"; fi
+sleep 2.5
+kill "$follower" 2>/dev/null || true
+
+step "what the installed system reports, from its own kernel"
+if ((installed == 0)); then
+  echo "the installed system sent no report; its console:"; tail -40 "$RIG_SERIAL"
+else
+  show "system:" system .
+  show "kernel command line (GRUB, with the spec's boot.cmdline):" cmdline .
+  show "what / sits on (lsblk -s):" root-stack .
+  show "what /boot sits on:" boot-stack .
+  show "md arrays (/proc/mdstat):" mdstat 'md|blocks'
+  show "dm-crypt mapping:" crypt-status 'type|cipher|keysize|device|sector'
+  show "clevis pins on the LUKS volume (clevis luks list):" clevis .
+  show "/etc/crypttab (no key in it):" crypttab .
+  show "mounted filesystems:" findmnt .
+  printf '\nTang (127.0.0.1) answered %s recovery request(s) during this boot:\n    %s\n' \
+    "$(( $(rig_tang_requests) - tang_before ))" "$(grep 'POST /rec/' "$RIG_TANG_LOG" | tail -1)"
+fi
+
 cat <<EOF
 
-kiln boot exit code: $rc $( ((rc == 0)) && echo '(success)' || echo '(failed: the console lines above say where)')
-initramfs: $RIG_INITRD_SIZE bytes ($(awk "BEGIN{printf \"%.1f\", $RIG_INITRD_SIZE/1048576}") MiB); /init at ${RIG_INIT_SECONDS:-?} s of guest uptime; whole guest run $RIG_BOOT_SECONDS s
+kiln boot exit code: $booted_rc $( ((booted_rc == 0)) && echo '(success)' || echo '(failed: the console lines above say where)')
+initramfs: $RIG_INITRD_SIZE bytes ($(awk "BEGIN{printf \"%.1f\", $RIG_INITRD_SIZE/1048576}") MiB); /init at ${RIG_INIT_SECONDS:-?} s of guest uptime; provisioning boot $boot1_seconds s
+installed system: $( ((installed == 1)) && echo "booted from its disks and reported after $RIG_BOOT_SECONDS s" || echo "did not report" )
 demo: $(( $(date +%s) - T0 )) s in all$( [[ ${RIG_KEEP:-0} == 1 ]] && echo "; kept: $RIG_TMP" )
 EOF
-((rc == 0))
+((booted_rc == 0 && installed == 1))

@@ -26,6 +26,8 @@ PKGS=(
   openssh-server python3-paramiko
   # luks[].unlock: clevis bound against a real tangd on 127.0.0.1 (tests/host/test-unlock.sh)
   clevis clevis-luks tang jose cryptsetup
+  # booting the installed disks under UEFI (tests/rig/test-boot-disks.sh)
+  ovmf
 )
 # the static build's own list (initramfs/static/build.sh reads the same file)
 mapfile -t -O "${#PKGS[@]}" PKGS < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$HERE/../initramfs/static/packages")

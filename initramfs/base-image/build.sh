@@ -20,15 +20,7 @@ command -v zstd >/dev/null || need+=(zstd)
 if ((${#need[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >&2
 fi
-if [[ -n ${KILN_BASE_SOURCES:-} ]]; then
-  read -r -a sources <<<"$KILN_BASE_SOURCES"
-else
-  sources=()
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-    if [[ -f $f ]] && grep -qE '^[[:space:]]*(deb[[:space:]]|Types:.*\bdeb\b)' "$f"; then sources+=("$f"); fi
-  done
-fi
-((${#sources[@]})) || { echo "build.sh: no apt sources on this host (set KILN_BASE_SOURCES)" >&2; exit 1; }
+. "$(cd "$(dirname "$0")" && pwd)/sources.sh"
 mkdir -p "$out"
 img=$out/kvm-host-$suite.tar.zst
 source "$(dirname "$0")/../cache.sh"
@@ -37,14 +29,21 @@ pkgs=(
   linux-image-amd64 systemd-sysv udev kmod ifupdown isc-dhcp-client iproute2
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
   mdadm cryptsetup cryptsetup-initramfs lvm2 xfsprogs e2fsprogs dosfstools
-  grub-pc grub-efi-amd64-bin initramfs-tools openssh-server ca-certificates
+  grub-pc grub-pc-bin grub-efi-amd64-bin grub2-common initramfs-tools openssh-server ca-certificates
+  clevis clevis-luks clevis-initramfs
 )
 # The installed system's initramfs and GRUB are made on the node after the
-# image is unpacked (the storage layout is only known there).
+# image is unpacked (the storage layout is only known there): GRUB for both
+# firmwares (grub-pc-bin, grub-efi-amd64-bin) and clevis's LUKS and
+# initramfs parts, which unlock the disks through Tang at boot, as in the
+# bootable test image (build-boot.sh). sshd makes its host keys on its
+# first start (boot/ssh-keygen.conf).
 setsid --wait mmdebstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}")" \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
-  --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+  --dpkgopt='path-exclude=/usr/share/locale/*/LC_MESSAGES/*.mo' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*' \
+  --customize-hook='mkdir -p "$1/etc/systemd/system/ssh.service.d"' \
+  --customize-hook="upload $(cd "$(dirname "$0")" && pwd)/boot/ssh-keygen.conf /etc/systemd/system/ssh.service.d/kiln-keygen.conf" \
   --customize-hook='echo kvm-host >"$1/etc/hostname"' \
   --customize-hook='rm -f "$1"/etc/apt/sources.list "$1"/etc/apt/sources.list.d/*' \
   --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \

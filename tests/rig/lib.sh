@@ -11,6 +11,8 @@
 #   rig_boot --pxe                      # or --direct (-kernel/-initrd: faster); waits for the guest
 #   rig_report_section mdstat           # what the guest's kernel said
 #   rig_expect_exit 0
+#   rig_boot_image; rig_tang_start      # the bootable image, Tang on loopback
+#   rig_boot_disk [--uefi] [--without 0] # boot the installed system from its disks
 #
 # Assertions only look at the guest report (written by /init to the second
 # serial port, see initramfs/init), never at kiln's own log.
@@ -220,6 +222,73 @@ rig_small_image() {
   RIG_IMAGE_MANIFEST=$RIG_TMP/image/small.manifest
 }
 
+# rig_boot_image: the small bootable image (initramfs/base-image/build-boot.sh,
+# cached in KILN_CACHE) served at @HTTP@/images/boot.tar.zst; sets
+# RIG_VAR_BOOT_IMAGE_SHA256 and RIG_BOOT_IMAGE_SIZE.
+rig_boot_image() {
+  local out t0; t0=$(date +%s.%N)
+  out=$(bash "$SRC/initramfs/base-image/build-boot.sh" "$RIG_TMP/boot-image" 2>"$RIG_TMP/boot-image.log") \
+    || { tail -40 "$RIG_TMP/boot-image.log" >&2; rig_die "could not build the bootable image"; }
+  local img; img=$(sed -n 's/^KILN_BOOT_IMAGE=//p' <<<"$out")
+  mv "$img" "$RIG_TMP/www/images/boot.tar.zst"
+  RIG_VAR_BOOT_IMAGE_SHA256=$(sed -n 's/^KILN_BOOT_IMAGE_SHA256=//p' <<<"$out")
+  RIG_BOOT_IMAGE_SIZE=$(sed -n 's/^KILN_BOOT_IMAGE_SIZE=//p' <<<"$out")
+  rig_log "bootable image: $RIG_BOOT_IMAGE_SIZE bytes, ready in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}") s"
+}
+
+# rig_tang_start: a Tang server (Debian's tang) on 127.0.0.1 and a free
+# port: socat runs one `/usr/libexec/tangd DB` per connection, its log (one
+# line per request, "POST /rec/KID => 200") goes to RIG_TANG_LOG. The keys
+# are made fresh for the test (tangd-keygen) the first time and kept across
+# a stop and start. The guest reaches it at RIG_TANG_IP:80 through a
+# guestfwd relay (added to RIG_NET_EXTRA once). Sets, for specs,
+# RIG_VAR_TANG_URL and RIG_VAR_TANG_THP (`jose jwk thp` of the signing key).
+rig_tang_start() {
+  local k port pid
+  RIG_TANG_DIR=$RIG_TMP/tang RIG_TANG_LOG=$RIG_TMP/tang/log RIG_TANG_IP=10.0.2.102
+  [[ -x /usr/libexec/tangd ]] || rig_skip "no /usr/libexec/tangd (bash tests/deps.sh: tang)"
+  command -v jose >/dev/null || rig_skip "no jose (bash tests/deps.sh)"
+  if [[ ! -d $RIG_TANG_DIR/db ]]; then
+    mkdir -p "$RIG_TANG_DIR/db"
+    /usr/libexec/tangd-keygen "$RIG_TANG_DIR/db" || rig_die "tangd-keygen failed"
+    for k in "$RIG_TANG_DIR"/db/*.jwk; do
+      if jq -e '.key_ops | index("verify")' "$k" >/dev/null; then RIG_VAR_TANG_THP=$(jose jwk thp -i "$k"); fi
+    done
+    [[ -n ${RIG_VAR_TANG_THP:-} ]] || rig_die "tangd-keygen made no signing key"
+    RIG_NET_EXTRA+=",guestfwd=tcp:$RIG_TANG_IP:80-cmd:$RIG_TMP/relay-tang"
+  fi
+  for _ in 1 2 3 4 5; do
+    port=$(rig_free_port) || rig_die "no free port"
+    socat "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" "EXEC:/usr/libexec/tangd $RIG_TANG_DIR/db" \
+      2>>"$RIG_TANG_LOG" &
+    pid=$!
+    for _ in $(seq 50); do
+      ss -Htln "sport = :$port" 2>/dev/null | grep -q . && break
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && break
+    pid=
+  done
+  [[ -n $pid ]] || rig_die "Tang did not start"
+  RIG_PIDS+=("$pid") RIG_TANG_PID=$pid RIG_TANG_PORT=$port
+  printf '#!/bin/sh\nexec socat - TCP:127.0.0.1:%s\n' "$port" >"$RIG_TMP/relay-tang"
+  chmod +x "$RIG_TMP/relay-tang"
+  RIG_VAR_TANG_URL=http://$RIG_TANG_IP
+  rig_log "Tang on 127.0.0.1:$port (pid $pid), guest sees $RIG_VAR_TANG_URL, signing key thumbprint $RIG_VAR_TANG_THP"
+}
+# rig_tang_stop: Tang goes away (its port is closed; the relay's connection
+# then fails at once)
+rig_tang_stop() {
+  [[ -n ${RIG_TANG_PID:-} ]] || return 0
+  kill "$RIG_TANG_PID" 2>/dev/null
+  wait "$RIG_TANG_PID" 2>/dev/null || true
+  rig_log "Tang stopped (pid $RIG_TANG_PID)"
+  RIG_TANG_PID=
+}
+# rig_tang_requests: the recovery requests Tang answered with 200 so far
+rig_tang_requests() { grep -c 'POST /rec/.* => 200' "$RIG_TANG_LOG" 2>/dev/null || true; }
+
 # rig_secret PREFIX: PREFIX followed by 16 random hex digits (a throwaway
 # passphrase or password that a test then looks for where it must not be)
 rig_secret() { printf '%s%s\n' "$1" "$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"; }
@@ -364,14 +433,42 @@ rig_boot() {
     args+=(-drive "file=${RIG_DISK[$i]},if=none,id=d$i,format=raw,$RIG_DISK_CACHE,discard=unmap"
            -device "virtio-blk-pci,drive=d$i,serial=${RIG_DISK_SERIAL[$i]}")
   done
-  printf '%q ' qemu-system-x86_64 "${args[@]}" >"$RIG_TMP/qemu-$RIG_BOOT_N.cmd"
   rig_log "boot $RIG_BOOT_N ($mode, ${#RIG_DISK[@]} disks, ${RIG_MEM} MiB): console $RIG_SERIAL"
+  local rc=0
+  RIG_UNTIL= rig_qemu "${args[@]}" || rc=1
+  RIG_INIT_SECONDS=$(sed -n 's/.*kiln-init: started at \([0-9.]*\) s.*/\1/p' "$RIG_SERIAL" | head -1)
+  rig_log "boot $RIG_BOOT_N: guest stopped after $RIG_BOOT_SECONDS s (/init at ${RIG_INIT_SECONDS:-?} s guest uptime), report $(wc -c <"$RIG_REPORT") bytes"
+  ((rc == 0)) || return 1
+  # the report is complete only with its end marker
+  grep -q '^=== kiln-report end' "$RIG_REPORT" || { rig_log "the guest sent no complete report"; return 1; }
+  return 0
+}
+
+# rig_qemu ARGS...: run qemu-system-x86_64 ARGS (the command saved as
+# qemu-N.cmd) until the guest stops by itself, RIG_TIMEOUT passes, or, with
+# RIG_UNTIL=REGEX set, the console (RIG_SERIAL) matches REGEX and then
+# RIG_HOLD more seconds (default 0) pass. Sets RIG_BOOT_SECONDS and
+# RIG_UNTIL_SECONDS (when REGEX matched); strips CRs from the report.
+# Returns 0 when the guest stopped by itself or REGEX matched, 1 on timeout.
+rig_qemu() {
+  printf '%q ' qemu-system-x86_64 "$@" >"$RIG_TMP/qemu-$RIG_BOOT_N.cmd"
   local t0; t0=$(date +%s.%N)
-  qemu-system-x86_64 "${args[@]}" 2>"$RIG_TMP/qemu-$RIG_BOOT_N.err" &
-  local qpid=$! timed_out=0
+  qemu-system-x86_64 "$@" 2>"$RIG_TMP/qemu-$RIG_BOOT_N.err" &
+  local qpid=$! timed_out=0 matched=0 stop_at=
   RIG_PIDS+=("$qpid")
+  RIG_UNTIL_SECONDS=
   local deadline=$(( $(date +%s) + RIG_TIMEOUT ))
   while kill -0 "$qpid" 2>/dev/null; do
+    if [[ -n ${RIG_UNTIL:-} && $matched == 0 ]] && tr -d '\r' <"$RIG_SERIAL" | grep -Eq -- "$RIG_UNTIL"; then
+      matched=1
+      RIG_UNTIL_SECONDS=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")
+      stop_at=$(( $(date +%s) + ${RIG_HOLD:-0} ))
+      rig_log "boot $RIG_BOOT_N: the console shows /$RIG_UNTIL/ after $RIG_UNTIL_SECONDS s; stopping in ${RIG_HOLD:-0} s"
+    fi
+    if [[ -n $stop_at ]] && (( $(date +%s) >= stop_at )); then
+      kill "$qpid" 2>/dev/null
+      break
+    fi
     if (( $(date +%s) > deadline )); then
       rig_log "the guest did not stop within ${RIG_TIMEOUT}s: stopping QEMU (pid $qpid)"
       kill "$qpid" 2>/dev/null; timed_out=1
@@ -381,12 +478,76 @@ rig_boot() {
   done
   wait "$qpid" 2>/dev/null || true
   RIG_BOOT_SECONDS=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")
-  RIG_INIT_SECONDS=$(sed -n 's/.*kiln-init: started at \([0-9.]*\) s.*/\1/p' "$RIG_SERIAL" | head -1)
-  rig_log "boot $RIG_BOOT_N: guest stopped after $RIG_BOOT_SECONDS s (/init at ${RIG_INIT_SECONDS:-?} s guest uptime), report $(wc -c <"$RIG_REPORT") bytes"
   [[ -s $RIG_TMP/qemu-$RIG_BOOT_N.err ]] && sed 's/^/rig: qemu: /' "$RIG_TMP/qemu-$RIG_BOOT_N.err" >&2
-  # the report is complete only with its end marker
   tr -d '\r' <"$RIG_REPORT" >"$RIG_REPORT.tmp" && mv "$RIG_REPORT.tmp" "$RIG_REPORT"
-  ((timed_out == 0)) || return 1
+  ((timed_out == 0))
+}
+
+# rig_boot_disk [--uefi] [--without N]... [--until REGEX] [--hold S]: boot
+# the installed system from RIG_DISK (no kernel, no PXE): SeaBIOS with
+# `-boot c` (it tries only the first disk: --without 0 leaves disk 0 off
+# the command line, as a pulled disk), or with --uefi OVMF
+# (OVMF_CODE_4M.fd and a fresh copy of OVMF_VARS_4M.fd per boot; OVMF
+# writes to the second serial port too, which the report parser skips).
+# The guest's NIC is on the rig's user network (restrict=on, the relays of
+# RIG_NET_EXTRA such as Tang). Waits until the guest powers off (the
+# bootable image's kiln-report unit does, after writing its report to
+# ttyS1), or with --until until the console matches REGEX and --hold S
+# seconds more have passed, or RIG_TIMEOUT. Sets RIG_REPORT, RIG_SERIAL,
+# RIG_BOOT_SECONDS, RIG_UNTIL_SECONDS. Returns 0 when the guest powered off
+# with a complete report or REGEX matched, 1 otherwise.
+rig_boot_disk() {
+  local fw=bios until= hold=0 i skip=" "
+  while (($#)); do
+    case $1 in
+      --uefi) fw=uefi; shift ;;
+      --without) skip+="$2 "; shift 2 ;;
+      --until) until=$2; shift 2 ;;
+      --hold) hold=$2; shift 2 ;;
+      *) rig_die "rig_boot_disk: unknown option '$1'" ;;
+    esac
+  done
+  RIG_BOOT_N=$((${RIG_BOOT_N:-0} + 1))
+  if [[ -n ${RIG_REPLAY:-} ]]; then
+    RIG_REPORT=$RIG_REPLAY/report-$RIG_BOOT_N.txt RIG_SERIAL=$RIG_REPLAY/serial-$RIG_BOOT_N.log
+    RIG_BOOT_SECONDS=replay RIG_UNTIL_SECONDS=replay
+    return 0
+  fi
+  RIG_SERIAL=$RIG_TMP/serial-$RIG_BOOT_N.log RIG_REPORT=$RIG_TMP/report-$RIG_BOOT_N.txt
+  : >"$RIG_SERIAL"; : >"$RIG_REPORT"
+  ln -sf "$RIG_SERIAL" "$RIG_TMP/serial.log"
+  local args=(-accel tcg,thread=multi -cpu max -m "$RIG_MEM" -smp "$RIG_SMP"
+    -display none -monitor none -parallel none -no-reboot -nodefaults
+    -smbios "type=1,manufacturer=kiln-rig,product=rig,serial=$RIG_SMBIOS_SERIAL,uuid=$RIG_SMBIOS_UUID"
+    -serial "file:$RIG_SERIAL" -serial "file:$RIG_REPORT")
+  if [[ $fw == uefi ]]; then
+    local code=/usr/share/OVMF/OVMF_CODE_4M.fd vars=/usr/share/OVMF/OVMF_VARS_4M.fd
+    [[ -r $code && -r $vars ]] || rig_skip "no OVMF firmware (bash tests/deps.sh: ovmf)"
+    cp "$vars" "$RIG_TMP/ovmf-vars-$RIG_BOOT_N.fd"
+    args+=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$code"
+           -drive "if=pflash,format=raw,unit=1,file=$RIG_TMP/ovmf-vars-$RIG_BOOT_N.fd")
+  else
+    args+=(-boot c)
+  fi
+  # a VGA adapter, as servers have: without one GRUB's i386-pc console (BIOS
+  # int 10h) hangs before it loads the kernel
+  args+=(-device VGA)
+  # no option ROM on the NIC: the firmware boots the disks, not the network
+  args+=(-netdev "user,id=n0,restrict=on,guestfwd=tcp:$RIG_HTTP_IP:80-cmd:$RIG_TMP/relay${RIG_NET_EXTRA:-}"
+         -device "virtio-net-pci,netdev=n0,mac=$RIG_MAC,romfile=")
+  local n=0 idx=1
+  for i in "${!RIG_DISK[@]}"; do
+    [[ $skip == *" $i "* ]] && continue
+    args+=(-drive "file=${RIG_DISK[$i]},if=none,id=d$i,format=raw,$RIG_DISK_CACHE,discard=unmap"
+           -device "virtio-blk-pci,drive=d$i,serial=${RIG_DISK_SERIAL[$i]},bootindex=$idx")
+    n=$((n + 1)) idx=$((idx + 1))
+  done
+  rig_log "boot $RIG_BOOT_N (disks, $fw, $n of ${#RIG_DISK[@]} disks, ${RIG_MEM} MiB): console $RIG_SERIAL"
+  local rc=0
+  RIG_UNTIL=$until RIG_HOLD=$hold rig_qemu "${args[@]}" || rc=1
+  rig_log "boot $RIG_BOOT_N: guest stopped after $RIG_BOOT_SECONDS s, report $(wc -c <"$RIG_REPORT") bytes"
+  ((rc == 0)) || return 1
+  [[ -n $until ]] && return 0
   grep -q '^=== kiln-report end' "$RIG_REPORT" || { rig_log "the guest sent no complete report"; return 1; }
   return 0
 }
