@@ -439,6 +439,14 @@ static int step_configure(struct apply_ctx *c, const struct plan_step *s) {
         return 0;
 }
 
+/* network: the systemd-networkd files of the resolved network (plan->net). */
+static int step_network(struct apply_ctx *c, const struct plan_step *s) {
+        (void) s;
+        if (!c->plan->net)
+                return -EINVAL;
+        return configure_network(c->plan->net, &c->why);
+}
+
 /* luks[].unlock: the target's clevis binds the volume (the spec's key on its
  * stdin), then the binding is proven: the pin alone must yield a key that
  * opens the new keyslot (unlock.h). The report names the pins, never a key. */
@@ -955,6 +963,7 @@ static int run_step(struct apply_ctx *c, const struct plan_step *s) {
         case PLAN_MKFS: return step_mkfs(c, s);
         case PLAN_MOUNT: return step_mount(c, s);
         case PLAN_CONFIGURE: return step_configure(c, s);
+        case PLAN_NETWORK: return step_network(c, s);
         case PLAN_LUKS_BIND: return step_luks_bind(c, s);
         case PLAN_BOOTLOADER: return step_bootloader(c, s);
         case PLAN_FINISH: return step_finish(c, s);
@@ -1106,8 +1115,9 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                 } else if (s->kind != PLAN_MOUNT) {
                         enum resume_stage st = resume_stage_of(s->kind);
                         bool more = k + 1 < p->n_steps && resume_stage_of(p->steps[k + 1].kind) == st;
-                        if (st == RESUME_STAGE_UNLOCK && more)
-                                continue;       /* unlock is done when its last volume is bound */
+                        if ((st == RESUME_STAGE_UNLOCK || st == RESUME_STAGE_CONFIGURE) && more)
+                                continue;       /* a stage is done when its last step is: unlock when its last volume
+                                                 * is bound, configure when the network files follow fstab */
                         record_stage(&c, st == RESUME_STAGE_STORAGE ? RESUME_STAGE_NONE : st);
                 }
         }

@@ -2,9 +2,11 @@
 
 #include "md.h"
 #include "mount.h"
+#include "netconf.h"
 #include "paths.h"
 
 #include <blkid/blkid.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <libcryptsetup.h>
@@ -143,4 +145,93 @@ int configure_target(const struct plan *p, const char *hostname, struct strbuf *
                         return strbuf_adds(err, "/etc/hostname"), r;
         }
         return 0;
+}
+
+/* systemd-networkd, as Debian's systemd ships it, in the image; and the links
+ * `systemctl enable systemd-networkd` makes (its [Install] section). */
+#define NETWORKD_BINARY "/lib/systemd/systemd-networkd"
+static const struct {
+        const char *link, *unit;
+} networkd_enable[] = {
+        { "/etc/systemd/system/multi-user.target.wants/systemd-networkd.service", "/lib/systemd/system/systemd-networkd.service" },
+        { "/etc/systemd/system/dbus-org.freedesktop.network1.service", "/lib/systemd/system/systemd-networkd.service" },
+        { "/etc/systemd/system/sockets.target.wants/systemd-networkd.socket", "/lib/systemd/system/systemd-networkd.socket" },
+        { "/etc/systemd/system/network-online.target.wants/systemd-networkd-wait-online.service",
+          "/lib/systemd/system/systemd-networkd-wait-online.service" },
+};
+
+static int target_path(const char *rel, char buf[static PATH_MAX]) {
+        if ((size_t) snprintf(buf, PATH_MAX, "%s%s", kiln_paths.target, rel) >= PATH_MAX)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
+/* A symlink made beside it and renamed over it: a rerun replaces it. */
+static int symlink_replace(const char *to, const char *rel) {
+        char path[PATH_MAX], tmp[PATH_MAX + 16];
+        int r = target_path(rel, path);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir)
+                return -ENOMEM;
+        *strrchr(dir, '/') = 0;
+        if ((r = mkdir_p(dir)) < 0)
+                return r;
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int) getpid());
+        (void) unlink(tmp);
+        if (symlink(to, tmp) < 0)
+                return -errno;
+        if (rename(tmp, path) < 0) {
+                r = -errno;
+                (void) unlink(tmp);
+                return r;
+        }
+        return 0;
+}
+
+static void closedirp(DIR **d) { if (*d) closedir(*d); }
+
+/* Files an earlier run wrote (another spec's bridges) would stay in force. */
+static int remove_old_kiln_files(void) {
+        char path[PATH_MAX];
+        int r = target_path(NETCONF_DIR, path);
+        if (r < 0)
+                return r;
+        _cleanup_(closedirp) DIR *d = opendir(path);
+        if (!d)
+                return errno == ENOENT ? 0 : -errno;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if ((strncmp(de->d_name, "10-kiln-", 8) == 0 || strncmp(de->d_name, "20-kiln-", 8) == 0) &&
+                    unlinkat(dirfd(d), de->d_name, 0) < 0 && errno != ENOENT)
+                        return -errno;
+        return 0;
+}
+
+int configure_network(const struct netconf *n, struct strbuf *err) {
+        char path[PATH_MAX];
+        int r = target_path(NETWORKD_BINARY, path);
+        if (r < 0)
+                return r;
+        if (access(path, X_OK) < 0) {
+                r = -errno;
+                (void) strbuf_addf(err, "the image has no systemd-networkd (%s)", NETWORKD_BINARY);
+                return r;
+        }
+        struct netconf_file *files = NULL;
+        size_t n_files = 0;
+        if ((r = netconf_files(n, &files, &n_files)) < 0)
+                return r;
+        r = remove_old_kiln_files();
+        if (r < 0)
+                (void) strbuf_adds(err, NETCONF_DIR);
+        for (size_t i = 0; r >= 0 && i < n_files; i++)
+                if ((r = write_file(files[i].path, files[i].content)) < 0)
+                        (void) strbuf_adds(err, files[i].path);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(networkd_enable); i++)
+                if ((r = symlink_replace(networkd_enable[i].unit, networkd_enable[i].link)) < 0)
+                        (void) strbuf_adds(err, networkd_enable[i].link);
+        netconf_files_free(files, n_files);
+        return r;
 }

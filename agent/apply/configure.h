@@ -13,5 +13,10 @@ int configure_mdadm_conf(const struct plan *p, struct strbuf *out, struct strbuf
 /* Write all of them under kiln_paths.target; hostname may be NULL (skipped). */
 int configure_target(const struct plan *p, const char *hostname, struct strbuf *err);
 
+/* network: the systemd-networkd files of n (netconf.h) under the target, old
+ * kiln files there removed, systemd-networkd enabled. Refuses (-ENOENT, err
+ * says so) before writing anything when the image has no systemd-networkd. */
+int configure_network(const struct netconf *n, struct strbuf *err);
+
 /* The UUID (or TYPE when key is "TYPE") libblkid finds on a device. */
 int configure_probe_value(const char *dev, const char *key, char **ret);

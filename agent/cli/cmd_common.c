@@ -81,7 +81,7 @@ int cmd_apply_exit_code(int r, enum plan_step_kind failed) {
         switch (failed) {
         case PLAN_WIPE: case PLAN_PARTITION: case PLAN_MD_CREATE: case PLAN_LUKS_FORMAT:
         case PLAN_LUKS_OPEN: case PLAN_PVCREATE: case PLAN_VGCREATE: case PLAN_LVCREATE:
-        case PLAN_MKFS: case PLAN_MOUNT: case PLAN_CONFIGURE: case PLAN_LUKS_BIND: case PLAN_BOOTLOADER:
+        case PLAN_MKFS: case PLAN_MOUNT: case PLAN_CONFIGURE: case PLAN_NETWORK: case PLAN_LUKS_BIND: case PLAN_BOOTLOADER:
         case PLAN_MD_ASSEMBLE: case PLAN_VG_ACTIVATE: case PLAN_SKIP_STAGE: case PLAN_RESUME_CHECK:
                 return KILN_EXIT_STORAGE;
         case PLAN_BENCH_RAW: case PLAN_BENCH_CRYPT:

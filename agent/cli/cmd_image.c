@@ -81,7 +81,8 @@ int cmd_image(int argc, char **argv) {
                                "  --max SIZE         refuse downloads larger than SIZE (docs/spec.md \"Sizes\")\n"
                                "  --retries N        retries after the first attempt (0: none)\n"
                                "  --no-sync          do not sync the target at the end\n"
-                               "until verified the target carries .kiln-incomplete (raw: RUN_DIR/image-incomplete)\n"
+                               "until verified the target carries .kiln-incomplete (raw: RUN_DIR/image-incomplete), which\n"
+                               "names the image (raw: the device) and, after a failure, why: \"failed: ...\"\n"
                                "exit 0 installed and verified, 5 failed (the target is left marked incomplete), 64 usage\n",
                                IMAGE_USAGE);
                         return KILN_EXIT_OK;

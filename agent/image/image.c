@@ -485,6 +485,23 @@ static int marker_create(int dirfd, const char *name, const char *content) {
         return 0;
 }
 
+/* After a failed install: the marker, where one was made, also says why
+ * ("<what>\nfailed: <error>\n"), for whoever finds the half-written target. */
+static void marker_note_failure(const struct spec_image *img, const char *target, const char *error) {
+        char shown[URL_DISPLAY_MAX], path[PATH_MAX];
+        bool raw = img->format == SPEC_IMAGE_RAW;
+        if ((size_t) snprintf(path, sizeof path, "%s/%s", raw ? kiln_paths.run_dir : target,
+                              raw ? IMAGE_RAW_INCOMPLETE_MARKER : IMAGE_INCOMPLETE_MARKER) >= sizeof path)
+                return;
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return;         /* none was made: the install failed before it */
+        _cleanup_free_ char *text = strdupf("%s\nfailed: %s\n", raw ? target : url_display(img->url, shown),
+                                            error ? error : "unknown error");
+        if (text && write(fd, text, strlen(text)) == (ssize_t) strlen(text))
+                (void) fsync(fd);
+}
+
 static int marker_remove(int dirfd, const char *name) {
         if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
                 return -errno;
@@ -636,6 +653,8 @@ int image_install(const struct spec_image *img, const char *target, const struct
         uint64_t start = now_usec();
         r = install(&s, img, target, res);
         res->usec = now_usec() - start;
+        if (r < 0)
+                marker_note_failure(img, target, res->error);
         if (r < 0) {
                 /* only error survives a failure */
                 char *err = TAKE_PTR(res->error);

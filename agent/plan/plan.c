@@ -7,6 +7,7 @@
  * their references so that any stacking order works, then filesystems,
  * mounts (shallowest first), image, configure, register, finish. */
 #include "plan.h"
+#include "netconf.h"
 #include "paths.h"
 #include "url.h"
 #include <fnmatch.h>
@@ -65,6 +66,7 @@ static const char *const kind_names[_PLAN_STEP_KIND_MAX] = {
         [PLAN_BENCH_CRYPT] = "bench-crypt",
         [PLAN_IMAGE] = "image",
         [PLAN_CONFIGURE] = "configure",
+        [PLAN_NETWORK] = "network",
         [PLAN_LUKS_BIND] = "luks-bind",
         [PLAN_BOOTLOADER] = "boot-loader",
         [PLAN_REGISTER] = "register",
@@ -206,6 +208,7 @@ struct plan *plan_free(struct plan *p) {
         free(p->disks);
         free(p->hostname);
         free(p->mode_why);
+        netconf_free(p->net);
         free(p);
         return NULL;
 }
@@ -1398,6 +1401,14 @@ static int emit_tail(struct builder *b) {
                                    s->n_raids ? ", mdadm.conf" : "",
                                    b->plan->hostname ? b->plan->hostname : s->hostname ? s->hostname : ""), NULL)) < 0)
                 return r;
+        if (b->plan->net) {
+                _cleanup_strbuf_ struct strbuf t = STRBUF_INIT;
+                if ((r = netconf_describe(b->plan->net, &t)) < 0 ||
+                    (r = step_emit(b, PLAN_NETWORK, NULL, &s->network, 0, NULL, 0, false, NULL,
+                                   strdupf("write systemd-networkd files to %s" NETCONF_DIR ": %s", target,
+                                           strbuf_str(&t)), NULL)) < 0)
+                        return r;
+        }
         if ((r = emit_boot(b)) < 0)
                 return r;
         const struct spec_cloudstack *c = &s->cloudstack;
@@ -1548,6 +1559,16 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
                                     spec->hostname, p->hostname, why);
         }
 
+        if (r >= 0 && spec->network.present) {
+                r = netconf_build(spec, inv, &p->net, diags);
+                if (r == -EPERM || r == -EINVAL) {
+                        if (r == -EPERM)
+                                b.refused++;
+                        else
+                                b.invalid++;
+                        r = 0;
+                }
+        }
         if (r >= 0)
                 r = select_disks(&b);
         if (r >= 0 && !b.refused)

@@ -8,6 +8,8 @@
 #include "spec.h"
 #include "strbuf.h"
 
+struct netconf;
+
 enum plan_step_kind {
         PLAN_WIPE,              /* tear down holders, remove signatures */
         PLAN_PARTITION,         /* write a GPT with the spec's partitions on one disk */
@@ -23,6 +25,7 @@ enum plan_step_kind {
         PLAN_BENCH_CRYPT,       /* after luksOpen: the same I/O through dm-crypt, then the gate */
         PLAN_IMAGE,
         PLAN_CONFIGURE,         /* fstab, crypttab, mdadm.conf, hostname in the target */
+        PLAN_NETWORK,           /* network: systemd-networkd files (and resolv.conf) in the target */
         PLAN_LUKS_BIND,         /* luks[].unlock: clevis luks bind in the target chroot, then proven */
         PLAN_BOOTLOADER,        /* boot: target initramfs, GRUB on every boot disk, kernel cmdline, update-grub */
         PLAN_REGISTER,
@@ -78,6 +81,7 @@ struct plan_step {
  *   MKFS, MOUNT  id: the filesystem's "on"; obj: struct spec_filesystem; device: the block device
  *   IMAGE        obj: struct spec_image; device: raw target or NULL (tar into the target root)
  *   CONFIGURE    obj: the spec
+ *   NETWORK      obj: struct spec_network; plan->net holds the resolved NICs (netconf.h)
  *   LUKS_BIND    id/obj: luks; device: the device under LUKS (its header)
  *   BOOTLOADER   obj: struct spec_boot; device: NULL; inputs: the disks GRUB is installed on
  *                (i386-pc writes to each; with UEFI they carry the ESP's members)
@@ -108,6 +112,7 @@ struct plan {
                                                  * placeholder (spec_value_is_placeholder) */
         struct plan_disk *disks; size_t n_disks;
         struct plan_step *steps; size_t n_steps;
+        struct netconf *net;    /* the spec's network resolved on this machine; NULL without one */
         /* sha256 (hex) over what defines the storage stack: the storage steps'
          * objects, devices and layout and the selected disks' identities; not
          * what differs between two boots (wipe steps, signatures, hostname) */

@@ -1,4 +1,5 @@
 #include "resume.h"
+#include "netconf.h"
 
 #include "paths.h"
 
@@ -30,7 +31,7 @@ enum resume_stage resume_stage_of(enum plan_step_kind k) {
                 return RESUME_STAGE_STORAGE;
         switch (k) {
         case PLAN_IMAGE: return RESUME_STAGE_IMAGE;
-        case PLAN_CONFIGURE: return RESUME_STAGE_CONFIGURE;
+        case PLAN_CONFIGURE: case PLAN_NETWORK: return RESUME_STAGE_CONFIGURE;
         case PLAN_REGISTER: return RESUME_STAGE_REGISTER;
         case PLAN_LUKS_BIND: return RESUME_STAGE_UNLOCK;
         case PLAN_BOOTLOADER: return RESUME_STAGE_BOOT;
@@ -411,7 +412,7 @@ static int emit(struct rbuild *b) {
                                 return -ENOMEM;
                         r = fill(s, st, strdup(st->description ? st->description : ""), st->destroys);
                         break;
-                case PLAN_IMAGE: case PLAN_CONFIGURE: case PLAN_REGISTER: case PLAN_LUKS_BIND: case PLAN_BOOTLOADER:
+                case PLAN_IMAGE: case PLAN_CONFIGURE: case PLAN_NETWORK: case PLAN_REGISTER: case PLAN_LUKS_BIND: case PLAN_BOOTLOADER:
                         if (!(s = push(b, st, st->kind)))
                                 return -ENOMEM;
                         r = fill(s, st, strdupf("%s, unless the progress record says '%s' is done%s", st->description ? st->description : "",
@@ -482,6 +483,13 @@ static int plan_build_resume(const struct plan *fresh, bool no_fallback, struct 
         memcpy(p->fingerprint, fresh->fingerprint, sizeof p->fingerprint);
         if (fresh->hostname && !(p->hostname = strdup(fresh->hostname)))
                 return -ENOMEM;
+        if (fresh->net) {       /* the same resolution again: it succeeded for the fresh plan */
+                struct diags d = { 0 };
+                r = netconf_build(p->spec, p->inv, &p->net, &d);
+                diags_clear(&d);
+                if (r < 0)
+                        return r;
+        }
         if (!(p->disks = calloc(fresh->n_disks ? fresh->n_disks : 1, sizeof *p->disks)))
                 return -ENOMEM;
         memcpy(p->disks, fresh->disks, fresh->n_disks * sizeof *p->disks);

@@ -7,6 +7,7 @@
 #include "strbuf.h"
 #include "url.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
@@ -1628,6 +1629,294 @@ static void parse_register(struct ctx *c, const struct ynode *m, struct spec *s)
                 }                                                                               \
         } while (0)
 
+/* ---- network ----------------------------------------------------------- */
+
+static const char *const bond_modes[] = {
+        "balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb", NULL,
+};
+
+/* Linux interface names: 1..15 characters, no '/', ':', whitespace; not "." or "..". */
+static bool valid_ifname(const char *s) {
+        size_t n = strlen(s);
+        if (n == 0 || n > 15 || streq(s, ".") || streq(s, ".."))
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!isalnum((unsigned char) *p) && !strchr("_.-", *p))
+                        return false;
+        return true;
+}
+
+static bool valid_mac(const char *s) {
+        if (strlen(s) != 17)
+                return false;
+        for (size_t i = 0; i < 17; i++)
+                if (i % 3 == 2 ? s[i] != ':' : !isxdigit((unsigned char) s[i]))
+                        return false;
+        return true;
+}
+
+const char *spec_ip_problem(const char *s, bool with_prefix) {
+        char buf[INET6_ADDRSTRLEN + 8];
+        const char *slash = strchr(s, '/');
+        if (with_prefix && !slash)
+                return "has no '/prefix' (write 10.1.0.5/24)";
+        if (!with_prefix && slash)
+                return "takes no '/prefix'";
+        size_t n = slash ? (size_t) (slash - s) : strlen(s);
+        if (n == 0 || n >= sizeof buf)
+                return "is not an IPv4 or IPv6 address";
+        memcpy(buf, s, n);
+        buf[n] = 0;
+        unsigned char bin[16];
+        unsigned max;
+        if (inet_pton(AF_INET, buf, bin) == 1)
+                max = 32;
+        else if (inet_pton(AF_INET6, buf, bin) == 1)
+                max = 128;
+        else
+                return "is not an IPv4 or IPv6 address";
+        if (slash) {
+                unsigned pfx;
+                if (safe_atou(slash + 1, &pfx) < 0 || !isdigit((unsigned char) slash[1]) || pfx == 0 || pfx > max)
+                        return max == 32 ? "has a prefix that is not 1..32" : "has a prefix that is not 1..128";
+        }
+        return NULL;
+}
+
+/* An address field: its ${...} are checked here, its syntax too when it has
+ * none (the plan checks the expanded value again). */
+static void check_ip(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *s,
+                     bool with_prefix) {
+        char f[256], t[QUOTE_MAX + 4];
+        if (!check_vars(c, l, key, v, s) || strstr(s, "${"))
+                return;
+        const char *why = spec_ip_problem(s, with_prefix);
+        if (why)
+                emitn(c, v, "%s: '%s' %s", fld(l, key, f), q(s, t), why);
+}
+
+/* A NIC rule: exactly one of {mac: X}, {boot: true}, {link: true}, {name: GLOB}. */
+static void parse_nic(struct ctx *c, const struct ynode *m, const char *where, const char *key, struct spec_nic *n) {
+        static const char *const keys[] = { "mac", "boot", "link", "name", NULL };
+        char f[256], t[QUOTE_MAX + 4], w[192];
+        snprintf(w, sizeof w, "'%s' of %s", key, where);
+        struct loc l = { w, "" }, lo = { where, "" };
+        if (want_map(c, &lo, key, m) <= 0)
+                return;
+        n->mark = (struct spec_mark) { m->line, m->col };
+        check_keys(c, m, &l, keys);
+        size_t given = 0;
+        for (size_t i = 0; keys[i]; i++)
+                given += map_get(m, keys[i]) != NULL;
+        if (given != 1) {
+                emitn(c, m, "%s must name exactly one of 'mac', 'boot', 'link', 'name', not %zu", fld(&lo, key, f), given);
+                return;
+        }
+        const struct ynode *v;
+        bool b = false;
+        if ((v = map_get(m, "mac"))) {
+                if (get_str(c, &l, "mac", v, &n->value) <= 0)
+                        return;
+                for (char *p = n->value; *p; p++)
+                        *p = (char) tolower((unsigned char) *p);
+                if (!valid_mac(n->value))
+                        emitn(c, v, "%s must be a MAC address like 52:54:00:12:34:56, not '%s'", fld(&l, "mac", f), q(n->value, t));
+                else
+                        n->rule = SPEC_NIC_MAC;
+        } else if ((v = map_get(m, "name"))) {
+                if (get_str(c, &l, "name", v, &n->value) > 0)
+                        n->rule = SPEC_NIC_NAME;
+        } else if ((v = map_get(m, "boot")) && get_bool(c, &l, "boot", v, &b) > 0) {
+                if (b)
+                        n->rule = SPEC_NIC_BOOT;
+                else
+                        emitn(c, v, "%s can only be true", fld(&l, "boot", f));
+        } else if ((v = map_get(m, "link")) && get_bool(c, &l, "link", v, &b) > 0) {
+                if (b)
+                        n->rule = SPEC_NIC_LINK;
+                else
+                        emitn(c, v, "%s can only be true", fld(&l, "link", f));
+        }
+}
+
+static void parse_bond(struct ctx *c, const struct ynode *m, size_t idx, struct spec_bond *x) {
+        static const char *const keys[] = { "name", "mode", "members", NULL };
+        char where[128], f[256], t[QUOTE_MAX + 8];
+        snprintf(where, sizeof where, "bond #%zu", idx + 1);
+        struct loc l = { where, "" };
+        x->mark = (struct spec_mark) { m->line, m->col };
+        const struct ynode *v = map_get(m, "name");
+        if (!v)
+                missing(c, m, where, "name");
+        else if (get_str(c, &l, "name", v, &x->name) > 0) {
+                if (!valid_ifname(x->name))
+                        emitn(c, v, "%s '%s' is not an interface name (1..15 letters, digits, '_', '.', '-')",
+                              fld(&l, "name", f), q(x->name, t));
+                else
+                        snprintf(where, sizeof where, "bond '%s'", x->name);
+        }
+        check_keys(c, m, &l, keys);
+        int e;
+        if (get_enum(c, &l, "mode", map_get(m, "mode"), bond_modes, &e) > 0)
+                x->mode = strdup(bond_modes[e]);
+        else
+                x->mode = strdup("active-backup");
+        if (!x->mode)
+                c->error = -ENOMEM;
+        v = map_get(m, "members");
+        if (!v) {
+                missing(c, m, where, "members");
+                return;
+        }
+        if (v->kind != YNODE_SEQ || v->n == 0) {
+                emitn(c, v, "%s must be a list of NIC rules, not %s", fld(&l, "members", f),
+                      v->kind == YNODE_SEQ ? "an empty list" : describe(v, t));
+                return;
+        }
+        if (!(x->members = calloc(v->n, sizeof *x->members))) {
+                c->error = -ENOMEM;
+                return;
+        }
+        for (size_t i = 0; i < v->n; i++) {
+                char key[32];
+                snprintf(key, sizeof key, "members[%zu]", i);
+                parse_nic(c, v->items[i], where, key, &x->members[x->n_members++]);
+        }
+}
+
+static void parse_bridge(struct ctx *c, const struct ynode *m, size_t idx, struct spec_bridge *x) {
+        static const char *const keys[] = { "name", "nic", "bond", "vlan", "dhcp", "address", "gateway", "dns", NULL };
+        char where[128], f[256], t[QUOTE_MAX + 8];
+        snprintf(where, sizeof where, "bridge #%zu", idx + 1);
+        struct loc l = { where, "" };
+        x->mark = (struct spec_mark) { m->line, m->col };
+        const struct ynode *v = map_get(m, "name");
+        if (!v)
+                missing(c, m, where, "name");
+        else if (get_str(c, &l, "name", v, &x->name) > 0) {
+                if (!valid_ifname(x->name))
+                        emitn(c, v, "%s '%s' is not an interface name (1..15 letters, digits, '_', '.', '-')",
+                              fld(&l, "name", f), q(x->name, t));
+                else
+                        snprintf(where, sizeof where, "bridge '%s'", x->name);
+        }
+        check_keys(c, m, &l, keys);
+        const struct ynode *nic = map_get(m, "nic"), *bond = map_get(m, "bond");
+        if (!nic && !bond)
+                emitn(c, m, "%s has neither 'nic' nor 'bond' (the port it bridges)", where);
+        else if (nic && bond)
+                emitn(c, map_key_node(m, "bond"), "%s has both 'nic' and 'bond'; give one", where);
+        else if (nic)
+                parse_nic(c, nic, where, "nic", &x->nic);
+        else if (get_str(c, &l, "bond", bond, &x->bond) > 0)
+                x->bond_mark = (struct spec_mark) { bond->line, bond->col };
+        (void) get_unsigned(c, &l, "vlan", map_get(m, "vlan"), 1, 4094, &x->vlan);
+        (void) get_bool(c, &l, "dhcp", map_get(m, "dhcp"), &x->dhcp);
+        v = map_get(m, "address");
+        if (get_str(c, &l, "address", v, &x->address) > 0) {
+                x->address_mark = (struct spec_mark) { v->line, v->col };
+                check_ip(c, &l, "address", v, x->address, true);
+        }
+        if (x->dhcp && v)       /* neither: a bridge without an address of the host (guest traffic) */
+                emitn(c, map_key_node(m, "address"), "%s has both 'dhcp: true' and 'address'; give one", where);
+        v = map_get(m, "gateway");
+        if (get_str(c, &l, "gateway", v, &x->gateway) > 0) {
+                x->gateway_mark = (struct spec_mark) { v->line, v->col };
+                check_ip(c, &l, "gateway", v, x->gateway, false);
+                if (!x->address)
+                        emitn(c, map_key_node(m, "gateway"), "%s has 'gateway' without 'address'%s", where,
+                              x->dhcp ? " (DHCP gives the gateway)" : "");
+        }
+        v = map_get(m, "dns");
+        if (get_strv(c, &l, "dns", v, true, &x->dns, NULL) > 0) {
+                x->dns_mark = (struct spec_mark) { v->line, v->col };
+                for (size_t i = 0; x->dns[i]; i++)
+                        check_ip(c, &l, "dns", v->kind == YNODE_SEQ ? v->items[i] : v, x->dns[i], false);
+        }
+}
+
+const struct spec_bond *spec_network_bond(const struct spec *s, const char *name) {
+        for (size_t i = 0; name && i < s->network.n_bonds; i++)
+                if (s->network.bonds[i].name && streq(s->network.bonds[i].name, name))
+                        return &s->network.bonds[i];
+        return NULL;
+}
+
+/* Names unique over bridges, bonds and VLAN devices; a bridge's bond exists;
+ * a port carries at most one untagged bridge; a VLAN id is used once. */
+static void check_network(struct ctx *c) {
+        const struct spec_network *n = &c->s->network;
+        char t[QUOTE_MAX + 4];
+        for (size_t i = 0; i < n->n_bonds; i++)
+                for (size_t j = 0; n->bonds[i].name && j < i; j++)
+                        if (n->bonds[j].name && streq(n->bonds[i].name, n->bonds[j].name))
+                                emit(c, n->bonds[i].mark.line, n->bonds[i].mark.col,
+                                     "bond name '%s' is used twice (first at line %u)", q(n->bonds[i].name, t), n->bonds[j].mark.line);
+        for (size_t i = 0; i < n->n_bridges; i++) {
+                const struct spec_bridge *b = &n->bridges[i];
+                if (!b->name)
+                        continue;
+                for (size_t j = 0; j < i; j++)
+                        if (n->bridges[j].name && streq(b->name, n->bridges[j].name))
+                                emit(c, b->mark.line, b->mark.col, "bridge name '%s' is used twice (first at line %u)",
+                                     q(b->name, t), n->bridges[j].mark.line);
+                if (spec_network_bond(c->s, b->name))
+                        emit(c, b->mark.line, b->mark.col, "bridge name '%s' is also the name of a bond", q(b->name, t));
+                if (b->bond && !spec_network_bond(c->s, b->bond))
+                        emit(c, b->bond_mark.line, b->bond_mark.col, "'bond' of bridge '%s' names no bond of network.bonds: '%s'",
+                             q(b->name, t), b->bond);
+                for (size_t j = 0; b->vlan && j < i; j++)
+                        if (n->bridges[j].vlan == b->vlan)
+                                emit(c, b->mark.line, b->mark.col, "bridges '%s' and '%s' both use VLAN %u",
+                                     n->bridges[j].name ? n->bridges[j].name : "?", q(b->name, t), b->vlan);
+                for (size_t j = 0; b->bond && !b->vlan && j < i; j++)
+                        if (!n->bridges[j].vlan && n->bridges[j].bond && streq(n->bridges[j].bond, b->bond))
+                                emit(c, b->mark.line, b->mark.col, "bridges '%s' and '%s' both take bond '%s' untagged (give one a 'vlan')",
+                                     n->bridges[j].name ? n->bridges[j].name : "?", q(b->name, t), b->bond);
+        }
+        for (size_t k = 0; k < n->n_bonds; k++) {
+                bool used = false;
+                for (size_t i = 0; i < n->n_bridges; i++)
+                        used |= n->bridges[i].bond && n->bonds[k].name && streq(n->bridges[i].bond, n->bonds[k].name);
+                if (!used && n->bonds[k].name && c->n_emitted < SPEC_MAX_DIAGS) {
+                        c->n_emitted++;
+                        int r = diags_warn(c->d, c->file, n->bonds[k].mark.line, n->bonds[k].mark.col,
+                                           "bond '%s' is used by no bridge", q(n->bonds[k].name, t));
+                        if (r < 0 && c->error == 0)
+                                c->error = r;
+                }
+        }
+}
+
+static void parse_network(struct ctx *c, const struct ynode *m) {
+        static const char *const keys[] = { "bridges", "bonds", NULL };
+        struct loc l = { "network", "" };
+        struct spec_network *n = &c->s->network;
+        n->present = true;
+        n->mark = (struct spec_mark) { m->line, m->col };
+        check_keys(c, m, &l, keys);
+        PARSE_SECTION(c, m, "bonds", "bond", n->bonds, n->n_bonds, parse_bond);
+        PARSE_SECTION(c, m, "bridges", "bridge", n->bridges, n->n_bridges, parse_bridge);
+        if (!map_get(m, "bridges"))
+                emitn(c, m, "'network' has no 'bridges' (CloudStack's KVM hosts need cloudbr0)");
+        check_network(c);
+}
+
+static void network_free(struct spec_network *n) {
+        for (size_t i = 0; i < n->n_bonds; i++) {
+                free(n->bonds[i].name); free(n->bonds[i].mode);
+                for (size_t j = 0; j < n->bonds[i].n_members; j++)
+                        free(n->bonds[i].members[j].value);
+                free(n->bonds[i].members);
+        }
+        free(n->bonds);
+        for (size_t i = 0; i < n->n_bridges; i++) {
+                struct spec_bridge *b = &n->bridges[i];
+                free(b->name); free(b->nic.value); free(b->bond); free(b->address); free(b->gateway); strv_free(b->dns);
+        }
+        free(n->bridges);
+}
+
 /* ---- cross-object checks ----------------------------------------------- */
 
 static void add_obj(struct ctx *c, const char *id, enum spec_obj_kind kind, const void *ptr, struct spec_mark mark) {
@@ -2238,7 +2527,7 @@ static const char *const finish_names[] = {
 static void parse_root(struct ctx *c, const struct ynode *root) {
         static const char *const keys[] = {
                 "version", "hostname", "ca", "disks", "partitions", "raid", "luks", "lvm", "volumes",
-                "filesystems", "image", "boot", "bench", "register", "finish", NULL,
+                "filesystems", "image", "boot", "bench", "register", "network", "finish", NULL,
         };
         struct spec *s = c->s;
         struct loc l = { NULL, "" };
@@ -2286,6 +2575,9 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
         v = map_get(root, "register");
         if (want_map(c, &l, "register", v) > 0)
                 parse_register(c, v, s);
+        v = map_get(root, "network");
+        if (want_map(c, &l, "network", v) > 0)
+                parse_network(c, v);
         v = map_get(root, "finish");
         int e;
         if (get_enum(c, &l, "finish", v, finish_names, &e) > 0) {
@@ -2404,6 +2696,7 @@ struct spec *spec_free(struct spec *s) {
         free(cs->endpoint); free(cs->zone); free(cs->pod); free(cs->cluster); free(cs->api_key);
         free_secret(cs->secret_key); free(cs->host_username); free_secret(cs->host_password); free(cs->host_url);
         free(s->webhook.url); free_secret(s->webhook.hmac_key);
+        network_free(&s->network);
         free(s->file); free(s->hostname); free(s->ca);
         free(s);
         return NULL;

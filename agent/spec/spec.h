@@ -262,6 +262,54 @@ struct spec_boot {
         struct spec_mark disks_mark;
 };
 
+/* network: the installed system's network (systemd-networkd files, written by
+ * the configure stage): CloudStack's bridges over a NIC or a bond, maybe on a
+ * VLAN, with DHCP or a static address. NICs are chosen by rule; the plan
+ * resolves each rule to one NIC of the inventory. */
+enum spec_nic_rule {
+        SPEC_NIC_NONE = 0,
+        SPEC_NIC_MAC,           /* value: the MAC, lower case */
+        SPEC_NIC_BOOT,          /* the NIC the node booted from (inventory_primary_mac) */
+        SPEC_NIC_LINK,          /* the first NIC with link */
+        SPEC_NIC_NAME,          /* value: a shell glob on the name the inventory reports */
+};
+
+struct spec_nic {
+        enum spec_nic_rule rule;
+        char *value;
+        struct spec_mark mark;
+};
+
+struct spec_bond {
+        char *name;             /* bond0 */
+        struct spec_mark mark;
+        char *mode;             /* balance-rr, active-backup, ..., 802.3ad; default active-backup */
+        struct spec_nic *members; size_t n_members;
+};
+
+struct spec_bridge {
+        char *name;             /* cloudbr0 */
+        struct spec_mark mark;
+        struct spec_nic nic;    /* the port: a NIC ... */
+        char *bond;             /* ... or a bond of network.bonds (by name) */
+        struct spec_mark bond_mark;
+        unsigned vlan;          /* 1..4094: the bridge takes VLAN device vlanN on that port; 0 = untagged */
+        bool dhcp;
+        char *address;          /* "10.1.0.5/24" or "fd00::5/64"; may hold ${...} */
+        struct spec_mark address_mark;
+        char *gateway;          /* may hold ${...} */
+        struct spec_mark gateway_mark;
+        char **dns;             /* NULL-terminated or NULL; may hold ${...} */
+        struct spec_mark dns_mark;
+};
+
+struct spec_network {
+        bool present;
+        struct spec_mark mark;
+        struct spec_bridge *bridges; size_t n_bridges;
+        struct spec_bond *bonds;     size_t n_bonds;
+};
+
 enum spec_finish {
         SPEC_FINISH_NONE = 0,
         SPEC_FINISH_REBOOT,
@@ -288,6 +336,7 @@ struct spec {
         struct spec_bench bench;
         struct spec_cloudstack cloudstack;
         struct spec_webhook webhook;
+        struct spec_network network;
         enum spec_finish finish;
         struct spec_mark finish_mark;
 };
@@ -362,5 +411,9 @@ int spec_disks_below(const struct spec *s, const char *id, char ***ret);
 int spec_boot_disks(const struct spec *s, char ***ret);
 /* The first luks below object id (the device /boot sits on), or NULL. */
 const struct spec_luks *spec_luks_below(const struct spec *s, const char *id);
+/* The bond of network.bonds named name, or NULL. */
+const struct spec_bond *spec_network_bond(const struct spec *s, const char *name);
+/* Why s is not an IP address (with_prefix: "ADDR/PREFIX"), or NULL when it is one. */
+const char *spec_ip_problem(const char *s, bool with_prefix);
 /* Does any luks have an unlock pin? */
 bool spec_has_unlock(const struct spec *s);

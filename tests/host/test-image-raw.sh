@@ -45,7 +45,9 @@ cmp -n "$SIZE" "$T/disk.img" "$LOOP"
 echo "# wrong sha256: exit 5, marker in the run dir names the device"
 run_kiln 5 image "$U/disk.img.zst" --sha256 "$(printf 'a%.0s' {1..64})" --target "$LOOP" --format raw
 expect_err "sha256 mismatch"
-[[ $(cat "$KILN_RUN_DIR/image-incomplete") == "$LOOP" ]] || fail "no marker naming $LOOP"
+[[ $(head -1 "$KILN_RUN_DIR/image-incomplete") == "$LOOP" ]] || fail "no marker naming $LOOP"
+grep -qx "failed: sha256 mismatch: expected a*, got [0-9a-f]*" "$KILN_RUN_DIR/image-incomplete" \
+  || fail "the marker does not say why: $(cat "$KILN_RUN_DIR/image-incomplete")"
 
 echo "# larger than the device"
 python3 -c 'import sys; sys.stdout.buffer.write(bytes(40 << 20))' | zstd -q -c >"$T/www/big.img.zst"

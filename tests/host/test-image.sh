@@ -100,6 +100,9 @@ fresh
 proxy_start
 run_kiln 5 image "http://127.0.0.1:$PROXY_PORT/missing.tar.zst" --sha256 "$SMALL_SUM" --target "$T/target"
 expect_err "'http://127.0.0.1:$PROXY_PORT/missing.tar.zst' onto '$T/target': download failed: HTTP 404"
+# the marker says why, not only what
+[[ $(cat "$T/target/.kiln-incomplete") == "http://127.0.0.1:$PROXY_PORT/missing.tar.zst"$'\n'"failed: download failed: HTTP 404"* ]] \
+  || fail "the incomplete marker does not say why: $(cat "$T/target/.kiln-incomplete")"
 [[ $(requests) == 1 ]] || fail "404 retried: $(requests) requests"
 marker_present; only_marker
 proxy_stop

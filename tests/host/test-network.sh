@@ -1,0 +1,168 @@
+#!/bin/bash
+# The network section, end to end on this host: kiln apply on a loop disk
+# (ext4 root, a file:// tar image that stands for the KVM host image) writes
+# the systemd-networkd files into the target; their exact text is checked
+# (networkctl cannot run on a target directory, and systemd-analyze verify
+# reads unit files, not .network/.netdev). The NICs are this machine's, from
+# `kiln inventory`. Negative cases: a MAC no NIC has is refused before any
+# write (exit 3, the disk hashes the same); an image without systemd-networkd
+# fails the network step (exit 4) with no file written under
+# /etc/systemd/network.
+set -uo pipefail
+: "${KILN:?}" "${SRC:?}"
+[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
+for t in losetup mkfs.ext4 blkid sha256sum jq tar; do
+  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
+done
+. "$SRC/tests/lib/loop.sh"
+loop_init network
+export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
+
+MAC=$("$KILN" inventory --json | jq -r '[.nics[] | select(.mac != null and .mac != "")][0].mac')
+NIC=$("$KILN" inventory --json | jq -r --arg m "$MAC" '.nics[] | select(.mac == $m) | .name')
+[[ -n $MAC && $MAC != null ]] || { echo "SKIP: this machine lists no NIC with a MAC"; exit 77; }
+HEX=${MAC//:/}
+
+truncate -s 128M "$T/a.img"
+attach "$T/a.img"; A=$ATTACHED
+
+# the image: a stand-in systemd-networkd where Debian's systemd has it
+mkdir -p "$T/root/lib/systemd" "$T/root/etc" "$T/bare/etc"
+printf '#!/bin/sh\n' >"$T/root/lib/systemd/systemd-networkd"; chmod 755 "$T/root/lib/systemd/systemd-networkd"
+echo "nameserver 192.0.2.53" >"$T/root/etc/resolv.conf"
+echo "nameserver 192.0.2.53" >"$T/bare/etc/resolv.conf"
+tar -C "$T/root" -cf "$T/image.tar" .
+tar -C "$T/bare" -cf "$T/bare.tar" .
+SHA=$(sha256sum <"$T/image.tar" | cut -d' ' -f1)
+BARE_SHA=$(sha256sum <"$T/bare.tar" | cut -d' ' -f1)
+
+spec() { # $1 = image tar, $2 = its sha256, $3 = MAC of cloudbr0's NIC
+cat <<YAML
+version: 1
+hostname: kiln-net-test
+disks:
+  - {id: a, match: {path: $A}, wipe: true}
+filesystems:
+  - {on: a, type: ext4, mount: /}
+image: {url: "file://$1", sha256: "$2"}
+network:
+  bridges:
+    - {name: cloudbr0, nic: {mac: "$3"}, dhcp: true}
+    - name: cloudbr1
+      nic: {boot: true}
+      vlan: 200
+      address: 10.1.0.5/24
+      gateway: 10.1.0.1
+      dns: [10.1.0.1, "fd00::53"]
+finish: none
+YAML
+}
+
+# 1. an unknown NIC: refused at plan time, nothing written
+spec "$T/image.tar" "$SHA" "52:54:00:de:ad:01" >"$T/unknown.yaml"
+before=$(sha256sum <"$T/a.img")
+out=$("$KILN" apply --yes "$T/unknown.yaml" 2>&1); rc=$?
+[[ $rc == 3 ]] && ok "unknown MAC: exit 3" || fail "unknown MAC: exit $rc, expected 3: $out"
+grep -qF "$T/unknown.yaml:10:29: 'nic' of bridge 'cloudbr0': no NIC of this machine matches MAC 52:54:00:de:ad:01 (this machine has " <<<"$out" \
+  && ok "unknown MAC: named, with this machine's NICs" || fail "unknown MAC: wrong message: $out"
+[[ $(sha256sum <"$T/a.img") == "$before" ]] && ok "unknown MAC: the disk is unchanged" || fail "unknown MAC: the disk changed"
+[[ -e $T/target/etc ]] && fail "unknown MAC: the target has files"
+
+# 2. an image without systemd-networkd: the network step fails, writes no network file
+spec "$T/bare.tar" "$BARE_SHA" "$MAC" >"$T/bare.yaml"
+out=$("$KILN" apply --yes "$T/bare.yaml" 2>&1); rc=$?
+[[ $rc == 4 ]] && ok "image without systemd-networkd: exit 4" || fail "image without systemd-networkd: exit $rc, expected 4: $out"
+grep -qF "the image has no systemd-networkd (/lib/systemd/systemd-networkd)" <<<"$out" \
+  && ok "image without systemd-networkd: says so" || fail "image without systemd-networkd: wrong message: $out"
+[[ -e $T/target/etc/systemd ]] && fail "image without systemd-networkd: $(find "$T/target/etc/systemd")"
+[[ $(cat "$T/target/etc/resolv.conf" 2>/dev/null) == "nameserver 192.0.2.53" ]] \
+  && ok "image without systemd-networkd: resolv.conf untouched" || fail "image without systemd-networkd: resolv.conf changed"
+
+# 3. the same disk again, systemd-networkd now in the root: the run resumes
+# (image done) and writes the network files; a stale kiln file goes
+cp -a "$T/root/lib" "$T/target/"
+mkdir -p "$T/target/etc/systemd/network" && echo stale >"$T/target/etc/systemd/network/10-kiln-old.network"
+umount -R "$T/target"
+spec "$T/image.tar" "$SHA" "$MAC" >"$T/spec.yaml"
+out=$("$KILN" plan "$T/spec.yaml" 2>&1) || fail "plan failed: $out"
+grep -qF "network      write systemd-networkd files to $T/target/etc/systemd/network: cloudbr0 over $NIC ($MAC), DHCP; cloudbr1 over $NIC ($MAC) VLAN 200, 10.1.0.5/24 via 10.1.0.1, dns 10.1.0.1 fd00::53" <<<"$out" \
+  && ok "plan: the network step names each bridge's NIC" || fail "plan: no network step as expected: $out"
+out=$("$KILN" apply --yes "$T/spec.yaml" 2>&1); rc=$?
+[[ $rc == 0 ]] && ok "resumed apply: exit 0" || fail "resumed apply: exit $rc: $out"
+grep -q "image .*skipped, the interrupted run did it" <<<"$out" && ok "the run resumed" || fail "the run did not resume: $out"
+N=$T/target/etc/systemd/network
+files_ok() {
+H="# written by kiln from the host spec's network section"
+check() { # $1 = file, $2 = expected text
+  local got; got=$(cat "$1" 2>/dev/null) || { fail "${1#$T/target} not written"; return; }
+  [[ $got == "$2" ]] && ok "${1#$T/target}" || { fail "${1#$T/target} differs:"; diff <(echo "$2") <(echo "$got") >&2; }
+}
+check "$N/10-kiln-cloudbr0.netdev" "$H
+[NetDev]
+Name=cloudbr0
+Kind=bridge
+MACAddress=$MAC"
+check "$N/10-kiln-cloudbr0.network" "$H
+[Match]
+Name=cloudbr0
+
+[Network]
+DHCP=yes"
+check "$N/10-kiln-cloudbr1.netdev" "$H
+[NetDev]
+Name=cloudbr1
+Kind=bridge
+MACAddress=$MAC"
+check "$N/10-kiln-cloudbr1.network" "$H
+[Match]
+Name=cloudbr1
+
+[Network]
+Address=10.1.0.5/24
+Gateway=10.1.0.1
+DNS=10.1.0.1
+DNS=fd00::53"
+check "$N/10-kiln-vlan200.netdev" "$H
+[NetDev]
+Name=vlan200
+Kind=vlan
+
+[VLAN]
+Id=200"
+check "$N/10-kiln-vlan200.network" "$H
+[Match]
+Name=vlan200
+
+[Network]
+Bridge=cloudbr1
+LinkLocalAddressing=no"
+check "$N/20-kiln-$HEX.network" "$H
+[Match]
+PermanentMACAddress=$MAC
+
+[Network]
+Bridge=cloudbr0
+VLAN=vlan200
+LinkLocalAddressing=no"
+check "$T/target/etc/resolv.conf" "$H
+nameserver 10.1.0.1
+nameserver fd00::53"
+n=$(ls "$N" | wc -l)
+[[ $n == 7 ]] && ok "7 files in /etc/systemd/network" || fail "$n files in /etc/systemd/network: $(ls "$N")"
+for l in multi-user.target.wants/systemd-networkd.service:systemd-networkd.service \
+         dbus-org.freedesktop.network1.service:systemd-networkd.service \
+         sockets.target.wants/systemd-networkd.socket:systemd-networkd.socket \
+         network-online.target.wants/systemd-networkd-wait-online.service:systemd-networkd-wait-online.service; do
+  [[ $(readlink "$T/target/etc/systemd/system/${l%%:*}") == "/lib/systemd/system/${l#*:}" ]] \
+    && ok "enabled: ${l%%:*}" || fail "not enabled: ${l%%:*}"
+done
+grep -q "^UUID=$(blkid -o value -s UUID "$A") / ext4 defaults 0 1$" "$T/target/etc/fstab" || fail "fstab lacks the root"
+}
+files_ok
+
+# 4. a fresh install from the real image writes the same
+umount -R "$T/target"
+out=$("$KILN" apply --yes --fresh "$T/spec.yaml" 2>&1); rc=$?
+[[ $rc == 0 ]] && ok "fresh apply: exit 0" || fail "fresh apply: exit $rc: $out"
+files_ok
+loop_done
