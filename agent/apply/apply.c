@@ -296,8 +296,8 @@ static int key_get(struct apply_ctx *c, const struct spec_luks *l, const struct 
 static struct bench_luks_choice luks_choice(const struct apply_ctx *c, const struct spec_luks *l) {
         if (c->bench_luks == l)
                 return c->bench_choice;
-        return (struct bench_luks_choice) { .cipher = l->cipher ? l->cipher : "aes-xts-plain64",
-                                            .key_size = l->key_size ? l->key_size : 512,
+        return (struct bench_luks_choice) { .cipher = l->cipher,
+                                            .key_size = l->key_size,
                                             .sector_size = l->sector_size,
                                             .flags = luks_flags_from_spec(l),
                                             .candidate = -1 };
@@ -570,8 +570,7 @@ static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
         _cleanup_free_ char *spec_cipher = NULL;
         char *own_list[2] = {};
         if (!policy->ciphers || !policy->ciphers[0]) {
-                if (asprintf(&spec_cipher, "%s:%u", l->cipher ? l->cipher : "aes-xts-plain64",
-                             l->key_size ? l->key_size : 512) < 0)
+                if (asprintf(&spec_cipher, "%s:%u", l->cipher, l->key_size) < 0)
                         return -ENOMEM;
                 own_list[0] = spec_cipher;
                 own.ciphers = own_list;

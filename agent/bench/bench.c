@@ -92,8 +92,8 @@ _printf_(3, 4) static void phase(struct bench_result *res, uint64_t t0, const ch
 
 int bench_choose_for_luks(const struct spec_bench *policy, const struct spec_luks *l, struct bench_result *res,
                           struct bench_luks_choice *ret) {
-        const char *cipher = l->cipher ? l->cipher : "aes-xts-plain64";
-        unsigned key_size = l->key_size ? l->key_size : 512;
+        const char *cipher = l->cipher;
+        unsigned key_size = l->key_size;
         uint32_t spec_flags = luks_flags_from_spec(l);
         bool spec_nowq = l->no_read_workqueue || l->no_write_workqueue;
         int best = -1;
@@ -191,17 +191,6 @@ int bench_parse_cipher(const char *s, char **ret_cipher, unsigned *ret_key_size)
                 return -ENOMEM;
         *ret_cipher = c;
         *ret_key_size = ks;
-        return 0;
-}
-
-/* "aes-xts-plain64" → "aes" + "xts-plain64" (the split dm-crypt and libcryptsetup use) */
-static int split_cipher(const char *spec, char *cipher, size_t clen, char *mode, size_t mlen) {
-        const char *dash = strchr(spec, '-');
-        if (!dash || (size_t) (dash - spec) >= clen || strlen(dash + 1) >= mlen)
-                return -EINVAL;
-        memcpy(cipher, spec, (size_t) (dash - spec));
-        cipher[dash - spec] = 0;
-        memcpy(mode, dash + 1, strlen(dash + 1) + 1);
         return 0;
 }
 
@@ -946,7 +935,7 @@ static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *poli
                 if (i > 0 && now_usec() - res->start_usec > CIPHER_PHASE_END_USEC)
                         continue;       /* out of time: no AF_ALG figure for this one */
                 char cipher[64], mode[64];
-                if (split_cipher(c->cipher, cipher, sizeof cipher, mode, sizeof mode) < 0)
+                if (luks_cipher_split(c->cipher, cipher, sizeof cipher, mode, sizeof mode) < 0)
                         continue;
                 /* as `cryptsetup benchmark` asks: the mode without its IV generator
                  * ("xts", not "xts-plain64"), and the IV size that mode takes */

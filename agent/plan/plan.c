@@ -1014,8 +1014,7 @@ static int emit_luks(struct builder *b, struct node *n) {
                 if (r >= 0)
                         r = strbuf_adds(&desc, " (tuning may turn the workqueues off)");
         } else
-                r = strbuf_addf(&desc, "luksFormat %s as LUKS2: cipher %s, key %u bits", dev,
-                                x->cipher ? x->cipher : "aes-xts-plain64", x->key_size ? x->key_size : 512);
+                r = strbuf_addf(&desc, "luksFormat %s as LUKS2: cipher %s, key %u bits", dev, x->cipher, x->key_size);
         if (r >= 0 && x->sector_size)
                 r = strbuf_addf(&desc, ", sector %u", x->sector_size);
         if (r >= 0)

@@ -1293,10 +1293,10 @@ static void parse_luks(struct ctx *c, const struct ynode *m, size_t idx, struct 
                 if (!ok)
                         emitn(c, v, "%s must look like 'aes-xts-plain64', not %s", fld(&l, "cipher", f), describe(v, t));
         }
-        if (!x->cipher && !(x->cipher = strdup("aes-xts-plain64")))
+        if (!x->cipher && !(x->cipher = strdup(SPEC_LUKS_CIPHER)))
                 c->error = -ENOMEM;
         v = map_get(m, "key_size");
-        x->key_size = 512;
+        x->key_size = SPEC_LUKS_KEY_SIZE;
         if (get_unsigned(c, &l, "key_size", v, 128, 1024, &x->key_size) > 0 && x->key_size % 8)
                 emitn(c, v, "%s must be a multiple of 8 bits, not %s", fld(&l, "key_size", f), describe(v, t));
         v = map_get(m, "sector_size");

@@ -29,6 +29,11 @@ struct spec_size {
         struct spec_mark mark;
 };
 
+/* A LUKS object's cipher and key size when the spec names none: set by the
+ * parser, the only place a default is applied (downstream reads the spec). */
+#define SPEC_LUKS_CIPHER "aes-xts-plain64"
+#define SPEC_LUKS_KEY_SIZE 512u
+
 /* disks: which physical disks to use. One entry may select several ("count"). */
 struct spec_disk {
         char *id;
@@ -113,8 +118,8 @@ struct spec_luks {
         char *on;               /* id of a disk, partition, raid or lv */
         struct spec_mark on_mark;
         char *name;             /* dm name: /dev/mapper/NAME; default: id */
-        char *cipher;           /* "aes-xts-plain64" (default) */
-        unsigned key_size;      /* bits; default 512 */
+        char *cipher;           /* SPEC_LUKS_CIPHER unless the spec says (always set) */
+        unsigned key_size;      /* bits; SPEC_LUKS_KEY_SIZE unless the spec says (always set) */
         unsigned sector_size;   /* 512 or 4096; 0 = libcryptsetup default */
         char *label;
         struct {

@@ -120,16 +120,21 @@ static const char *pbkdf_name(enum spec_pbkdf_type t) {
         }
 }
 
-int luks_format(const char *dev, const struct luks_format_params *p, const struct luks_key *key, uint32_t *ret_memory_kb) {
-        const char *spec_cipher = p->cipher ? p->cipher : "aes-xts-plain64";
-        char cipher[64], mode[64];
-        const char *dash = strchr(spec_cipher, '-');
-        if (!dash || (size_t) (dash - spec_cipher) >= sizeof cipher || strlen(dash + 1) >= sizeof mode || !dash[1])
+int luks_cipher_split(const char *spec, char *ret_cipher, size_t clen, char *ret_mode, size_t mlen) {
+        const char *dash = strchr(spec, '-');
+        if (!dash || !dash[1] || (size_t) (dash - spec) >= clen || strlen(dash + 1) >= mlen)
                 return -EINVAL;
-        snprintf(cipher, sizeof cipher, "%.*s", (int) (dash - spec_cipher), spec_cipher);
-        snprintf(mode, sizeof mode, "%s", dash + 1);
-        unsigned key_bits = p->key_size ? p->key_size : 512;
-        if (key_bits % 8)
+        snprintf(ret_cipher, clen, "%.*s", (int) (dash - spec), spec);
+        snprintf(ret_mode, mlen, "%s", dash + 1);
+        return 0;
+}
+
+int luks_format(const char *dev, const struct luks_format_params *p, const struct luks_key *key, uint32_t *ret_memory_kb) {
+        char cipher[64], mode[64];
+        if (!p->cipher || luks_cipher_split(p->cipher, cipher, sizeof cipher, mode, sizeof mode) < 0)
+                return -EINVAL;
+        unsigned key_bits = p->key_size;
+        if (!key_bits || key_bits % 8)
                 return -EINVAL;
 
         struct crypt_pbkdf_type pbkdf = {

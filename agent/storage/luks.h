@@ -20,8 +20,8 @@ DEFINE_CLEANUP(luks_key_free, struct luks_key *)
 #define _cleanup_luks_key_free_ _cleanup_(luks_key_freep)
 
 struct luks_format_params {
-        const char *cipher;             /* "aes-xts-plain64"; NULL = that */
-        unsigned key_size;              /* bits; 0 = 512 */
+        const char *cipher;             /* "aes-xts-plain64" (the spec's, or the benchmark's choice) */
+        unsigned key_size;              /* bits */
         unsigned sector_size;           /* 0 = libcryptsetup default */
         const char *label;
         enum spec_pbkdf_type pbkdf;
@@ -34,6 +34,10 @@ struct luks_format_params {
 
 /* The activation flags a spec asks for (no_read/write_workqueue, discard). */
 uint32_t luks_flags_from_spec(const struct spec_luks *l);
+/* "aes-xts-plain64" → "aes" + "xts-plain64": the split dm-crypt and
+ * libcryptsetup use. -EINVAL without a '-', with an empty mode, or when a
+ * part does not fit its buffer. */
+int luks_cipher_split(const char *spec, char *ret_cipher, size_t clen, char *ret_mode, size_t mlen);
 
 /* How much memory (bytes) a PBKDF may use here: a quarter of MemAvailable
  * (kiln_paths.procfs/meminfo); -ENODATA if it lists none. */

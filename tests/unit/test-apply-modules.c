@@ -95,6 +95,18 @@ static void test_names(void) {
         CHECK_STR(p, "/dev/loop7p2");
         free(p);
 
+        /* the one cipher splitter (luksFormat and the benchmark's AF_ALG figure) */
+        char ciph[16], mode[32];
+        CHECK_INT(luks_cipher_split("aes-xts-plain64", ciph, sizeof ciph, mode, sizeof mode), 0);
+        CHECK_STR(ciph, "aes");
+        CHECK_STR(mode, "xts-plain64");
+        CHECK_INT(luks_cipher_split("xchacha12,aes-adiantum-plain64", ciph, sizeof ciph, mode, sizeof mode), 0);
+        CHECK_STR(ciph, "xchacha12,aes");
+        CHECK_STR(mode, "adiantum-plain64");
+        CHECK_INT(luks_cipher_split("aes", ciph, sizeof ciph, mode, sizeof mode), -EINVAL);
+        CHECK_INT(luks_cipher_split("aes-", ciph, sizeof ciph, mode, sizeof mode), -EINVAL);
+        CHECK_INT(luks_cipher_split("serpent-twofish-aes-xts", ciph, 4, mode, sizeof mode), -EINVAL);
+
         CHECK_STR(apply_step_name(PLAN_MD_CREATE), "md-create");
         /* one stage name for a step's begin, end and failed_stage */
         char stage[160];

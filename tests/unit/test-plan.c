@@ -73,7 +73,8 @@ static void test_kvm_layout(void) {
                 { .id = S("md0"), .level = 1, .metadata = S("1.0"), .members = boot_members },
                 { .id = S("md1"), .level = 10, .layout = S("f2"), .chunk = 256 * 1024, .members = data_members },
         };
-        struct spec_luks luks[] = { { .id = S("crypted"), .on = S("md1"), .sector_size = 4096 } };
+        struct spec_luks luks[] = { { .id = S("crypted"), .on = S("md1"), .cipher = S(SPEC_LUKS_CIPHER), .key_size = SPEC_LUKS_KEY_SIZE,
+                                      .sector_size = 4096 } };
         char *pvs[] = { S("crypted"), NULL };
         struct spec_vg vgs[] = { { .id = S("vg0"), .name = S("crypted_vg"), .pvs = pvs } };
         struct spec_lv lvs[] = {
@@ -281,7 +282,8 @@ static void test_lvm_then_luks(void) {
                 { .id = S("swap"), .vg = S("vg0"), .size = { SPEC_SIZE_BYTES, 100 * MiB, 0, {} } },
                 { .id = S("rootlv"), .vg = S("vg0"), .size = { SPEC_SIZE_PERCENT, 0, 50, {} } },
         };
-        struct spec_luks luks[] = { { .id = S("root"), .on = S("rootlv"), .key = { .source = SPEC_KEY_GENERATE } } };
+        struct spec_luks luks[] = { { .id = S("root"), .on = S("rootlv"), .cipher = S(SPEC_LUKS_CIPHER), .key_size = SPEC_LUKS_KEY_SIZE,
+                                      .key = { .source = SPEC_KEY_GENERATE } } };
         struct spec_filesystem fss[] = {
                 { .on = S("root"), .type = SPEC_FS_EXT4, .mount = S("/") },
                 { .on = S("swap"), .type = SPEC_FS_SWAP },
