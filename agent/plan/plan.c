@@ -1280,8 +1280,13 @@ int plan_kernel_cmdline(const struct spec *s, char **ret) {
                 ip |= strncmp(s->boot.cmdline[i], "ip=", 3) == 0;
                 r = strbuf_addf(&sb, "%s%s", i ? " " : "", s->boot.cmdline[i]);
         }
+        /* The long form: Debian 12's clevis-initramfs (19) reads the sixth
+         * field of ip= as the interface, so the short "ip=dhcp" makes it
+         * wait for an interface named "dhcp" and skip the network (seen in
+         * rig/test-boot-disks: the node sat at the passphrase prompt with
+         * Tang up). Empty fields, autoconf dhcp: DHCP on every NIC. */
         if (r == 0 && !ip && spec_has_unlock(s))
-                r = strbuf_addf(&sb, "%sip=dhcp", sb.len ? " " : "");
+                r = strbuf_addf(&sb, "%s" PLAN_UNLOCK_IP, sb.len ? " " : "");
         if (r < 0)
                 return r;
         char *t = strdup(strbuf_str(&sb));

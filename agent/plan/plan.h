@@ -140,8 +140,9 @@ DEFINE_CLEANUP(plan_free, struct plan *)
 void plan_spec_vars(const struct inventory *inv, struct spec_vars *ret);
 
 /* The kernel command line the boot-loader step writes (GRUB_CMDLINE_LINUX):
- * boot.cmdline, plus ip=dhcp when a luks has unlock pins and no entry
+ * boot.cmdline, plus PLAN_UNLOCK_IP when a luks has unlock pins and no entry
  * starts with "ip=" (Tang needs the network in the initramfs). */
+#define PLAN_UNLOCK_IP "ip=::::::dhcp"
 int plan_kernel_cmdline(const struct spec *s, char **ret);
 
 int plan_to_text(const struct plan *p, struct strbuf *out);

@@ -53,7 +53,7 @@ mkdir -p /run/kiln-probe-run    # proves /run is the host's
 trap 'rmdir /run/kiln-probe-run 2>/dev/null; cleanup' EXIT
 inv=$SRC/tests/inventories/qemu-4disk.json
 
-# BIOS on four disks (templates/raid1-boot-raid10.yaml: Tang pin, so ip=dhcp)
+# BIOS on four disks (templates/raid1-boot-raid10.yaml: Tang pin, so ip=::::::dhcp)
 make_root
 KILN_TARGET=$root "$PROBE" boot "$SRC/templates/raid1-boot-raid10.yaml" "$inv" >"$tmp/out" 2>&1 || bad "bios: $(cat "$tmp/out")"
 cat >"$tmp/want" <<'W'
@@ -70,9 +70,9 @@ diff -u "$tmp/want" "$root/calls.log" >"$tmp/diff" && ok "bios: the helpers ran 
 printf '%s\n' "grub-pc grub-pc/install_devices multiselect /dev/vda, /dev/vdb, /dev/vdc, /dev/vdd" \
         "grub-pc grub-pc/install_devices_empty boolean false" | cmp -s - "$root/debconf.log" \
         && ok "bios: debconf install_devices lists every boot disk" || bad "debconf: $(cat "$root/debconf.log")"
-grep -qx 'GRUB_CMDLINE_LINUX="console=tty0 console=ttyS0,115200n8 ip=dhcp"' "$root/etc/default/grub.d/kiln.cfg" &&
+grep -qx 'GRUB_CMDLINE_LINUX="console=tty0 console=ttyS0,115200n8 ip=::::::dhcp"' "$root/etc/default/grub.d/kiln.cfg" &&
         grep -qx 'GRUB_SERIAL_COMMAND="serial --unit=0 --speed=115200"' "$root/etc/default/grub.d/kiln.cfg" \
-        && ok "bios: GRUB_CMDLINE_LINUX with ip=dhcp for Tang, serial terminal" || bad "kiln.cfg: $(cat "$root/etc/default/grub.d/kiln.cfg")"
+        && ok "bios: GRUB_CMDLINE_LINUX with ip=::::::dhcp for Tang, serial terminal" || bad "kiln.cfg: $(cat "$root/etc/default/grub.d/kiln.cfg")"
 (( $(binds_left) == 0 )) && ok "bios: no bind left under the target" || bad "bios: binds left: $(grep " $root/" /proc/self/mounts)"
 
 # both firmwares on one disk (templates/single-disk.yaml)

@@ -92,12 +92,12 @@ static void test_tang_template(void) {
         /* a Tang pin and no ip= in boot.cmdline: the initramfs needs the network */
         _cleanup_free_ char *cmd = NULL;
         CHECK_INT(plan_kernel_cmdline(s, &cmd), 0);
-        CHECK_STR(cmd, "console=tty0 console=ttyS0,115200n8 ip=dhcp");
+        CHECK_STR(cmd, "console=tty0 console=ttyS0,115200n8 ip=::::::dhcp");
 
         _cleanup_strbuf_ struct strbuf cfg = STRBUF_INIT, sel = STRBUF_INIT;
         CHECK_INT(bootloader_grub_cfg(cmd, &cfg), 0);
         CHECK_STR(strbuf_str(&cfg), "# written by kiln: boot.cmdline of the host spec\n"
-                                    "GRUB_CMDLINE_LINUX=\"console=tty0 console=ttyS0,115200n8 ip=dhcp\"\n"
+                                    "GRUB_CMDLINE_LINUX=\"console=tty0 console=ttyS0,115200n8 ip=::::::dhcp\"\n"
                                     "GRUB_TERMINAL=\"console serial\"\n"
                                     "GRUB_SERIAL_COMMAND=\"serial --unit=0 --speed=115200\"\n");
         if (g) {
