@@ -1739,22 +1739,31 @@ static void parse_nic(struct ctx *c, const struct ynode *m, const char *where, c
         }
 }
 
+/* The name of a bond or bridge: required, an interface name; once valid, it
+ * names the object in later messages (where becomes "KIND 'NAME'"). */
+static void parse_ifname(struct ctx *c, const struct ynode *m, const struct loc *l, const char *kind,
+                         char *where, size_t where_size, char **ret) {
+        char f[256], t[QUOTE_MAX + 8];
+        const struct ynode *v = map_get(m, "name");
+        if (!v)
+                missing(c, m, where, "name");
+        else if (get_str(c, l, "name", v, ret) > 0) {
+                if (!valid_ifname(*ret))
+                        emitn(c, v, "%s '%s' is not an interface name (1..15 letters, digits, '_', '.', '-')",
+                              fld(l, "name", f), q(*ret, t));
+                else
+                        snprintf(where, where_size, "%s '%s'", kind, *ret);
+        }
+}
+
 static void parse_bond(struct ctx *c, const struct ynode *m, size_t idx, struct spec_bond *x) {
         static const char *const keys[] = { "name", "mode", "members", NULL };
         char where[128], f[256], t[QUOTE_MAX + 8];
         snprintf(where, sizeof where, "bond #%zu", idx + 1);
         struct loc l = { where, "" };
         x->mark = (struct spec_mark) { m->line, m->col };
-        const struct ynode *v = map_get(m, "name");
-        if (!v)
-                missing(c, m, where, "name");
-        else if (get_str(c, &l, "name", v, &x->name) > 0) {
-                if (!valid_ifname(x->name))
-                        emitn(c, v, "%s '%s' is not an interface name (1..15 letters, digits, '_', '.', '-')",
-                              fld(&l, "name", f), q(x->name, t));
-                else
-                        snprintf(where, sizeof where, "bond '%s'", x->name);
-        }
+        parse_ifname(c, m, &l, "bond", where, sizeof where, &x->name);
+        const struct ynode *v;
         check_keys(c, m, &l, keys);
         int e;
         if (get_enum(c, &l, "mode", map_get(m, "mode"), bond_modes, &e) > 0)
@@ -1786,20 +1795,12 @@ static void parse_bond(struct ctx *c, const struct ynode *m, size_t idx, struct 
 
 static void parse_bridge(struct ctx *c, const struct ynode *m, size_t idx, struct spec_bridge *x) {
         static const char *const keys[] = { "name", "nic", "bond", "vlan", "dhcp", "address", "gateway", "dns", NULL };
-        char where[128], f[256], t[QUOTE_MAX + 8];
+        char where[128];
         snprintf(where, sizeof where, "bridge #%zu", idx + 1);
         struct loc l = { where, "" };
         x->mark = (struct spec_mark) { m->line, m->col };
-        const struct ynode *v = map_get(m, "name");
-        if (!v)
-                missing(c, m, where, "name");
-        else if (get_str(c, &l, "name", v, &x->name) > 0) {
-                if (!valid_ifname(x->name))
-                        emitn(c, v, "%s '%s' is not an interface name (1..15 letters, digits, '_', '.', '-')",
-                              fld(&l, "name", f), q(x->name, t));
-                else
-                        snprintf(where, sizeof where, "bridge '%s'", x->name);
-        }
+        parse_ifname(c, m, &l, "bridge", where, sizeof where, &x->name);
+        const struct ynode *v;
         check_keys(c, m, &l, keys);
         const struct ynode *nic = map_get(m, "nic"), *bond = map_get(m, "bond");
         if (!nic && !bond)
