@@ -1,10 +1,13 @@
-/* kiln apply SPEC [--inventory FILE] [--dry-run] [--yes]
+/* kiln apply SPEC [--inventory FILE] [--dry-run] [--yes] [--spec-url URL]
  * Builds the plan for this machine (or a recorded inventory) and runs it.
- * Destroying data needs --yes; --dry-run only prints the steps. */
+ * Destroying data needs --yes; --dry-run only prints the steps. A spec with
+ * register.cloudstack needs --spec-url: the installed system fetches the
+ * spec again from there at first boot, pinned by this file's sha256. */
 #include "apply.h"
 #include "ca.h"
 #include "commands.h"
 #include "exitcode.h"
+#include "fetch.h"
 #include "inventory.h"
 #include "log.h"
 #include "plan.h"
@@ -12,13 +15,16 @@
 #include "spec.h"
 
 #include <getopt.h>
+#include <openssl/evp.h>
 
 static void apply_usage(FILE *f) {
         fprintf(f, "usage: kiln apply SPEC [--inventory FILE|DIR] [--dry-run] [--yes] [--fresh]\n"
                    "  --dry-run        print the steps, change nothing\n"
                    "  --fresh          never resume an interrupted run: install from scratch\n"
                    "  --yes            confirm that the listed data may be destroyed\n"
-                   "  --inventory X    plan against a recorded inventory (JSON or tree)\n");
+                   "  --inventory X    plan against a recorded inventory (JSON or tree)\n"
+                   "  --spec-url URL   where the installed system fetches SPEC again for its first-boot\n"
+                   "                   registration (needed with register.cloudstack; pinned by SPEC's sha256)\n");
 }
 
 int cmd_apply(int argc, char **argv) {
@@ -27,10 +33,11 @@ int cmd_apply(int argc, char **argv) {
                 { "dry-run", no_argument, NULL, 'n' },
                 { "yes", no_argument, NULL, 'y' },
                 { "fresh", no_argument, NULL, 'f' },
+                { "spec-url", required_argument, NULL, 'u' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
-        const char *inv_path = NULL;
+        const char *inv_path = NULL, *spec_url = NULL;
         bool dry_run = false, yes = false, fresh = false;
         int c;
         optind = 1;
@@ -40,6 +47,7 @@ int cmd_apply(int argc, char **argv) {
                 case 'n': dry_run = true; break;
                 case 'y': yes = true; break;
                 case 'f': fresh = true; break;
+                case 'u': spec_url = optarg; break;
                 case 'h': apply_usage(stdout); return KILN_EXIT_OK;
                 default: apply_usage(stderr); return KILN_EXIT_USAGE;
                 }
@@ -53,6 +61,32 @@ int cmd_apply(int argc, char **argv) {
         int r = cmd_load_spec(spec_path, &spec);
         if (r != KILN_EXIT_OK)
                 return r;
+        char sha256[65] = "";
+        if (spec_url && fetch_check_url(spec_url) < 0) {
+                char shown[URL_DISPLAY_MAX];
+                log_error("invalid --spec-url '%s': expected an http, https or file URL", url_display(spec_url, shown));
+                return KILN_EXIT_USAGE;
+        }
+        if (!dry_run && spec->cloudstack.present) {
+                if (!spec_url) {
+                        log_error("spec '%s' registers with CloudStack at the installed system's first boot, which fetches "
+                                  "the spec again: give --spec-url URL (where the node fetches this same file; its sha256 "
+                                  "is pinned); nothing was written", spec_path);
+                        return KILN_EXIT_USAGE;
+                }
+                _cleanup_free_ char *data = NULL;
+                size_t len = 0;
+                unsigned char md[EVP_MAX_MD_SIZE];
+                unsigned mdlen = 0;
+                r = read_full_file(spec_path, SPEC_MAX_BYTES, &data, &len);
+                if (r == 0 && (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32))
+                        r = -EIO;
+                if (data)
+                        explicit_wipe(data, len);
+                if (r < 0)
+                        return log_error_errno(r, "failed to hash spec '%s': %m", spec_path), KILN_EXIT_FAILURE;
+                hex_encode(md, 32, sha256);
+        }
 
         _cleanup_inventory_free_ struct inventory *inv = NULL;
         r = cmd_load_inventory(inv_path, &inv);
@@ -105,7 +139,7 @@ int cmd_apply(int argc, char **argv) {
 
         /* the hostname as plan_build expanded it: a dry run shows what `kiln plan` shows */
         struct apply_options opts = { .dry_run = dry_run, .hostname = plan->hostname, .fallback = resume && !unwiped ? plan : NULL,
-                                      .ca_file = ca_file };
+                                      .ca_file = ca_file, .spec_url = spec_url, .spec_sha256 = sha256[0] ? sha256 : NULL };
         enum plan_step_kind failed;
         r = apply_run(resume ? resume : plan, &opts, &failed);
         return cmd_apply_exit_code(r, failed);

@@ -361,6 +361,8 @@ int cmd_boot(int argc, char **argv) {
                 .report = report,
                 .ca_file = fo.ca_file,
                 .fallback = resume && !unwiped ? plan : NULL,
+                .spec_url = url,                /* fetched again at first boot (register.cloudstack) */
+                .spec_sha256 = res.sha256,
         };
         log_info("applying spec '%s' (%zu steps) on %s", shown, plan->n_steps, hostname ? hostname : "this machine");
         t0 = now_usec();
