@@ -67,26 +67,6 @@ int cmd_apply(int argc, char **argv) {
                 log_error("invalid --spec-url '%s': expected an http, https or file URL", url_display(spec_url, shown));
                 return KILN_EXIT_USAGE;
         }
-        if (!dry_run && spec->cloudstack.present) {
-                if (!spec_url) {
-                        log_error("spec '%s' registers with CloudStack at the installed system's first boot, which fetches "
-                                  "the spec again: give --spec-url URL (where the node fetches this same file; its sha256 "
-                                  "is pinned); nothing was written", spec_path);
-                        return KILN_EXIT_USAGE;
-                }
-                _cleanup_free_ char *data = NULL;
-                size_t len = 0;
-                unsigned char md[EVP_MAX_MD_SIZE];
-                unsigned mdlen = 0;
-                r = read_full_file(spec_path, SPEC_MAX_BYTES, &data, &len);
-                if (r == 0 && (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32))
-                        r = -EIO;
-                if (data)
-                        explicit_wipe(data, len);
-                if (r < 0)
-                        return log_error_errno(r, "failed to hash spec '%s': %m", spec_path), KILN_EXIT_FAILURE;
-                hex_encode(md, 32, sha256);
-        }
 
         _cleanup_inventory_free_ struct inventory *inv = NULL;
         r = cmd_load_inventory(inv_path, &inv);
@@ -131,6 +111,27 @@ int cmd_apply(int argc, char **argv) {
                 return KILN_EXIT_REFUSED;
         }
 
+        /* the last refusal, before anything is written */
+        if (!dry_run && spec->cloudstack.present) {
+                if (!spec_url) {
+                        log_error("spec '%s' registers with CloudStack at the installed system's first boot, which fetches "
+                                  "the spec again: give --spec-url URL (where the node fetches this same file; its sha256 "
+                                  "is pinned); nothing was written", spec_path);
+                        return KILN_EXIT_USAGE;
+                }
+                _cleanup_free_ char *data = NULL;
+                size_t len = 0;
+                unsigned char md[EVP_MAX_MD_SIZE];
+                unsigned mdlen = 0;
+                r = read_full_file(spec_path, SPEC_MAX_BYTES, &data, &len);
+                if (r == 0 && (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32))
+                        r = -EIO;
+                if (data)
+                        explicit_wipe(data, len);
+                if (r < 0)
+                        return log_error_errno(r, "failed to hash spec '%s': %m", spec_path), KILN_EXIT_FAILURE;
+                hex_encode(md, 32, sha256);
+        }
         /* the spec's ca: serves every HTTPS transfer of the run (keys, image, controller) */
         _cleanup_free_ char *ca_file = NULL, *ca_err = NULL;
         if (!dry_run && (r = ca_for_spec(spec->ca, NULL, &ca_file, &ca_err)) < 0)

@@ -1626,7 +1626,7 @@ static void parse_register(struct ctx *c, const struct ynode *m, struct spec *s)
                 if (get_str(c, &lc, "host_username", v = map_get(cs, "host_username"), &x->host_username) > 0 &&
                     !valid_username(x->host_username))
                         emitn(c, v, "%s must be a user name (lower-case letters, digits, '_' and '-', starting with a "
-                              "letter or '_', at most 32), not %s", fld(&lc, "host_username", f), q(x->host_username, t));
+                              "letter or '_', at most 32), not '%s'", fld(&lc, "host_username", f), q(x->host_username, t));
                 if (!x->host_username && !(x->host_username = strdup("root")))      /* addHost's default login */
                         c->error = -ENOMEM;
                 (void) get_secret(c, &lc, "host_password", map_get(cs, "host_password"), &x->host_password);

@@ -214,10 +214,12 @@ install_run "$T/install2.log"; rc=$?
 [[ $(sql "SELECT count(*) FROM requests WHERE command = 'addHost'") == 1 ]] && ok "still no addHost from an install run" || bad "install run 2 sent addHost"
 
 # ---- 5. kiln apply needs --spec-url with register.cloudstack ------------------
-# (a disk no machine has: were the refusal missing, the plan would find nothing to write to)
+# (planned on a recorded disk whose device no machine has: were the refusal
+# missing, the run would fail on a path that does not exist, never on this host's disks)
+jq '.disks[0].path = "/dev/kiln-test-no-such-disk"' "$INV" >"$T/inv-nodisk.json"
 sed 's|path: /dev/vda|path: /dev/kiln-test-no-such-disk|' "$T/www/spec.yaml" >"$T/apply.yaml"
 rm -rf "$T/t2"
-KILN_TARGET=$T/t2 KILN_RUN_DIR=$T/run2 "$KILN" apply "$T/apply.yaml" --yes >"$T/apply.log" 2>&1; rc=$?
+KILN_TARGET=$T/t2 KILN_RUN_DIR=$T/run2 "$KILN" apply "$T/apply.yaml" --inventory "$T/inv-nodisk.json" --yes >"$T/apply.log" 2>&1; rc=$?
 [[ $rc == 64 ]] && grep -qF "spec '$T/apply.yaml' registers with CloudStack at the installed system's first boot, which fetches the spec again: give --spec-url URL (where the node fetches this same file; its sha256 is pinned); nothing was written" "$T/apply.log" \
   && [[ ! -e $T/t2 && ! -e $T/run2 ]] && ok "kiln apply without --spec-url: exit 64, nothing written" || { cat "$T/apply.log"; bad "apply without --spec-url: rc $rc"; }
 
