@@ -17,7 +17,7 @@
 #include "mount.h"
 #include "partition.h"
 #include "paths.h"
-#include "resume.h"
+#include "record.h"
 #include "sigprobe.h"
 #include "unlock.h"
 #include "url.h"

@@ -2,13 +2,11 @@
  * Builds the plan for this machine (or a recorded inventory) and runs it.
  * Destroying data needs --yes; --dry-run only prints the steps. */
 #include "apply.h"
-#include "ca.h"
 #include "commands.h"
 #include "exitcode.h"
 #include "inventory.h"
 #include "log.h"
 #include "plan.h"
-#include "resume.h"
 #include "spec.h"
 
 #include <getopt.h>
@@ -19,6 +17,33 @@ static void apply_usage(FILE *f) {
                    "  --fresh          never resume an interrupted run: install from scratch\n"
                    "  --yes            confirm that the listed data may be destroyed\n"
                    "  --inventory X    plan against a recorded inventory (JSON or tree)\n");
+}
+
+struct apply_check {
+        const char *spec_path;
+        bool yes;
+};
+
+/* Destroying data needs --yes (a dry run needs nothing). */
+static int apply_check(struct cmd_run *run, void *userdata) {
+        const struct apply_check *chk = userdata;
+        const struct plan *plan = run->plan;
+        if (run->dry_run || chk->yes)
+                return KILN_EXIT_OK;
+        /* what exists now, per disk; not the devices the run would make and format */
+        _cleanup_strbuf_ struct strbuf lost = STRBUF_INIT;
+        bool destroys = !run->unwiped && plan->n_disks > 0;
+        int r;
+        if (destroys && (r = plan_losses_text(plan, &lost)) < 0)
+                return log_error_errno(r, "failed to describe the plan of '%s': %m", chk->spec_path), KILN_EXIT_FAILURE;
+        if (destroys) {
+                log_redact(lost.buf);
+                fprintf(stderr, "this run would destroy, on %zu disk%s:\n%s", plan->n_disks,
+                        plan->n_disks == 1 ? "" : "s", strbuf_str(&lost));
+        }
+        log_error("refusing to apply '%s' without --yes (it writes to the disks%s); "
+                  "see what it would do with --dry-run", chk->spec_path, destroys ? " and destroys the data above" : "");
+        return KILN_EXIT_REFUSED;
 }
 
 int cmd_apply(int argc, char **argv) {
@@ -59,54 +84,10 @@ int cmd_apply(int argc, char **argv) {
         if (r != KILN_EXIT_OK)
                 return r;
 
-        struct diags diags = {};
-        _cleanup_plan_free_ struct plan *plan = NULL;
-        _cleanup_plan_free_ struct plan *resume = NULL;
-        bool unwiped;   /* resuming over disks the spec may not wipe: no fresh fallback */
-        r = resume_plan_decide(spec, inv, fresh, &diags, &plan, &resume, &unwiped);
-        if (r < 0)
-                return cmd_plan_failed(r, &diags, "apply", spec_path);
-        (void) cmd_plan_warnings(&diags, false, "apply", spec_path);
-        /* a resume plan is a candidate until its progress record is read: apply says which, once */
-        if (resume)
-                log_info("%s", resume->mode_why);
-        else
-                log_info("fresh install: %s", plan->mode_why);
-
-        if (!dry_run && spec->hostname && !plan->hostname) {
-                log_error("refusing to apply '%s': hostname '%s' needs ${%s}, %s%s%s; nothing was written",
-                          spec_path, spec->hostname, plan->hostname_missing ? plan->hostname_missing : "?",
-                          plan->hostname_placeholder ? "but this machine reports the placeholder '" :
-                                                       "which this machine's inventory lacks",
-                          plan->hostname_placeholder ?: "", plan->hostname_placeholder ? "'" : "");
-                return KILN_EXIT_BAD_SPEC;
-        }
-        if (!dry_run && !yes) {
-                /* what exists now, per disk; not the devices the run would make and format */
-                _cleanup_strbuf_ struct strbuf lost = STRBUF_INIT;
-                bool destroys = !unwiped && plan->n_disks > 0;
-                if (destroys && (r = plan_losses_text(plan, &lost)) < 0)
-                        return log_error_errno(r, "failed to describe the plan of '%s': %m", spec_path), KILN_EXIT_FAILURE;
-                if (destroys) {
-                        log_redact(lost.buf);
-                        fprintf(stderr, "this run would destroy, on %zu disk%s:\n%s", plan->n_disks,
-                                plan->n_disks == 1 ? "" : "s", strbuf_str(&lost));
-                }
-                log_error("refusing to apply '%s' without --yes (it writes to the disks%s); "
-                          "see what it would do with --dry-run", spec_path, destroys ? " and destroys the data above" : "");
-                return KILN_EXIT_REFUSED;
-        }
-
-        /* the spec's ca: serves every HTTPS transfer of the run (keys, image, controller) */
-        _cleanup_free_ char *ca_file = NULL, *ca_err = NULL;
-        if (!dry_run && (r = ca_for_spec(spec->ca, NULL, &ca_file, &ca_err)) < 0)
-                return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", spec_path,
-                                       ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
-
-        /* the hostname as plan_build expanded it: a dry run shows what `kiln plan` shows */
-        struct apply_options opts = { .dry_run = dry_run, .hostname = plan->hostname, .fallback = resume && !unwiped ? plan : NULL,
-                                      .ca_file = ca_file };
-        enum plan_step_kind failed;
-        r = apply_run(resume ? resume : plan, &opts, &failed);
-        return cmd_apply_exit_code(r, failed);
+        struct apply_check chk = { .spec_path = spec_path, .yes = yes };
+        _cleanup_(cmd_run_done) struct cmd_run run = {
+                .subject = spec_path, .dry_run = dry_run, .fresh = fresh, .check = apply_check, .userdata = &chk,
+        };
+        struct apply_options opts = {};
+        return cmd_run_spec(spec, inv, &run, &opts);
 }
