@@ -20,7 +20,7 @@
 #include "netconf.h"
 #include "partition.h"
 #include "paths.h"
-#include "resume.h"
+#include "record.h"
 #include "sigprobe.h"
 #include "unlock.h"
 #include "url.h"
