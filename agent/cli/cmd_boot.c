@@ -13,7 +13,6 @@
  * runs only the network half of a real run (spec, image into KILN_TARGET as
  * a plain directory, webhook events, registration) and never the finish. */
 #include "apply.h"
-#include "ca.h"
 #include "cmdline.h"
 #include "commands.h"
 #include "enlist.h"
@@ -27,7 +26,6 @@
 #include "progress.h"
 #include "register.h"
 #include "report.h"
-#include "resume.h"
 #include "spec.h"
 #include "url.h"
 #include "wipe.h"
@@ -133,6 +131,45 @@ static int boot_enlist(const struct inventory *inv, const struct kiln_cmdline *c
         sync();
         if (reboot(RB_POWER_OFF) < 0)
                 return log_error_errno(-errno, "failed to power off: %m"), KILN_EXIT_FAILURE;
+        return KILN_EXIT_OK;
+}
+
+struct boot_run {
+        const struct spec *spec;
+        const struct inventory *inv;
+        bool no_finish;
+        struct report *report;
+        struct register_options ro;
+        struct register_events ev;
+        bool events;
+};
+
+/* After every check: the finish for /init, the run report (every step
+ * becomes a stage, and a webhook event when the spec has a webhook; bench,
+ * image and registration add their figures; a failed run is reported too). */
+static int boot_prepare(struct cmd_run *run, struct apply_options *ao, void *userdata) {
+        struct boot_run *b = userdata;
+        int r;
+        if (!run->dry_run && b->no_finish) {
+                _cleanup_free_ char *f = strdupf("%s\n", finish_name(b->spec->finish));
+                r = f ? run_file_write("finish", f, strlen(f), NULL) : -ENOMEM;
+                if (r < 0)
+                        return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
+        }
+        r = report_new(&b->report);
+        if (r < 0)
+                return log_error_errno(r, "failed to start the run report: %m"), KILN_EXIT_FAILURE;
+        (void) report_set_node(b->report, b->inv, run->plan->hostname, NULL);
+        register_options_default(&b->ro);
+        b->ro.ca_file = run->run_ca;
+        if (!run->dry_run) {
+                register_attach_events(b->report, &b->ev, b->spec, &b->ro);
+                b->events = true;
+        }
+        ao->userdata = b->report;
+        ao->report = b->report;
+        log_info("applying spec '%s' (%zu steps) on %s", run->subject, run->plan->n_steps,
+                 run->plan->hostname ? run->plan->hostname : "this machine");
         return KILN_EXIT_OK;
 }
 
@@ -273,109 +310,44 @@ int cmd_boot(int argc, char **argv) {
         log_info("fetched spec '%s': %zu bytes in %.1f s, sha256 %s", shown, len, (now_usec() - t0) / 1e6, res.sha256);
 
         /* 5. validate */
-        struct diags diags = {};
         _cleanup_spec_free_ struct spec *spec = NULL;
-        r = spec_parse(shown, data, len, &spec, &diags);
-        diags_sort(&diags);
-        if (r < 0) {
-                diags_print(&diags, stderr);
-                diags_clear(&diags);
-                if (r == -EINVAL)
-                        return log_error("spec '%s' is not valid", shown), KILN_EXIT_BAD_SPEC;
-                return log_error_errno(r, "failed to parse spec '%s': %m", shown), KILN_EXIT_BAD_SPEC;
-        }
-        diags_print(&diags, stderr);    /* warnings only: the run goes on (docs/spec.md "Warnings") */
-        diags_clear(&diags);
+        r = cmd_parse_spec(shown, data, len, &spec);
         explicit_wipe(data, len);       /* it may hold passphrases; the spec keeps its own copy */
-        r = spec_register_secrets(spec);
-        if (r < 0)
-                return log_error_errno(r, "failed to register the spec's secrets: %m"), KILN_EXIT_FAILURE;
-        /* the spec's ca: beside kiln.ca= for everything after the spec */
-        _cleanup_free_ char *spec_ca = NULL, *ca_err = NULL;
-        r = ca_for_spec(spec->ca, fo.ca_file, &spec_ca, &ca_err);
-        if (r < 0)
-                return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", shown,
-                                       ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
-        if (spec_ca)
-                fo.ca_file = spec_ca;
+        if (r != KILN_EXIT_OK)
+                return r;
 
-        /* 6. plan: every refusal is made here, before anything is written */
+        /* 6. plan, check, run: every refusal is made before anything is written */
         /* a recorded inventory may enlist (nothing is planned) but not apply */
         if (inv_path && !dry_run && !skip_storage) {
                 log_error("--inventory plans for another machine: it needs --dry-run");
                 return KILN_EXIT_USAGE;
         }
-        _cleanup_plan_free_ struct plan *plan = NULL;
-        _cleanup_plan_free_ struct plan *resume = NULL;
-        bool unwiped;   /* resuming over disks the spec may not wipe: no fresh fallback */
-        r = resume_plan_decide(spec, inv, cl.fresh, &diags, &plan, &resume, &unwiped);
-        if (r < 0)
-                return cmd_plan_failed(r, &diags, "apply", shown);
-        (void) cmd_plan_warnings(&diags, false, "apply", shown);
-        /* a resume plan is only a candidate until the progress record is read:
-         * apply says once which it is ("resuming ..." or "not resuming ...") */
-        if (resume)
-                log_info("plan %.12s: %s", plan->fingerprint, resume->mode_why);
-        else
-                log_info("plan %.12s: fresh install (%s)", plan->fingerprint, plan->mode_why);
-
-        const char *hostname = plan->hostname;  /* expanded by plan_build, as `kiln plan` shows it */
-        if (!dry_run && spec->hostname && !hostname)
-                return log_error("refusing to apply spec '%s': hostname '%s' needs ${%s}, %s%s%s; nothing was written",
-                                 shown, spec->hostname, plan->hostname_missing ? plan->hostname_missing : "?",
-                                 plan->hostname_placeholder ? "but this machine reports the placeholder '" :
-                                                              "which this machine's inventory lacks",
-                                 plan->hostname_placeholder ?: "", plan->hostname_placeholder ? "'" : ""), KILN_EXIT_BAD_SPEC;
-
-        /* 7. run it, and finish */
-        if (!dry_run && no_finish) {
-                _cleanup_free_ char *f = strdupf("%s\n", finish_name(spec->finish));
-                r = f ? run_file_write("finish", f, strlen(f), NULL) : -ENOMEM;
-                if (r < 0)
-                        return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
-        }
-        /* The run report: every step becomes a stage (and a webhook event
-         * when the spec has a webhook); bench, image and registration add
-         * their figures. It is saved, and a failed run is reported too. */
-        _cleanup_(report_freep) struct report *report = NULL;
-        r = report_new(&report);
-        if (r < 0)
-                return log_error_errno(r, "failed to start the run report: %m"), KILN_EXIT_FAILURE;
-        (void) report_set_node(report, inv, hostname, NULL);
-        struct register_options ro;
-        register_options_default(&ro);
-        ro.ca_file = fo.ca_file;
-        struct register_events ev;
-        if (!dry_run)
-                register_attach_events(report, &ev, spec, &ro);
-        else
-                ev = (struct register_events) {};
-
+        struct boot_run b = { .spec = spec, .inv = inv, .no_finish = no_finish };
+        _cleanup_(cmd_run_done) struct cmd_run run = {
+                .subject = shown, .dry_run = dry_run, .fresh = cl.fresh, .ca_file = fo.ca_file, .ca_in_dry_run = true,
+                .prepare = boot_prepare, .userdata = &b,
+        };
         struct apply_options ao = {
-                .dry_run = dry_run,
                 .finish = !dry_run && !no_finish && !skip_storage,
                 .skip_storage = skip_storage,
-                .hostname = hostname,
                 .hook = progress_apply_hook,
-                .userdata = report,
-                .report = report,
-                .ca_file = fo.ca_file,
-                .fallback = resume && !unwiped ? plan : NULL,
+                .spec_url = url,                /* fetched again at first boot (register.cloudstack) */
+                .spec_sha256 = res.sha256,
         };
-        log_info("applying spec '%s' (%zu steps) on %s", shown, plan->n_steps, hostname ? hostname : "this machine");
         t0 = now_usec();
-        enum plan_step_kind failed;
-        r = apply_run(resume ? resume : plan, &ao, &failed); /* on failure it said which step, on what and why, reported it and saved the report */
-        register_events_done(&ev);
-        if (r < 0)
-                return cmd_apply_exit_code(r, failed);
+        r = cmd_run_spec(spec, inv, &run, &ao);  /* on failure it said which step, on what and why, reported it and saved the report */
+        if (b.events)
+                register_events_done(&b.ev);
+        report_free(b.report);
+        if (r != KILN_EXIT_OK)
+                return r;
         log_info("spec '%s' applied in %.1f s; finish: %s", shown, (now_usec() - t0) / 1e6,
                  dry_run ? "none (dry run)" : finish_name(spec->finish));
         if (!ao.finish || spec->finish == SPEC_FINISH_NONE)
                 return KILN_EXIT_OK;
         /* every stage has ended and the report is saved and delivered: the
          * storage stack goes down, so the disks the node boots next are clean */
-        stack_down(plan, finish_name(spec->finish));
+        stack_down(run.plan, finish_name(spec->finish));
         sync();
         if (reboot(spec->finish == SPEC_FINISH_REBOOT ? RB_AUTOBOOT : RB_POWER_OFF) < 0)
                 return log_error_errno(-errno, "failed to %s: %m", finish_name(spec->finish)), KILN_EXIT_FAILURE;

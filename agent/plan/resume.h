@@ -45,10 +45,7 @@ int resume_record_to_json(const struct resume_record *rec, struct strbuf *out);
 /* -EBADMSG when the text is not a record of RESUME_RECORD_FORMAT,
  * -ENOTEMPTY when anything but white space follows the JSON document. */
 int resume_record_from_json(const char *text, size_t len, struct resume_record *ret);
-/* Atomic: a temporary file in the same directory, fsync, rename, fsync of
- * the directory; missing parent directories are made. */
-int resume_record_save(const struct resume_record *rec, const char *path);
-int resume_record_load(const char *path, struct resume_record *ret);
+/* Reading and writing the file: agent/apply/record.h. */
 void resume_record_done(struct resume_record *rec);
 
 /* Pure. Returns 1 and a resume plan in *ret when the disks the fresh plan
@@ -74,10 +71,5 @@ int resume_decide_unwiped(const struct spec *spec, const struct inventory *inv, 
  * diagnostics in *diags. On success, *ret_fresh is the fresh plan, *ret_resume
  * the resume plan or NULL, and *ret_unwiped tells that the fresh plan must
  * never run (the spec does not allow wiping those disks). */
-int resume_plan_decide(const struct spec *spec, const struct inventory *inv, bool force_fresh, struct diags *diags,
-                       struct plan **ret_fresh, struct plan **ret_resume, bool *ret_unwiped);
-
-/* Empty the target root for a new image: everything under it is removed
- * except other filesystems' mount points (and what leads to them) and
- * lost+found. Never crosses into another filesystem. */
-int resume_clean_root(const char *target, unsigned *ret_removed);
+int plan_decide(const struct spec *spec, const struct inventory *inv, bool force_fresh, struct diags *diags,
+                struct plan **ret_fresh, struct plan **ret_resume, bool *ret_unwiped);

@@ -240,8 +240,9 @@ struct spec_cloudstack {
         char *zone, *pod, *cluster;
         char *api_key;
         char *secret_key;       /* SECRET */
-        char *host_username;    /* what addHost logs in with */
-        char *host_password;    /* SECRET */
+        char *host_username;    /* what addHost logs in with; the account is set up on the target */
+        char *host_password;    /* SECRET; stored hashed in the target's /etc/shadow */
+        char *host_authorized_key; /* the management server's SSH public key, for host_username */
         char *host_url;         /* default: http://<node ip> */
 };
 
