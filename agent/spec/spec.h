@@ -56,7 +56,16 @@ struct spec_disk {
         unsigned count;         /* disks this rule must match exactly; default 1 */
         bool wipe;              /* allow destroying existing signatures */
         struct spec_mark match_mark;
+        /* match: [{...}, {...}]: fallback criteria, tried in order; the
+         * first that selects exactly count disks wins (plan.c). Each holds
+         * its own criteria merged with those written directly in the entry
+         * (which then stand in the fields above too), its id, count and wipe
+         * copied; mark and match_mark are its mapping's. n_alts == 0: a
+         * single set of criteria, the fields above. */
+        struct spec_disk *alts; size_t n_alts;
 };
+
+#define SPEC_DISK_MAX_ALTS 16u
 
 enum spec_part_type {
         SPEC_PART_LINUX = 0,
