@@ -1482,7 +1482,8 @@ static int emit_tail(struct builder *b) {
         const struct spec_cloudstack *c = &s->cloudstack;
         if (c->present &&
             (r = step_emit(b, PLAN_REGISTER, NULL, c, 0, NULL, 0, false, NULL,
-                           strdupf("register with CloudStack at %s (zone %s, pod %s, cluster %s)", url_display(c->endpoint, shown),
+                           strdupf("install kiln-register.service: addHost with CloudStack at %s (zone %s, pod %s, cluster %s) "
+                                   "from the installed system's first boot", url_display(c->endpoint, shown),
                                    c->zone ? c->zone : "-", c->pod ? c->pod : "-", c->cluster ? c->cluster : "-"), NULL)) < 0)
                 return r;
         if (s->webhook.present &&

@@ -70,6 +70,8 @@ int firstboot_conf_parse(const char *text, struct firstboot_conf *ret, char **re
                 size_t vlen = n - klen - 1;
                 if (vlen == 0)
                         return set_errorf(reterr, -EINVAL, "line %u: '%s' is empty", line, conf_keys[i].key);
+                if (memchr(eq + 1, '\r', vlen))
+                        return set_errorf(reterr, -EINVAL, "line %u: '%s' holds a carriage return", line, conf_keys[i].key);
                 if (!(*f = strndup(eq + 1, vlen)))
                         return -ENOMEM;
         }

@@ -213,7 +213,67 @@ install_run "$T/install2.log"; rc=$?
   && ok "root's password is left as the image had it" || bad "root's shadow entry changed"
 [[ $(sql "SELECT count(*) FROM requests WHERE command = 'addHost'") == 1 ]] && ok "still no addHost from an install run" || bad "install run 2 sent addHost"
 
-# ---- 5. kiln apply needs --spec-url with register.cloudstack ------------------
+# ---- 5. root with a password, and the stand-in's SSH login through it --------
+# The node's sshd: Debian's OpenSSH on 127.0.0.1, in a mount namespace where
+# /etc/shadow is the target's (the hash kiln wrote) and /etc/passwd the
+# target's plus the host's sshd privilege-separation user, with kiln's drop-in
+# first in its config; /usr/local/sbin holds the stub cloudstack-setup-agent.
+if [[ -x /usr/sbin/sshd ]] && /usr/bin/python3 -c 'import paramiko' 2>/dev/null; then
+  stop_controller
+  start_controller
+  write_fb_spec root password
+  install_run "$T/install3.log" || { cat "$T/install3.log"; bad "install run 3 failed"; }
+  d=$T/sshd
+  mkdir -p "$d" "$T/sbin"
+  install -m 0755 "$SRC/tests/controller/cloudstack-setup-agent-stub" "$T/sbin/cloudstack-setup-agent"
+  ssh-keygen -q -t ed25519 -N '' -f "$d/host_key"
+  { cat "$R/etc/passwd"; grep -E '^sshd:' /etc/passwd; } >"$d/passwd"
+  SSH_PORT=$(free_port)
+  cat >"$d/sshd_config" <<CFG
+Include $R/etc/ssh/sshd_config.d/*.conf
+Port $SSH_PORT
+ListenAddress 127.0.0.1
+HostKey $d/host_key
+PidFile $d/pid
+UsePAM no
+AuthorizedKeysFile none
+LogLevel VERBOSE
+CFG
+  unshare --mount --propagation private /bin/sh -c '
+    d=$1 t=$2 r=$3
+    mount --bind "$d/passwd" /etc/passwd && mount --bind "$r/etc/shadow" /etc/shadow &&
+    mount --bind "$t/sbin" /usr/local/sbin && mount -t tmpfs tmpfs /run && mkdir -m 0755 /run/sshd &&
+    exec /usr/sbin/sshd -D -e -f "$d/sshd_config"' sh "$d" "$T" "$R" >"$d/log" 2>&1 &
+  SSHD_PID=$!
+  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$SSH_PORT") 2>/dev/null && break; sleep 0.05; done
+  admin "{\"ssh\": {\"hosts\": {\"10.0.2.15\": $SSH_PORT}, \"required\": true}}"
+  rm -f "$R/var/lib/kiln/registered"
+  "$KILN" register --firstboot "$R/etc/kiln/firstboot.conf" --root "$R" >"$T/fb6.log" 2>&1; rc=$?
+  [[ $rc == 0 ]] && ok "first boot with root's password: registered" || { cat "$T/fb6.log" "$d/log"; bad "first boot 3: rc $rc"; }
+  [[ $(sql "SELECT username || ' ' || result FROM logins") == "root ok" ]] && grep -q "Accepted password for root from 127.0.0.1" "$d/log" \
+    && ok "the stand-in logged in as root with the spec's password, checked by sshd against kiln's hash" \
+    || bad "logins: $(sql 'SELECT * FROM logins'); sshd: $(tail -5 "$d/log")"
+  [[ -s $T/sbin/setup-agent.calls && $(sql "SELECT state FROM hosts") == Up ]] && ok "the agent setup ran, the host is Up" \
+    || bad "setup calls: $(cat "$T/sbin/setup-agent.calls" 2>&1), hosts: $(sql 'SELECT * FROM hosts')"
+  # any other login is refused by the drop-in's AllowUsers (cloudadmin still has the password from part 1)
+  printf '%s' "$HOST_PASSWORD" | /usr/bin/python3 -c '
+import sys, paramiko
+c = paramiko.SSHClient(); c.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+try:
+    c.connect("127.0.0.1", port=int(sys.argv[1]), username="cloudadmin", password=sys.stdin.read(), timeout=10,
+              look_for_keys=False, allow_agent=False)
+except paramiko.AuthenticationException:
+    sys.exit(3)
+sys.exit(0)' "$SSH_PORT"; rc=$?
+  [[ $rc == 3 ]] && grep -q "User cloudadmin from 127.0.0.1 not allowed because not listed in AllowUsers" "$d/log" \
+    && ok "a login as cloudadmin is refused: not listed in AllowUsers" || bad "cloudadmin login: rc $rc; sshd: $(tail -5 "$d/log")"
+  kill "$SSHD_PID" 2>/dev/null; wait "$SSHD_PID" 2>/dev/null; SSHD_PID=
+  assert_no_secrets "$T/fb6.log" "$d/log"
+else
+  echo "skip: no /usr/sbin/sshd or python3-paramiko for the SSH login part"
+fi
+
+# ---- 6. kiln apply needs --spec-url with register.cloudstack ------------------
 # (planned on a recorded disk whose device no machine has: were the refusal
 # missing, the run would fail on a path that does not exist, never on this host's disks)
 jq '.disks[0].path = "/dev/kiln-test-no-such-disk"' "$INV" >"$T/inv-nodisk.json"
