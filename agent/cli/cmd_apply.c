@@ -12,11 +12,9 @@
 #include <getopt.h>
 
 static void apply_usage(FILE *f) {
-        fprintf(f, "usage: kiln apply SPEC [--inventory FILE|DIR] [--dry-run] [--yes] [--fresh] [--reinstall TOKEN]\n"
+        fprintf(f, "usage: kiln apply SPEC [--inventory FILE|DIR] [--dry-run] [--yes] [--fresh]\n"
                    "  --dry-run        print the steps, change nothing\n"
                    "  --fresh          never resume an interrupted run: install from scratch\n"
-                   "  --reinstall TOKEN  install again over a finished install whose record holds another\n"
-                   "                   token (beats the spec's reinstall:; docs/reinstall.md)\n"
                    "  --yes            confirm that the listed data may be destroyed\n"
                    "  --inventory X    plan against a recorded inventory (JSON or tree)\n");
 }
@@ -48,25 +46,16 @@ static int apply_check(struct cmd_run *run, void *userdata) {
         return KILN_EXIT_REFUSED;
 }
 
-/* A finished run of this plan on the disks: nothing to do (kiln boot would
- * boot it; docs/reinstall.md). */
-static int apply_installed(struct cmd_run *run, struct apply_inspection *in, const char *why, void *userdata) {
-        printf("nothing to do: %s; nothing was written (install it again on purpose: a new reinstall token, "
-               "docs/reinstall.md)\n", why);
-        return KILN_EXIT_OK;
-}
-
 int cmd_apply(int argc, char **argv) {
         static const struct option longopts[] = {
                 { "inventory", required_argument, NULL, 'i' },
                 { "dry-run", no_argument, NULL, 'n' },
                 { "yes", no_argument, NULL, 'y' },
                 { "fresh", no_argument, NULL, 'f' },
-                { "reinstall", required_argument, NULL, 'R' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
-        const char *inv_path = NULL, *reinstall = NULL;
+        const char *inv_path = NULL;
         bool dry_run = false, yes = false, fresh = false;
         int c;
         optind = 1;
@@ -76,14 +65,6 @@ int cmd_apply(int argc, char **argv) {
                 case 'n': dry_run = true; break;
                 case 'y': yes = true; break;
                 case 'f': fresh = true; break;
-                case 'R':
-                        if (spec_reinstall_problem(optarg)) {
-                                log_error("--reinstall '%s' %s (a token of A-Z a-z 0-9 . _ : -, at most 64)", optarg,
-                                          spec_reinstall_problem(optarg));
-                                return KILN_EXIT_USAGE;
-                        }
-                        reinstall = optarg;
-                        break;
                 case 'h': apply_usage(stdout); return KILN_EXIT_OK;
                 default: apply_usage(stderr); return KILN_EXIT_USAGE;
                 }
@@ -106,7 +87,6 @@ int cmd_apply(int argc, char **argv) {
         struct apply_check chk = { .spec_path = spec_path, .yes = yes };
         _cleanup_(cmd_run_done) struct cmd_run run = {
                 .subject = spec_path, .dry_run = dry_run, .fresh = fresh, .check = apply_check, .userdata = &chk,
-                .inspect = !inv_path, .reinstall = reinstall, .installed = apply_installed,
         };
         struct apply_options opts = {};
         return cmd_run_spec(spec, inv, &run, &opts);

@@ -1,4 +1,4 @@
-/* kiln boot [--cmdline FILE] [--inventory X] [--dry-run] [--no-finish] [--skip-storage]
+/* kiln boot [--cmdline FILE] [--inventory X] [--dry-run] [--no-finish] [--no-kexec] [--skip-storage]
  *
  * What the initramfs' /init runs: reads kiln.* from the kernel command line
  * (cmdline.h), looks at this machine (inventory), fetches the host spec
@@ -8,6 +8,12 @@
  * (reboot, poweroff, none) is written to RUN_DIR/finish instead, so that
  * /init can report first and then do it. Every failure is one line naming
  * the stage, the subject and the reason, and a documented exit code.
+ *
+ * A finished node of the same plan (the progress record says so, read with
+ * everything opened read-only) is not installed again: kiln boots its
+ * installed system (kexec), refuses another plan, and reinstalls only on a
+ * new reinstall token (kiln.reinstall=, the spec's reinstall:);
+ * docs/reinstall.md. --no-kexec prints what it would kexec instead.
  *
  * --skip-storage is a test knob (tests/fleet): with a recorded inventory it
  * runs only the network half of a real run (spec, image into KILN_TARGET as

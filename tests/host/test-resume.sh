@@ -122,68 +122,84 @@ grep -q "UUID=$(blkid -o value -s UUID "${LOOP}p2") / ext4" "$T/target/etc/fstab
 ((FAILS == 0)) && ok "second run resumed"
 umount -R "$T/target"
 
-# 4. over a finished install (docs/reinstall.md): looked at read-only (the
-# disk's sha256 unchanged), nothing to do; `kiln boot --no-kexec` says what
-# it would kexec; another plan is refused; a new reinstall token installs fresh
-# an installed kernel and initrd, as Debian links them (/vmlinuz -> boot/...)
-mount "${LOOP}p2" "$T/target" && mount "${LOOP}p1" "$T/target/boot" || fail "cannot mount the finished install"
-echo kernel >"$T/target/boot/vmlinuz-6.1.0-test" && echo initrd >"$T/target/boot/initrd.img-6.1.0-test"
-ln -sfn boot/vmlinuz-6.1.0-test "$T/target/vmlinuz" && ln -sfn boot/initrd.img-6.1.0-test "$T/target/initrd.img"
-umount -R "$T/target"
+# 4. kiln boot over a finished install (docs/reinstall.md): looked at
+# read-only (the disk's sha256 unchanged), boot-installed (--no-kexec says
+# what it would boot), kiln.fresh changes nothing, another plan is refused
+# (exit 3), a new reinstall token installs fresh and is recorded, the same
+# token again (on the command line or in the spec) boots it
+fake_kernel() {  # an installed kernel and initrd, as Debian links them (/vmlinuz -> boot/...)
+  mount "${LOOP}p2" "$T/target" && mount "${LOOP}p1" "$T/target/boot" || fail "cannot mount the finished install"
+  echo kernel >"$T/target/boot/vmlinuz-6.1.0-test" && echo initrd >"$T/target/boot/initrd.img-6.1.0-test"
+  ln -sfn boot/vmlinuz-6.1.0-test "$T/target/vmlinuz" && ln -sfn boot/initrd.img-6.1.0-test "$T/target/initrd.img"
+  umount -R "$T/target"
+}
 disk_sum() { sync; sha256sum <"$T/a.img"; }
+boot() {  # want_rc spec-file cmdline-words...: kiln boot --no-kexec, output in $T/bout, $T/berr
+  local want=$1 spec=$2; shift 2
+  cp "$spec" "$T/www/spec.yaml"
+  echo "kiln.spec=http://127.0.0.1:$HTTP_PORT/spec.yaml $*" >"$T/cmdline"
+  rm -rf "$T/run"
+  "$KILN" boot --cmdline "$T/cmdline" --no-kexec >"$T/bout" 2>"$T/berr"; local rc=$?
+  [[ $rc == "$want" ]] || { tail -5 "$T/berr"; fail "kiln boot $* exited $rc, expected $want"; }
+}
+fake_kernel
 SUM=$(disk_sum)
-apply 0
-grep -q "^nothing to do: the disks hold a finished install of this plan (${recfp:0:12}); nothing was written" "$T/out" \
-  || fail "apply over a finished install: $(tail -3 "$T/out")"
-[[ $(disk_sum) == "$SUM" ]] && ok "finished install: nothing to do, the disk's sha256 unchanged" \
-  || fail "looking at a finished install changed the disk"
-findmnt -rn -o TARGET | grep -q "^$T/target" && fail "apply left the finished install mounted"
-grep -q "looking read-only: mount ${LOOP}p2" "$T/out" || fail "apply did not look at the root: $(cat "$T/out")"
-# kiln boot: the same decision; --no-kexec prints what it would boot
-cp "$T/spec.yaml" "$T/www/spec.yaml"
-echo "kiln.spec=http://127.0.0.1:$HTTP_PORT/spec.yaml" >"$T/cmdline"
-rm -rf "$T/run"
-"$KILN" boot --cmdline "$T/cmdline" --no-kexec >"$T/bout" 2>"$T/berr"; rc=$?
 root_uuid=$(blkid -o value -s UUID "${LOOP}p2")
 want="boot-installed: would kexec /vmlinuz -> boot/vmlinuz-6.1.0-test with /initrd.img -> boot/initrd.img-6.1.0-test, command line 'root=UUID=$root_uuid ro' (--no-kexec)"
-[[ $rc == 0 && $(cat "$T/bout") == "$want" ]] && ok "kiln boot --no-kexec: boot-installed" \
-  || fail "kiln boot --no-kexec over a finished install: rc=$rc, $(cat "$T/bout") $(tail -3 "$T/berr")"
+boot 0 "$T/spec.yaml"
+[[ $(cat "$T/bout") == "$want" ]] && ok "kiln boot over a finished install: boot-installed" || fail "boot-installed: $(cat "$T/bout")"
+grep -q "looking read-only: mount ${LOOP}p2" "$T/berr" || fail "kiln boot did not look at the root: $(tail -3 "$T/berr")"
 [[ $(jq -r .kernel "$T/run/boot-installed.json") == "/vmlinuz -> boot/vmlinuz-6.1.0-test" ]] \
   || fail "RUN_DIR/boot-installed.json: $(cat "$T/run/boot-installed.json")"
 [[ ! -e $T/run/report.json ]] || fail "boot-installed ran a run (report.json written)"
-[[ $(disk_sum) == "$SUM" ]] || fail "kiln boot over a finished install changed the disk"
-# kiln.fresh does not reinstall a finished node either
-echo "kiln.spec=http://127.0.0.1:$HTTP_PORT/spec.yaml kiln.fresh" >"$T/cmdline"
-"$KILN" boot --cmdline "$T/cmdline" --no-kexec >"$T/bout" 2>"$T/berr"; rc=$?
-[[ $rc == 0 && $(cat "$T/bout") == "$want" ]] || fail "kiln.fresh over a finished install: rc=$rc $(tail -3 "$T/berr")"
+findmnt -rn -o TARGET | grep -q "^$T/target" && fail "kiln boot left the finished install mounted"
+[[ $(disk_sum) == "$SUM" ]] && ok "boot-installed: the disk's sha256 unchanged" || fail "looking at a finished install changed the disk"
+boot 0 "$T/spec.yaml" kiln.fresh
+[[ $(cat "$T/bout") == "$want" ]] || fail "kiln.fresh over a finished install: $(cat "$T/bout")"
 [[ $(disk_sum) == "$SUM" ]] || fail "kiln.fresh over a finished install changed the disk"
-# another plan (another root label: the same layout to the inventory): refused, exit 3, nothing written
+# another plan (another root label: the same layout to the inventory): refused, nothing written
 sed 's/label: root,/label: root2,/' "$T/spec.yaml" >"$T/other.yaml"
 otherfp=$("$KILN" plan "$T/other.yaml" 2>/dev/null | sed -n 's/^fingerprint: //p')
-"$KILN" apply --yes "$T/other.yaml" >"$T/out" 2>&1; rc=$?
-want="error: refusing to apply '$T/other.yaml' on $LOOP: the disks hold a finished install of another plan ($recfp), this spec makes plan $otherfp, and no new reinstall token was given (none); nothing was written (to install it on purpose, give a new reinstall token: docs/reinstall.md)"
-[[ $rc == 3 ]] && grep -qxF "$want" "$T/out" && ok "another plan over a finished install: refused (exit 3)" \
-  || fail "another plan over a finished install: rc=$rc $(tail -2 "$T/out")"
+boot 3 "$T/other.yaml"
+want3="error: refusing to apply 'http://127.0.0.1:$HTTP_PORT/spec.yaml' on $LOOP: the disks hold a finished install of another plan ($recfp), this spec makes plan $otherfp, and no new reinstall token was given (none); nothing was written (to install it on purpose, give a new reinstall token: docs/reinstall.md)"
+grep -qxF "$want3" <(sed 's/^\[ *[0-9.]*\] //' "$T/berr") && ok "another plan over a finished install: refused (exit 3)" \
+  || fail "another plan: $(tail -2 "$T/berr")"
 [[ $(disk_sum) == "$SUM" ]] || fail "the refused plan changed the disk"
+# a spec that may not wipe, with a new token: refused, nothing written
+sed 's/wipe: true/wipe: false/' "$T/spec.yaml" >"$T/nowipe0.yaml"
+boot 3 "$T/nowipe0.yaml" kiln.reinstall=lab-0
+grep -q "refusing to reinstall '.*' on $LOOP: .*, but the spec does not allow wiping these disks (wipe: true); nothing was written" "$T/berr" \
+  || fail "wipe: false with a new token: $(tail -2 "$T/berr")"
+[[ $(disk_sum) == "$SUM" ]] || fail "wipe: false with a new token changed the disk"
 # the operator's act: a new token installs fresh and is recorded
-apply 0 --reinstall lab-1
-AFTER=$(uuids)
-[[ $AFTER != "$BEFORE" ]] && ok "--reinstall lab-1: fresh install" || fail "--reinstall did not install fresh (UUIDs unchanged)"
-grep -q "^reinstall: the disks hold a finished install of this plan .*the reinstall token 'lab-1' is not the one it was installed with (none)" "$T/out" \
-  || grep -q "reinstall: the disks hold" "$T/out" || fail "no reinstall reason: $(grep -i reinstall "$T/out")"
+UUIDS=$(uuids)
+boot 0 "$T/spec.yaml" kiln.reinstall=lab-1
+[[ $(uuids) != "$UUIDS" ]] && ok "kiln.reinstall=lab-1: fresh install" || fail "kiln.reinstall= did not install fresh (UUIDs unchanged)"
+grep -q "reinstall: the disks hold a finished install of this plan (${recfp:0:12}), and the reinstall token 'lab-1' is not the one it was installed with (none)" "$T/berr" \
+  || fail "no reinstall reason: $(grep -i reinstall "$T/berr" | tail -2)"
 [[ $(jq -r .reinstall "$rec") == lab-1 && $(jq .complete "$rec") == true ]] || fail "the record lacks the token: $(cat "$rec")"
 umount -R "$T/target"
-# the same token again: nothing to do; the spec's own reinstall: token acts the same way
+# the same token again (the boot server still sends it), or in the spec: boot-installed
+fake_kernel
 SUM=$(disk_sum)
-apply 0 --reinstall lab-1
-grep -q "^nothing to do" "$T/out" || fail "the same token again: $(tail -2 "$T/out")"
+boot 0 "$T/spec.yaml" kiln.reinstall=lab-1
+grep -q "^boot-installed: would kexec" "$T/bout" || fail "the same token again: $(cat "$T/bout") $(tail -2 "$T/berr")"
 sed 's/^version: 1$/version: 1\nreinstall: lab-1/' "$T/spec.yaml" >"$T/tok.yaml"
-"$KILN" apply --yes "$T/tok.yaml" >"$T/out" 2>&1 && grep -q "^nothing to do" "$T/out" || fail "spec reinstall: lab-1: $(tail -2 "$T/out")"
-[[ $(disk_sum) == "$SUM" ]] && ok "the same token again: nothing to do, disk unchanged" || fail "the same token changed the disk"
+boot 0 "$T/tok.yaml"
+grep -q "^boot-installed: would kexec" "$T/bout" || fail "the spec's reinstall: lab-1: $(cat "$T/bout") $(tail -2 "$T/berr")"
+[[ $(disk_sum) == "$SUM" ]] && ok "the same token again: boot-installed, the disk unchanged" || fail "the same token changed the disk"
 
-# 5. installed again (a new token), interrupted, then --fresh: everything is made again
+# 4b. kiln apply --yes is the operator's own act: over a finished install it installs fresh
+apply 0
+AFTER=$(uuids)
+[[ $AFTER != "$BEFORE" ]] && ok "finished install: fresh install" || fail "a finished install was resumed (UUIDs unchanged)"
+[[ $(report .resumed) == false ]] || fail "report says resumed after a finished install"
+grep -q 'finished' <<<"$(report .resume.fresh_because)" || fail "report does not say why fresh: $(report -c .resume)"
+umount -R "$T/target"
+
+# 5. interrupted again, then --fresh: everything is made again
 rm "$T/www/small.tar.zst"
-apply 5 --reinstall lab-2
+apply 5
 umount -R "$T/target"
 BEFORE=$(uuids)
 cp "$SMALL_DIR/small.tar.zst" "$T/www/"
@@ -198,22 +214,17 @@ done
 umount -R "$T/target"
 
 # 6. a spec without 'wipe: true' (the same plan otherwise) over those disks:
-# over the finished install there is nothing to do, and a new token is
-# refused (it may not wipe), both changing nothing; over an interrupted run
-# it resumes
+# over the finished install it refuses and changes nothing; over an
+# interrupted run it resumes
 sed 's/wipe: true/wipe: false/' "$T/spec.yaml" >"$T/nowipe.yaml"
 BEFORE=$(uuids)
-SUM=$(disk_sum)
 "$KILN" apply --yes "$T/nowipe.yaml" >"$T/out" 2>&1; rc=$?
-[[ $rc == 0 ]] || fail "wipe: false over a finished install exited $rc, expected 0: $(tail -3 "$T/out")"
-grep -q '^nothing to do: the disks hold a finished install of this plan' "$T/out" || fail "no reason given: $(tail -3 "$T/out")"
-"$KILN" apply --yes --reinstall lab-2 "$T/nowipe.yaml" >"$T/out" 2>&1; rc=$?
-[[ $rc == 3 ]] && grep -q "refusing to reinstall '$T/nowipe.yaml' on $LOOP: .*, but the spec does not allow wiping these disks (wipe: true); nothing was written" "$T/out" \
-  || fail "wipe: false with a new token: rc=$rc $(tail -2 "$T/out")"
-[[ $(uuids) == "$BEFORE" && $(disk_sum) == "$SUM" ]] || fail "wipe: false over a finished install changed the disk"
+[[ $rc == 4 ]] || fail "wipe: false over a finished install exited $rc, expected 4: $(tail -3 "$T/out")"
+grep -q 'the progress record says that run finished' "$T/out" || fail "no reason given: $(tail -3 "$T/out")"
+[[ $(uuids) == "$BEFORE" ]] || fail "wipe: false over a finished install changed the disk"
 umount -R "$T/target" 2>/dev/null
 rm "$T/www/small.tar.zst"
-apply 5 --reinstall lab-3      # wipe: true, a new token: installed again, interrupted again
+apply 5                 # wipe: true, interrupted again
 umount -R "$T/target"
 BEFORE=$(uuids)
 cp "$SMALL_DIR/small.tar.zst" "$T/www/"
