@@ -7,6 +7,8 @@
 #include "report.h"
 #include "configure.h"
 #include "exec.h"
+#include "firstboot.h"
+#include "firstboot_install.h"
 #include "fetch.h"
 #include "inventory.h"
 #include "log.h"
@@ -15,6 +17,7 @@
 #include "md.h"
 #include "mkfs.h"
 #include "mount.h"
+#include "netconf.h"
 #include "partition.h"
 #include "paths.h"
 #include "record.h"
@@ -527,7 +530,7 @@ static void save_report(const struct apply_ctx *c) {
                 log_warning_errno(r, "failed to save the run report to '%s': %m", path);
         if (!c->target_ready)
                 return;
-        snprintf(path, sizeof path, "%s/var/lib/kiln/report.json", kiln_paths.target);
+        snprintf(path, sizeof path, "%s" FIRSTBOOT_REPORT, kiln_paths.target);
         r = report_save(c->report, path);
         if (r < 0)
                 log_warning_errno(r, "failed to save the run report to '%s': %m", path);
@@ -682,13 +685,57 @@ static int step_image(struct apply_ctx *c, const struct plan_step *s) {
         return 0;
 }
 
+/* The installed system's address, when the spec's network gives it one:
+ * the first bridge's static address, without its prefix length. */
+static char *installed_ip(const struct plan *p) {
+        for (size_t i = 0; p->net && i < p->net->n_bridges; i++) {
+                const char *a = p->net->bridges[i].address;
+                if (a)
+                        return strndup(a, strcspn(a, "/"));
+        }
+        return NULL;
+}
+
+/* register cloudstack: addHost is the installed system's (firstboot.h);
+ * this step installs what its first boot runs. */
+static int step_firstboot(struct apply_ctx *c) {
+        if (!c->target_ready && !c->opts->skip_storage)
+                return strbuf_adds(&c->why, "no installed root for the first-boot registration (the configure step "
+                                            "did not run)"), -ENOENT;
+        _cleanup_free_ char *ip = installed_ip(c->plan);
+        struct firstboot_source src = {
+                .spec_url = c->opts->spec_url, .spec_sha256 = c->opts->spec_sha256, .ca_file = c->opts->ca_file, .ip = ip,
+        };
+        _cleanup_strbuf_ struct strbuf warnings = STRBUF_INIT;
+        int r = firstboot_install(c->plan->spec, &src, &warnings, &c->why);
+        for (char *line = warnings.buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                if ((nl = strchr(line, '\n')))
+                        *nl = 0;
+                log_warning("first boot: %s", line);
+        }
+        if (r < 0)
+                return r;
+        c->target_ready = true;         /* a plain directory (--skip-storage) takes the report too */
+        log_info("first boot: %s enabled in %s: it runs %s register --firstboot %s (addHost as '%s'%s%s)",
+                 FIRSTBOOT_UNIT_NAME, kiln_paths.target, FIRSTBOOT_BINARY, FIRSTBOOT_CONF,
+                 c->plan->spec->cloudstack.host_username, c->plan->spec->cloudstack.host_password ? ", password hashed in /etc/shadow" : "",
+                 c->plan->spec->cloudstack.host_authorized_key ? ", the management server's key authorized" : "");
+        return 0;
+}
+
 static int step_register(struct apply_ctx *c, const struct plan_step *s) {
+        if (s->index == 0) {
+                int k = step_firstboot(c);
+                if (k < 0)
+                        return k;
+        }
         if (c->registered)
                 return 0;       /* the plan lists one step per target; one run serves all */
         c->registered = true;
         struct register_options ro;
         register_options_default(&ro);
         ro.ca_file = c->opts->ca_file;
+        ro.cloudstack_firstboot = true;
         (void) report_finish(c->report, REPORT_SUCCESS, NULL, NULL);
         _cleanup_free_ char *err = NULL;
         int r = register_run(c->plan->spec, c->report, &ro, &err);
@@ -696,7 +743,7 @@ static int step_register(struct apply_ctx *c, const struct plan_step *s) {
                 return 0;
         if (r < 0)
                 return strbuf_adds(&c->why, err ? err : "registration failed"), r;
-        log_info("registered with the controller");
+        log_info("%s", c->plan->spec->webhook.present ? "run report delivered to the webhook" : "registration left to the first boot");
         return 0;
 }
 
@@ -1014,6 +1061,7 @@ static void report_failure(struct apply_ctx *c, const struct plan_step *s, const
         struct register_options ro;
         register_options_default(&ro);
         ro.ca_file = c->opts->ca_file;
+        ro.cloudstack_firstboot = true;
         _cleanup_free_ char *err = NULL;
         int r = register_run(c->plan->spec, c->report, &ro, &err);
         if (r < 0 && r != -ENOMSG)

@@ -47,6 +47,9 @@ struct apply_options {
         bool skip_storage;      /* test knob (kiln boot --skip-storage, tests/fleet): only the network half runs
                                  * (image into KILN_TARGET as a plain directory, register, finish); every
                                  * storage step and configure is logged as skipped, no disk is touched */
+        const char *spec_url;   /* where the installed system fetches the spec again at first boot (with
+                                 * register.cloudstack: firstboot.h), and the sha256 it must have */
+        const char *spec_sha256;
 };
 
 /* Returns 0, or the -errno that stopped the run; then *ret_failed (if not

@@ -407,6 +407,8 @@ int cmd_boot(int argc, char **argv) {
                 .finish = !dry_run && !no_finish && !skip_storage,
                 .skip_storage = skip_storage,
                 .hook = progress_apply_hook,
+                .spec_url = url,                /* fetched again at first boot (register.cloudstack) */
+                .spec_sha256 = res.sha256,
         };
         t0 = now_usec();
         r = cmd_run_spec(spec, inv, &run, &ao);  /* on failure it said which step, on what and why, reported it and saved the report */

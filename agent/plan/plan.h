@@ -98,6 +98,7 @@ struct plan_disk {
         const struct spec_disk *rule;
         const struct inv_disk *disk;
         unsigned index;         /* 0..count-1 within the rule */
+        unsigned alt;           /* a rule with match alternatives: the one that won, 1-based; else 0 */
 };
 
 struct plan {

@@ -56,7 +56,16 @@ struct spec_disk {
         unsigned count;         /* disks this rule must match exactly; default 1 */
         bool wipe;              /* allow destroying existing signatures */
         struct spec_mark match_mark;
+        /* match: [{...}, {...}]: fallback criteria, tried in order; the
+         * first that selects exactly count disks wins (plan.c). Each holds
+         * its own criteria merged with those written directly in the entry
+         * (which then stand in the fields above too), its id, count and wipe
+         * copied; mark and match_mark are its mapping's. n_alts == 0: a
+         * single set of criteria, the fields above. */
+        struct spec_disk *alts; size_t n_alts;
 };
+
+#define SPEC_DISK_MAX_ALTS 16u
 
 enum spec_part_type {
         SPEC_PART_LINUX = 0,
@@ -231,8 +240,9 @@ struct spec_cloudstack {
         char *zone, *pod, *cluster;
         char *api_key;
         char *secret_key;       /* SECRET */
-        char *host_username;    /* what addHost logs in with */
-        char *host_password;    /* SECRET */
+        char *host_username;    /* what addHost logs in with; the account is set up on the target */
+        char *host_password;    /* SECRET; stored hashed in the target's /etc/shadow */
+        char *host_authorized_key; /* the management server's SSH public key, for host_username */
         char *host_url;         /* default: http://<node ip> */
 };
 
