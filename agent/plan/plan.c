@@ -1356,6 +1356,57 @@ int plan_kernel_cmdline(const struct spec *s, char **ret) {
         return 0;
 }
 
+/* name with every '-' doubled, as device-mapper names LVs */
+static int add_dm_escaped(struct strbuf *sb, const char *name) {
+        int r = 0;
+        for (const char *p = name; r >= 0 && *p; p++)
+                r = strbuf_addf(sb, *p == '-' ? "--" : "%c", *p);
+        return r;
+}
+
+int plan_installed_cmdline(const struct spec *s, const char *root_uuid, char **ret) {
+        const struct spec_filesystem *root = NULL;
+        for (size_t i = 0; i < s->n_filesystems; i++)
+                if (s->filesystems[i].mount && streq(s->filesystems[i].mount, "/"))
+                        root = &s->filesystems[i];
+        if (!root || !root->on)
+                return -ENOENT;
+        const struct spec_lv *lv = NULL;
+        const struct spec_vg *vg = NULL;
+        for (size_t i = 0; i < s->n_lvs; i++)
+                if (s->lvs[i].id && streq(s->lvs[i].id, root->on))
+                        lv = &s->lvs[i];
+        for (size_t i = 0; lv && lv->vg && i < s->n_vgs; i++)
+                if (s->vgs[i].id && streq(s->vgs[i].id, lv->vg))
+                        vg = &s->vgs[i];
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        _cleanup_free_ char *rest = NULL;
+        int r;
+        if (lv && vg) {
+                r = strbuf_adds(&sb, "root=/dev/mapper/");
+                if (r >= 0)
+                        r = add_dm_escaped(&sb, vg->name ? vg->name : vg->id);
+                if (r >= 0)
+                        r = strbuf_adds(&sb, "-");
+                if (r >= 0)
+                        r = add_dm_escaped(&sb, lv->name ? lv->name : lv->id);
+        } else if (root_uuid)
+                r = strbuf_addf(&sb, "root=UUID=%s", root_uuid);
+        else
+                return -ENODATA;
+        if (r >= 0)
+                r = plan_kernel_cmdline(s, &rest);
+        if (r >= 0)
+                r = strbuf_addf(&sb, " ro%s%s", *rest ? " " : "", rest);
+        if (r < 0)
+                return r;
+        char *t = strbuf_detach(&sb);
+        if (!t)
+                return -ENOMEM;
+        *ret = t;
+        return 0;
+}
+
 static const struct plan_step *find_step(const struct plan *p, enum plan_step_kind kind, const void *obj) {
         for (size_t i = 0; i < p->n_steps; i++)
                 if (p->steps[i].kind == kind && p->steps[i].obj == obj)

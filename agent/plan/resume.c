@@ -43,6 +43,7 @@ void resume_record_done(struct resume_record *rec) {
                 return;
         free(rec->version);
         free(rec->run_id);
+        free(rec->reinstall);
         *rec = (struct resume_record) {};
 }
 
@@ -58,6 +59,11 @@ int resume_record_to_json(const struct resume_record *rec, struct strbuf *out) {
                 r = strbuf_adds(out, ",\n  \"run_id\": ");
                 if (r >= 0)
                         r = strbuf_add_json_string(out, rec->run_id);
+        }
+        if (r >= 0 && rec->reinstall) {
+                r = strbuf_adds(out, ",\n  \"reinstall\": ");
+                if (r >= 0)
+                        r = strbuf_add_json_string(out, rec->reinstall);
         }
         if (r >= 0)
                 r = strbuf_adds(out, ",\n  \"stages_done\": [");
@@ -99,7 +105,7 @@ int resume_record_from_json(const char *text, size_t len, struct resume_record *
                 goto out;
         }
         json_object *fmt, *stages, *complete;
-        const char *fp, *version, *run_id;
+        const char *fp, *version, *run_id, *reinstall;
         if (!ok || !json_object_is_type(root, json_type_object) ||
             !json_object_object_get_ex(root, "kiln_progress", &fmt) || !json_object_is_type(fmt, json_type_int) ||
             json_object_get_int(fmt) != RESUME_RECORD_FORMAT ||
@@ -123,7 +129,9 @@ int resume_record_from_json(const char *text, size_t len, struct resume_record *
         r = -ENOMEM;
         version = jstr(root, "version");
         run_id = jstr(root, "run_id");
-        if ((version && !(rec.version = strdup(version))) || (run_id && !(rec.run_id = strdup(run_id))))
+        reinstall = jstr(root, "reinstall");
+        if ((version && !(rec.version = strdup(version))) || (run_id && !(rec.run_id = strdup(run_id))) ||
+            (reinstall && !(rec.reinstall = strdup(reinstall))))
                 goto out;
         *ret = rec;
         rec = (struct resume_record) {};
@@ -568,4 +576,46 @@ int plan_decide(const struct spec *spec, const struct inventory *inv, bool force
         *ret_resume = TAKE_PTR(resume);
         *ret_unwiped = unwiped;
         return 0;
+}
+
+/* ---- a finished node ---- */
+
+const char *plan_verdict_name(enum plan_verdict v) {
+        switch (v) {
+        case PLAN_VERDICT_RUN: return "run";
+        case PLAN_VERDICT_BOOT_INSTALLED: return "boot-installed";
+        case PLAN_VERDICT_REINSTALL: return "reinstall";
+        case PLAN_VERDICT_REFUSE: return "refuse";
+        }
+        return NULL;
+}
+
+const char *plan_reinstall_token(const struct spec *spec, const char *cmdline_token) {
+        return cmdline_token ? cmdline_token : spec ? spec->reinstall : NULL;
+}
+
+int plan_verdict(const struct plan *fresh, const struct resume_record *rec, const char *token, enum plan_verdict *ret,
+                 struct strbuf *why) {
+        if (!rec || !rec->complete) {
+                *ret = PLAN_VERDICT_RUN;
+                return 0;
+        }
+        bool same = streq(rec->fingerprint, fresh->fingerprint);
+        bool new_token = token && (!rec->reinstall || !streq(token, rec->reinstall));
+        if (new_token) {
+                *ret = PLAN_VERDICT_REINSTALL;
+                return strbuf_addf(why, "the disks hold a finished install of %s (%.12s), and the reinstall token '%s' "
+                                   "is not the one it was installed with (%s%s%s)", same ? "this plan" : "another plan",
+                                   rec->fingerprint, token, rec->reinstall ? "'" : "", rec->reinstall ? rec->reinstall : "none",
+                                   rec->reinstall ? "'" : "");
+        }
+        if (same) {
+                *ret = PLAN_VERDICT_BOOT_INSTALLED;
+                return strbuf_addf(why, "the disks hold a finished install of this plan (%.12s)%s%s%s", rec->fingerprint,
+                                   token ? ", installed with the reinstall token '" : "", token ? token : "", token ? "'" : "");
+        }
+        *ret = PLAN_VERDICT_REFUSE;
+        return strbuf_addf(why, "the disks hold a finished install of another plan (%s), this spec makes plan %s, and no new "
+                           "reinstall token was given (%s%s%s)", rec->fingerprint, fresh->fingerprint,
+                           token ? "the token '" : "none", token ? token : "", token ? "' is the one on the disks" : "");
 }

@@ -729,6 +729,18 @@ const char *spec_hostname_problem(const char *h) {
 /* The template is checked with every variable standing for one letter: what
  * is wrong then is wrong whatever the machine reports (the plan checks the
  * expanded name again). */
+const char *spec_reinstall_problem(const char *t) {
+        size_t n = t ? strlen(t) : 0;
+        if (n == 0)
+                return "is empty";
+        if (n > SPEC_REINSTALL_MAX)
+                return "is longer than 64 characters";
+        for (const char *p = t; *p; p++)
+                if (!isalnum((unsigned char) *p) && !strchr("._:-", *p))
+                        return "holds a character other than A-Z a-z 0-9 . _ : -";
+        return NULL;
+}
+
 static void check_hostname(struct ctx *c, const struct ynode *v, const char *h) {
         char t[QUOTE_MAX + 4];
         if (strstr(h, "${mac}")) {
@@ -2706,7 +2718,7 @@ static const char *const finish_names[] = {
 static void parse_root(struct ctx *c, const struct ynode *root) {
         static const char *const keys[] = {
                 "version", "hostname", "ca", "disks", "partitions", "raid", "luks", "lvm", "volumes",
-                "filesystems", "image", "boot", "bench", "register", "network", "finish", NULL,
+                "filesystems", "image", "boot", "bench", "register", "network", "finish", "reinstall", NULL,
         };
         struct spec *s = c->s;
         struct loc l = { NULL, "" };
@@ -2731,6 +2743,10 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
                         check_hostname(c, v, s->hostname);
         }
         (void) get_str(c, &l, "ca", map_get(root, "ca"), &s->ca);
+        v = map_get(root, "reinstall");
+        if (get_str(c, &l, "reinstall", v, &s->reinstall) > 0 && spec_reinstall_problem(s->reinstall))
+                emitn(c, v, "'reinstall' must be a token of A-Z a-z 0-9 . _ : - (at most 64), but '%s' %s",
+                      q(s->reinstall, t), spec_reinstall_problem(s->reinstall));
 
         PARSE_SECTION(c, root, "disks", "disk", s->disks, s->n_disks, parse_disk);
         PARSE_SECTION(c, root, "partitions", "partition", s->partitions, s->n_partitions, parse_partition);
@@ -2883,7 +2899,7 @@ struct spec *spec_free(struct spec *s) {
         free(cs->host_authorized_key);
         free(s->webhook.url); free_secret(s->webhook.hmac_key);
         network_free(&s->network);
-        free(s->file); free(s->hostname); free(s->ca);
+        free(s->file); free(s->hostname); free(s->ca); free(s->reinstall);
         free(s);
         return NULL;
 }

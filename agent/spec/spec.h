@@ -341,6 +341,7 @@ struct spec {
         char *hostname;         /* may contain ${mac:hexhyp} ${mac:hexraw} ${uuid} ${serial} ${hostname} */
         struct spec_mark hostname_mark;
         char *ca;               /* extra CA bundle (PEM text or path/URL) for HTTPS */
+        char *reinstall;        /* the operator's reinstall token (docs/reinstall.md), NULL if none */
 
         struct spec_disk *disks;             size_t n_disks;
         struct spec_partition *partitions;   size_t n_partitions;
@@ -399,6 +400,11 @@ int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, c
 /* Why h is not a host name by RFC 1123 ("has a label that starts or ends
  * with '-'"), or NULL when it is one. */
 const char *spec_hostname_problem(const char *h);
+/* A reinstall token (spec `reinstall:`, kiln.reinstall=; docs/reinstall.md):
+ * 1 to SPEC_REINSTALL_MAX characters of A-Z a-z 0-9 . _ : - ; NULL when t is
+ * one, else what is wrong with it. */
+#define SPEC_REINSTALL_MAX 64
+const char *spec_reinstall_problem(const char *t);
 /* An SMBIOS serial or UUID that boards report instead of a real one ("To be
  * filled by O.E.M.", "Default string", all zeros, ...): kiln treats it as
  * missing. NULL counts as a placeholder. */
