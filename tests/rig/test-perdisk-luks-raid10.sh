@@ -26,7 +26,7 @@ rig_expect_section mdadm-detail 'Chunk Size : 256K' "mdadm: 256K chunk"
 rig_expect_section mdadm-detail 'Active Devices : 4' "mdadm: 4 active devices"
 for k in 0 1 2 3; do
   rig_expect_section mdadm-detail "active sync +/dev/(mapper/crypt-$k|dm-[0-9]+)" "mdadm: member $k active"
-  rig_expect_section dmsetup "^crypt-$k: 0 [0-9]+ crypt aes-xts-plain64 " "dmsetup: crypt-$k is a dm-crypt aes-xts-plain64 mapping"
+  rig_expect_section dmsetup-table "^crypt-$k: 0 [0-9]+ crypt aes-xts-plain64 " "dmsetup: crypt-$k is a dm-crypt aes-xts-plain64 mapping"
 done
 rig_expect_no_section mdadm-detail 'active sync +/dev/vd[a-d]' "no raw partition is an md member"
 d=(a b c d)
