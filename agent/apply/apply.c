@@ -63,6 +63,7 @@ struct apply_ctx {
         bool resumed;                   /* the resume check passed */
         unsigned skip_stages;           /* resumed: the stages the record listed as done (1u << enum resume_stage) */
         char *fallback_why;             /* resuming is off: why (then the fresh plan runs) */
+        bool readonly;                  /* apply_inspect(): assemble, open, activate, mount without a write */
 };
 
 #define BENCH_DEFAULT_LEN (64ull * 1024 * 1024)
@@ -362,7 +363,7 @@ static int step_luks_open(struct apply_ctx *c, const struct plan_step *s) {
         int r = key_get(c, l, &key);
         if (r < 0)
                 return r;
-        r = luks_open(dev, luks_name(l), key, luks_choice(c, l).flags);
+        r = luks_open(dev, luks_name(l), key, luks_choice(c, l).flags | (c->readonly ? CRYPT_ACTIVATE_READONLY : 0));
         if (r < 0)
                 return r;
         _cleanup_free_ char *node = NULL;
@@ -417,6 +418,16 @@ static int step_mkfs(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_filesystem *fs = s->obj;
         if (!fs)
                 return -EINVAL;
+        if (fs->encrypt_random) {
+                /* crypttab maps it with a fresh key and mkswaps it at every boot; Debian's
+                 * cryptdisks refuses a plain-mode source that holds a filesystem signature,
+                 * and an old one must not be found on it either: leave it without any */
+                unsigned removed = 0;
+                int r = wipe_signatures(s->device, &removed);
+                if (r < 0)
+                        return strbuf_addf(&c->why, "clearing the signatures on %s", s->device), r;
+                return 0;
+        }
         return mkfs_make(fs->type, s->device, fs->label, fs->mkfs_options, &c->why);
 }
 
@@ -424,7 +435,9 @@ static int step_mount(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_filesystem *fs = s->obj;
         if (!fs || !fs->mount)
                 return -EINVAL;
-        int r = mount_under_target(s->device, fs->mount, fs->type, fs->mount_options);
+        /* read-only, and no journal replay (xfs norecovery, ext4 noload) */
+        const char *ro = fs->type == SPEC_FS_XFS ? "ro,norecovery" : fs->type == SPEC_FS_EXT4 ? "ro,noload" : "ro";
+        int r = mount_under_target(s->device, fs->mount, fs->type, c->readonly ? ro : fs->mount_options);
         if (r < 0)
                 return strbuf_addf(&c->why, "on %s%s", kiln_paths.target, fs->mount), r;
         return 0;
@@ -781,7 +794,7 @@ static int step_md_assemble(struct apply_ctx *c, const struct plan_step *s) {
         if (!raid)
                 return -EINVAL;
         const char *name = raid->name ? raid->name : raid->id;
-        int r = md_assemble(name, s->uuid, s->inputs, &c->why);
+        int r = md_assemble(name, s->uuid, s->inputs, c->readonly, &c->why);
         if (r < 0)
                 return r;
         _cleanup_free_ char *node = NULL;
@@ -797,7 +810,7 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
         if (!vg)
                 return -EINVAL;
         const char *name = vg->name ? vg->name : vg->id;
-        int r = lvm_vg_activate(name, &c->why);
+        int r = c->readonly ? lvm_vg_activate_readonly(name, &c->why) : lvm_vg_activate(name, &c->why);
         if (r < 0) {
                 /* lvm says "Cannot process volume group X: Input/output error"
                  * of a VG that is not there at all, which reads like a disk
@@ -937,6 +950,10 @@ static int step_resume_check(struct apply_ctx *c, const struct plan_step *s) {
                 c->rec.run_id = rid ? strdup(rid) : NULL;
                 free(c->rec.version);
                 c->rec.version = NULL;
+                if (c->opts->reinstall) {
+                        free(c->rec.reinstall);
+                        c->rec.reinstall = strdup(c->opts->reinstall);
+                }
                 record_save(c);
                 report_resume(c);
                 log_info("resuming the interrupted run of plan %.12s: stages done %s%s%s", c->plan->fingerprint, "storage",
@@ -1096,6 +1113,7 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
         memcpy(c.rec.fingerprint, p->fingerprint, sizeof c.rec.fingerprint);
         const char *rid = report_run_id(c.report);
         c.rec.run_id = rid ? strdup(rid) : NULL;
+        c.rec.reinstall = opts->reinstall ? strdup(opts->reinstall) : NULL;     /* the act this install answers */
         uint64_t t0 = now_usec();
         for (size_t k = 0; k < p->n_steps; k++) {
                 const struct plan_step *s = &p->steps[k];
@@ -1205,4 +1223,102 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
         free(c.fallback_why);
         report_free(own_report);
         return code;
+}
+
+/* ---- looking at a finished node, read-only ---- */
+
+static bool inspect_mounts(const struct plan_step *s) {
+        const struct spec_filesystem *fs = s->obj;
+        return fs && fs->mount && (streq(fs->mount, "/") || streq(fs->mount, "/boot"));
+}
+
+static void ctx_free(struct apply_ctx *c) {
+        if (!c)
+                return;
+        for (size_t i = 0; i < c->n_keys; i++)
+                luks_key_free(c->keys[i].key);
+        free(c->keys);
+        strbuf_release(&c->why);
+        resume_record_done(&c->rec);
+        free(c);
+}
+
+int apply_inspect(const struct plan *p, const struct apply_options *opts, struct apply_inspection *ret) {
+        *ret = (struct apply_inspection) { .record_err = -ENOENT, .image = KEXEC_IMAGE_INIT, .image_err = -ENOENT };
+        if (!p->resume)
+                return -EINVAL;
+        luks_setup_logging();
+        struct apply_ctx *c = calloc(1, sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        *c = (struct apply_ctx) { .plan = p, .opts = opts, .why = STRBUF_INIT, .readonly = true, .bench = { .chosen = -1 } };
+        c->why.max = 8192;
+        const char *root_dev = NULL;
+        for (size_t k = 0; k < p->n_steps; k++) {
+                const struct plan_step *s = &p->steps[k];
+                int r;
+                switch (s->kind) {
+                case PLAN_MD_ASSEMBLE: case PLAN_LUKS_OPEN: case PLAN_VG_ACTIVATE:
+                        break;
+                case PLAN_MOUNT:
+                        if (!inspect_mounts(s))
+                                continue;
+                        if (streq(((const struct spec_filesystem *) s->obj)->mount, "/"))
+                                root_dev = s->device;
+                        break;
+                case PLAN_RESUME_CHECK: {
+                        ret->ctx = c;
+                        ret->upto = k;
+                        r = resume_record_load(s->device, &ret->rec);
+                        ret->record_err = r;
+                        if (r < 0)
+                                ret->why = strdupf("progress record '%s': %s", s->device,
+                                                   r == -ENOENT ? "none" : r == -ENOTEMPTY ? "data after its JSON document" :
+                                                   "unreadable");
+                        ret->image_err = kexec_image_open(kiln_paths.target, &ret->image);
+                        _cleanup_free_ struct inv_signature *sigs = NULL;
+                        size_t n = 0;
+                        if (root_dev && sigprobe_device(root_dev, &sigs, &n) >= 0)
+                                for (size_t i = 0; i < n; i++) {
+                                        if (!ret->root_uuid && sigs[i].uuid)
+                                                ret->root_uuid = strdup(sigs[i].uuid);
+                                        free(sigs[i].type);
+                                        free(sigs[i].usage);
+                                        free(sigs[i].uuid);
+                                        free(sigs[i].label);
+                                }
+                        return 0;
+                }
+                default:
+                        continue;
+                }
+                log_info("looking read-only: %s %s", apply_step_name(s->kind), s->device ? s->device : s->id ? s->id : "-");
+                strbuf_reset(&c->why);
+                r = run_step(c, s);
+                if (r < 0) {
+                        const char *why = exec_last_line(&c->why);
+                        ret->record_err = -ESTALE;
+                        ret->why = strdupf("%s %s: %s%s%s", apply_step_name(s->kind), s->device ? s->device : "-", why,
+                                           *why ? ": " : "", strerror(-r));
+                        int q = resume_undo(c, k);
+                        ctx_free(c);
+                        return q < 0 ? q : 0;
+                }
+        }
+        ctx_free(c);    /* a resume plan without a resume-check: no record to read */
+        return 0;
+}
+
+int apply_inspect_end(struct apply_inspection *in) {
+        kexec_image_close(&in->image);
+        struct apply_ctx *c = in->ctx;
+        int r = c ? resume_undo(c, in->upto) : 0;
+        ctx_free(c);
+        in->ctx = NULL;
+        kexec_image_done(&in->image);
+        resume_record_done(&in->rec);
+        free(in->why);
+        free(in->root_uuid);
+        in->why = in->root_uuid = NULL;
+        return r;
 }

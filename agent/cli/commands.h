@@ -5,6 +5,7 @@
 #include "diag.h"
 #include "inventory.h"
 #include "plan.h"
+#include "resume.h"
 #include "spec.h"
 
 int cmd_validate(int argc, char **argv);
@@ -14,6 +15,7 @@ int cmd_apply(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_register(int argc, char **argv);
 int cmd_boot(int argc, char **argv);
+int cmd_kexec(int argc, char **argv);
 int cmd_fetch(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 
@@ -48,12 +50,19 @@ int cmd_apply_exit_code(int r, enum plan_step_kind failed);
  * command's), run (apply_run with the fresh plan as the resume's fallback).
  * Returns the exit code; run's plans stay for the caller (cmd_run_done). */
 struct apply_options;
+struct apply_inspection;
 struct cmd_run {
         const char *subject;    /* the spec's path or URL, as messages name it */
         bool dry_run;
         bool fresh;             /* --fresh, kiln.fresh: never resume */
         const char *ca_file;    /* kiln.ca= (a file) or NULL */
         bool ca_in_dry_run;     /* kiln boot: a dry run loads the spec's ca: too */
+        bool inspect;           /* this machine's disks (no recorded inventory): a resume candidate is
+                                 * looked at read-only first (apply_inspect(): a finished node?) */
+        const char *reinstall;  /* kiln.reinstall= or --reinstall (beats the spec's reinstall:) */
+        /* the disks hold a finished run of this plan (PLAN_VERDICT_BOOT_INSTALLED): what the
+         * command does instead of a run, with the stack still up read-only (in); an exit code */
+        int (*installed)(struct cmd_run *run, struct apply_inspection *in, const char *why, void *userdata);
         /* before the CA: the command's own refusals (apply: --yes); an exit code */
         int (*check)(struct cmd_run *run, void *userdata);
         /* after every check, before apply_run: what the command adds (boot:
@@ -67,6 +76,7 @@ struct cmd_run {
         char *spec_ca;          /* RUN_DIR/spec-ca.pem when the spec has a ca: */
         const char *run_ca;     /* the CA file of the run (spec_ca or ca_file) */
         enum plan_step_kind failed;
+        enum plan_verdict verdict;
 };
 int cmd_run_spec(const struct spec *spec, const struct inventory *inv, struct cmd_run *run, struct apply_options *ao);
 void cmd_run_done(struct cmd_run *run);

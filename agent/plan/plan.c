@@ -1267,6 +1267,19 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                 if (b->invalid)
                         return 0;
                 devs[i] = n->devs[0];
+                if (f->encrypt_random) {
+                        /* nothing is formatted: crypttab maps it with a fresh key and mkswaps it at every boot */
+                        _cleanup_free_ char *name = NULL;
+                        if ((r = spec_swap_crypt_name(f, &name)) < 0)
+                                return r;
+                        if ((r = step_emit(b, PLAN_MKFS, f->on, f, 0, NULL, n->size, n->approx, devs[i],
+                                           strdupf("clear the signatures on %s: swap encrypted with a fresh random key at "
+                                                   "every boot (crypttab '%s' from /dev/urandom: plain dm-crypt %s, %u-bit key)",
+                                                   devs[i], name, SPEC_SWAP_CIPHER, SPEC_SWAP_KEY_SIZE),
+                                           strdupf("contents of %s", devs[i]))) < 0)
+                                return r;
+                        continue;
+                }
                 _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
                 r = strbuf_addf(&desc, "%s %s", f->type == SPEC_FS_SWAP ? "mkswap" : "mkfs", spec_fs_type_name(f->type));
                 if (r >= 0)
@@ -1337,6 +1350,57 @@ int plan_kernel_cmdline(const struct spec *s, char **ret) {
         if (r < 0)
                 return r;
         char *t = strdup(strbuf_str(&sb));
+        if (!t)
+                return -ENOMEM;
+        *ret = t;
+        return 0;
+}
+
+/* name with every '-' doubled, as device-mapper names LVs */
+static int add_dm_escaped(struct strbuf *sb, const char *name) {
+        int r = 0;
+        for (const char *p = name; r >= 0 && *p; p++)
+                r = strbuf_addf(sb, *p == '-' ? "--" : "%c", *p);
+        return r;
+}
+
+int plan_installed_cmdline(const struct spec *s, const char *root_uuid, char **ret) {
+        const struct spec_filesystem *root = NULL;
+        for (size_t i = 0; i < s->n_filesystems; i++)
+                if (s->filesystems[i].mount && streq(s->filesystems[i].mount, "/"))
+                        root = &s->filesystems[i];
+        if (!root || !root->on)
+                return -ENOENT;
+        const struct spec_lv *lv = NULL;
+        const struct spec_vg *vg = NULL;
+        for (size_t i = 0; i < s->n_lvs; i++)
+                if (s->lvs[i].id && streq(s->lvs[i].id, root->on))
+                        lv = &s->lvs[i];
+        for (size_t i = 0; lv && lv->vg && i < s->n_vgs; i++)
+                if (s->vgs[i].id && streq(s->vgs[i].id, lv->vg))
+                        vg = &s->vgs[i];
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        _cleanup_free_ char *rest = NULL;
+        int r;
+        if (lv && vg) {
+                r = strbuf_adds(&sb, "root=/dev/mapper/");
+                if (r >= 0)
+                        r = add_dm_escaped(&sb, vg->name ? vg->name : vg->id);
+                if (r >= 0)
+                        r = strbuf_adds(&sb, "-");
+                if (r >= 0)
+                        r = add_dm_escaped(&sb, lv->name ? lv->name : lv->id);
+        } else if (root_uuid)
+                r = strbuf_addf(&sb, "root=UUID=%s", root_uuid);
+        else
+                return -ENODATA;
+        if (r >= 0)
+                r = plan_kernel_cmdline(s, &rest);
+        if (r >= 0)
+                r = strbuf_addf(&sb, " ro%s%s", *rest ? " " : "", rest);
+        if (r < 0)
+                return r;
+        char *t = strbuf_detach(&sb);
         if (!t)
                 return -ENOMEM;
         *ret = t;
@@ -1448,8 +1512,11 @@ static int emit_tail(struct builder *b) {
                 if (r < 0)
                         return r;
         }
+        bool swap_crypt = false;
+        for (size_t i = 0; i < s->n_filesystems; i++)
+                swap_crypt |= s->filesystems[i].encrypt_random;
         if ((r = step_emit(b, PLAN_CONFIGURE, NULL, s, 0, NULL, 0, false, NULL,
-                           strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks ? ", crypttab" : "",
+                           strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks || swap_crypt ? ", crypttab" : "",
                                    s->n_raids ? ", mdadm.conf" : "",
                                    b->plan->hostname ? b->plan->hostname : s->hostname ? s->hostname : ""), NULL)) < 0)
                 return r;

@@ -34,7 +34,8 @@ struct resume_record {
         char *version;          /* kiln version that wrote it */
         char *run_id;           /* the run report's id, NULL if none */
         unsigned stages;        /* 1u << enum resume_stage, for each stage done */
-        bool complete;          /* the run finished (the next run is a fresh install) */
+        bool complete;          /* the run finished: the next boot boots the installed system */
+        char *reinstall;        /* the reinstall token the run was made with (docs/reinstall.md), NULL if none */
 };
 
 const char *resume_stage_name(enum resume_stage s);
@@ -73,3 +74,26 @@ int resume_decide_unwiped(const struct spec *spec, const struct inventory *inv, 
  * never run (the spec does not allow wiping those disks). */
 int plan_decide(const struct spec *spec, const struct inventory *inv, bool force_fresh, struct diags *diags,
                 struct plan **ret_fresh, struct plan **ret_resume, bool *ret_unwiped);
+
+/* ---- a finished node (docs/reinstall.md) ---- */
+
+/* What a boot does once the progress record on the disks has been read
+ * (read-only: nothing assembled, opened or mounted writable). */
+enum plan_verdict {
+        PLAN_VERDICT_RUN,               /* no finished run there: the plans as plan_decide() made them */
+        PLAN_VERDICT_BOOT_INSTALLED,    /* a finished run of this plan: change nothing, boot it */
+        PLAN_VERDICT_REINSTALL,         /* a finished run, and a reinstall token that is not its own: fresh install */
+        PLAN_VERDICT_REFUSE,            /* a finished run of another plan and no new token: nothing written */
+};
+const char *plan_verdict_name(enum plan_verdict v);
+
+/* The reinstall token a boot presents: kiln.reinstall= when given, else the
+ * spec's `reinstall:`, else NULL. */
+const char *plan_reinstall_token(const struct spec *spec, const char *cmdline_token);
+
+/* Pure. rec: the record on the disks, NULL when there is none (or it could
+ * not be read); token: plan_reinstall_token(). A finished node is installed
+ * again only when token is set and differs from the one in its record.
+ * *why (appended) says why, naming both fingerprints where they differ. */
+int plan_verdict(const struct plan *fresh, const struct resume_record *rec, const char *token, enum plan_verdict *ret,
+                 struct strbuf *why);

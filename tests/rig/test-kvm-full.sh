@@ -103,8 +103,10 @@ for s in "$RIG_VAR_PASSPHRASE" "$RIG_VAR_SECRET_KEY" "$RIG_VAR_HMAC_KEY" "$RIG_V
 done
 rig_ok "secrets checked against console, guest report and controller"
 
-# again, on the same disks: re-provisioned, still one host
-rig_boot --direct || rig_die "the second run did not finish"
+# again, on the same disks, with the operator's reinstall act (a finished
+# node is otherwise booted, never reinstalled: docs/reinstall.md):
+# re-provisioned, still one host
+rig_boot --direct --append kiln.reinstall=kvm-full-second-run || rig_die "the second run did not finish"
 rig_expect_exit 0
 rig_controller_dump "$RIG_TMP/dump-2.json" || rig_die "no controller dump"
 rig_check "a second run adds no host either" jq -e '.hosts | length == 0 and ([.requests[] | select(.command == "addHost")] | length) == 0' "$RIG_TMP/dump-2.json"
