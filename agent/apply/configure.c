@@ -160,16 +160,15 @@ static const struct {
           "/lib/systemd/system/systemd-networkd-wait-online.service" },
 };
 
-static int target_path(const char *rel, char buf[static PATH_MAX]) {
+int configure_target_path(const char *rel, char buf[static PATH_MAX]) {
         if ((size_t) snprintf(buf, PATH_MAX, "%s%s", kiln_paths.target, rel) >= PATH_MAX)
                 return -ENAMETOOLONG;
         return 0;
 }
 
-/* A symlink made beside it and renamed over it: a rerun replaces it. */
-static int symlink_replace(const char *to, const char *rel) {
+int configure_symlink(const char *to, const char *rel) {
         char path[PATH_MAX], tmp[PATH_MAX + 16];
-        int r = target_path(rel, path);
+        int r = configure_target_path(rel, path);
         if (r < 0)
                 return r;
         _cleanup_free_ char *dir = strdup(path);
@@ -195,7 +194,7 @@ static void closedirp(DIR **d) { if (*d) closedir(*d); }
 /* Files an earlier run wrote (another spec's bridges) would stay in force. */
 static int remove_old_kiln_files(void) {
         char path[PATH_MAX];
-        int r = target_path(NETCONF_DIR, path);
+        int r = configure_target_path(NETCONF_DIR, path);
         if (r < 0)
                 return r;
         _cleanup_(closedirp) DIR *d = opendir(path);
@@ -211,7 +210,7 @@ static int remove_old_kiln_files(void) {
 
 int configure_network(const struct netconf *n, struct strbuf *err) {
         char path[PATH_MAX];
-        int r = target_path(NETWORKD_BINARY, path);
+        int r = configure_target_path(NETWORKD_BINARY, path);
         if (r < 0)
                 return r;
         if (access(path, X_OK) < 0) {
@@ -230,7 +229,7 @@ int configure_network(const struct netconf *n, struct strbuf *err) {
                 if ((r = write_file(files[i].path, files[i].content)) < 0)
                         (void) strbuf_adds(err, files[i].path);
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(networkd_enable); i++)
-                if ((r = symlink_replace(networkd_enable[i].unit, networkd_enable[i].link)) < 0)
+                if ((r = configure_symlink(networkd_enable[i].unit, networkd_enable[i].link)) < 0)
                         (void) strbuf_adds(err, networkd_enable[i].link);
         netconf_files_free(files, n_files);
         return r;

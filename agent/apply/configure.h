@@ -4,6 +4,8 @@
 #include "plan.h"
 #include "strbuf.h"
 
+#include <limits.h>
+
 /* Text of each file, from the plan's steps and what the devices now carry
  * (UUIDs read with libblkid). Pure apart from reading the devices. */
 int configure_fstab(const struct plan *p, struct strbuf *out);
@@ -20,3 +22,9 @@ int configure_network(const struct netconf *n, struct strbuf *err);
 
 /* The UUID (or TYPE when key is "TYPE") libblkid finds on a device. */
 int configure_probe_value(const char *dev, const char *key, char **ret);
+
+/* rel (absolute, inside the target) under kiln_paths.target; -ENAMETOOLONG. */
+int configure_target_path(const char *rel, char buf[static PATH_MAX]);
+/* The symlink rel (in the target) -> to, made beside it and renamed over it
+ * (a rerun replaces it); parents made. */
+int configure_symlink(const char *to, const char *rel);

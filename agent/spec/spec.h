@@ -56,7 +56,16 @@ struct spec_disk {
         unsigned count;         /* disks this rule must match exactly; default 1 */
         bool wipe;              /* allow destroying existing signatures */
         struct spec_mark match_mark;
+        /* match: [{...}, {...}]: fallback criteria, tried in order; the
+         * first that selects exactly count disks wins (plan.c). Each holds
+         * its own criteria merged with those written directly in the entry
+         * (which then stand in the fields above too), its id, count and wipe
+         * copied; mark and match_mark are its mapping's. n_alts == 0: a
+         * single set of criteria, the fields above. */
+        struct spec_disk *alts; size_t n_alts;
 };
+
+#define SPEC_DISK_MAX_ALTS 16u
 
 enum spec_part_type {
         SPEC_PART_LINUX = 0,
@@ -233,8 +242,9 @@ struct spec_cloudstack {
         char *zone, *pod, *cluster;
         char *api_key;
         char *secret_key;       /* SECRET */
-        char *host_username;    /* what addHost logs in with */
-        char *host_password;    /* SECRET */
+        char *host_username;    /* what addHost logs in with; the account is set up on the target */
+        char *host_password;    /* SECRET; stored hashed in the target's /etc/shadow */
+        char *host_authorized_key; /* the management server's SSH public key, for host_username */
         char *host_url;         /* default: http://<node ip> */
 };
 
@@ -324,6 +334,7 @@ struct spec {
         char *hostname;         /* may contain ${mac:hexhyp} ${mac:hexraw} ${uuid} ${serial} ${hostname} */
         struct spec_mark hostname_mark;
         char *ca;               /* extra CA bundle (PEM text or path/URL) for HTTPS */
+        char *reinstall;        /* the operator's reinstall token (docs/reinstall.md), NULL if none */
 
         struct spec_disk *disks;             size_t n_disks;
         struct spec_partition *partitions;   size_t n_partitions;
@@ -382,6 +393,11 @@ int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, c
 /* Why h is not a host name by RFC 1123 ("has a label that starts or ends
  * with '-'"), or NULL when it is one. */
 const char *spec_hostname_problem(const char *h);
+/* A reinstall token (spec `reinstall:`, kiln.reinstall=; docs/reinstall.md):
+ * 1 to SPEC_REINSTALL_MAX characters of A-Z a-z 0-9 . _ : - ; NULL when t is
+ * one, else what is wrong with it. */
+#define SPEC_REINSTALL_MAX 64
+const char *spec_reinstall_problem(const char *t);
 /* An SMBIOS serial or UUID that boards report instead of a real one ("To be
  * filled by O.E.M.", "Default string", all zeros, ...): kiln treats it as
  * missing. NULL counts as a placeholder. */
