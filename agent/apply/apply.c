@@ -414,6 +414,16 @@ static int step_mkfs(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_filesystem *fs = s->obj;
         if (!fs)
                 return -EINVAL;
+        if (fs->encrypt_random) {
+                /* crypttab maps it with a fresh key and mkswaps it at every boot; Debian's
+                 * cryptdisks refuses a plain-mode source that holds a filesystem signature,
+                 * and an old one must not be found on it either: leave it without any */
+                unsigned removed = 0;
+                int r = wipe_signatures(s->device, &removed);
+                if (r < 0)
+                        return strbuf_addf(&c->why, "clearing the signatures on %s", s->device), r;
+                return 0;
+        }
         return mkfs_make(fs->type, s->device, fs->label, fs->mkfs_options, &c->why);
 }
 

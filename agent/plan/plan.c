@@ -1262,6 +1262,19 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                 if (b->invalid)
                         return 0;
                 devs[i] = n->devs[0];
+                if (f->encrypt_random) {
+                        /* nothing is formatted: crypttab maps it with a fresh key and mkswaps it at every boot */
+                        _cleanup_free_ char *name = NULL;
+                        if ((r = spec_swap_crypt_name(f, &name)) < 0)
+                                return r;
+                        if ((r = step_emit(b, PLAN_MKFS, f->on, f, 0, NULL, n->size, n->approx, devs[i],
+                                           strdupf("clear the signatures on %s: swap encrypted with a fresh random key at "
+                                                   "every boot (crypttab '%s' from /dev/urandom: plain dm-crypt %s, %u-bit key)",
+                                                   devs[i], name, SPEC_SWAP_CIPHER, SPEC_SWAP_KEY_SIZE),
+                                           strdupf("contents of %s", devs[i]))) < 0)
+                                return r;
+                        continue;
+                }
                 _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
                 r = strbuf_addf(&desc, "%s %s", f->type == SPEC_FS_SWAP ? "mkswap" : "mkfs", spec_fs_type_name(f->type));
                 if (r >= 0)
@@ -1494,8 +1507,11 @@ static int emit_tail(struct builder *b) {
                 if (r < 0)
                         return r;
         }
+        bool swap_crypt = false;
+        for (size_t i = 0; i < s->n_filesystems; i++)
+                swap_crypt |= s->filesystems[i].encrypt_random;
         if ((r = step_emit(b, PLAN_CONFIGURE, NULL, s, 0, NULL, 0, false, NULL,
-                           strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks ? ", crypttab" : "",
+                           strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks || swap_crypt ? ", crypttab" : "",
                                    s->n_raids ? ", mdadm.conf" : "",
                                    b->plan->hostname ? b->plan->hostname : s->hostname ? s->hostname : ""), NULL)) < 0)
                 return r;

@@ -202,7 +202,16 @@ struct spec_filesystem {
         char *mount;            /* absolute path inside the target; NULL for swap / unmounted */
         struct spec_mark mount_mark;
         char *mount_options;    /* "defaults" when NULL */
+        /* encrypt: random (swap only): plain dm-crypt with a fresh key from
+         * /dev/urandom at every boot (crypttab's swap option); kiln leaves the
+         * device blank and formats nothing */
+        bool encrypt_random;
+        struct spec_mark encrypt_mark;
 };
+
+/* The plain dm-crypt of a swap with encrypt: random (crypttab cipher=, size=). */
+#define SPEC_SWAP_CIPHER "aes-xts-plain64"
+#define SPEC_SWAP_KEY_SIZE 512u
 
 enum spec_image_format {
         SPEC_IMAGE_TAR = 0,     /* root filesystem tarball, compression detected from data */
@@ -413,6 +422,9 @@ bool spec_is_glob(const char *s);
 unsigned spec_raid10_copies(const char *layout);
 const char *spec_part_type_name(enum spec_part_type t);
 const char *spec_fs_type_name(enum spec_fs_type t);
+/* The dm name of a swap with encrypt: random: "<on>_crypt" (Debian's
+ * spelling, sda5_crypt), /dev/mapper/<that> in fstab. */
+int spec_swap_crypt_name(const struct spec_filesystem *fs, char **ret);
 const char *spec_firmware_name(enum spec_firmware f);
 
 /* The filesystem that holds /boot: the one mounted at /boot, else the root
