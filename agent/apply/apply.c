@@ -151,7 +151,7 @@ static int step_partition(struct apply_ctx *c, const struct plan_step *s) {
                 if (pp->number != i + 1)
                         return strbuf_addf(&c->why, "partition numbers are not 1..%zu", n), -EINVAL;
                 req[i] = (struct partition_request) {
-                        .name = pp->part->name ? pp->part->name : pp->part->id,
+                        .name = pp->part->name,
                         .type = pp->part->type,
                         .start = pp->start,
                         .size = pp->size,
@@ -187,7 +187,7 @@ static int step_md_create(struct apply_ctx *c, const struct plan_step *s) {
         if (!raid)
                 return -EINVAL;
         struct md_create_params p = {
-                .name = raid->name ? raid->name : raid->id,
+                .name = raid->name,
                 .homehost = c->opts->hostname,
                 .level = raid->level,
                 .layout = raid->layout,
@@ -390,7 +390,7 @@ static int step_vgcreate(struct apply_ctx *c, const struct plan_step *s) {
                 return -EINVAL;
         if (!s->inputs || !s->inputs[0])
                 return strbuf_adds(&c->why, "the plan lists no PVs"), -EINVAL;
-        return lvm_vgcreate(vg->name ? vg->name : vg->id, s->inputs, vg->extent_size, &c->why);
+        return lvm_vgcreate(vg->name, s->inputs, vg->extent_size, &c->why);
 }
 
 static int step_lvcreate(struct apply_ctx *c, const struct plan_step *s) {
@@ -581,16 +581,9 @@ static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_luks *l = s->obj;
         if (!l)
                 return -EINVAL;
-        /* without a candidate list, the LUKS object's own cipher is measured */
+        /* the candidates the spec parser chose for this LUKS object (the plan lists the same) */
         struct spec_bench own = *policy;
-        _cleanup_free_ char *spec_cipher = NULL;
-        char *own_list[2] = {};
-        if (!policy->ciphers || !policy->ciphers[0]) {
-                if (asprintf(&spec_cipher, "%s:%u", l->cipher, l->key_size) < 0)
-                        return -ENOMEM;
-                own_list[0] = spec_cipher;
-                own.ciphers = own_list;
-        }
+        own.ciphers = l->bench_ciphers;
         c->bench_luks = NULL;
         free(c->bench_choice_cipher);
         c->bench_choice_cipher = NULL;
@@ -793,7 +786,7 @@ static int step_md_assemble(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_raid *raid = s->obj;
         if (!raid)
                 return -EINVAL;
-        const char *name = raid->name ? raid->name : raid->id;
+        const char *name = raid->name;
         int r = md_assemble(name, s->uuid, s->inputs, c->readonly, &c->why);
         if (r < 0)
                 return r;
@@ -809,7 +802,7 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_vg *vg = s->obj;
         if (!vg)
                 return -EINVAL;
-        const char *name = vg->name ? vg->name : vg->id;
+        const char *name = vg->name;
         int r = c->readonly ? lvm_vg_activate_readonly(name, &c->why) : lvm_vg_activate(name, &c->why);
         if (r < 0) {
                 /* lvm says "Cannot process volume group X: Input/output error"
@@ -833,7 +826,7 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
                 if (!lv->vg || !streq(lv->vg, vg->id))
                         continue;
                 _cleanup_free_ char *node = NULL;
-                if ((r = paths_lv(name, lv->name ? lv->name : lv->id, &node)) < 0)
+                if ((r = paths_lv(name, lv->name, &node)) < 0)
                         return r;
                 if ((r = wait_node(node)) < 0)
                         return strbuf_addf(&c->why, "%s did not appear", node), r;
@@ -881,7 +874,7 @@ static json_object *kept_uuids(const struct apply_ctx *c) {
                 }
                 if (s->kind == PLAN_VG_ACTIVATE) {
                         const struct spec_vg *vg = s->obj;
-                        const char *name = vg->name ? vg->name : vg->id;
+                        const char *name = vg->name;
                         _cleanup_free_ char *vu = NULL;
                         _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
                         snprintf(key, sizeof key, "vg %s", name);
@@ -942,6 +935,9 @@ static int step_resume_check(struct apply_ctx *c, const struct plan_step *s) {
                 c->rec = rec;
                 c->resumed = c->recording = true;
                 c->skip_stages = rec.stages;
+                /* mounted, and configured by the interrupted run: the report and the first boot's files go there */
+                if (rec.stages & (1u << RESUME_STAGE_CONFIGURE))
+                        c->target_ready = true;
                 const char *rid = report_run_id(c->report);
                 free(c->rec.run_id);
                 c->rec.run_id = rid ? strdup(rid) : NULL;
@@ -996,7 +992,7 @@ static int resume_undo(struct apply_ctx *c, size_t upto) {
                 }
                 case PLAN_VG_ACTIVATE: {
                         const struct spec_vg *vg = s->obj;
-                        r = lvm_vg_deactivate(vg->name ? vg->name : vg->id, &c->why);
+                        r = lvm_vg_deactivate(vg->name, &c->why);
                         if (r < 0 && k == upto)
                                 r = 0;  /* it did not get as far as activating */
                         break;
