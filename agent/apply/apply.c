@@ -241,10 +241,10 @@ static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks
                                     .pushback_sec = FETCH_PUSHBACK_SEC };
         char *buf = NULL;
         size_t len = 0;
-        _cleanup_(fetch_result_done) struct fetch_result res = {};
-        r = fetch_to_buffer_full(url, &fo, LUKS_MAX_KEY_FETCH, l->key.sha256, &buf, &len, &res);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        r = fetch_to_buffer(url, &fo, LUKS_MAX_KEY_FETCH, l->key.sha256, &buf, &len, NULL, &err);
         if (r < 0)
-                return strbuf_addf(&c->why, "key from '%s': %s", shown, res.error ? res.error : strerror(-r)), r;
+                return strbuf_addf(&c->why, "key from '%s': %s", shown, strbuf_why(&err, r)), r;
         (void) log_register_secret(buf);
         r = len ? luks_key_new(buf, len, ret) : -EINVAL;
         explicit_wipe(buf, len);
@@ -665,11 +665,12 @@ static int step_image(struct apply_ctx *c, const struct plan_step *s) {
                 record_save(c);         /* the record went with the rest */
         }
         _cleanup_(image_result_done) struct image_result res = {};
-        int r = image_install(img, target, &io, &res);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int r = image_install(img, target, &io, &res, &err);
         if (r < 0) {
                 char shown[URL_DISPLAY_MAX];
                 return strbuf_addf(&c->why, "image '%s': %s", url_display(img->url, shown),
-                                   res.error ? res.error : "install failed"), r;
+                                   err.len ? err.buf : "install failed"), r;
         }
         log_info("image: %" PRIu64 " bytes verified (sha256 %s), %" PRIu64 " entries, %u request(s)",
                  res.downloaded, res.sha256, res.entries, res.attempts);

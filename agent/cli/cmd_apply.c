@@ -98,10 +98,11 @@ int cmd_apply(int argc, char **argv) {
         }
 
         /* the spec's ca: serves every HTTPS transfer of the run (keys, image, controller) */
-        _cleanup_free_ char *ca_file = NULL, *ca_err = NULL;
+        _cleanup_free_ char *ca_file = NULL;
+        _cleanup_strbuf_ struct strbuf ca_err = STRBUF_INIT;
         if (!dry_run && (r = ca_for_spec(spec->ca, NULL, &ca_file, &ca_err)) < 0)
                 return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", spec_path,
-                                       ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
+                                       ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}), strbuf_why(&ca_err, r)), KILN_EXIT_FETCH;
 
         /* the hostname as plan_build expanded it: a dry run shows what `kiln plan` shows */
         struct apply_options opts = { .dry_run = dry_run, .hostname = plan->hostname, .fallback = resume && !unwiped ? plan : NULL,

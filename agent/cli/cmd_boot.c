@@ -217,10 +217,10 @@ int cmd_boot(int argc, char **argv) {
                 url_display(cl.ca, ca_shown);
                 if (is_url(cl.ca)) {
                         size_t len;
-                        _cleanup_(fetch_result_done) struct fetch_result res = {};
-                        r = fetch_to_buffer_full(cl.ca, &fo, BOOT_CA_MAX_BYTES, NULL, &ca_pem, &len, &res);
-                        if (r < 0 && res.error)
-                                return log_error("failed to fetch the CA bundle '%s': %s", ca_shown, res.error), KILN_EXIT_FETCH;
+                        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+                        r = fetch_to_buffer(cl.ca, &fo, BOOT_CA_MAX_BYTES, NULL, &ca_pem, &len, NULL, &err);
+                        if (r < 0 && err.len)
+                                return log_error("failed to fetch the CA bundle '%s': %s", ca_shown, err.buf), KILN_EXIT_FETCH;
                         if (r < 0)
                                 return log_error_errno(r, "failed to fetch the CA bundle '%s': %m", ca_shown), KILN_EXIT_FETCH;
                         /* One CA for everything after this: the spec, the keys, the
@@ -252,11 +252,12 @@ int cmd_boot(int argc, char **argv) {
                                        url_display(cl.spec, shown)), KILN_EXIT_USAGE;
         url_display(url, shown);       /* the URL as logged and reported; url itself only goes to the fetch */
         log_info("fetching spec '%s'%s", shown, cl.spec_sha256 ? " (sha256 pinned)" : "");
-        _cleanup_(fetch_result_done) struct fetch_result res = {};
+        struct fetch_result res = {};
+        _cleanup_strbuf_ struct strbuf fetch_err = STRBUF_INIT;
         uint64_t t0 = now_usec();
-        r = fetch_to_buffer_full(url, &fo, SPEC_MAX_BYTES, cl.spec_sha256, &data, &len, &res);
+        r = fetch_to_buffer(url, &fo, SPEC_MAX_BYTES, cl.spec_sha256, &data, &len, &res, &fetch_err);
         if (r == -ENOENT && cl.enlist) {
-                log_info("spec '%s' is not there (%s): enlisting", shown, res.error ? res.error : "not found");
+                log_info("spec '%s' is not there (%s): enlisting", shown, fetch_err.len ? fetch_err.buf : "not found");
                 return boot_enlist(inv, &cl, fo.ca_file, "the spec URL answers 404", dry_run, power_off, no_finish);
         }
         if (r == -EBADMSG)
@@ -265,8 +266,8 @@ int cmd_boot(int argc, char **argv) {
         if (r == -EFBIG)
                 return log_error("spec '%s' is larger than %u bytes", shown, SPEC_MAX_BYTES), KILN_EXIT_FETCH;
         if (r < 0) {
-                if (res.error)
-                        return log_error("failed to fetch spec '%s' after %u attempt(s): %s", shown, res.attempts, res.error),
+                if (fetch_err.len)
+                        return log_error("failed to fetch spec '%s' after %u attempt(s): %s", shown, res.attempts, fetch_err.buf),
                                KILN_EXIT_FETCH;
                 return log_error_errno(r, "failed to fetch spec '%s': %m", shown), KILN_EXIT_FETCH;
         }
@@ -291,11 +292,12 @@ int cmd_boot(int argc, char **argv) {
         if (r < 0)
                 return log_error_errno(r, "failed to register the spec's secrets: %m"), KILN_EXIT_FAILURE;
         /* the spec's ca: beside kiln.ca= for everything after the spec */
-        _cleanup_free_ char *spec_ca = NULL, *ca_err = NULL;
+        _cleanup_free_ char *spec_ca = NULL;
+        _cleanup_strbuf_ struct strbuf ca_err = STRBUF_INIT;
         r = ca_for_spec(spec->ca, fo.ca_file, &spec_ca, &ca_err);
         if (r < 0)
                 return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", shown,
-                                       ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
+                                       ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}), strbuf_why(&ca_err, r)), KILN_EXIT_FETCH;
         if (spec_ca)
                 fo.ca_file = spec_ca;
 

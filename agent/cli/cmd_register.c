@@ -93,11 +93,12 @@ int cmd_register(int argc, char **argv) {
         r = cmd_load_spec(spec_path, &spec);
         if (r != KILN_EXIT_OK)
                 return r;
-        _cleanup_free_ char *ca_file = NULL, *ca_err = NULL;
+        _cleanup_free_ char *ca_file = NULL;
+        _cleanup_strbuf_ struct strbuf ca_err = STRBUF_INIT;
         r = ca_for_spec(spec->ca, ro.ca_file, &ca_file, &ca_err);
         if (r < 0) {
                 log_error_errno(r, "failed to load the CA of host spec '%s' (%s): %s", spec_path, ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}),
-                                ca_err ? ca_err : strerror(-r));
+                                strbuf_why(&ca_err, r));
                 return KILN_EXIT_REGISTER;
         }
         if (ca_file)

@@ -104,7 +104,31 @@ static void test_set_errorf(void) {
         CHECK_INT(set_errorf(NULL, -ENOENT, "kept nowhere %d", 1), -ENOENT);
 }
 
+static void test_strbuf_errorf(void) {
+        _cleanup_strbuf_ struct strbuf e = STRBUF_INIT;
+        CHECK_STR(strbuf_why(&e, -EIO), strerror(EIO));       /* the callee said nothing */
+        CHECK_STR(strbuf_why(NULL, -ENOENT), strerror(ENOENT));
+        CHECK_INT(strbuf_errorf(&e, -EIO, "cannot read '%s'", "/dev/vda"), -EIO);
+        CHECK_STR(strbuf_str(&e), "cannot read '/dev/vda'");
+        CHECK_STR(strbuf_why(&e, -EIO), "cannot read '/dev/vda'");
+        /* the old message may be part of the new one (ASan sees a use after free) */
+        CHECK_INT(strbuf_errorf(&e, 0, "%s (gave up after %u attempts)", strbuf_str(&e), 3u), 0);
+        CHECK_STR(strbuf_str(&e), "cannot read '/dev/vda' (gave up after 3 attempts)");
+        CHECK_INT(strbuf_errorf(&e, -EINVAL, "%s", ""), -EINVAL);
+        CHECK_STR(strbuf_str(&e), "");
+        CHECK_INT(e.len, 0);
+        CHECK_INT(strbuf_errorf(NULL, -ENOENT, "kept nowhere %d", 1), -ENOENT);
+        /* a message past the buffer's maximum leaves it empty, not cut */
+        _cleanup_strbuf_ struct strbuf small = { .max = 8 };
+        CHECK_INT(strbuf_errorf(&small, -EIO, "%s", "short"), -EIO);
+        CHECK_STR(strbuf_str(&small), "short");
+        CHECK_INT(strbuf_errorf(&small, -EIO, "%s", "much longer than eight"), -EIO);
+        CHECK_INT(small.len, 0);
+        CHECK_INT(small.max, 8);
+}
+
 int main(void) {
+        test_strbuf_errorf();
         test_set_errorf();
         test_strv_pushdup();
         test_hex();
