@@ -434,6 +434,31 @@ static int pick_by_size(struct builder *b, const struct spec_disk *rule, unsigne
         return 0;
 }
 
+/* One set of criteria (the rule, or one of its match alternatives) against
+ * every disk: hit[j] for the disks it selects, the reasons of the others
+ * in reasons. 1 when refused (a serial that several disks report, a tie at
+ * a size boundary): the refusal is reported. */
+static int match_criteria(struct builder *b, const struct spec_disk *crit, unsigned want, bool *hit, struct strbuf *reasons) {
+        int r;
+        if (crit->serial && !spec_is_glob(crit->serial) && inventory_count_serial(b->inv, crit->serial) > 1) {
+                r = refuse_serial_twins(b, crit);
+                return r < 0 ? r : 1;
+        }
+        for (size_t j = 0; j < b->n_sorted; j++) {
+                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+                r = disk_match(crit, b->sorted[j], &why);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        hit[j] = true;
+                else if ((r = strbuf_addf(reasons, "; %s %s", disk_path(b->sorted[j]), strbuf_str(&why))) < 0)
+                        return r;
+        }
+        if (crit->pick != SPEC_PICK_NONE)
+                return pick_by_size(b, crit, want, hit, reasons);
+        return 0;
+}
+
 static int select_disks(struct builder *b) {
         const struct spec *s = b->spec;
         const struct inventory *inv = b->inv;
@@ -450,7 +475,8 @@ static int select_disks(struct builder *b) {
         /* owner[j]: index+1 of the first rule matching sorted disk j */
         _cleanup_free_ size_t *owner = calloc(b->n_sorted ? b->n_sorted : 1, sizeof *owner);
         _cleanup_free_ bool *matches = calloc((s->n_disks ? s->n_disks : 1) * (b->n_sorted ? b->n_sorted : 1), sizeof *matches);
-        if (!owner || !matches)
+        _cleanup_free_ unsigned *alt_won = calloc(s->n_disks ? s->n_disks : 1, sizeof *alt_won);
+        if (!owner || !matches || !alt_won)
                 return -ENOMEM;
 
         size_t total = 0;
@@ -458,30 +484,51 @@ static int select_disks(struct builder *b) {
                 const struct spec_disk *rule = &s->disks[i];
                 unsigned want = rule->count ? rule->count : 1;
                 unsigned n = 0;
-                if (rule->serial && !spec_is_glob(rule->serial) && inventory_count_serial(inv, rule->serial) > 1) {
-                        r = refuse_serial_twins(b, rule);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
                 _cleanup_strbuf_ struct strbuf matched = STRBUF_INIT, reasons = STRBUF_INIT;
                 _cleanup_free_ bool *hit = calloc(b->n_sorted ? b->n_sorted : 1, sizeof *hit);
                 if (!hit)
                         return -ENOMEM;
-                for (size_t j = 0; j < b->n_sorted; j++) {
-                        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
-                        r = disk_match(rule, b->sorted[j], &why);
-                        if (r < 0)
+                if (rule->n_alts == 0) {
+                        if ((r = match_criteria(b, rule, want, hit, &reasons)) < 0)
                                 return r;
                         if (r > 0)
-                                hit[j] = true;
-                        else if ((r = strbuf_addf(&reasons, "; %s %s", disk_path(b->sorted[j]), strbuf_str(&why))) < 0)
-                                return r;
-                }
-                if (rule->pick != SPEC_PICK_NONE && (r = pick_by_size(b, rule, want, hit, &reasons)) != 0) {
-                        if (r < 0)
-                                return r;
-                        continue;       /* refused: a tie at the boundary */
+                                continue;       /* refused: a serial twin, a tie at a size boundary */
+                } else {
+                        /* match: [...]: the first alternative that selects exactly want disks wins */
+                        _cleanup_strbuf_ struct strbuf tried = STRBUF_INIT;
+                        bool refused = false;
+                        for (size_t k = 0; !alt_won[i] && k < rule->n_alts; k++) {
+                                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT, got = STRBUF_INIT;
+                                memset(hit, 0, (b->n_sorted ? b->n_sorted : 1) * sizeof *hit);
+                                if ((r = match_criteria(b, &rule->alts[k], want, hit, &why)) < 0)
+                                        return r;
+                                if (r > 0) {
+                                        refused = true;
+                                        break;
+                                }
+                                unsigned nk = 0;
+                                for (size_t j = 0; j < b->n_sorted; j++)
+                                        if (hit[j]) {
+                                                nk++;
+                                                if ((r = strbuf_addf(&got, "%s%s", got.len ? ", " : "", disk_path(b->sorted[j]))) < 0)
+                                                        return r;
+                                        }
+                                if (nk == want)
+                                        alt_won[i] = (unsigned) k + 1;
+                                else if ((r = strbuf_addf(&tried, "%s#%zu matches %u (%s%s)", tried.len ? "; " : "", k + 1, nk,
+                                                          nk ? strbuf_str(&got) : "none", strbuf_str(&why))) < 0)
+                                        return r;
+                        }
+                        if (refused)
+                                continue;
+                        if (!alt_won[i]) {
+                                if ((r = refuse_disk(b, rule->match_mark, rule->id, NULL,
+                                                     "disk rule '%s' must match exactly %u disk%s but none of its %zu match "
+                                                     "alternatives does: %s", rule->id, want, want == 1 ? "" : "s",
+                                                     rule->n_alts, strbuf_str(&tried))) < 0)
+                                        return r;
+                                continue;
+                        }
                 }
                 for (size_t j = 0; j < b->n_sorted; j++) {
                         const struct inv_disk *d = b->sorted[j];
@@ -525,7 +572,7 @@ static int select_disks(struct builder *b) {
                         if (!matches[i * b->n_sorted + j])
                                 continue;
                         b->plan->disks[b->plan->n_disks++] = (struct plan_disk) {
-                                .rule = &s->disks[i], .disk = b->sorted[j], .index = idx++,
+                                .rule = &s->disks[i], .disk = b->sorted[j], .index = idx++, .alt = alt_won[i],
                         };
                         if ((r = check_selected_disk(b, &s->disks[i], b->sorted[j])) < 0)
                                 return r;
@@ -1220,6 +1267,19 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                 if (b->invalid)
                         return 0;
                 devs[i] = n->devs[0];
+                if (f->encrypt_random) {
+                        /* nothing is formatted: crypttab maps it with a fresh key and mkswaps it at every boot */
+                        _cleanup_free_ char *name = NULL;
+                        if ((r = spec_swap_crypt_name(f, &name)) < 0)
+                                return r;
+                        if ((r = step_emit(b, PLAN_MKFS, f->on, f, 0, NULL, n->size, n->approx, devs[i],
+                                           strdupf("clear the signatures on %s: swap encrypted with a fresh random key at "
+                                                   "every boot (crypttab '%s' from /dev/urandom: plain dm-crypt %s, %u-bit key)",
+                                                   devs[i], name, SPEC_SWAP_CIPHER, SPEC_SWAP_KEY_SIZE),
+                                           strdupf("contents of %s", devs[i]))) < 0)
+                                return r;
+                        continue;
+                }
                 _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
                 r = strbuf_addf(&desc, "%s %s", f->type == SPEC_FS_SWAP ? "mkswap" : "mkfs", spec_fs_type_name(f->type));
                 if (r >= 0)
@@ -1290,6 +1350,57 @@ int plan_kernel_cmdline(const struct spec *s, char **ret) {
         if (r < 0)
                 return r;
         char *t = strdup(strbuf_str(&sb));
+        if (!t)
+                return -ENOMEM;
+        *ret = t;
+        return 0;
+}
+
+/* name with every '-' doubled, as device-mapper names LVs */
+static int add_dm_escaped(struct strbuf *sb, const char *name) {
+        int r = 0;
+        for (const char *p = name; r >= 0 && *p; p++)
+                r = strbuf_addf(sb, *p == '-' ? "--" : "%c", *p);
+        return r;
+}
+
+int plan_installed_cmdline(const struct spec *s, const char *root_uuid, char **ret) {
+        const struct spec_filesystem *root = NULL;
+        for (size_t i = 0; i < s->n_filesystems; i++)
+                if (s->filesystems[i].mount && streq(s->filesystems[i].mount, "/"))
+                        root = &s->filesystems[i];
+        if (!root || !root->on)
+                return -ENOENT;
+        const struct spec_lv *lv = NULL;
+        const struct spec_vg *vg = NULL;
+        for (size_t i = 0; i < s->n_lvs; i++)
+                if (s->lvs[i].id && streq(s->lvs[i].id, root->on))
+                        lv = &s->lvs[i];
+        for (size_t i = 0; lv && lv->vg && i < s->n_vgs; i++)
+                if (s->vgs[i].id && streq(s->vgs[i].id, lv->vg))
+                        vg = &s->vgs[i];
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        _cleanup_free_ char *rest = NULL;
+        int r;
+        if (lv && vg) {
+                r = strbuf_adds(&sb, "root=/dev/mapper/");
+                if (r >= 0)
+                        r = add_dm_escaped(&sb, vg->name ? vg->name : vg->id);
+                if (r >= 0)
+                        r = strbuf_adds(&sb, "-");
+                if (r >= 0)
+                        r = add_dm_escaped(&sb, lv->name ? lv->name : lv->id);
+        } else if (root_uuid)
+                r = strbuf_addf(&sb, "root=UUID=%s", root_uuid);
+        else
+                return -ENODATA;
+        if (r >= 0)
+                r = plan_kernel_cmdline(s, &rest);
+        if (r >= 0)
+                r = strbuf_addf(&sb, " ro%s%s", *rest ? " " : "", rest);
+        if (r < 0)
+                return r;
+        char *t = strbuf_detach(&sb);
         if (!t)
                 return -ENOMEM;
         *ret = t;
@@ -1401,8 +1512,11 @@ static int emit_tail(struct builder *b) {
                 if (r < 0)
                         return r;
         }
+        bool swap_crypt = false;
+        for (size_t i = 0; i < s->n_filesystems; i++)
+                swap_crypt |= s->filesystems[i].encrypt_random;
         if ((r = step_emit(b, PLAN_CONFIGURE, NULL, s, 0, NULL, 0, false, NULL,
-                           strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks ? ", crypttab" : "",
+                           strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks || swap_crypt ? ", crypttab" : "",
                                    s->n_raids ? ", mdadm.conf" : "",
                                    b->plan->hostname ? b->plan->hostname : s->hostname ? s->hostname : ""), NULL)) < 0)
                 return r;
@@ -1419,7 +1533,8 @@ static int emit_tail(struct builder *b) {
         const struct spec_cloudstack *c = &s->cloudstack;
         if (c->present &&
             (r = step_emit(b, PLAN_REGISTER, NULL, c, 0, NULL, 0, false, NULL,
-                           strdupf("register with CloudStack at %s (zone %s, pod %s, cluster %s)", url_display(c->endpoint, shown),
+                           strdupf("install kiln-register.service: addHost with CloudStack at %s (zone %s, pod %s, cluster %s) "
+                                   "from the installed system's first boot", url_display(c->endpoint, shown),
                                    c->zone ? c->zone : "-", c->pod ? c->pod : "-", c->cluster ? c->cluster : "-"), NULL)) < 0)
                 return r;
         if (s->webhook.present &&
@@ -1652,8 +1767,17 @@ int plan_losses_text(const struct plan *p, struct strbuf *out) {
         return r;
 }
 
+/* ", by match alternative #2 of 3" for a disk whose rule has alternatives, else "". */
+static const char *alt_text(const struct plan_disk *pd, char *buf, size_t len) {
+        if (!pd->alt)
+                return "";
+        (void) snprintf(buf, len, ", by match alternative #%u of %zu", pd->alt, pd->rule->n_alts);
+        return buf;
+}
+
 int plan_to_text(const struct plan *p, struct strbuf *out) {
         const struct spec *s = p->spec;
+        char alt[64];
         _cleanup_free_ const struct inv_disk **disks = sorted_disks(p->inv);
         if (!disks)
                 return -ENOMEM;
@@ -1684,8 +1808,8 @@ int plan_to_text(const struct plan *p, struct strbuf *out) {
                 if (r >= 0 && !strempty(d->serial))
                         r = strbuf_addf(out, "  serial '%s'", d->serial);
                 if (r >= 0 && pd)
-                        r = strbuf_addf(out, ": disk rule '%s' #%u%s\n", pd->rule->id, pd->index,
-                                        pd->rule->wipe ? " (wipe allowed)" : "");
+                        r = strbuf_addf(out, ": disk rule '%s' #%u%s%s\n", pd->rule->id, pd->index,
+                                        alt_text(pd, alt, sizeof alt), pd->rule->wipe ? " (wipe allowed)" : "");
                 else if (r >= 0)
                         r = strbuf_adds(out, ": untouched\n");
         }
@@ -1825,6 +1949,8 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
                         r = json_kv_str(out, "rule", pd->rule->id, true);
                         if (r >= 0)
                                 r = strbuf_addf(out, ",\"index\":%u,\"wipe\":%s", pd->index, pd->rule->wipe ? "true" : "false");
+                        if (r >= 0 && pd->alt)  /* only for a rule with match alternatives: the one that won */
+                                r = strbuf_addf(out, ",\"match\":%u", pd->alt);
                 }
                 if (r >= 0)
                         r = strbuf_adds(out, "}");
