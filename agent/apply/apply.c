@@ -161,9 +161,10 @@ static int step_partition(struct apply_ctx *c, const struct plan_step *s) {
                 };
         }
         _cleanup_strv_free_ char **paths = NULL;
-        int r = partition_disk(s->device, req, n, &paths);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int r = partition_disk(s->device, req, n, &paths, &err);
         if (r < 0) {
-                strbuf_adds(&c->why, partition_last_error());
+                strbuf_adds(&c->why, strbuf_str(&err));
                 return r;
         }
         /* The nodes the later steps use are the plan's. */
@@ -594,9 +595,10 @@ static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
         c->bench_luks = NULL;
         free(c->bench_choice_cipher);
         c->bench_choice_cipher = NULL;
-        int r = bench_raw(&own, s->device, 0, bench_len(c), &c->bench);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int r = bench_raw(&own, s->device, 0, bench_len(c), NULL, &c->bench, &err);
         if (r < 0)
-                return strbuf_adds(&c->why, c->bench.error ? c->bench.error : "benchmark failed"), r;
+                return strbuf_adds(&c->why, err.len ? err.buf : "benchmark failed"), r;
 
         struct bench_luks_choice ch;
         bool tuned = bench_choose_for_luks(policy, l, &c->bench, &ch) > 0;
@@ -628,9 +630,10 @@ static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
 /* After luksOpen: the same I/O through dm-crypt, then the gate. */
 static int step_bench_crypt(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_bench *policy = &c->plan->spec->bench;
-        int r = bench_crypt(policy, s->device, 0, bench_len(c), &c->bench);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int r = bench_crypt(policy, s->device, 0, bench_len(c), NULL, &c->bench, &err);
         if (r < 0)
-                return strbuf_adds(&c->why, c->bench.error ? c->bench.error : "benchmark failed"), r;
+                return strbuf_adds(&c->why, err.len ? err.buf : "benchmark failed"), r;
         bench_log_table(&c->bench);
         const struct bench_cipher *ch = bench_chosen(&c->bench);
         if (ch) {
