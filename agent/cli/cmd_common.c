@@ -53,7 +53,7 @@ int cmd_parse_spec(const char *name, const char *data, size_t len, struct spec *
 }
 
 int cmd_load_inventory(const char *path, struct inventory **ret) {
-        int r = path ? inventory_load(path, ret) : inventory_probe(NULL, ret);
+        int r = path ? inventory_load(path, ret, NULL) : inventory_probe(NULL, ret, NULL);
         if (r < 0)
                 return log_error_errno(r, "failed to read the inventory of '%s': %m", path ? path : "this machine"),
                        KILN_EXIT_FAILURE;
