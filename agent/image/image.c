@@ -87,16 +87,22 @@ static const char *archive_err(struct archive *a) {
         return e ? e : "unknown error";
 }
 
+/* What a libarchive read callback returns for a ring's answer n: the
+ * count, or -1 with why set as the archive's error. */
+static la_ssize_t read_cb_result(struct archive *a, ssize_t n, const char *why) {
+        if (n >= 0)
+                return n;
+        archive_set_error(a, EIO, "%s", why);
+        return -1;
+}
+
 static la_ssize_t in_read_cb(struct archive *a, void *userdata, const void **ret_buf) {
         struct stream *s = userdata;
         ring_release(&s->in);
         ssize_t n = ring_peek(&s->in, ret_buf, IMAGE_BLOCK_SIZE);
-        if (n < 0) {
+        if (n < 0)
                 s->in_err = (int) n;
-                archive_set_error(a, EIO, "download interrupted");
-                return -1;
-        }
-        return n;
+        return read_cb_result(a, n, "download interrupted");
 }
 
 static int in_close_cb(struct archive *a, void *userdata) {
@@ -155,15 +161,8 @@ static void *decompress_thread(void *userdata) {
         struct stream *s = userdata;
         int r = decompress(s);
         /* the hash covers trailing bytes too (e.g. padding after the last frame) */
-        while (r == 0) {
-                const void *p;
-                ssize_t n = ring_peek(&s->in, &p, SIZE_MAX);
-                if (n <= 0) {
-                        r = (int) n;
-                        break;
-                }
-                ring_consume(&s->in, (size_t) n);
-        }
+        if (r == 0)
+                r = ring_drain(&s->in);
         if (r < 0)
                 ring_cancel(&s->in, r);         /* ends the download */
         ring_finish(&s->out, r);
@@ -211,11 +210,7 @@ static ssize_t out_peek(struct stream *s, const void **ret, size_t max) {
 static la_ssize_t out_read_cb(struct archive *a, void *userdata, const void **ret_buf) {
         struct stream *s = userdata;
         ssize_t n = out_peek(s, ret_buf, IMAGE_BLOCK_SIZE);
-        if (n < 0) {
-                archive_set_error(a, EIO, "%s", s->decomp_error[0] ? s->decomp_error : "download interrupted");
-                return -1;
-        }
-        return n;
+        return read_cb_result(a, n, s->decomp_error[0] ? s->decomp_error : "download interrupted");
 }
 
 static int out_close_cb(struct archive *a, void *userdata) {
@@ -465,12 +460,10 @@ static int extract_raw(struct stream *s, int fd, uint64_t dev_size, uint8_t *buf
         return 0;
 }
 static int drain(struct stream *s) {
-        for (;;) {
-                const void *p;
-                ssize_t n = out_peek(s, &p, SIZE_MAX);
-                if (n <= 0)
-                        return (int) n;
-        }
+        int r = ring_drain(&s->out);
+        if (r < 0)
+                s->read_err = r;
+        return r;
 }
 
 static int marker_create(int dirfd, const char *name, const char *content) {
