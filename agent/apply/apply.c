@@ -238,7 +238,7 @@ static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks
                 vars.hostname = c->opts->hostname;
         _cleanup_free_ char *url = NULL;
         char shown[URL_DISPLAY_MAX];
-        int r = spec_expand(l->key.url, &vars, &url);
+        int r = spec_expand(l->key.url, &vars, &url, NULL);
         if (r < 0)
                 return strbuf_addf(&c->why, "cannot expand the key URL '%s'", url_display(l->key.url, shown)), r;
         url_display(url, shown);

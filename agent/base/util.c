@@ -111,7 +111,7 @@ int safe_atou(const char *s, unsigned *ret) {
 /* One rule for every size kiln reads (spec and command line), as parted and
  * systemd spell them: K M G T P and KiB MiB GiB TiB PiB are powers of 1024,
  * KB MB GB TB PB powers of 1000 (a "1 TB" disk holds 10^12 bytes). */
-int parse_size_full(const char *s, uint64_t *ret, unsigned *ret_flags) {
+int parse_size(const char *s, uint64_t *ret, unsigned *ret_flags) {
         static const char letters[] = "KMGTP";
         if (strempty(s))
                 return -EINVAL;
@@ -160,10 +160,6 @@ int parse_size_full(const char *s, uint64_t *ret, unsigned *ret_flags) {
         if (ret_flags)
                 *ret_flags = flags;
         return 0;
-}
-
-int parse_size(const char *s, uint64_t *ret) {
-        return parse_size_full(s, ret, NULL);
 }
 
 const char *format_size(uint64_t bytes, char *buf, size_t len) {

@@ -70,12 +70,11 @@ int safe_atou(const char *s, unsigned *ret);
 /* Sizes: K M G T P and KiB .. PiB are powers of 1024 (the letter in either
  * case), KB MB GB TB PB powers of 1000; "512B" and "512" are bytes. No
  * fractions, no spaces. -EINVAL on garbage, -ERANGE on overflow.
- * parse_size_full() says in *ret_flags (may be NULL) how it was written. */
+ * parse_size() says in *ret_flags (may be NULL) how it was written. */
 #define SIZE_BARE    1u         /* no unit at all: "512" */
 #define SIZE_BYTES   2u         /* "512B" */
 #define SIZE_DECIMAL 4u         /* KB MB GB TB PB */
-int parse_size_full(const char *s, uint64_t *ret, unsigned *ret_flags);
-int parse_size(const char *s, uint64_t *ret);
+int parse_size(const char *s, uint64_t *ret, unsigned *ret_flags);
 /* "1.5 GiB"-style human text into buf (always terminated). */
 const char *format_size(uint64_t bytes, char *buf, size_t len);
 

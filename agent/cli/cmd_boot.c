@@ -358,7 +358,7 @@ int cmd_boot(int argc, char **argv) {
         _cleanup_free_ char *url = NULL, *data = NULL;
         size_t len = 0;
         char shown[URL_DISPLAY_MAX];
-        r = spec_expand(cl.spec, &vars, &url);
+        r = spec_expand(cl.spec, &vars, &url, NULL);
         if (r < 0)
                 return log_error_errno(r, "failed to expand kiln.spec '%s' (known: ${mac} ${mac:hexhyp} ${mac:hexraw} ${uuid} ${serial} ${hostname}; a placeholder serial or uuid counts as missing): %m",
                                        url_display(cl.spec, shown)), KILN_EXIT_USAGE;

@@ -95,7 +95,7 @@ int cmd_fetch(int argc, char **argv) {
                         o.ca_file = optarg;
                         break;
                 case 'm':
-                        if (parse_size(optarg, &o.max_size) < 0) {
+                        if (parse_size(optarg, &o.max_size, NULL) < 0) {
                                 log_error("invalid --max '%s'", optarg);
                                 return KILN_EXIT_USAGE;
                         }

@@ -56,7 +56,7 @@ int cmd_image(int argc, char **argv) {
                         o.fetch.ca_file = optarg;
                         break;
                 case 'm':
-                        if (parse_size(optarg, &img.max_size) < 0 || img.max_size == 0) {
+                        if (parse_size(optarg, &img.max_size, NULL) < 0 || img.max_size == 0) {
                                 log_error("invalid --max '%s'", optarg);
                                 return KILN_EXIT_USAGE;
                         }

@@ -201,7 +201,7 @@ int cmd_register(int argc, char **argv) {
                 if (!ip)
                         ip = conf.ip;
         } else {
-                r = cmd_load_spec(spec_path, &spec);
+                r = cmd_load_spec(spec_path, false, &spec, NULL);
                 if (r != KILN_EXIT_OK)
                         return r;
         }
