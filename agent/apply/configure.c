@@ -143,7 +143,7 @@ int configure_crypttab(const struct plan *p, struct strbuf *out) {
                 /* performance flags are persistent in the LUKS2 header; a Tang-bound volume
                  * is opened in the initramfs (clevis-initramfs answers cryptroot's prompt),
                  * and cryptroot opens volumes other than root's only with 'initramfs' */
-                r = strbuf_addf(out, "%s UUID=%s none luks%s%s\n", l->name ? l->name : l->id, uuid,
+                r = strbuf_addf(out, "%s UUID=%s none luks%s%s\n", l->name, uuid,
                                 l->unlock.n_tang ? ",initramfs" : "", l->discard ? ",discard" : "");
         }
         return r;

@@ -398,14 +398,14 @@ static int emit(struct rbuild *b) {
                                 if ((r = strbuf_addf(&m, "%s%s", in == st->inputs ? "" : ", ", *in)) < 0)
                                         return r;
                         r = fill(s, st, strdupf("assemble md '%s' (UUID %s) from %s; keeps the array and its data",
-                                            x->name ? x->name : x->id, uuid, strbuf_str(&m)), NULL);
+                                            x->name, uuid, strbuf_str(&m)), NULL);
                         break;
                 }
                 case PLAN_VGCREATE: {
                         const struct spec_vg *x = st->obj;
                         if (!(s = push(b, st, PLAN_VG_ACTIVATE)))
                                 return -ENOMEM;
-                        r = fill(s, st, strdupf("activate VG '%s' (vgchange -ay); keeps its PVs, UUID and LVs", x->name ? x->name : x->id), NULL);
+                        r = fill(s, st, strdupf("activate VG '%s' (vgchange -ay); keeps its PVs, UUID and LVs", x->name), NULL);
                         break;
                 }
                 case PLAN_LUKS_OPEN: case PLAN_MOUNT: case PLAN_FINISH:

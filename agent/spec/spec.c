@@ -1650,6 +1650,27 @@ static void parse_boot(struct ctx *c, const struct ynode *m, struct spec_boot *b
 
 static const char *const on_fail_names[] = { [SPEC_ON_FAIL_ABORT] = "abort", [SPEC_ON_FAIL_WARN] = "warn", NULL };
 
+/* The one place the benchmark's candidate list of each luks is decided:
+ * bench.ciphers when the spec names some, else the luks's own cipher and key
+ * size (the plan lists them, the benchmark measures them). */
+static void set_bench_ciphers(struct ctx *c) {
+        const struct spec_bench *b = &c->s->bench;
+        for (size_t i = 0; c->error >= 0 && i < c->s->n_luks; i++) {
+                struct spec_luks *x = &c->s->luks[i];
+                if (b->ciphers && b->ciphers[0]) {
+                        for (size_t k = 0; c->error >= 0 && b->ciphers[k]; k++)
+                                if (strv_pushdup(&x->bench_ciphers, b->ciphers[k]) < 0)
+                                        c->error = -ENOMEM;
+                        continue;
+                }
+                char *own = strdupf("%s:%u", x->cipher, x->key_size);
+                if (!own || strv_push(&x->bench_ciphers, own) < 0) {
+                        free(own);
+                        c->error = -ENOMEM;
+                }
+        }
+}
+
 static void parse_bench(struct ctx *c, const struct ynode *m, struct spec_bench *b) {
         static const char *const keys[] = { "ciphers", "tune", "require", "on_fail", NULL };
         static const char *const req_keys[] = { "cipher_mbps", "write_mbps", "read_mbps", "max_overhead", NULL };
@@ -2780,6 +2801,7 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
                 s->finish_mark = (struct spec_mark) { v->line, v->col };
         }
 
+        set_bench_ciphers(c);
         cross_check(c);
 }
 
@@ -2870,6 +2892,7 @@ struct spec *spec_free(struct spec *s) {
         for (size_t i = 0; i < s->n_luks; i++) {
                 struct spec_luks *x = &s->luks[i];
                 free(x->id); free(x->on); free(x->name); free(x->cipher); free(x->label);
+                strv_free(x->bench_ciphers);
                 free_secret(x->key.passphrase); free(x->key.url); free(x->key.sha256);
                 for (size_t j = 0; j < x->unlock.n_tang; j++) {
                         free(x->unlock.tang[j].url); free(x->unlock.tang[j].thp);

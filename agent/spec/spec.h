@@ -84,7 +84,7 @@ struct spec_partition {
         struct spec_mark on_mark;
         struct spec_size size;
         enum spec_part_type type;
-        char *name;             /* GPT partition name; default: id */
+        char *name;             /* GPT partition name; the id unless given (always set) */
 };
 
 /* raid: an md array. members are ids of disks or partitions; an id that
@@ -92,13 +92,13 @@ struct spec_partition {
 struct spec_raid {
         char *id;
         struct spec_mark mark;
-        char *name;             /* md name: /dev/md/NAME; default: id */
+        char *name;             /* md name: /dev/md/NAME; the id unless given (always set) */
         unsigned level;         /* 0, 1, 5, 6, 10 */
         struct spec_mark level_mark;
         char *layout;           /* raid10: n2 f2 o2 n3 f3 o3; raid5/6: left-symmetric etc. */
         struct spec_mark layout_mark;
         uint64_t chunk;         /* bytes; 0 = mdadm default */
-        char *metadata;         /* "1.2" default, "1.0", "1.1", "0.90" */
+        char *metadata;         /* "1.2" unless given ("1.0", "1.1", "0.90"; always set) */
         char *bitmap;           /* "internal" or "none"; NULL = mdadm default */
         char **members;         /* NULL-terminated ids */
         struct spec_mark *member_marks;
@@ -126,9 +126,11 @@ struct spec_luks {
         struct spec_mark mark;
         char *on;               /* id of a disk, partition, raid or lv */
         struct spec_mark on_mark;
-        char *name;             /* dm name: /dev/mapper/NAME; default: id */
+        char *name;             /* dm name: /dev/mapper/NAME; the id unless given (always set) */
         char *cipher;           /* SPEC_LUKS_CIPHER unless the spec says (always set) */
         unsigned key_size;      /* bits; SPEC_LUKS_KEY_SIZE unless the spec says (always set) */
+        char **bench_ciphers;   /* the benchmark's candidates for it ("cipher:key_size"): bench.ciphers,
+                                 * else its own cipher and key size (always set, never empty) */
         unsigned sector_size;   /* 512 or 4096; 0 = libcryptsetup default */
         char *label;
         struct {
@@ -167,7 +169,7 @@ struct spec_tang {
 struct spec_vg {
         char *id;
         struct spec_mark mark;
-        char *name;             /* VG name; default: id */
+        char *name;             /* VG name; the id unless given (always set) */
         char **pvs;             /* ids of disks, partitions, raids or luks */
         struct spec_mark *pv_marks;
         struct spec_mark pvs_mark;
@@ -179,7 +181,7 @@ struct spec_lv {
         struct spec_mark mark;
         char *vg;               /* vg id */
         struct spec_mark vg_mark;
-        char *name;             /* LV name; default: id */
+        char *name;             /* LV name; the id unless given (always set) */
         struct spec_size size;
 };
 
