@@ -740,12 +740,12 @@ static int step_register(struct apply_ctx *c, const struct plan_step *s) {
         ro.ca_file = c->opts->ca_file;
         ro.cloudstack_firstboot = true;
         (void) report_finish(c->report, REPORT_SUCCESS, NULL, NULL);
-        _cleanup_free_ char *err = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         int r = register_run(c->plan->spec, c->report, &ro, &err);
         if (r == -ENOMSG)
                 return 0;
         if (r < 0)
-                return strbuf_adds(&c->why, err ? err : "registration failed"), r;
+                return strbuf_adds(&c->why, err.len ? err.buf : "registration failed"), r;
         log_info("%s", c->plan->spec->webhook.present ? "run report delivered to the webhook" : "registration left to the first boot");
         return 0;
 }
@@ -1065,10 +1065,10 @@ static void report_failure(struct apply_ctx *c, const struct plan_step *s, const
         register_options_default(&ro);
         ro.ca_file = c->opts->ca_file;
         ro.cloudstack_firstboot = true;
-        _cleanup_free_ char *err = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         int r = register_run(c->plan->spec, c->report, &ro, &err);
         if (r < 0 && r != -ENOMSG)
-                log_warning("could not report the failure: %s", err ? err : strerror(-r));
+                log_warning("could not report the failure: %s", strbuf_why(&err, r));
 }
 
 int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_step_kind *ret_failed) {

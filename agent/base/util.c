@@ -69,18 +69,6 @@ char *strdupf(const char *fmt, ...) {
         return s;
 }
 
-int set_errorf(char **error, int r, const char *fmt, ...) {
-        if (!error)
-                return r;
-        va_list ap;
-        va_start(ap, fmt);
-        char *m = vstrdupf(fmt, ap);
-        va_end(ap);
-        free(*error);
-        *error = m;
-        return r;
-}
-
 int safe_atou64(const char *s, uint64_t *ret) {
         if (strempty(s) || !isdigit((unsigned char) s[0]))
                 return -EINVAL;

@@ -50,11 +50,6 @@ bool strv_contains(char *const *v, const char *s);
 
 char *strdup_or_null(const char *s);
 
-/* Replace the message in *error with the formatted text (the old one is
- * freed after formatting, so fmt may still print it); *error is NULL if that
- * cannot be allocated. error may be NULL (nothing is kept). Returns r, for
- * `return set_errorf(&res->error, -EIO, "cannot read '%s'", path);`. */
-int set_errorf(char **error, int r, const char *fmt, ...) _printf_(3, 4);
 /* A newly allocated printf-formatted string, NULL when out of memory. */
 char *strdupf(const char *fmt, ...) _printf_(1, 2);
 

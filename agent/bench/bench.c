@@ -491,14 +491,14 @@ static int device_tests(struct bench_io_engine *e, const char *tag, const char *
                 return strbuf_errorf(err, fd, "cannot open '%s' for direct I/O: %s", dev, strerror(-fd));
         if (offset % 4096 || offset >= size)
                 return strbuf_errorf(err, -EINVAL,
-                                  "benchmark region at %" PRIu64 " is outside '%s' (%" PRIu64 " bytes) or not 4 KiB aligned",
-                                  offset, dev, size);
+                                     "benchmark region at %" PRIu64 " is outside '%s' (%" PRIu64 " bytes) or not 4 KiB aligned",
+                                     offset, dev, size);
         if (len == 0 || len > size - offset)
                 len = size - offset;
         len -= len % BENCH_SEQ_BLOCK;
         if (len < (uint64_t) BENCH_SEQ_BLOCK * e->depth)
                 return strbuf_errorf(err, -EINVAL, "benchmark region of '%s' is too small (%" PRIu64 " bytes)", dev,
-                                  len);
+                                     len);
         int r;
         t = now_usec();
         if (write && (r = io_run(e, fd, true, false, BENCH_SEQ_BLOCK, offset, len, slice, w)) < 0)
@@ -842,7 +842,7 @@ static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *poli
                         unsigned ks;
                         if ((r = bench_parse_cipher(list[i], &c, &ks)) < 0)
                                 return strbuf_errorf(err, r, "bad cipher '%s' (expected e.g. aes-xts-plain64:512)",
-                                                  list[i]);
+                                                     list[i]);
                         if (pass == 0) {
                                 if ((r = add_candidate(res, c, ks, 4096, false)) < 0)
                                         return r;
@@ -865,7 +865,7 @@ static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *poli
         if (r < 0) {
                 dm_remove(zname);
                 return strbuf_errorf(err, r, "cannot create the device-mapper zero target '%s': %s", zname,
-                                  strerror(-r));
+                                     strerror(-r));
         }
         _cleanup_free_ char *cpath = NULL;
         if (paths_mapper(cname, &cpath) < 0) {
@@ -965,8 +965,8 @@ static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *poli
 
         if (res->chosen < 0)
                 return strbuf_errorf(err, -ENOTSUP,
-                                  "no candidate cipher could be measured through dm-crypt (first: %s)",
-                                  res->ciphers[0].error ? res->ciphers[0].error : "unknown");
+                                     "no candidate cipher could be measured through dm-crypt (first: %s)",
+                                     res->ciphers[0].error ? res->ciphers[0].error : "unknown");
         return 0;
 }
 

@@ -109,7 +109,8 @@ static int boot_enlist(const struct inventory *inv, const struct kiln_cmdline *c
                        "nothing is written\n", why, node, shown);
                 return KILN_EXIT_OK;
         }
-        _cleanup_free_ char *key = NULL, *body = NULL, *err = NULL;
+        _cleanup_free_ char *key = NULL, *body = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         r = enlist_load_key(kiln_paths.enlist_key, &key);
         if (r < 0)
                 return log_error_errno(r, "failed to read the enlist key '%s': %m", kiln_paths.enlist_key), KILN_EXIT_REGISTER;
@@ -128,7 +129,7 @@ static int boot_enlist(const struct inventory *inv, const struct kiln_cmdline *c
                         log_warning_errno(k, "failed to save '%s/enlist.json': %m", kiln_paths.run_dir);
         }
         if (r < 0)
-                return log_error("failed to enlist '%s' at '%s': %s", node, shown, err ? err : strerror(-r)), KILN_EXIT_REGISTER;
+                return log_error("failed to enlist '%s' at '%s': %s", node, shown, strbuf_why(&err, r)), KILN_EXIT_REGISTER;
         log_info("enlisted '%s' at '%s'; %s", node, shown, power_off ? "powering off" : "finish: poweroff");
         if (no_finish) {
                 r = run_file_write("finish", "poweroff\n", strlen("poweroff\n"), NULL);

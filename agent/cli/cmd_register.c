@@ -55,13 +55,14 @@ static int under_root(const char *root, const char *path, char **ret) {
  * the exit code after the one message. Nothing is sent before this is done. */
 static int firstboot_load(const char *conf_path, const char *root, const char *ca_given, struct firstboot_conf *conf,
                           struct spec **ret_spec, char **ret_report, char **ret_ca) {
-        _cleanup_free_ char *text = NULL, *err = NULL, *data = NULL;
+        _cleanup_free_ char *text = NULL, *data = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         size_t len = 0;
         int r = read_full_file(conf_path, FIRSTBOOT_CONF_MAX, &text, NULL);
         if (r < 0)
                 return log_error_errno(r, "failed to read the first-boot config '%s': %m", conf_path), KILN_EXIT_USAGE;
         if ((r = firstboot_conf_parse(text, conf, &err)) < 0)
-                return log_error("first-boot config '%s': %s", conf_path, err ? err : strerror(-r)), KILN_EXIT_USAGE;
+                return log_error("first-boot config '%s': %s", conf_path, strbuf_why(&err, r)), KILN_EXIT_USAGE;
         _cleanup_free_ char *ca = NULL;
         if (!ca_given && conf->ca && under_root(root, conf->ca, &ca) < 0)
                 return log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
@@ -139,7 +140,7 @@ int cmd_register(int argc, char **argv) {
         _cleanup_free_ char *fb_report = NULL, *fb_ca = NULL, *fb_marker = NULL;
         _cleanup_report_free_ struct report *report = NULL;
         _cleanup_spec_free_ struct spec *spec = NULL;
-        _cleanup_free_ char *err = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         struct register_options ro;
         struct register_events ev;
         int c, r;
@@ -242,7 +243,7 @@ int cmd_register(int argc, char **argv) {
         register_attach_events(report, &ev, spec, &ro);
         (void) report_stage_begin(report, "register");
         r = register_run(spec, report, &ro, &err);
-        (void) report_stage_end(report, "register", r < 0 ? REPORT_FAIL : REPORT_SUCCESS, r < 0 ? err : NULL);
+        (void) report_stage_end(report, "register", r < 0 ? REPORT_FAIL : REPORT_SUCCESS, r < 0 && err.len ? err.buf : NULL);
         report_set_event_hook(report, NULL, NULL);
         if (ev.failed)
                 log_warning("%u stage event(s) could not be delivered: %s", ev.failed,
@@ -255,7 +256,7 @@ int cmd_register(int argc, char **argv) {
 
         if (r < 0) {
                 log_error("registration of node '%s' failed: %s", report_node_field(report, "id") ?: "?",
-                          err ? err : strerror(-r));
+                          strbuf_why(&err, r));
                 return KILN_EXIT_REGISTER;
         }
         json_object *reg = report_get(report, "registration"), *cs, *v;

@@ -119,6 +119,13 @@ static int decompress_failed(struct stream *s, struct archive *a) {
         return -EBADMSG;
 }
 
+/* The current entry's next data block: 1 (buf, size and off set), 0 at its
+ * end, -1 when reading failed (archive_error_string() says why). */
+static int next_block(struct archive *a, const void **buf, size_t *size, la_int64_t *off) {
+        int r = archive_read_data_block(a, buf, size, off);
+        return r == ARCHIVE_EOF ? 0 : r < ARCHIVE_WARN ? -1 : 1;
+}
+
 static int decompress(struct stream *s) {
         _cleanup_(archive_read_freep) struct archive *a = archive_read_new();
         struct archive_entry *e;
@@ -142,19 +149,13 @@ static int decompress(struct stream *s) {
                 return 0;
         if (r < ARCHIVE_WARN)
                 return decompress_failed(s, a);
-        for (;;) {
-                const void *buf;
-                size_t size;
-                la_int64_t off;
-                r = archive_read_data_block(a, &buf, &size, &off);
-                if (r == ARCHIVE_EOF)
-                        return 0;
-                if (r < ARCHIVE_WARN)
-                        return decompress_failed(s, a);
-                r = ring_put(&s->out, buf, size);
-                if (r < 0)
+        const void *buf;
+        size_t size;
+        la_int64_t off;
+        while ((r = next_block(a, &buf, &size, &off)) > 0)
+                if ((r = ring_put(&s->out, buf, size)) < 0)
                         return r;
-        }
+        return r < 0 ? decompress_failed(s, a) : 0;
 }
 
 static void *decompress_thread(void *userdata) {
@@ -273,10 +274,10 @@ static int guard_entry(struct tar_guard *g, struct archive_entry *e, char *path_
         int r = tar_guard_check(g, path, hardlink, archive_entry_filetype(e) == AE_IFLNK, path_buf, size, &v);
         if (r == -EPERM && v.via_hardlink)
                 return strbuf_errorf(err, r, "refused entry '%s': its hard link target '%s' is below the symlink '%s'",
-                                  path, hardlink, v.below);
+                                     path, hardlink, v.below);
         if (r == -EPERM)
                 return strbuf_errorf(err, r, "refused entry '%s': it would be written through the symlink '%s'",
-                                  path, v.below);
+                                     path, v.below);
         if (r < 0)
                 return r;
         if (v.uncheckable)
@@ -284,7 +285,7 @@ static int guard_entry(struct tar_guard *g, struct archive_entry *e, char *path_
         if (v.replaces_link) {
                 if (unlink(path_buf) < 0 && errno != ENOENT)
                         return strbuf_errorf(err, -errno, "cannot remove the symlink '%s' that entry '%s' replaces: %s",
-                                          path_buf, path, strerror(errno));
+                                             path_buf, path, strerror(errno));
                 (void) tar_guard_forget(g, path_buf);
         }
         *ret_is_link = v.makes_link;
@@ -356,11 +357,11 @@ static int extract_tar(struct stream *s, struct image_result *res, struct strbuf
                 if (r < ARCHIVE_WARN && archive_entry_hardlink(e))
                         /* libarchive's check is of the link target ("Path is absolute"): name it */
                         return strbuf_errorf(err, r == ARCHIVE_FATAL ? -EIO : -EPERM,
-                                          "refused hard link '%s' to '%s': %s", path ? path : "",
-                                          archive_entry_hardlink(e), archive_err(w));
+                                             "refused hard link '%s' to '%s': %s", path ? path : "",
+                                             archive_entry_hardlink(e), archive_err(w));
                 if (r < ARCHIVE_WARN)
                         return strbuf_errorf(err, r == ARCHIVE_FATAL ? -EIO : -EPERM, "refused entry '%s': %s",
-                                          path ? path : "", archive_err(w));
+                                             path ? path : "", archive_err(w));
                 if (r == ARCHIVE_WARN)
                         note_warning(res, path, w);
                 if (is_link && !guard.off) {
@@ -374,21 +375,18 @@ static int extract_tar(struct stream *s, struct image_result *res, struct strbuf
                                 return r;
                 }
                 if (archive_entry_size(e) > 0) {
-                        for (;;) {
-                                const void *buf;
-                                size_t size;
-                                la_int64_t off;
-                                r = archive_read_data_block(a, &buf, &size, &off);
-                                if (r == ARCHIVE_EOF)
-                                        break;
-                                if (r < ARCHIVE_WARN)
-                                        return read_failed(s, a, err, "corrupt or truncated archive");
+                        const void *buf;
+                        size_t size;
+                        la_int64_t off;
+                        while ((r = next_block(a, &buf, &size, &off)) > 0) {
                                 la_ssize_t n = archive_write_data_block(w, buf, size, off);
                                 if (n < ARCHIVE_WARN)
                                         return strbuf_errorf(err, -EIO, "cannot write '%s': %s", path ? path : "",
-                                                          archive_err(w));
+                                                             archive_err(w));
                                 s->written += size;
                         }
+                        if (r < 0)
+                                return read_failed(s, a, err, "corrupt or truncated archive");
                 }
                 r = archive_write_finish_entry(w);
                 if (r < ARCHIVE_WARN)
@@ -436,18 +434,18 @@ static int extract_raw(struct stream *s, int fd, uint64_t dev_size, uint8_t *buf
                         if (!s->decomp_error[0])
                                 return (int) n;
                         return strbuf_errorf(err, -EBADMSG, "%s: %s", off + fill == 0 ? "cannot read the image" :
-                                          "corrupt or truncated image", s->decomp_error);
+                                             "corrupt or truncated image", s->decomp_error);
                 }
                 memcpy(buf + fill, p, (size_t) n);
                 fill += (size_t) n;
                 if (fill == IMAGE_RAW_WRITE_SIZE || (n == 0 && fill > 0)) {
                         if (off + fill > dev_size)
                                 return strbuf_errorf(err, -ENOSPC, "the image is larger than '%s' (%" PRIu64 " bytes)",
-                                                  target, dev_size);
+                                                     target, dev_size);
                         r = write_all_at(fd, buf, fill, off);
                         if (r < 0)
                                 return strbuf_errorf(err, r, "cannot write to '%s' at offset %" PRIu64 ": %s",
-                                                  target, off, strerror(-r));
+                                                     target, off, strerror(-r));
                         off += fill;
                         s->written = off;
                         fill = 0;
@@ -629,7 +627,7 @@ int image_install(const struct spec_image *img, const char *target, const struct
         r = fetch_check_url(img->url);
         if (r < 0)
                 return strbuf_errorf(err, r, "%s '%s'", r == -EPROTONOSUPPORT ?
-                                  "unsupported URL scheme (only http, https and file):" : "not a valid URL:", url_display(img->url, shown));
+                                     "unsupported URL scheme (only http, https and file):" : "not a valid URL:", url_display(img->url, shown));
 
         _cleanup_(stream_done) struct stream s = {
                 .url = img->url,

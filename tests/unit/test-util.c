@@ -92,18 +92,6 @@ static void test_strv_pushdup(void) {
         CHECK(v[2] == NULL);
 }
 
-static void test_set_errorf(void) {
-        _cleanup_free_ char *e = NULL;
-        CHECK_INT(set_errorf(&e, -EIO, "cannot read '%s'", "/dev/vda"), -EIO);
-        CHECK_STR(e, "cannot read '/dev/vda'");
-        /* the old message may be part of the new one (ASan sees a use after free) */
-        CHECK_INT(set_errorf(&e, 0, "%s (gave up after %u attempts)", e, 3u), 0);
-        CHECK_STR(e, "cannot read '/dev/vda' (gave up after 3 attempts)");
-        CHECK_INT(set_errorf(&e, -EINVAL, "%s", ""), -EINVAL);
-        CHECK_STR(e, "");
-        CHECK_INT(set_errorf(NULL, -ENOENT, "kept nowhere %d", 1), -ENOENT);
-}
-
 static void test_strbuf_errorf(void) {
         _cleanup_strbuf_ struct strbuf e = STRBUF_INIT;
         CHECK_STR(strbuf_why(&e, -EIO), strerror(EIO));       /* the callee said nothing */
@@ -129,7 +117,6 @@ static void test_strbuf_errorf(void) {
 
 int main(void) {
         test_strbuf_errorf();
-        test_set_errorf();
         test_strv_pushdup();
         test_hex();
         test_parse_size();
