@@ -7,6 +7,7 @@
  * their references so that any stacking order works, then filesystems,
  * mounts (shallowest first), image, configure, register, finish. */
 #include "plan.h"
+#include "json.h"
 #include "netconf.h"
 #include "paths.h"
 #include "url.h"
@@ -292,34 +293,6 @@ static int describe_signatures(const struct inv_disk *d, struct strbuf *sb) {
         return r;
 }
 
-static size_t count_signatures(const struct inv_disk *d) {
-        size_t n = d->n_sigs;
-        for (size_t p = 0; p < d->n_parts; p++)
-                n += d->parts[p].n_sigs;
-        return n;
-}
-
-/* Holders of the disk and its partitions, as /dev paths, without duplicates. */
-static int collect_holders(const struct inv_disk *d, char ***ret) {
-        _cleanup_strv_free_ char **v = NULL;
-        for (size_t p = 0; p <= d->n_parts; p++) {
-                char **h = p < d->n_parts ? d->parts[p].holders : d->holders;
-                for (size_t i = 0; h && h[i]; i++) {
-                        _cleanup_free_ char *path = strdupf("/dev/%s", h[i]);
-                        if (!path)
-                                return -ENOMEM;
-                        if (strv_contains(v, path))
-                                continue;
-                        int r = strv_push(&v, path);
-                        if (r < 0)
-                                return r;
-                        path = NULL;
-                }
-        }
-        *ret = TAKE_PTR(v);
-        return 0;
-}
-
 /* "/dev/vda1 on /boot" for every mounted piece; empty if none. */
 static int describe_mounts(const struct inv_disk *d, struct strbuf *sb) {
         int r = 0;
@@ -333,6 +306,8 @@ static int describe_mounts(const struct inv_disk *d, struct strbuf *sb) {
 }
 
 static int check_selected_disk(struct builder *b, const struct spec_disk *rule, const struct inv_disk *d) {
+        if (!inv_disk_in_use(d) && !d->readonly)
+                return 0;
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
         int r = describe_mounts(d, &sb);
         if (r < 0)
@@ -347,7 +322,7 @@ static int check_selected_disk(struct builder *b, const struct spec_disk *rule, 
                 return refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk rule '%s' selects %s, which is read-only", rule->id, disk_path(d));
 
         _cleanup_strv_free_ char **holders = NULL;
-        r = collect_holders(d, &holders);
+        r = inv_disk_holders(d, &holders);
         if (r < 0)
                 return r;
         if (holders && !rule->wipe) {
@@ -358,7 +333,7 @@ static int check_selected_disk(struct builder *b, const struct spec_disk *rule, 
                 return refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk rule '%s' selects %s, which is in use by %s; set 'wipe: true' to stop %s and wipe the disk",
                               rule->id, disk_path(d), strbuf_str(&sb), holders[1] ? "them" : "it");
         }
-        if (count_signatures(d) > 0 && !rule->wipe && !b->allow_signatures) {
+        if (inv_disk_has_signatures(d) && !rule->wipe && !b->allow_signatures) {
                 strbuf_reset(&sb);
                 if ((r = describe_signatures(d, &sb)) < 0)
                         return r;
@@ -691,9 +666,9 @@ static int emit_wipes(struct builder *b) {
                 const struct plan_disk *pd = &b->plan->disks[k];
                 const struct inv_disk *d = pd->disk;
                 _cleanup_strv_free_ char **holders = NULL;
-                if ((r = collect_holders(d, &holders)) < 0)
+                if ((r = inv_disk_holders(d, &holders)) < 0)
                         return r;
-                size_t nsig = count_signatures(d);
+                size_t nsig = inv_disk_count_signatures(d);
                 if (!holders && nsig == 0)
                         continue;
                 _cleanup_strbuf_ struct strbuf what = STRBUF_INIT, desc = STRBUF_INIT;
@@ -1833,74 +1808,129 @@ int plan_to_text(const struct plan *p, struct strbuf *out) {
         return r;
 }
 
-static int json_kv_str(struct strbuf *out, const char *key, const char *v, bool comma) {
-        int r = strbuf_addf(out, "%s\"%s\":", comma ? "," : "", key);
-        if (r >= 0)
-                r = v ? strbuf_add_json_string(out, v) : strbuf_adds(out, "null");
-        return r;
+static json_object *json_destroyed_item(const char *what, const char *device, int *r) {
+        json_object *o = json_object_new_object();
+        json_set_str(o, "what", what, r);
+        json_set_str(o, "device", device, r);
+        return o;
 }
 
-static int json_destroyed_item(struct strbuf *out, bool *first, const char *what, const char *device) {
-        int r = strbuf_adds(out, *first ? "{" : ",{");
-        *first = false;
-        if (r >= 0)
-                r = json_kv_str(out, "what", what, false);
-        if (r >= 0)
-                r = json_kv_str(out, "device", device, true);
-        return r;
-}
-
-static int json_signature(struct strbuf *out, bool *first, const struct inv_signature *sig, const char *device) {
-        int r = json_destroyed_item(out, first, "signature", device);
-        if (r >= 0)
-                r = json_kv_str(out, "type", sig->type, true);
-        if (r >= 0)
-                r = json_kv_str(out, "usage", sig->usage, true);
-        if (r >= 0)
-                r = strbuf_addf(out, ",\"offset\":%" PRIu64 "}", sig->offset);
-        return r;
+static void json_signature(json_object *a, const struct inv_signature *sig, const char *device, int *r) {
+        json_object *o = json_destroyed_item("signature", device, r);
+        json_set_str(o, "type", sig->type, r);
+        json_set_str(o, "usage", sig->usage, r);
+        json_set(o, "offset", json_object_new_uint64(sig->offset), r);
+        json_append(a, json_done(o, *r), r);
 }
 
 /* What a step destroys, as data (docs/plan.md "JSON"): the signatures a
  * wipe removes (device, type, usage, offset) and the holders it stops, all
  * data on a disk a new GPT replaces, the contents of the devices other steps
  * overwrite. */
-static int json_destroyed(const struct plan *p, const struct plan_step *st, struct strbuf *out) {
-        bool first = true;
-        int r = strbuf_adds(out, ",\"destroyed\":[");
-        if (r < 0 || !st->destroys)
-                return r < 0 ? r : strbuf_adds(out, "]");
+static json_object *json_destroyed(const struct plan *p, const struct plan_step *st, int *r) {
+        json_object *a = json_object_new_array();
+        if (!st->destroys)
+                return a;
         const struct inv_disk *d = NULL;
         for (size_t i = 0; i < p->n_disks; i++)
                 if (st->device && streq(disk_path(p->disks[i].disk), st->device))
                         d = p->disks[i].disk;
         switch (st->kind) {
         case PLAN_WIPE:
-                for (size_t i = 0; r >= 0 && d && i < d->n_sigs; i++)
-                        r = json_signature(out, &first, &d->sigs[i], disk_path(d));
-                for (size_t k = 0; r >= 0 && d && k < d->n_parts; k++)
-                        for (size_t i = 0; r >= 0 && i < d->parts[k].n_sigs; i++)
-                                r = json_signature(out, &first, &d->parts[k].sigs[i],
-                                                   d->parts[k].path ? d->parts[k].path : d->parts[k].name);
-                for (size_t i = 0; r >= 0 && st->inputs && st->inputs[i]; i++)
-                        if ((r = json_destroyed_item(out, &first, "holder", st->inputs[i])) >= 0)
-                                r = strbuf_adds(out, "}");
+                for (size_t i = 0; d && i < d->n_sigs; i++)
+                        json_signature(a, &d->sigs[i], disk_path(d), r);
+                for (size_t k = 0; d && k < d->n_parts; k++)
+                        for (size_t i = 0; i < d->parts[k].n_sigs; i++)
+                                json_signature(a, &d->parts[k].sigs[i], d->parts[k].path ? d->parts[k].path : d->parts[k].name, r);
+                for (size_t i = 0; st->inputs && st->inputs[i]; i++)
+                        json_append(a, json_done(json_destroyed_item("holder", st->inputs[i], r), *r), r);
                 break;
-        case PLAN_PARTITION:
-                if ((r = json_destroyed_item(out, &first, "all-data", st->device)) >= 0)
-                        r = strbuf_addf(out, ",\"size\":%" PRIu64 "}", d ? d->size : st->size);
-                break;
-        case PLAN_MD_CREATE:
-                for (size_t i = 0; r >= 0 && st->inputs && st->inputs[i]; i++)
-                        if ((r = json_destroyed_item(out, &first, "contents", st->inputs[i])) >= 0)
-                                r = strbuf_adds(out, "}");
-                break;
-        default:
-                if ((r = json_destroyed_item(out, &first, "contents", st->device)) >= 0)
-                        r = strbuf_adds(out, "}");
+        case PLAN_PARTITION: {
+                json_object *o = json_destroyed_item("all-data", st->device, r);
+                json_set(o, "size", json_object_new_uint64(d ? d->size : st->size), r);
+                json_append(a, json_done(o, *r), r);
                 break;
         }
-        return r < 0 ? r : strbuf_adds(out, "]");
+        case PLAN_MD_CREATE:
+                for (size_t i = 0; st->inputs && st->inputs[i]; i++)
+                        json_append(a, json_done(json_destroyed_item("contents", st->inputs[i], r), *r), r);
+                break;
+        default:
+                json_append(a, json_done(json_destroyed_item("contents", st->device, r), *r), r);
+                break;
+        }
+        return a;
+}
+
+static json_object *json_disk(const struct plan *p, const struct inv_disk *d, int *r) {
+        const struct plan_disk *pd = plan_disk_of(p, d);
+        json_object *o = json_object_new_object();
+        json_set_str(o, "path", disk_path(d), r);
+        json_set(o, "size", json_object_new_uint64(d->size), r);
+        json_set(o, "selected", json_object_new_boolean(pd != NULL), r);
+        /* its identity, untouched or not: which physical disk this is */
+        json_set_str(o, "model", strempty(d->model) ? NULL : d->model, r);
+        json_set_str(o, "serial", strempty(d->serial) ? NULL : d->serial, r);
+        json_set_str(o, "wwn", strempty(d->wwn) ? NULL : d->wwn, r);
+        json_set_str(o, "transport", strempty(d->transport) ? NULL : d->transport, r);
+        json_set(o, "rotational", json_object_new_boolean(d->rotational), r);
+        if (pd) {
+                json_set_str(o, "rule", pd->rule->id, r);
+                json_set(o, "index", json_object_new_uint64(pd->index), r);
+                json_set(o, "wipe", json_object_new_boolean(pd->rule->wipe), r);
+                if (pd->alt)    /* only for a rule with match alternatives: the one that won */
+                        json_set(o, "match", json_object_new_uint64(pd->alt), r);
+        }
+        return json_done(o, *r);
+}
+
+static json_object *json_step(const struct plan *p, const struct plan_step *st, size_t n, int *r) {
+        json_object *o = json_object_new_object();
+        json_set(o, "n", json_object_new_uint64(n), r);
+        json_set_str(o, "kind", plan_step_kind_name(st->kind), r);
+        json_set_str(o, "id", st->id, r);
+        json_set(o, "index", json_object_new_uint64(st->index), r);
+        json_set_str(o, "device", st->device, r);
+        json_object *inputs = json_object_new_array();
+        for (size_t k = 0; st->inputs && st->inputs[k]; k++)
+                json_append(inputs, json_object_new_string(st->inputs[k]), r);
+        json_set(o, "inputs", inputs, r);
+        if (st->size) {
+                json_set(o, "size", json_object_new_uint64(st->size), r);
+                json_set(o, "size_approx", json_object_new_boolean(st->size_approx), r);
+        }
+        if (st->parts) {
+                json_object *parts = json_object_new_array();
+                for (size_t k = 0; k < st->n_parts; k++) {
+                        const struct plan_part *pp = &st->parts[k];
+                        json_object *x = json_object_new_object();
+                        json_set(x, "number", json_object_new_uint64(pp->number), r);
+                        json_set_str(x, "id", pp->part->id, r);
+                        json_set_str(x, "device", pp->device, r);
+                        json_set_str(x, "type", spec_part_type_name(pp->part->type), r);
+                        json_set_str(x, "name", pp->part->name, r);
+                        json_set(x, "start", json_object_new_uint64(pp->start), r);
+                        json_set(x, "size", json_object_new_uint64(pp->size), r);
+                        json_append(parts, json_done(x, *r), r);
+                }
+                json_set(o, "partitions", parts, r);
+        }
+        if (st->kind == PLAN_SKIP_STAGE)
+                json_set_str(o, "skips", plan_step_kind_name(st->skipped), r);
+        if (st->uuid)
+                json_set_str(o, "uuid", st->uuid, r);
+        if (st->kind == PLAN_LVCREATE) {
+                json_object *lv = json_object_new_object();
+                json_set_str(lv, "vg", st->lv.vg, r);
+                json_set_str(lv, "name", st->lv.name, r);
+                json_set(lv, "bytes", json_object_new_uint64(st->lv.bytes), r);
+                json_set(lv, "percent_free", json_object_new_uint64(st->lv.percent_free), r);
+                json_set(o, "lv", lv, r);
+        }
+        json_set_str(o, "description", st->description, r);
+        json_set_str(o, "destroys", st->destroys, r);
+        json_set(o, "destroyed", json_destroyed(p, st, r), r);
+        return json_done(o, *r);
 }
 
 int plan_to_json(const struct plan *p, struct strbuf *out) {
@@ -1908,115 +1938,20 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
         _cleanup_free_ const struct inv_disk **disks = sorted_disks(p->inv);
         if (!disks)
                 return -ENOMEM;
-        int r = strbuf_adds(out, "{");
-        if (r >= 0)
-                r = json_kv_str(out, "hostname", p->hostname, false);
-        if (r >= 0)
-                r = json_kv_str(out, "hostname_template", s->hostname, true);
-        if (r >= 0)
-                r = json_kv_str(out, "fingerprint", p->fingerprint, true);
-        if (r >= 0)
-                r = json_kv_str(out, "mode", p->resume ? "resume" : "fresh", true);
-        if (r >= 0)
-                r = json_kv_str(out, "mode_why", p->mode_why, true);
-        if (r >= 0)
-                r = strbuf_adds(out, ",\"disks\":[");
-        for (size_t i = 0; r >= 0 && i < p->inv->n_disks; i++) {
-                const struct inv_disk *d = disks[i];
-                const struct plan_disk *pd = plan_disk_of(p, d);
-                r = strbuf_adds(out, i ? ",{" : "{");
-                if (r >= 0)
-                        r = json_kv_str(out, "path", disk_path(d), false);
-                if (r >= 0)
-                        r = strbuf_addf(out, ",\"size\":%" PRIu64 ",\"selected\":%s", d->size, pd ? "true" : "false");
-                /* its identity, untouched or not: which physical disk this is */
-                if (r >= 0)
-                        r = json_kv_str(out, "model", strempty(d->model) ? NULL : d->model, true);
-                if (r >= 0)
-                        r = json_kv_str(out, "serial", strempty(d->serial) ? NULL : d->serial, true);
-                if (r >= 0)
-                        r = json_kv_str(out, "wwn", strempty(d->wwn) ? NULL : d->wwn, true);
-                if (r >= 0)
-                        r = json_kv_str(out, "transport", strempty(d->transport) ? NULL : d->transport, true);
-                if (r >= 0)
-                        r = strbuf_addf(out, ",\"rotational\":%s", d->rotational ? "true" : "false");
-                if (r >= 0 && pd) {
-                        r = json_kv_str(out, "rule", pd->rule->id, true);
-                        if (r >= 0)
-                                r = strbuf_addf(out, ",\"index\":%u,\"wipe\":%s", pd->index, pd->rule->wipe ? "true" : "false");
-                        if (r >= 0 && pd->alt)  /* only for a rule with match alternatives: the one that won */
-                                r = strbuf_addf(out, ",\"match\":%u", pd->alt);
-                }
-                if (r >= 0)
-                        r = strbuf_adds(out, "}");
-        }
-        if (r >= 0)
-                r = strbuf_adds(out, "],\"steps\":[");
-        for (size_t i = 0; r >= 0 && i < p->n_steps; i++) {
-                const struct plan_step *st = &p->steps[i];
-                r = strbuf_addf(out, "%s{\"n\":%zu", i ? "," : "", i + 1);
-                if (r >= 0)
-                        r = json_kv_str(out, "kind", plan_step_kind_name(st->kind), true);
-                if (r >= 0)
-                        r = json_kv_str(out, "id", st->id, true);
-                if (r >= 0)
-                        r = strbuf_addf(out, ",\"index\":%u", st->index);
-                if (r >= 0)
-                        r = json_kv_str(out, "device", st->device, true);
-                if (r >= 0)
-                        r = strbuf_adds(out, ",\"inputs\":[");
-                for (size_t k = 0; r >= 0 && st->inputs && st->inputs[k]; k++) {
-                        if (k)
-                                r = strbuf_adds(out, ",");
-                        if (r >= 0)
-                                r = strbuf_add_json_string(out, st->inputs[k]);
-                }
-                if (r >= 0)
-                        r = strbuf_adds(out, "]");
-                if (r >= 0 && st->size)
-                        r = strbuf_addf(out, ",\"size\":%" PRIu64 ",\"size_approx\":%s", st->size, st->size_approx ? "true" : "false");
-                if (r >= 0 && st->parts) {
-                        r = strbuf_adds(out, ",\"partitions\":[");
-                        for (size_t k = 0; r >= 0 && k < st->n_parts; k++) {
-                                const struct plan_part *pp = &st->parts[k];
-                                r = strbuf_addf(out, "%s{\"number\":%u", k ? "," : "", pp->number);
-                                if (r >= 0)
-                                        r = json_kv_str(out, "id", pp->part->id, true);
-                                if (r >= 0)
-                                        r = json_kv_str(out, "device", pp->device, true);
-                                if (r >= 0)
-                                        r = json_kv_str(out, "type", spec_part_type_name(pp->part->type), true);
-                                if (r >= 0)
-                                        r = json_kv_str(out, "name", pp->part->name, true);
-                                if (r >= 0)
-                                        r = strbuf_addf(out, ",\"start\":%" PRIu64 ",\"size\":%" PRIu64 "}", pp->start, pp->size);
-                        }
-                        if (r >= 0)
-                                r = strbuf_adds(out, "]");
-                }
-                if (r >= 0 && st->kind == PLAN_SKIP_STAGE)
-                        r = json_kv_str(out, "skips", plan_step_kind_name(st->skipped), true);
-                if (r >= 0 && st->uuid)
-                        r = json_kv_str(out, "uuid", st->uuid, true);
-                if (r >= 0 && st->kind == PLAN_LVCREATE) {
-                        r = strbuf_adds(out, ",\"lv\":{");
-                        if (r >= 0)
-                                r = json_kv_str(out, "vg", st->lv.vg, false);
-                        if (r >= 0)
-                                r = json_kv_str(out, "name", st->lv.name, true);
-                        if (r >= 0)
-                                r = strbuf_addf(out, ",\"bytes\":%" PRIu64 ",\"percent_free\":%u}", st->lv.bytes, st->lv.percent_free);
-                }
-                if (r >= 0)
-                        r = json_kv_str(out, "description", st->description, true);
-                if (r >= 0)
-                        r = json_kv_str(out, "destroys", st->destroys, true);
-                if (r >= 0)
-                        r = json_destroyed(p, st, out);
-                if (r >= 0)
-                        r = strbuf_adds(out, "}");
-        }
-        if (r >= 0)
-                r = strbuf_adds(out, "]}\n");
-        return r;
+        _cleanup_json_ json_object *root = json_object_new_object();
+        int r = 0;
+        json_set_str(root, "hostname", p->hostname, &r);
+        json_set_str(root, "hostname_template", s->hostname, &r);
+        json_set_str(root, "fingerprint", p->fingerprint, &r);
+        json_set_str(root, "mode", p->resume ? "resume" : "fresh", &r);
+        json_set_str(root, "mode_why", p->mode_why, &r);
+        json_object *dj = json_object_new_array();
+        for (size_t i = 0; i < p->inv->n_disks; i++)
+                json_append(dj, json_disk(p, disks[i], &r), &r);
+        json_set(root, "disks", dj, &r);
+        json_object *sj = json_object_new_array();
+        for (size_t i = 0; i < p->n_steps; i++)
+                json_append(sj, json_step(p, &p->steps[i], i + 1, &r), &r);
+        json_set(root, "steps", sj, &r);
+        return r < 0 ? r : json_print(root, JSON_C_TO_STRING_PLAIN, true, out);
 }
