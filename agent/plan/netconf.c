@@ -21,15 +21,9 @@ static int nfinding(struct nbuild *b, bool refusal, struct spec_mark m, const ch
 static int nfinding(struct nbuild *b, bool refusal, struct spec_mark m, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        int r = diags_addv(b->diags, b->spec->file, m.line, m.col, fmt, ap);
+        int r = plan_findingv(b->diags, b->spec->file, refusal ? &b->refused : &b->invalid, m, fmt, ap);
         va_end(ap);
-        if (r < 0)
-                return r;
-        if (refusal)
-                b->refused++;
-        else
-                b->invalid++;
-        return 0;
+        return r;
 }
 
 /* " (this machine has eth0 52:54:00:12:34:56, eth1 ...)" */

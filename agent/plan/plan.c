@@ -110,20 +110,22 @@ static const char *size_exact(uint64_t bytes, char *buf, size_t len) {
 static uint64_t align_down(uint64_t v, uint64_t a) { return v / a * a; }
 static uint64_t align_up(uint64_t v, uint64_t a) { return v > UINT64_MAX - (a - 1) ? align_down(v, a) : (v + a - 1) / a * a; }
 
+int plan_findingv(struct diags *d, const char *file, unsigned *count, struct spec_mark m, const char *fmt, va_list ap) {
+        int r = diags_addv(d, file, m.line, m.col, fmt, ap);
+        if (r < 0)
+                return r;
+        (*count)++;
+        return 0;
+}
+
 /* A finding at a spec position: refusal (-EPERM) or invalid input (-EINVAL). */
 static int finding(struct builder *b, bool refusal, struct spec_mark m, const char *fmt, ...) _printf_(4, 5);
 static int finding(struct builder *b, bool refusal, struct spec_mark m, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        int r = diags_addv(b->diags, b->spec->file, m.line, m.col, fmt, ap);
+        int r = plan_findingv(b->diags, b->spec->file, refusal ? &b->refused : &b->invalid, m, fmt, ap);
         va_end(ap);
-        if (r < 0)
-                return r;
-        if (refusal)
-                b->refused++;
-        else
-                b->invalid++;
-        return 0;
+        return r;
 }
 /* A warning at a spec position: the plan stands (kiln plan --strict refuses it). */
 static int warning(struct builder *b, struct spec_mark m, const char *fmt, ...) _printf_(3, 4);
@@ -558,9 +560,10 @@ static int select_disks(struct builder *b) {
 
 /* --- nodes: every block-device object and its predicted paths -------------- */
 
-static struct node *node_find(struct builder *b, const char *id) {
-        for (size_t i = 0; id && i < b->n_nodes; i++)
-                if (streq(b->nodes[i].id, id))
+/* The node of a spec object the parser resolved a reference to. */
+static struct node *node_of(struct builder *b, const void *obj) {
+        for (size_t i = 0; obj && i < b->n_nodes; i++)
+                if (b->nodes[i].obj == obj)
                         return &b->nodes[i];
         return NULL;
 }
@@ -584,12 +587,6 @@ static int node_push_dev(struct node *n, char *dev /* takes */) {
 }
 
 
-static const struct spec_vg *find_vg(const struct spec *s, const char *id) {
-        for (size_t i = 0; id && i < s->n_vgs; i++)
-                if (streq(s->vgs[i].id, id))
-                        return &s->vgs[i];
-        return NULL;
-}
 
 static int make_nodes(struct builder *b) {
         const struct spec *s = b->spec;
@@ -640,7 +637,7 @@ static int make_nodes(struct builder *b) {
         for (size_t i = 0; i < s->n_lvs; i++) {
                 const struct spec_lv *x = &s->lvs[i];
                 struct node *nd = node_add(b, SPEC_OBJ_LV, x->id, x, x->mark);
-                const struct spec_vg *vg = find_vg(s, x->vg);
+                const struct spec_vg *vg = x->vg_obj;
                 if (!vg)
                         return invalid(b, x->vg_mark, "logical volume '%s' refers to unknown volume group '%s'", x->id, x->vg ? x->vg : "");
                 char *dev;
@@ -785,7 +782,7 @@ static int emit_partitions(struct builder *b) {
                         return -ENOMEM;
                 size_t n = 0;
                 for (size_t i = 0; i < s->n_partitions; i++)
-                        if (s->partitions[i].on && streq(s->partitions[i].on, pd->rule->id))
+                        if (s->partitions[i].disk == pd->rule)
                                 parts[n++] = &s->partitions[i];
                 if (n == 0)
                         continue;
@@ -811,7 +808,7 @@ static int emit_partitions(struct builder *b) {
                         return r;
                 /* the partition nodes: one device per selected disk, in rule order */
                 for (size_t i = 0; i < n; i++) {
-                        struct node *nd = node_find(b, out[i].part->id);
+                        struct node *nd = node_of(b, out[i].part);
                         if (!nd)
                                 continue;
                         if ((r = node_push_dev(nd, strdup(out[i].device))) < 0)
@@ -828,8 +825,9 @@ static int emit_partitions(struct builder *b) {
 static int visit(struct builder *b, struct node *n);
 
 /* Resolves a reference that must stand for exactly one device. */
-static int ref_one(struct builder *b, const char *what, const char *owner, const char *id, struct spec_mark m, struct node **ret) {
-        struct node *n = node_find(b, id);
+static int ref_one(struct builder *b, const char *what, const char *owner, const char *id, struct spec_ref ref,
+                   struct spec_mark m, struct node **ret) {
+        struct node *n = node_of(b, ref.obj);
         if (!n || n->kind == SPEC_OBJ_VG)
                 return invalid(b, m, "%s '%s' refers to unknown device '%s'", what, owner, id ? id : "");
         int r = visit(b, n);
@@ -918,7 +916,7 @@ static int emit_raid(struct builder *b, struct node *n) {
         int r;
         for (size_t i = 0; x->members && x->members[i]; i++) {
                 struct spec_mark mk = x->member_marks ? x->member_marks[i] : x->members_mark;
-                struct node *c = node_find(b, x->members[i]);
+                struct node *c = x->member_refs ? node_of(b, x->member_refs[i].obj) : NULL;
                 if (!c || (c->kind != SPEC_OBJ_DISK && c->kind != SPEC_OBJ_PARTITION && c->kind != SPEC_OBJ_LUKS && c->kind != SPEC_OBJ_LV))
                         return invalid(b, mk, "raid '%s' refers to unknown member '%s'", x->id, x->members[i]);
                 if ((r = visit(b, c)) < 0)
@@ -1006,7 +1004,7 @@ static int emit_luks(struct builder *b, struct node *n) {
         const struct spec_luks *x = n->obj;
         const struct spec *s = b->spec;
         struct node *under;
-        int r = ref_one(b, "luks", x->id, x->on, x->on_mark, &under);
+        int r = ref_one(b, "luks", x->id, x->on, x->on_ref, x->on_mark, &under);
         if (r < 0 || b->invalid)
                 return r;
         const char *dev = under->devs[0];
@@ -1070,9 +1068,9 @@ static int emit_lvs(struct builder *b, struct node *vgn, uint64_t extent) {
         int r;
         for (size_t i = 0; i < s->n_lvs; i++) {
                 const struct spec_lv *x = &s->lvs[i];
-                if (!x->vg || !streq(x->vg, vg->id))
+                if (x->vg_obj != vg)
                         continue;
-                struct node *n = node_find(b, x->id);
+                struct node *n = node_of(b, x);
                 if (!n || n->n_devs != 1)
                         return -EINVAL;
                 uint64_t sz = 0;
@@ -1137,7 +1135,7 @@ static int emit_vg(struct builder *b, struct node *n) {
         n->size = n->size_max = 0;
         for (size_t i = 0; x->pvs && x->pvs[i]; i++) {
                 struct spec_mark mk = x->pv_marks ? x->pv_marks[i] : x->pvs_mark;
-                struct node *c = node_find(b, x->pvs[i]);
+                struct node *c = x->pv_refs ? node_of(b, x->pv_refs[i].obj) : NULL;
                 if (!c || c->kind == SPEC_OBJ_VG)
                         return invalid(b, mk, "volume group '%s' refers to unknown physical volume '%s'", x->id, x->pvs[i]);
                 if ((r = visit(b, c)) < 0)
@@ -1186,7 +1184,7 @@ static int visit(struct builder *b, struct node *n) {
         if (n->state == 2 || b->invalid || b->refused)
                 return 0;
         if (n->state == 1)
-                return invalid(b, n->mark, "'%s' refers to itself through its devices (a cycle)", n->id);
+                return -ELOOP;  /* spec_parse reports every cycle ("reference cycle"); a plan takes valid specs */
         n->state = 1;
         int r;
         switch (n->kind) {
@@ -1201,7 +1199,7 @@ static int visit(struct builder *b, struct node *n) {
                 break;
         case SPEC_OBJ_LV: {
                 const struct spec_lv *x = n->obj;
-                struct node *vg = node_find(b, x->vg);
+                struct node *vg = node_of(b, x->vg_obj);
                 if (!vg || vg->kind != SPEC_OBJ_VG)
                         return invalid(b, x->vg_mark, "logical volume '%s' refers to unknown volume group '%s'", x->id, x->vg ? x->vg : "");
                 r = visit(b, vg);   /* creates every LV of the VG, this one included */
@@ -1232,7 +1230,7 @@ static int emit_mkfs(struct builder *b, const char **devs) {
         for (size_t i = 0; i < s->n_filesystems; i++) {
                 const struct spec_filesystem *f = &s->filesystems[i];
                 struct node *n;
-                if ((r = ref_one(b, "filesystem on", f->on ? f->on : "", f->on, f->on_mark, &n)) < 0)
+                if ((r = ref_one(b, "filesystem on", f->on ? f->on : "", f->on, f->on_ref, f->on_mark, &n)) < 0)
                         return r;
                 if (b->invalid)
                         return 0;
@@ -1341,14 +1339,8 @@ int plan_installed_cmdline(const struct spec *s, const char *root_uuid, char **r
                         root = &s->filesystems[i];
         if (!root || !root->on)
                 return -ENOENT;
-        const struct spec_lv *lv = NULL;
-        const struct spec_vg *vg = NULL;
-        for (size_t i = 0; i < s->n_lvs; i++)
-                if (s->lvs[i].id && streq(s->lvs[i].id, root->on))
-                        lv = &s->lvs[i];
-        for (size_t i = 0; lv && lv->vg && i < s->n_vgs; i++)
-                if (s->vgs[i].id && streq(s->vgs[i].id, lv->vg))
-                        vg = &s->vgs[i];
+        const struct spec_lv *lv = root->on_ref.kind == SPEC_OBJ_LV ? root->on_ref.obj : NULL;
+        const struct spec_vg *vg = lv ? lv->vg_obj : NULL;
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
         _cleanup_free_ char *rest = NULL;
         int r;
@@ -1464,7 +1456,7 @@ static int emit_tail(struct builder *b) {
                 const char *dev = NULL;
                 if (im->format == SPEC_IMAGE_RAW) {
                         struct node *n;
-                        if ((r = ref_one(b, "image", "raw", im->target, im->mark, &n)) < 0)
+                        if ((r = ref_one(b, "image", "raw", im->target, im->target_ref, im->mark, &n)) < 0)
                                 return r;
                         if (b->invalid)
                                 return 0;

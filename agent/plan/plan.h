@@ -133,6 +133,11 @@ int plan_build(const struct spec *spec, const struct inventory *inv, struct plan
 int plan_build_full(const struct spec *spec, const struct inventory *inv, unsigned flags, struct plan **ret,
                     struct diags *diags);
 struct plan *plan_free(struct plan *p);
+/* A planner's finding at a spec position, into d (file:line:col), counted in
+ * *count (its refusals or its invalid inputs); the plan and the network
+ * resolution (netconf.c) both report this way. */
+int plan_findingv(struct diags *d, const char *file, unsigned *count, struct spec_mark m, const char *fmt, va_list ap)
+        _printf_(5, 0);
 DEFINE_CLEANUP(plan_free, struct plan *)
 #define _cleanup_plan_free_ _cleanup_(plan_freep)
 
