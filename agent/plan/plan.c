@@ -48,7 +48,7 @@ struct builder {
         size_t n_nodes;
         const struct inv_disk **sorted;  /* inventory disks by path */
         size_t n_sorted;
-        unsigned refused, invalid;
+        struct plan_findings f;
         bool allow_signatures;  /* PLAN_ALLOW_SIGNATURES */
 };
 
@@ -110,23 +110,25 @@ static const char *size_exact(uint64_t bytes, char *buf, size_t len) {
 static uint64_t align_down(uint64_t v, uint64_t a) { return v / a * a; }
 static uint64_t align_up(uint64_t v, uint64_t a) { return v > UINT64_MAX - (a - 1) ? align_down(v, a) : (v + a - 1) / a * a; }
 
-int plan_findingv(struct diags *d, const char *file, unsigned *count, struct spec_mark m, const char *fmt, va_list ap) {
-        int r = diags_addv(d, file, m.line, m.col, fmt, ap);
+int plan_finding(struct plan_findings *f, bool refusal, struct spec_mark m, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = diags_addv(f->diags, f->file, m.line, m.col, fmt, ap);
+        va_end(ap);
         if (r < 0)
                 return r;
-        (*count)++;
+        if (refusal)
+                f->refused++;
+        else
+                f->invalid++;
         return 0;
+}
+int plan_findings_result(const struct plan_findings *f) {
+        return f->invalid ? -EINVAL : f->refused ? -EPERM : 0;
 }
 
 /* A finding at a spec position: refusal (-EPERM) or invalid input (-EINVAL). */
-static int finding(struct builder *b, bool refusal, struct spec_mark m, const char *fmt, ...) _printf_(4, 5);
-static int finding(struct builder *b, bool refusal, struct spec_mark m, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        int r = plan_findingv(b->diags, b->spec->file, refusal ? &b->refused : &b->invalid, m, fmt, ap);
-        va_end(ap);
-        return r;
-}
+#define finding(b, refusal, m, ...) plan_finding(&(b)->f, (refusal), (m), __VA_ARGS__)
 /* A warning at a spec position: the plan stands (kiln plan --strict refuses it). */
 static int warning(struct builder *b, struct spec_mark m, const char *fmt, ...) _printf_(3, 4);
 static int warning(struct builder *b, struct spec_mark m, const char *fmt, ...) {
@@ -537,7 +539,7 @@ static int select_disks(struct builder *b) {
                 }
                 total += n;
         }
-        if (b->refused)
+        if (b->f.refused)
                 return 0;
 
         b->plan->disks = calloc(total ? total : 1, sizeof *b->plan->disks);
@@ -800,7 +802,7 @@ static int emit_partitions(struct builder *b) {
                 r = layout_disk(b, pd->rule, pd->disk, pd->index, parts, n, out);
                 if (r < 0)
                         return r;
-                if (b->refused || b->invalid)
+                if (b->f.refused || b->f.invalid)
                         continue;
                 if ((r = step_text(st, disk_path(pd->disk),
                                    strdupf("partition %s: new GPT with %zu partition%s", disk_path(pd->disk), n, n == 1 ? "" : "s"),
@@ -1005,7 +1007,7 @@ static int emit_luks(struct builder *b, struct node *n) {
         const struct spec *s = b->spec;
         struct node *under;
         int r = ref_one(b, "luks", x->id, x->on, x->on_ref, x->on_mark, &under);
-        if (r < 0 || b->invalid)
+        if (r < 0 || b->f.invalid)
                 return r;
         const char *dev = under->devs[0];
         n->size = under->size > LUKS2_DEFAULT_HEADER ? under->size - LUKS2_DEFAULT_HEADER : 0;
@@ -1140,7 +1142,7 @@ static int emit_vg(struct builder *b, struct node *n) {
                         return invalid(b, mk, "volume group '%s' refers to unknown physical volume '%s'", x->id, x->pvs[i]);
                 if ((r = visit(b, c)) < 0)
                         return r;
-                if (b->invalid)
+                if (b->f.invalid)
                         return 0;
                 for (size_t k = 0; k < c->n_devs; k++) {
                         if ((r = strv_pushdup(&pvs, c->devs[k])) < 0)
@@ -1181,7 +1183,7 @@ static int emit_vg(struct builder *b, struct node *n) {
 }
 
 static int visit(struct builder *b, struct node *n) {
-        if (n->state == 2 || b->invalid || b->refused)
+        if (n->state == 2 || b->f.invalid || b->f.refused)
                 return 0;
         if (n->state == 1)
                 return -ELOOP;  /* spec_parse reports every cycle ("reference cycle"); a plan takes valid specs */
@@ -1214,7 +1216,7 @@ static int visit(struct builder *b, struct node *n) {
 }
 
 static int emit_graph(struct builder *b) {
-        for (size_t i = 0; i < b->n_nodes && !b->invalid && !b->refused; i++) {
+        for (size_t i = 0; i < b->n_nodes && !b->f.invalid && !b->f.refused; i++) {
                 int r = visit(b, &b->nodes[i]);
                 if (r < 0)
                         return r;
@@ -1232,7 +1234,7 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                 struct node *n;
                 if ((r = ref_one(b, "filesystem on", f->on ? f->on : "", f->on, f->on_ref, f->on_mark, &n)) < 0)
                         return r;
-                if (b->invalid)
+                if (b->f.invalid)
                         return 0;
                 devs[i] = n->devs[0];
                 if (f->encrypt_random) {
@@ -1458,7 +1460,7 @@ static int emit_tail(struct builder *b) {
                         struct node *n;
                         if ((r = ref_one(b, "image", "raw", im->target, im->target_ref, im->mark, &n)) < 0)
                                 return r;
-                        if (b->invalid)
+                        if (b->f.invalid)
                                 return 0;
                         dev = n->devs[0];
                 }
@@ -1619,7 +1621,7 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
                 return -ENOMEM;
         p->spec = spec;
         p->inv = inv;
-        struct builder b = { .spec = spec, .inv = inv, .diags = diags, .plan = p,
+        struct builder b = { .spec = spec, .inv = inv, .diags = diags, .plan = p, .f = { diags, spec->file },
                              .allow_signatures = flags & PLAN_ALLOW_SIGNATURES };
         _cleanup_free_ const char **fsdevs = calloc(spec->n_filesystems ? spec->n_filesystems : 1, sizeof *fsdevs);
         int r = fsdevs ? 0 : -ENOMEM;
@@ -1645,37 +1647,33 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
                 r = netconf_build(spec, inv, &p->net, diags);
                 if (r == -EPERM || r == -EINVAL) {
                         if (r == -EPERM)
-                                b.refused++;
+                                b.f.refused++;
                         else
-                                b.invalid++;
+                                b.f.invalid++;
                         r = 0;
                 }
         }
         if (r >= 0)
                 r = select_disks(&b);
-        if (r >= 0 && !b.refused)
+        if (r >= 0 && !b.f.refused)
                 r = make_nodes(&b);
-        if (r >= 0 && !b.refused && !b.invalid)
+        if (r >= 0 && !b.f.refused && !b.f.invalid)
                 r = emit_wipes(&b);
-        if (r >= 0 && !b.refused && !b.invalid)
+        if (r >= 0 && !b.f.refused && !b.f.invalid)
                 r = emit_partitions(&b);
-        if (r >= 0 && !b.refused && !b.invalid)
+        if (r >= 0 && !b.f.refused && !b.f.invalid)
                 r = emit_graph(&b);
-        if (r >= 0 && !b.refused && !b.invalid)
+        if (r >= 0 && !b.f.refused && !b.f.invalid)
                 r = emit_mkfs(&b, fsdevs);
-        if (r >= 0 && !b.refused && !b.invalid)
+        if (r >= 0 && !b.f.refused && !b.f.invalid)
                 r = emit_mounts(&b, fsdevs);
-        if (r >= 0 && !b.refused && !b.invalid)
+        if (r >= 0 && !b.f.refused && !b.f.invalid)
                 r = emit_tail(&b);
 
         nodes_free(&b);
         free(b.sorted);
-        if (r < 0)
+        if (r < 0 || (r = plan_findings_result(&b.f)) < 0)
                 return r;
-        if (b.invalid)
-                return -EINVAL;
-        if (b.refused)
-                return -EPERM;
         r = plan_fingerprint(p);
         if (r < 0)
                 return r;
