@@ -90,10 +90,6 @@ bool apply_step_is_storage(enum plan_step_kind kind) {
 
 /* ---- spec lookups (by id, as the plan names them) ---- */
 
-static const char *luks_name(const struct spec_luks *l) {
-        return l->name ? l->name : l->id;
-}
-
 static int wait_node(const char *path) {
         char *const v[] = { (char *) path, NULL };
         return partition_wait(v, NODE_WAIT_USEC);
@@ -154,7 +150,7 @@ static int step_partition(struct apply_ctx *c, const struct plan_step *s) {
                 if (pp->number != i + 1)
                         return strbuf_addf(&c->why, "partition numbers are not 1..%zu", n), -EINVAL;
                 req[i] = (struct partition_request) {
-                        .name = pp->part->name ? pp->part->name : pp->part->id,
+                        .name = pp->part->name,
                         .type = pp->part->type,
                         .start = pp->start,
                         .size = pp->size,
@@ -190,7 +186,7 @@ static int step_md_create(struct apply_ctx *c, const struct plan_step *s) {
         if (!raid)
                 return -EINVAL;
         struct md_create_params p = {
-                .name = raid->name ? raid->name : raid->id,
+                .name = raid->name,
                 .homehost = c->opts->hostname,
                 .level = raid->level,
                 .layout = raid->layout,
@@ -363,11 +359,11 @@ static int step_luks_open(struct apply_ctx *c, const struct plan_step *s) {
         int r = key_get(c, l, &key);
         if (r < 0)
                 return r;
-        r = luks_open(dev, luks_name(l), key, luks_choice(c, l).flags | (c->readonly ? CRYPT_ACTIVATE_READONLY : 0));
+        r = luks_open(dev, l->name, key, luks_choice(c, l).flags | (c->readonly ? CRYPT_ACTIVATE_READONLY : 0));
         if (r < 0)
                 return r;
         _cleanup_free_ char *node = NULL;
-        if ((r = paths_mapper(luks_name(l), &node)) < 0)
+        if ((r = paths_mapper(l->name, &node)) < 0)
                 return r;
         r = wait_node(node);
         if (r < 0)
@@ -390,7 +386,7 @@ static int step_vgcreate(struct apply_ctx *c, const struct plan_step *s) {
                 return -EINVAL;
         if (!s->inputs || !s->inputs[0])
                 return strbuf_adds(&c->why, "the plan lists no PVs"), -EINVAL;
-        return lvm_vgcreate(vg->name ? vg->name : vg->id, s->inputs, vg->extent_size, &c->why);
+        return lvm_vgcreate(vg->name, s->inputs, vg->extent_size, &c->why);
 }
 
 static int step_lvcreate(struct apply_ctx *c, const struct plan_step *s) {
@@ -418,6 +414,16 @@ static int step_mkfs(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_filesystem *fs = s->obj;
         if (!fs)
                 return -EINVAL;
+        if (fs->encrypt_random) {
+                /* crypttab maps it with a fresh key and mkswaps it at every boot; Debian's
+                 * cryptdisks refuses a plain-mode source that holds a filesystem signature,
+                 * and an old one must not be found on it either: leave it without any */
+                unsigned removed = 0;
+                int r = wipe_signatures(s->device, &removed);
+                if (r < 0)
+                        return strbuf_addf(&c->why, "clearing the signatures on %s", s->device), r;
+                return 0;
+        }
         return mkfs_make(fs->type, s->device, fs->label, fs->mkfs_options, &c->why);
 }
 
@@ -571,16 +577,9 @@ static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_luks *l = s->obj;
         if (!l)
                 return -EINVAL;
-        /* without a candidate list, the LUKS object's own cipher is measured */
+        /* the candidates the spec parser chose for this LUKS object (the plan lists the same) */
         struct spec_bench own = *policy;
-        _cleanup_free_ char *spec_cipher = NULL;
-        char *own_list[2] = {};
-        if (!policy->ciphers || !policy->ciphers[0]) {
-                if (asprintf(&spec_cipher, "%s:%u", l->cipher, l->key_size) < 0)
-                        return -ENOMEM;
-                own_list[0] = spec_cipher;
-                own.ciphers = own_list;
-        }
+        own.ciphers = l->bench_ciphers;
         c->bench_luks = NULL;
         free(c->bench_choice_cipher);
         c->bench_choice_cipher = NULL;
@@ -783,7 +782,7 @@ static int step_md_assemble(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_raid *raid = s->obj;
         if (!raid)
                 return -EINVAL;
-        const char *name = raid->name ? raid->name : raid->id;
+        const char *name = raid->name;
         int r = md_assemble(name, s->uuid, s->inputs, c->readonly, &c->why);
         if (r < 0)
                 return r;
@@ -799,7 +798,7 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_vg *vg = s->obj;
         if (!vg)
                 return -EINVAL;
-        const char *name = vg->name ? vg->name : vg->id;
+        const char *name = vg->name;
         int r = c->readonly ? lvm_vg_activate_readonly(name, &c->why) : lvm_vg_activate(name, &c->why);
         if (r < 0) {
                 /* lvm says "Cannot process volume group X: Input/output error"
@@ -823,7 +822,7 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
                 if (!lv->vg || !streq(lv->vg, vg->id))
                         continue;
                 _cleanup_free_ char *node = NULL;
-                if ((r = paths_lv(name, lv->name ? lv->name : lv->id, &node)) < 0)
+                if ((r = paths_lv(name, lv->name, &node)) < 0)
                         return r;
                 if ((r = wait_node(node)) < 0)
                         return strbuf_addf(&c->why, "%s did not appear", node), r;
@@ -871,7 +870,7 @@ static json_object *kept_uuids(const struct apply_ctx *c) {
                 }
                 if (s->kind == PLAN_VG_ACTIVATE) {
                         const struct spec_vg *vg = s->obj;
-                        const char *name = vg->name ? vg->name : vg->id;
+                        const char *name = vg->name;
                         _cleanup_free_ char *vu = NULL;
                         _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
                         snprintf(key, sizeof key, "vg %s", name);
@@ -932,6 +931,9 @@ static int step_resume_check(struct apply_ctx *c, const struct plan_step *s) {
                 c->rec = rec;
                 c->resumed = c->recording = true;
                 c->skip_stages = rec.stages;
+                /* mounted, and configured by the interrupted run: the report and the first boot's files go there */
+                if (rec.stages & (1u << RESUME_STAGE_CONFIGURE))
+                        c->target_ready = true;
                 const char *rid = report_run_id(c->report);
                 free(c->rec.run_id);
                 c->rec.run_id = rid ? strdup(rid) : NULL;
@@ -976,14 +978,14 @@ static int resume_undo(struct apply_ctx *c, size_t upto) {
                         break;
                 case PLAN_LUKS_OPEN: {
                         const struct spec_luks *l = s->obj;
-                        r = luks_close(luks_name(l));
+                        r = luks_close(l->name);
                         if (r == -ENODEV || r == -ENOENT || (r < 0 && k == upto))
                                 r = 0;  /* not open */
                         break;
                 }
                 case PLAN_VG_ACTIVATE: {
                         const struct spec_vg *vg = s->obj;
-                        r = lvm_vg_deactivate(vg->name ? vg->name : vg->id, &c->why);
+                        r = lvm_vg_deactivate(vg->name, &c->why);
                         if (r < 0 && k == upto)
                                 r = 0;  /* it did not get as far as activating */
                         break;

@@ -10,6 +10,9 @@
  * (UUIDs read with libblkid). Pure apart from reading the devices. */
 int configure_fstab(const struct plan *p, struct strbuf *out);
 int configure_crypttab(const struct plan *p, struct strbuf *out);
+/* The PARTUUID of a partition the plan makes, read back from its disk
+ * (-ENOENT: dev is no partition of the plan). */
+int configure_partuuid(const struct plan *p, const char *dev, char **ret);
 int configure_mdadm_conf(const struct plan *p, struct strbuf *out, struct strbuf *err);
 
 /* Write all of them under kiln_paths.target; hostname may be NULL (skipped). */

@@ -230,6 +230,12 @@ static const struct inv_signature *sig_typed(const struct inventory *inv, const 
         return NULL;
 }
 
+static bool device_has_signature(const struct inventory *inv, const char *dev) {
+        size_t n;
+        (void) sigs_of(inv, dev, &n);
+        return n > 0;
+}
+
 static int not_resumable(struct rbuild *b, const char *f, ...) _printf_(2, 3);
 static int not_resumable(struct rbuild *b, const char *f, ...) {
         va_list ap;
@@ -345,6 +351,11 @@ static int check_disks(struct rbuild *b) {
                         break;
                 case PLAN_MKFS: {
                         const struct spec_filesystem *fs = st->obj;
+                        if (fs->encrypt_random) {       /* left blank: crypttab makes it at every boot */
+                                if (known_device(inv, dev) && device_has_signature(inv, dev))
+                                        return not_resumable(b, "%s, the swap encrypted at every boot, holds a signature", dev);
+                                break;
+                        }
                         if (known_device(inv, dev) && !sig_typed(inv, dev, spec_fs_type_name(fs->type)))
                                 return not_resumable(b, "%s holds no %s filesystem", dev, spec_fs_type_name(fs->type));
                         break;
@@ -387,14 +398,14 @@ static int emit(struct rbuild *b) {
                                 if ((r = strbuf_addf(&m, "%s%s", in == st->inputs ? "" : ", ", *in)) < 0)
                                         return r;
                         r = fill(s, st, strdupf("assemble md '%s' (UUID %s) from %s; keeps the array and its data",
-                                            x->name ? x->name : x->id, uuid, strbuf_str(&m)), NULL);
+                                            x->name, uuid, strbuf_str(&m)), NULL);
                         break;
                 }
                 case PLAN_VGCREATE: {
                         const struct spec_vg *x = st->obj;
                         if (!(s = push(b, st, PLAN_VG_ACTIVATE)))
                                 return -ENOMEM;
-                        r = fill(s, st, strdupf("activate VG '%s' (vgchange -ay); keeps its PVs, UUID and LVs", x->name ? x->name : x->id), NULL);
+                        r = fill(s, st, strdupf("activate VG '%s' (vgchange -ay); keeps its PVs, UUID and LVs", x->name), NULL);
                         break;
                 }
                 case PLAN_LUKS_OPEN: case PLAN_MOUNT: case PLAN_FINISH:
@@ -417,7 +428,11 @@ static int emit(struct rbuild *b) {
                         case PLAN_LUKS_FORMAT: text = strdupf("keep the LUKS header on %s (UUID, keyslots)", dev); break;
                         case PLAN_PVCREATE: text = strdupf("keep the PV %s", dev); break;
                         case PLAN_LVCREATE: text = strdupf("keep the LV %s", dev); break;
-                        case PLAN_MKFS: text = strdupf("keep the filesystem on %s (UUID, contents)", dev); break;
+                        case PLAN_MKFS:
+                                text = st->obj && ((const struct spec_filesystem *) st->obj)->encrypt_random ?
+                                       strdupf("keep %s blank (the swap encrypted with a fresh key at every boot)", dev) :
+                                       strdupf("keep the filesystem on %s (UUID, contents)", dev);
+                                break;
                         case PLAN_BENCH_RAW: case PLAN_BENCH_CRYPT:
                                 text = strdupf("no benchmark on %s: it ran before the filesystems in the interrupted run, "
                                            "and its writes would destroy them", dev);

@@ -233,7 +233,7 @@ static const char *const vg_keys[] = { "id", "name", "pvs", "extent_size", NULL 
 
 static const char *const lv_keys[] = { "id", "vg", "name", "size", NULL };
 
-static const char *const fs_keys[] = { "on", "type", "label", "mkfs_options", "mount", "mount_options", NULL };
+static const char *const fs_keys[] = { "on", "type", "label", "mkfs_options", "mount", "mount_options", "encrypt", NULL };
 
 /* The keys of each object kind: a key of one kind written under another
  * ("level" under a luks) is named as such instead of getting a near miss. */
@@ -1554,6 +1554,22 @@ static void parse_fs(struct ctx *c, const struct ynode *m, size_t idx, struct sp
                         emitn(c, v, "%s must be an absolute path without '.', '..', '//' or a trailing '/', not '%s'",
                               fld(&l, "mount", f), q(fs->mount, t));
         }
+        static const char *const encrypts[] = { "random", NULL };
+        v = map_get(m, "encrypt");
+        if (get_enum(c, &l, "encrypt", v, encrypts, &e) > 0) {
+                fs->encrypt_random = true;
+                fs->encrypt_mark = (struct spec_mark) { v->line, v->col };
+                if (typed && fs->type != SPEC_FS_SWAP)
+                        emitn(c, v, "%s is only for swap: a random key is made again at every boot, so a %s filesystem "
+                              "on it would be lost at each one (to encrypt it, put it on a luks with a key)",
+                              fld(&l, "encrypt", f), fs_types[fs->type]);
+                if (fs->label)
+                        emitn(c, map_get(m, "label"), "%s is not kept with 'encrypt: random': the swap is made again "
+                              "at every boot, without a label", fld(&l, "label", f));
+                if (fs->mkfs_options)
+                        emitn(c, map_get(m, "mkfs_options"), "%s is not used with 'encrypt: random': kiln runs no "
+                              "mkswap (the installed system's cryptsetup does, at every boot)", fld(&l, "mkfs_options", f));
+        }
         v = map_get(m, "mount_options");
         if (get_str(c, &l, "mount_options", v, &fs->mount_options) > 0) {
                 if (!fs->mount)
@@ -1633,6 +1649,27 @@ static void parse_boot(struct ctx *c, const struct ynode *m, struct spec_boot *b
 }
 
 static const char *const on_fail_names[] = { [SPEC_ON_FAIL_ABORT] = "abort", [SPEC_ON_FAIL_WARN] = "warn", NULL };
+
+/* The one place the benchmark's candidate list of each luks is decided:
+ * bench.ciphers when the spec names some, else the luks's own cipher and key
+ * size (the plan lists them, the benchmark measures them). */
+static void set_bench_ciphers(struct ctx *c) {
+        const struct spec_bench *b = &c->s->bench;
+        for (size_t i = 0; c->error >= 0 && i < c->s->n_luks; i++) {
+                struct spec_luks *x = &c->s->luks[i];
+                if (b->ciphers && b->ciphers[0]) {
+                        for (size_t k = 0; c->error >= 0 && b->ciphers[k]; k++)
+                                if (strv_pushdup(&x->bench_ciphers, b->ciphers[k]) < 0)
+                                        c->error = -ENOMEM;
+                        continue;
+                }
+                char *own = strdupf("%s:%u", x->cipher, x->key_size);
+                if (!own || strv_push(&x->bench_ciphers, own) < 0) {
+                        free(own);
+                        c->error = -ENOMEM;
+                }
+        }
+}
 
 static void parse_bench(struct ctx *c, const struct ynode *m, struct spec_bench *b) {
         static const char *const keys[] = { "ciphers", "tune", "require", "on_fail", NULL };
@@ -2593,6 +2630,18 @@ static void cross_check(struct ctx *c) {
                 struct obj *o = resolve(c, "on", where, fs->on, fs->on_mark, BLOCK_KINDS);
                 single_device(c, o, "on", where, fs->on_mark);
                 consume(c, o, fs, SPEC_OBJ_NONE, where, false, fs->on_mark);
+                /* crypttab overwrites the device at every boot: it must be named by
+                 * something that cannot turn into another disk's partition */
+                if (o && fs->encrypt_random && (o->kind == SPEC_OBJ_DISK || o->kind == SPEC_OBJ_LUKS))
+                        emit(c, fs->on_mark.line, fs->on_mark.col,
+                             o->kind == SPEC_OBJ_DISK ?
+                             "swap with 'encrypt: random' on disk '%s': it must sit on a partition, raid or volume, "
+                             "which crypttab names by PARTUUID, /dev/md/NAME or /dev/VG/LV (a whole disk has only "
+                             "its /dev/sdX name, which may be another disk at the next boot, and crypttab "
+                             "overwrites it at every boot)" :
+                             "swap with 'encrypt: random' on luks '%s': it is its own plain dm-crypt with a fresh "
+                             "key, so put it on the device under the luks and drop the luks",
+                             q(fs->on, t));
                 if (!fs->mount)
                         continue;
                 if (streq(fs->mount, "/"))
@@ -2664,8 +2713,10 @@ static void cross_check(struct ctx *c) {
                         snprintf(use, sizeof use, "used as swap");
                 emit(c, x->key.mark.line, x->key.mark.col,
                      "luks '%s' has a generated key, which is kept nowhere, but the filesystem on '%s' (%s) "
-                     "must be opened again after a reboot; give the luks a key 'url' or 'passphrase'",
-                     q(g->id, t), q(fs->on, t3), use);
+                     "must be opened again after a reboot; give the luks a key 'url' or 'passphrase'%s",
+                     q(g->id, t), q(fs->on, t3), use,
+                     fs->mount ? "" : " (for swap with a fresh key at every boot, drop the luks and write "
+                                      "'encrypt: random' on the swap)");
         }
 
         /* unlock pins are bound inside the installed system (its clevis) */
@@ -2750,6 +2801,7 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
                 s->finish_mark = (struct spec_mark) { v->line, v->col };
         }
 
+        set_bench_ciphers(c);
         cross_check(c);
 }
 
@@ -2840,6 +2892,7 @@ struct spec *spec_free(struct spec *s) {
         for (size_t i = 0; i < s->n_luks; i++) {
                 struct spec_luks *x = &s->luks[i];
                 free(x->id); free(x->on); free(x->name); free(x->cipher); free(x->label);
+                strv_free(x->bench_ciphers);
                 free_secret(x->key.passphrase); free(x->key.url); free(x->key.sha256);
                 for (size_t j = 0; j < x->unlock.n_tang; j++) {
                         free(x->unlock.tang[j].url); free(x->unlock.tang[j].thp);
@@ -2972,6 +3025,16 @@ bool spec_is_glob(const char *s) {
 
 const char *spec_part_type_name(enum spec_part_type t) {
         return (size_t) t < ELEMENTSOF(part_types) - 1 ? part_types[t] : "unknown";
+}
+
+int spec_swap_crypt_name(const struct spec_filesystem *fs, char **ret) {
+        if (!fs || !fs->on)
+                return -EINVAL;
+        char *n = strdupf("%s_crypt", fs->on);
+        if (!n)
+                return -ENOMEM;
+        *ret = n;
+        return 0;
 }
 
 const char *spec_fs_type_name(enum spec_fs_type t) {
