@@ -157,9 +157,10 @@ static int step_partition(struct apply_ctx *c, const struct plan_step *s) {
                 };
         }
         _cleanup_strv_free_ char **paths = NULL;
-        int r = partition_disk(s->device, req, n, &paths);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int r = partition_disk(s->device, req, n, &paths, &err);
         if (r < 0) {
-                strbuf_adds(&c->why, partition_last_error());
+                strbuf_adds(&c->why, strbuf_str(&err));
                 return r;
         }
         /* The nodes the later steps use are the plan's. */
@@ -233,7 +234,7 @@ static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks
                 vars.hostname = c->opts->hostname;
         _cleanup_free_ char *url = NULL;
         char shown[URL_DISPLAY_MAX];
-        int r = spec_expand(l->key.url, &vars, &url);
+        int r = spec_expand(l->key.url, &vars, &url, NULL);
         if (r < 0)
                 return strbuf_addf(&c->why, "cannot expand the key URL '%s'", url_display(l->key.url, shown)), r;
         url_display(url, shown);
@@ -241,10 +242,10 @@ static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks
                                     .pushback_sec = FETCH_PUSHBACK_SEC };
         char *buf = NULL;
         size_t len = 0;
-        _cleanup_(fetch_result_done) struct fetch_result res = {};
-        r = fetch_to_buffer_full(url, &fo, LUKS_MAX_KEY_FETCH, l->key.sha256, &buf, &len, &res);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        r = fetch_to_buffer(url, &fo, LUKS_MAX_KEY_FETCH, l->key.sha256, &buf, &len, NULL, &err);
         if (r < 0)
-                return strbuf_addf(&c->why, "key from '%s': %s", shown, res.error ? res.error : strerror(-r)), r;
+                return strbuf_addf(&c->why, "key from '%s': %s", shown, strbuf_why(&err, r)), r;
         (void) log_register_secret(buf);
         r = len ? luks_key_new(buf, len, ret) : -EINVAL;
         explicit_wipe(buf, len);
@@ -583,9 +584,10 @@ static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
         c->bench_luks = NULL;
         free(c->bench_choice_cipher);
         c->bench_choice_cipher = NULL;
-        int r = bench_raw(&own, s->device, 0, bench_len(c), &c->bench);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int r = bench_raw(&own, s->device, 0, bench_len(c), NULL, &c->bench, &err);
         if (r < 0)
-                return strbuf_adds(&c->why, c->bench.error ? c->bench.error : "benchmark failed"), r;
+                return strbuf_adds(&c->why, err.len ? err.buf : "benchmark failed"), r;
 
         struct bench_luks_choice ch;
         bool tuned = bench_choose_for_luks(policy, l, &c->bench, &ch) > 0;
@@ -617,9 +619,10 @@ static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
 /* After luksOpen: the same I/O through dm-crypt, then the gate. */
 static int step_bench_crypt(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_bench *policy = &c->plan->spec->bench;
-        int r = bench_crypt(policy, s->device, 0, bench_len(c), &c->bench);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int r = bench_crypt(policy, s->device, 0, bench_len(c), NULL, &c->bench, &err);
         if (r < 0)
-                return strbuf_adds(&c->why, c->bench.error ? c->bench.error : "benchmark failed"), r;
+                return strbuf_adds(&c->why, err.len ? err.buf : "benchmark failed"), r;
         bench_log_table(&c->bench);
         const struct bench_cipher *ch = bench_chosen(&c->bench);
         if (ch) {
@@ -670,11 +673,12 @@ static int step_image(struct apply_ctx *c, const struct plan_step *s) {
                 record_save(c);         /* the record went with the rest */
         }
         _cleanup_(image_result_done) struct image_result res = {};
-        int r = image_install(img, target, &io, &res);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int r = image_install(img, target, &io, &res, &err);
         if (r < 0) {
                 char shown[URL_DISPLAY_MAX];
                 return strbuf_addf(&c->why, "image '%s': %s", url_display(img->url, shown),
-                                   res.error ? res.error : "install failed"), r;
+                                   err.len ? err.buf : "install failed"), r;
         }
         log_info("image: %" PRIu64 " bytes verified (sha256 %s), %" PRIu64 " entries, %u request(s)",
                  res.downloaded, res.sha256, res.entries, res.attempts);
@@ -736,12 +740,12 @@ static int step_register(struct apply_ctx *c, const struct plan_step *s) {
         ro.ca_file = c->opts->ca_file;
         ro.cloudstack_firstboot = true;
         (void) report_finish(c->report, REPORT_SUCCESS, NULL, NULL);
-        _cleanup_free_ char *err = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         int r = register_run(c->plan->spec, c->report, &ro, &err);
         if (r == -ENOMSG)
                 return 0;
         if (r < 0)
-                return strbuf_adds(&c->why, err ? err : "registration failed"), r;
+                return strbuf_adds(&c->why, err.len ? err.buf : "registration failed"), r;
         log_info("%s", c->plan->spec->webhook.present ? "run report delivered to the webhook" : "registration left to the first boot");
         return 0;
 }
@@ -1064,10 +1068,10 @@ static void report_failure(struct apply_ctx *c, const struct plan_step *s, const
         register_options_default(&ro);
         ro.ca_file = c->opts->ca_file;
         ro.cloudstack_firstboot = true;
-        _cleanup_free_ char *err = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         int r = register_run(c->plan->spec, c->report, &ro, &err);
         if (r < 0 && r != -ENOMSG)
-                log_warning("could not report the failure: %s", err ? err : strerror(-r));
+                log_warning("could not report the failure: %s", strbuf_why(&err, r));
 }
 
 int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_step_kind *ret_failed) {

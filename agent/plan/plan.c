@@ -1660,7 +1660,7 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
         if (r >= 0 && spec->hostname) {
                 struct spec_vars vars;
                 plan_spec_vars(inv, &vars);
-                r = spec_expand_full(spec->hostname, &vars, &p->hostname, &p->hostname_missing);
+                r = spec_expand(spec->hostname, &vars, &p->hostname, &p->hostname_missing);
                 if (r == -ENODATA || r == -EINVAL) {
                         r = 0;  /* a value the inventory lacks: shown unexpanded */
                         if (p->hostname_missing && streq(p->hostname_missing, "serial") && inv->serial)

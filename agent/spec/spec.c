@@ -438,7 +438,7 @@ static int parse_bytes_value(struct ctx *c, const struct loc *l, const char *key
         char f[256], t[QUOTE_MAX + 8], t2[QUOTE_MAX + 4];
         uint64_t x;
         unsigned flags = 0;
-        int r = parse_size_full(v->value, &x, &flags);
+        int r = parse_size(v->value, &x, &flags);
         if (r == -ERANGE) {
                 emitn(c, v, "%s is too large: %s", fld(l, key, f), describe(v, t));
                 return -1;
@@ -2959,11 +2959,7 @@ enum spec_obj_kind spec_lookup(const struct spec *s, const char *id, const void 
         return SPEC_OBJ_NONE;
 }
 
-int spec_expand(const char *in, const struct spec_vars *vars, char **ret) {
-        return spec_expand_full(in, vars, ret, NULL);
-}
-
-int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, const char **reterr_var) {
+int spec_expand(const char *in, const struct spec_vars *vars, char **ret, const char **reterr_var) {
         _cleanup_strbuf_ struct strbuf sb = { .max = 64 * 1024 };
         int r;
         if (!in)

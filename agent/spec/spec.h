@@ -394,10 +394,9 @@ enum spec_obj_kind spec_lookup(const struct spec *s, const char *id, const void 
 struct spec_vars {
         const char *mac, *uuid, *serial, *hostname;
 };
-int spec_expand(const char *in, const struct spec_vars *vars, char **ret);
-/* The same; on -ENODATA (a variable without a value in vars) *reterr_var
- * names that variable ("serial"). */
-int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, const char **reterr_var);
+/* On -ENODATA (a variable without a value in vars) *reterr_var (may be
+ * NULL) names that variable ("serial"). */
+int spec_expand(const char *in, const struct spec_vars *vars, char **ret, const char **reterr_var);
 
 /* Why h is not a host name by RFC 1123 ("has a label that starts or ends
  * with '-'"), or NULL when it is one. */

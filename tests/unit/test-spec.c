@@ -281,43 +281,43 @@ static void test_inline(void) {
 static void test_expand(void) {
         struct spec_vars v = { .mac = "52:54:00:12:34:56", .uuid = "u-1", .serial = "SER1", .hostname = "h" };
         char *out = NULL;
-        CHECK_INT(spec_expand("kvm-${serial}.${hostname}/${mac}/${uuid}", &v, &out), 0);
+        CHECK_INT(spec_expand("kvm-${serial}.${hostname}/${mac}/${uuid}", &v, &out, NULL), 0);
         CHECK_STR(out, "kvm-SER1.h/52:54:00:12:34:56/u-1");
         free(out);
         out = NULL;
-        CHECK_INT(spec_expand("plain $ and $x", &v, &out), 0);
+        CHECK_INT(spec_expand("plain $ and $x", &v, &out, NULL), 0);
         CHECK_STR(out, "plain $ and $x");
         free(out);
         out = NULL;
-        CHECK_INT(spec_expand("", &v, &out), 0);
+        CHECK_INT(spec_expand("", &v, &out, NULL), 0);
         CHECK_STR(out, "");
         free(out);
         out = NULL;
-        CHECK_INT(spec_expand("x${nope}", &v, &out), -EINVAL);
-        CHECK_INT(spec_expand("x${mac", &v, &out), -EINVAL);
+        CHECK_INT(spec_expand("x${nope}", &v, &out, NULL), -EINVAL);
+        CHECK_INT(spec_expand("x${mac", &v, &out, NULL), -EINVAL);
         struct spec_vars none = {};
-        CHECK_INT(spec_expand("x${serial}", &none, &out), -ENODATA);
+        CHECK_INT(spec_expand("x${serial}", &none, &out, NULL), -ENODATA);
         CHECK(out == NULL);
         /* the variable without a value is named (plan shows it, apply refuses with it) */
         const char *missing = NULL;
         struct spec_vars only_mac = { .mac = "52:54:00:12:34:56" };
-        CHECK_INT(spec_expand_full("${mac}-${uuid}-${serial}", &only_mac, &out, &missing), -ENODATA);
+        CHECK_INT(spec_expand("${mac}-${uuid}-${serial}", &only_mac, &out, &missing), -ENODATA);
         CHECK_STR(missing, "uuid");
         CHECK(out == NULL);
         missing = NULL;
-        CHECK_INT(spec_expand_full("${mac}", &only_mac, &out, &missing), 0);
+        CHECK_INT(spec_expand("${mac}", &only_mac, &out, &missing), 0);
         CHECK(missing == NULL);
         CHECK_STR(out, "52:54:00:12:34:56");
         free(out);
         out = NULL;
         /* iPXE's forms of the MAC, the ones a host name can hold */
         struct spec_vars upper = { .mac = "B0:26:28:4F:8A:10" };
-        CHECK_INT(spec_expand("n-${mac:hexhyp}.${mac:hexraw}", &upper, &out), 0);
+        CHECK_INT(spec_expand("n-${mac:hexhyp}.${mac:hexraw}", &upper, &out, NULL), 0);
         CHECK_STR(out, "n-b0-26-28-4f-8a-10.b026284f8a10");
         free(out);
         out = NULL;
         missing = NULL;
-        CHECK_INT(spec_expand_full("${mac:hexraw}", &none, &out, &missing), -ENODATA);
+        CHECK_INT(spec_expand("${mac:hexraw}", &none, &out, &missing), -ENODATA);
         CHECK_STR(missing, "mac");
 }
 
