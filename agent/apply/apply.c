@@ -90,6 +90,7 @@ bool apply_step_is_storage(enum plan_step_kind kind) {
 
 /* ---- spec lookups (by id, as the plan names them) ---- */
 
+
 static int wait_node(const char *path) {
         char *const v[] = { (char *) path, NULL };
         return partition_wait(v, NODE_WAIT_USEC);
@@ -360,18 +361,21 @@ static int step_luks_open(struct apply_ctx *c, const struct plan_step *s) {
         int r = key_get(c, l, &key);
         if (r < 0)
                 return r;
-        r = luks_open(dev, l->name, key, luks_choice(c, l).flags | (c->readonly ? CRYPT_ACTIVATE_READONLY : 0));
+        _cleanup_free_ char *name = NULL;
+        if ((r = spec_luks_name(l, s->index, &name)) < 0)
+                return r;
+        r = luks_open(dev, name, key, luks_choice(c, l).flags | (c->readonly ? CRYPT_ACTIVATE_READONLY : 0));
         if (r < 0)
                 return r;
         _cleanup_free_ char *node = NULL;
-        if ((r = paths_mapper(l->name, &node)) < 0)
+        if ((r = paths_mapper(name, &node)) < 0)
                 return r;
         r = wait_node(node);
         if (r < 0)
                 return strbuf_addf(&c->why, "%s did not appear", node), r;
-        /* The key is not needed again in this run. */
+        /* The key is not needed again in this run (a luks on N disks: after the last one's open). */
         struct apply_key *k = key_slot(c, l);
-        if (k && l->key.source != SPEC_KEY_GENERATE)
+        if (k && l->key.source != SPEC_KEY_GENERATE && s->index + 1 >= l->count)
                 k->key = luks_key_free(k->key), k->luks = NULL;
         log_info("opened %s as %s", dev, node);
         return 0;
@@ -982,7 +986,10 @@ static int resume_undo(struct apply_ctx *c, size_t upto) {
                         break;
                 case PLAN_LUKS_OPEN: {
                         const struct spec_luks *l = s->obj;
-                        r = luks_close(l->name);
+                        _cleanup_free_ char *name = NULL;
+                        r = spec_luks_name(l, s->index, &name);
+                        if (r >= 0)
+                                r = luks_close(name);
                         if (r == -ENODEV || r == -ENOENT || (r < 0 && k == upto))
                                 r = 0;  /* not open */
                         break;

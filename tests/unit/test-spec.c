@@ -396,6 +396,47 @@ static void test_match_alternatives(void) {
         diags_clear(&d);
 }
 
+/* luks on a partition of a count: 4 rule: four LUKS2, named NAME-0..NAME-3,
+ * and a raid may take them as members */
+static void test_luks_per_disk(void) {
+        struct diags d = {};
+        _cleanup_spec_free_ struct spec *s = parse(
+                "version: 1\n"
+                "disks: [{id: d, count: 4}]\n"
+                "partitions: [{id: p, on: d, size: rest}]\n"
+                "luks:\n"
+                "  - {id: c, on: p, key: {passphrase: 'lab-passphrase-0815'}}\n"
+                "  - {id: one, name: single, on: md0, key: {passphrase: 'lab-passphrase-0815'}}\n"
+                "raid: [{id: md0, level: 10, layout: f2, members: c}]\n"
+                "filesystems: [{on: one, type: xfs, mount: /}]\n", &d);
+        CHECK(s != NULL);
+        CHECK_INT(d.n, 0);
+        if (s) {
+                CHECK_INT(s->luks[0].count, 4);
+                CHECK_INT(s->luks[1].count, 1);
+                char *n = NULL;
+                CHECK_INT(spec_luks_name(&s->luks[0], 3, &n), 0);
+                CHECK_STR(n, "c-3");
+                free(n);
+                n = NULL;
+                CHECK_INT(spec_luks_name(&s->luks[1], 0, &n), 0);
+                CHECK_STR(n, "single");
+                free(n);
+        }
+        diags_clear(&d);
+        /* a filesystem cannot sit on the four at once */
+        _cleanup_spec_free_ struct spec *bad = parse(
+                "version: 1\n"
+                "disks: [{id: d, count: 4}]\n"
+                "luks: [{id: c, on: d, key: {passphrase: 'lab-passphrase-0815'}}]\n"
+                "filesystems: [{on: c, type: xfs}]\n", &d);
+        CHECK(bad == NULL);
+        CHECK_INT(d.n, 1);
+        if (d.n == 1)
+                CHECK(strstr(d.items[0].message, "stands for 4 devices") != NULL);
+        diags_clear(&d);
+}
+
 static void test_generated_key(void) {
         static const char base[] =
                 "version: 1\n"
@@ -503,6 +544,7 @@ int main(void) {
         test_expand();
         test_generated_key();
         test_match_alternatives();
+        test_luks_per_disk();
         test_boot_unlock();
         return TEST_DONE();
 }
