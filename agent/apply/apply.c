@@ -7,6 +7,8 @@
 #include "report.h"
 #include "configure.h"
 #include "exec.h"
+#include "firstboot.h"
+#include "firstboot_install.h"
 #include "fetch.h"
 #include "inventory.h"
 #include "log.h"
@@ -15,9 +17,10 @@
 #include "md.h"
 #include "mkfs.h"
 #include "mount.h"
+#include "netconf.h"
 #include "partition.h"
 #include "paths.h"
-#include "resume.h"
+#include "record.h"
 #include "sigprobe.h"
 #include "unlock.h"
 #include "url.h"
@@ -60,6 +63,7 @@ struct apply_ctx {
         bool resumed;                   /* the resume check passed */
         unsigned skip_stages;           /* resumed: the stages the record listed as done (1u << enum resume_stage) */
         char *fallback_why;             /* resuming is off: why (then the fresh plan runs) */
+        bool readonly;                  /* apply_inspect(): assemble, open, activate, mount without a write */
 };
 
 #define BENCH_DEFAULT_LEN (64ull * 1024 * 1024)
@@ -85,10 +89,6 @@ bool apply_step_is_storage(enum plan_step_kind kind) {
 }
 
 /* ---- spec lookups (by id, as the plan names them) ---- */
-
-static const char *luks_name(const struct spec_luks *l) {
-        return l->name ? l->name : l->id;
-}
 
 static int wait_node(const char *path) {
         char *const v[] = { (char *) path, NULL };
@@ -150,7 +150,7 @@ static int step_partition(struct apply_ctx *c, const struct plan_step *s) {
                 if (pp->number != i + 1)
                         return strbuf_addf(&c->why, "partition numbers are not 1..%zu", n), -EINVAL;
                 req[i] = (struct partition_request) {
-                        .name = pp->part->name ? pp->part->name : pp->part->id,
+                        .name = pp->part->name,
                         .type = pp->part->type,
                         .start = pp->start,
                         .size = pp->size,
@@ -186,7 +186,7 @@ static int step_md_create(struct apply_ctx *c, const struct plan_step *s) {
         if (!raid)
                 return -EINVAL;
         struct md_create_params p = {
-                .name = raid->name ? raid->name : raid->id,
+                .name = raid->name,
                 .homehost = c->opts->hostname,
                 .level = raid->level,
                 .layout = raid->layout,
@@ -359,11 +359,11 @@ static int step_luks_open(struct apply_ctx *c, const struct plan_step *s) {
         int r = key_get(c, l, &key);
         if (r < 0)
                 return r;
-        r = luks_open(dev, luks_name(l), key, luks_choice(c, l).flags);
+        r = luks_open(dev, l->name, key, luks_choice(c, l).flags | (c->readonly ? CRYPT_ACTIVATE_READONLY : 0));
         if (r < 0)
                 return r;
         _cleanup_free_ char *node = NULL;
-        if ((r = paths_mapper(luks_name(l), &node)) < 0)
+        if ((r = paths_mapper(l->name, &node)) < 0)
                 return r;
         r = wait_node(node);
         if (r < 0)
@@ -386,7 +386,7 @@ static int step_vgcreate(struct apply_ctx *c, const struct plan_step *s) {
                 return -EINVAL;
         if (!s->inputs || !s->inputs[0])
                 return strbuf_adds(&c->why, "the plan lists no PVs"), -EINVAL;
-        return lvm_vgcreate(vg->name ? vg->name : vg->id, s->inputs, vg->extent_size, &c->why);
+        return lvm_vgcreate(vg->name, s->inputs, vg->extent_size, &c->why);
 }
 
 static int step_lvcreate(struct apply_ctx *c, const struct plan_step *s) {
@@ -414,6 +414,16 @@ static int step_mkfs(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_filesystem *fs = s->obj;
         if (!fs)
                 return -EINVAL;
+        if (fs->encrypt_random) {
+                /* crypttab maps it with a fresh key and mkswaps it at every boot; Debian's
+                 * cryptdisks refuses a plain-mode source that holds a filesystem signature,
+                 * and an old one must not be found on it either: leave it without any */
+                unsigned removed = 0;
+                int r = wipe_signatures(s->device, &removed);
+                if (r < 0)
+                        return strbuf_addf(&c->why, "clearing the signatures on %s", s->device), r;
+                return 0;
+        }
         return mkfs_make(fs->type, s->device, fs->label, fs->mkfs_options, &c->why);
 }
 
@@ -421,7 +431,9 @@ static int step_mount(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_filesystem *fs = s->obj;
         if (!fs || !fs->mount)
                 return -EINVAL;
-        int r = mount_under_target(s->device, fs->mount, fs->type, fs->mount_options);
+        /* read-only, and no journal replay (xfs norecovery, ext4 noload) */
+        const char *ro = fs->type == SPEC_FS_XFS ? "ro,norecovery" : fs->type == SPEC_FS_EXT4 ? "ro,noload" : "ro";
+        int r = mount_under_target(s->device, fs->mount, fs->type, c->readonly ? ro : fs->mount_options);
         if (r < 0)
                 return strbuf_addf(&c->why, "on %s%s", kiln_paths.target, fs->mount), r;
         return 0;
@@ -524,7 +536,7 @@ static void save_report(const struct apply_ctx *c) {
                 log_warning_errno(r, "failed to save the run report to '%s': %m", path);
         if (!c->target_ready)
                 return;
-        snprintf(path, sizeof path, "%s/var/lib/kiln/report.json", kiln_paths.target);
+        snprintf(path, sizeof path, "%s" FIRSTBOOT_REPORT, kiln_paths.target);
         r = report_save(c->report, path);
         if (r < 0)
                 log_warning_errno(r, "failed to save the run report to '%s': %m", path);
@@ -565,16 +577,9 @@ static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_luks *l = s->obj;
         if (!l)
                 return -EINVAL;
-        /* without a candidate list, the LUKS object's own cipher is measured */
+        /* the candidates the spec parser chose for this LUKS object (the plan lists the same) */
         struct spec_bench own = *policy;
-        _cleanup_free_ char *spec_cipher = NULL;
-        char *own_list[2] = {};
-        if (!policy->ciphers || !policy->ciphers[0]) {
-                if (asprintf(&spec_cipher, "%s:%u", l->cipher, l->key_size) < 0)
-                        return -ENOMEM;
-                own_list[0] = spec_cipher;
-                own.ciphers = own_list;
-        }
+        own.ciphers = l->bench_ciphers;
         c->bench_luks = NULL;
         free(c->bench_choice_cipher);
         c->bench_choice_cipher = NULL;
@@ -679,13 +684,57 @@ static int step_image(struct apply_ctx *c, const struct plan_step *s) {
         return 0;
 }
 
+/* The installed system's address, when the spec's network gives it one:
+ * the first bridge's static address, without its prefix length. */
+static char *installed_ip(const struct plan *p) {
+        for (size_t i = 0; p->net && i < p->net->n_bridges; i++) {
+                const char *a = p->net->bridges[i].address;
+                if (a)
+                        return strndup(a, strcspn(a, "/"));
+        }
+        return NULL;
+}
+
+/* register cloudstack: addHost is the installed system's (firstboot.h);
+ * this step installs what its first boot runs. */
+static int step_firstboot(struct apply_ctx *c) {
+        if (!c->target_ready && !c->opts->skip_storage)
+                return strbuf_adds(&c->why, "no installed root for the first-boot registration (the configure step "
+                                            "did not run)"), -ENOENT;
+        _cleanup_free_ char *ip = installed_ip(c->plan);
+        struct firstboot_source src = {
+                .spec_url = c->opts->spec_url, .spec_sha256 = c->opts->spec_sha256, .ca_file = c->opts->ca_file, .ip = ip,
+        };
+        _cleanup_strbuf_ struct strbuf warnings = STRBUF_INIT;
+        int r = firstboot_install(c->plan->spec, &src, &warnings, &c->why);
+        for (char *line = warnings.buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                if ((nl = strchr(line, '\n')))
+                        *nl = 0;
+                log_warning("first boot: %s", line);
+        }
+        if (r < 0)
+                return r;
+        c->target_ready = true;         /* a plain directory (--skip-storage) takes the report too */
+        log_info("first boot: %s enabled in %s: it runs %s register --firstboot %s (addHost as '%s'%s%s)",
+                 FIRSTBOOT_UNIT_NAME, kiln_paths.target, FIRSTBOOT_BINARY, FIRSTBOOT_CONF,
+                 c->plan->spec->cloudstack.host_username, c->plan->spec->cloudstack.host_password ? ", password hashed in /etc/shadow" : "",
+                 c->plan->spec->cloudstack.host_authorized_key ? ", the management server's key authorized" : "");
+        return 0;
+}
+
 static int step_register(struct apply_ctx *c, const struct plan_step *s) {
+        if (s->index == 0) {
+                int k = step_firstboot(c);
+                if (k < 0)
+                        return k;
+        }
         if (c->registered)
                 return 0;       /* the plan lists one step per target; one run serves all */
         c->registered = true;
         struct register_options ro;
         register_options_default(&ro);
         ro.ca_file = c->opts->ca_file;
+        ro.cloudstack_firstboot = true;
         (void) report_finish(c->report, REPORT_SUCCESS, NULL, NULL);
         _cleanup_free_ char *err = NULL;
         int r = register_run(c->plan->spec, c->report, &ro, &err);
@@ -693,7 +742,7 @@ static int step_register(struct apply_ctx *c, const struct plan_step *s) {
                 return 0;
         if (r < 0)
                 return strbuf_adds(&c->why, err ? err : "registration failed"), r;
-        log_info("registered with the controller");
+        log_info("%s", c->plan->spec->webhook.present ? "run report delivered to the webhook" : "registration left to the first boot");
         return 0;
 }
 
@@ -733,8 +782,8 @@ static int step_md_assemble(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_raid *raid = s->obj;
         if (!raid)
                 return -EINVAL;
-        const char *name = raid->name ? raid->name : raid->id;
-        int r = md_assemble(name, s->uuid, s->inputs, &c->why);
+        const char *name = raid->name;
+        int r = md_assemble(name, s->uuid, s->inputs, c->readonly, &c->why);
         if (r < 0)
                 return r;
         _cleanup_free_ char *node = NULL;
@@ -749,8 +798,8 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_vg *vg = s->obj;
         if (!vg)
                 return -EINVAL;
-        const char *name = vg->name ? vg->name : vg->id;
-        int r = lvm_vg_activate(name, &c->why);
+        const char *name = vg->name;
+        int r = c->readonly ? lvm_vg_activate_readonly(name, &c->why) : lvm_vg_activate(name, &c->why);
         if (r < 0) {
                 /* lvm says "Cannot process volume group X: Input/output error"
                  * of a VG that is not there at all, which reads like a disk
@@ -773,7 +822,7 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
                 if (!lv->vg || !streq(lv->vg, vg->id))
                         continue;
                 _cleanup_free_ char *node = NULL;
-                if ((r = paths_lv(name, lv->name ? lv->name : lv->id, &node)) < 0)
+                if ((r = paths_lv(name, lv->name, &node)) < 0)
                         return r;
                 if ((r = wait_node(node)) < 0)
                         return strbuf_addf(&c->why, "%s did not appear", node), r;
@@ -821,7 +870,7 @@ static json_object *kept_uuids(const struct apply_ctx *c) {
                 }
                 if (s->kind == PLAN_VG_ACTIVATE) {
                         const struct spec_vg *vg = s->obj;
-                        const char *name = vg->name ? vg->name : vg->id;
+                        const char *name = vg->name;
                         _cleanup_free_ char *vu = NULL;
                         _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
                         snprintf(key, sizeof key, "vg %s", name);
@@ -887,6 +936,10 @@ static int step_resume_check(struct apply_ctx *c, const struct plan_step *s) {
                 c->rec.run_id = rid ? strdup(rid) : NULL;
                 free(c->rec.version);
                 c->rec.version = NULL;
+                if (c->opts->reinstall) {
+                        free(c->rec.reinstall);
+                        c->rec.reinstall = strdup(c->opts->reinstall);
+                }
                 record_save(c);
                 report_resume(c);
                 log_info("resuming the interrupted run of plan %.12s: stages done %s%s%s", c->plan->fingerprint, "storage",
@@ -922,14 +975,14 @@ static int resume_undo(struct apply_ctx *c, size_t upto) {
                         break;
                 case PLAN_LUKS_OPEN: {
                         const struct spec_luks *l = s->obj;
-                        r = luks_close(luks_name(l));
+                        r = luks_close(l->name);
                         if (r == -ENODEV || r == -ENOENT || (r < 0 && k == upto))
                                 r = 0;  /* not open */
                         break;
                 }
                 case PLAN_VG_ACTIVATE: {
                         const struct spec_vg *vg = s->obj;
-                        r = lvm_vg_deactivate(vg->name ? vg->name : vg->id, &c->why);
+                        r = lvm_vg_deactivate(vg->name, &c->why);
                         if (r < 0 && k == upto)
                                 r = 0;  /* it did not get as far as activating */
                         break;
@@ -1007,6 +1060,7 @@ static void report_failure(struct apply_ctx *c, const struct plan_step *s, const
         struct register_options ro;
         register_options_default(&ro);
         ro.ca_file = c->opts->ca_file;
+        ro.cloudstack_firstboot = true;
         _cleanup_free_ char *err = NULL;
         int r = register_run(c->plan->spec, c->report, &ro, &err);
         if (r < 0 && r != -ENOMSG)
@@ -1045,6 +1099,7 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
         memcpy(c.rec.fingerprint, p->fingerprint, sizeof c.rec.fingerprint);
         const char *rid = report_run_id(c.report);
         c.rec.run_id = rid ? strdup(rid) : NULL;
+        c.rec.reinstall = opts->reinstall ? strdup(opts->reinstall) : NULL;     /* the act this install answers */
         uint64_t t0 = now_usec();
         for (size_t k = 0; k < p->n_steps; k++) {
                 const struct plan_step *s = &p->steps[k];
@@ -1154,4 +1209,102 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
         free(c.fallback_why);
         report_free(own_report);
         return code;
+}
+
+/* ---- looking at a finished node, read-only ---- */
+
+static bool inspect_mounts(const struct plan_step *s) {
+        const struct spec_filesystem *fs = s->obj;
+        return fs && fs->mount && (streq(fs->mount, "/") || streq(fs->mount, "/boot"));
+}
+
+static void ctx_free(struct apply_ctx *c) {
+        if (!c)
+                return;
+        for (size_t i = 0; i < c->n_keys; i++)
+                luks_key_free(c->keys[i].key);
+        free(c->keys);
+        strbuf_release(&c->why);
+        resume_record_done(&c->rec);
+        free(c);
+}
+
+int apply_inspect(const struct plan *p, const struct apply_options *opts, struct apply_inspection *ret) {
+        *ret = (struct apply_inspection) { .record_err = -ENOENT, .image = KEXEC_IMAGE_INIT, .image_err = -ENOENT };
+        if (!p->resume)
+                return -EINVAL;
+        luks_setup_logging();
+        struct apply_ctx *c = calloc(1, sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        *c = (struct apply_ctx) { .plan = p, .opts = opts, .why = STRBUF_INIT, .readonly = true, .bench = { .chosen = -1 } };
+        c->why.max = 8192;
+        const char *root_dev = NULL;
+        for (size_t k = 0; k < p->n_steps; k++) {
+                const struct plan_step *s = &p->steps[k];
+                int r;
+                switch (s->kind) {
+                case PLAN_MD_ASSEMBLE: case PLAN_LUKS_OPEN: case PLAN_VG_ACTIVATE:
+                        break;
+                case PLAN_MOUNT:
+                        if (!inspect_mounts(s))
+                                continue;
+                        if (streq(((const struct spec_filesystem *) s->obj)->mount, "/"))
+                                root_dev = s->device;
+                        break;
+                case PLAN_RESUME_CHECK: {
+                        ret->ctx = c;
+                        ret->upto = k;
+                        r = resume_record_load(s->device, &ret->rec);
+                        ret->record_err = r;
+                        if (r < 0)
+                                ret->why = strdupf("progress record '%s': %s", s->device,
+                                                   r == -ENOENT ? "none" : r == -ENOTEMPTY ? "data after its JSON document" :
+                                                   "unreadable");
+                        ret->image_err = kexec_image_open(kiln_paths.target, &ret->image);
+                        _cleanup_free_ struct inv_signature *sigs = NULL;
+                        size_t n = 0;
+                        if (root_dev && sigprobe_device(root_dev, &sigs, &n) >= 0)
+                                for (size_t i = 0; i < n; i++) {
+                                        if (!ret->root_uuid && sigs[i].uuid)
+                                                ret->root_uuid = strdup(sigs[i].uuid);
+                                        free(sigs[i].type);
+                                        free(sigs[i].usage);
+                                        free(sigs[i].uuid);
+                                        free(sigs[i].label);
+                                }
+                        return 0;
+                }
+                default:
+                        continue;
+                }
+                log_info("looking read-only: %s %s", apply_step_name(s->kind), s->device ? s->device : s->id ? s->id : "-");
+                strbuf_reset(&c->why);
+                r = run_step(c, s);
+                if (r < 0) {
+                        const char *why = exec_last_line(&c->why);
+                        ret->record_err = -ESTALE;
+                        ret->why = strdupf("%s %s: %s%s%s", apply_step_name(s->kind), s->device ? s->device : "-", why,
+                                           *why ? ": " : "", strerror(-r));
+                        int q = resume_undo(c, k);
+                        ctx_free(c);
+                        return q < 0 ? q : 0;
+                }
+        }
+        ctx_free(c);    /* a resume plan without a resume-check: no record to read */
+        return 0;
+}
+
+int apply_inspect_end(struct apply_inspection *in) {
+        kexec_image_close(&in->image);
+        struct apply_ctx *c = in->ctx;
+        int r = c ? resume_undo(c, in->upto) : 0;
+        ctx_free(c);
+        in->ctx = NULL;
+        kexec_image_done(&in->image);
+        resume_record_done(&in->rec);
+        free(in->why);
+        free(in->root_uuid);
+        in->why = in->root_uuid = NULL;
+        return r;
 }

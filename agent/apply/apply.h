@@ -12,7 +12,9 @@
  * Progress is recorded in <target>/var/lib/kiln/progress.json (resume.h)
  * once the root is mounted, after each stage and before finish. */
 #pragma once
+#include "kexec.h"
 #include "plan.h"
+#include "resume.h"
 
 enum apply_event {
         APPLY_STEP_START,
@@ -40,9 +42,14 @@ struct apply_options {
         uint64_t bench_len;     /* bytes the benchmark writes on the raw and the dm-crypt device; 0 = 64 MiB */
         const struct plan *fallback;    /* with a resume plan (resume.h): the fresh plan, run when the stack turns
                                          * out not to be this plan's unfinished run (after undoing the resume steps) */
+        const char *reinstall;  /* the reinstall token this run presents (plan_reinstall_token()): recorded in
+                                 * the progress record, so the next boot knows the act was done */
         bool skip_storage;      /* test knob (kiln boot --skip-storage, tests/fleet): only the network half runs
                                  * (image into KILN_TARGET as a plain directory, register, finish); every
                                  * storage step and configure is logged as skipped, no disk is touched */
+        const char *spec_url;   /* where the installed system fetches the spec again at first boot (with
+                                 * register.cloudstack: firstboot.h), and the sha256 it must have */
+        const char *spec_sha256;
 };
 
 /* Returns 0, or the -errno that stopped the run; then *ret_failed (if not
@@ -60,3 +67,28 @@ bool apply_step_is_storage(enum plan_step_kind kind);
  * so a name may repeat (a disk rule with count: 4 wipes four disks), each
  * stage ending before the next begins. */
 const char *apply_stage_name(const struct plan_step *s, char *buf, size_t len);
+
+/* Looking at a finished node without a write (docs/reinstall.md): the
+ * resume plan's steps up to its resume-check, read-only (mdadm --assemble
+ * --readonly, LUKS opened with CRYPT_ACTIVATE_READONLY, LVs activated
+ * read-only with LVM's metadata read-only, filesystems mounted
+ * ro,norecovery (xfs) or ro,noload (ext4); only / and /boot are mounted),
+ * then the progress record is read and the installed kernel and initrd
+ * are opened. Nothing is logged but what the steps log.
+ * Returns 0 with *ret filled: record_err 0 and rec when a record was read,
+ * else why not (-ENOENT: none; -ESTALE: the stack did not come up, why
+ * says what failed and it was undone already); < 0 only for -ENOMEM.
+ * apply_inspect_end() closes the files and undoes the steps (latest first). */
+struct apply_inspection {
+        int record_err;
+        struct resume_record rec;
+        char *why;                      /* what failed, when record_err != 0 */
+        struct kexec_image image;       /* the installed kernel and initrd (fds -1 when not found) */
+        int image_err;                  /* why not found */
+        char *root_uuid;                /* the UUID of the root filesystem */
+        void *ctx;                      /* what apply_inspect_end() undoes */
+        size_t upto;
+};
+int apply_inspect(const struct plan *resume, const struct apply_options *opts, struct apply_inspection *ret);
+/* 0, or the undo's error (logged, with the step that could not be undone). */
+int apply_inspect_end(struct apply_inspection *in);

@@ -4,6 +4,7 @@
 #include "mount.h"
 #include "netconf.h"
 #include "paths.h"
+#include "sigprobe.h"
 
 #include <blkid/blkid.h>
 #include <dirent.h>
@@ -55,6 +56,13 @@ int configure_fstab(const struct plan *p, struct strbuf *out) {
                 bool swap = s->kind == PLAN_MKFS && fs && fs->type == SPEC_FS_SWAP;
                 if (!(s->kind == PLAN_MOUNT && fs) && !swap)
                         continue;
+                if (swap && fs->encrypt_random) {
+                        _cleanup_free_ char *name = NULL;
+                        if ((r = spec_swap_crypt_name(fs, &name)) < 0)
+                                return r;
+                        r = strbuf_addf(out, "/dev/mapper/%s none swap sw 0 0\n", name);
+                        continue;
+                }
                 _cleanup_free_ char *uuid = NULL;
                 r = configure_probe_value(s->device, "UUID", &uuid);
                 if (r < 0)
@@ -71,10 +79,60 @@ int configure_fstab(const struct plan *p, struct strbuf *out) {
         return r;
 }
 
+/* The PARTUUID of a partition the plan makes (its GPT entry, read back
+ * from the disk): -ENOENT when dev is no partition of the plan. */
+int configure_partuuid(const struct plan *p, const char *dev, char **ret) {
+        for (size_t i = 0; i < p->n_steps; i++) {
+                const struct plan_step *s = &p->steps[i];
+                for (size_t k = 0; s->kind == PLAN_PARTITION && k < s->n_parts; k++) {
+                        if (!streq(s->parts[k].device, dev))
+                                continue;
+                        struct sigprobe_part *parts = NULL;
+                        size_t n = 0;
+                        int r = sigprobe_partitions(s->device, &parts, &n);
+                        if (r < 0)
+                                return r;
+                        r = -ENODATA;
+                        for (size_t j = 0; j < n; j++)
+                                if (parts[j].number == s->parts[k].number && parts[j].uuid) {
+                                        char *u = strdup(parts[j].uuid);
+                                        r = u ? 0 : -ENOMEM;
+                                        if (u)
+                                                *ret = u;
+                                        break;
+                                }
+                        sigprobe_partitions_free(parts, n);
+                        return r;
+                }
+        }
+        return -ENOENT;
+}
+
+/* The crypttab line of a swap with encrypt: random. The source is named by
+ * what cannot become another device at the next boot: the PARTUUID kiln's
+ * GPT gave the partition, /dev/md/NAME, /dev/VG/LV; never /dev/sdX. */
+static int crypttab_swap(const struct plan *p, const struct plan_step *s, struct strbuf *out) {
+        const struct spec_filesystem *fs = s->obj;
+        _cleanup_free_ char *name = NULL, *partuuid = NULL;
+        int r = spec_swap_crypt_name(fs, &name);
+        if (r < 0)
+                return r;
+        if (spec_lookup(p->spec, fs->on, NULL) == SPEC_OBJ_PARTITION &&
+            (r = configure_partuuid(p, s->device, &partuuid)) < 0)
+                return r;
+        return strbuf_addf(out, "%s %s%s /dev/urandom plain,swap,cipher=%s,size=%u\n", name,
+                           partuuid ? "PARTUUID=" : "", partuuid ? partuuid : s->device,
+                           SPEC_SWAP_CIPHER, SPEC_SWAP_KEY_SIZE);
+}
+
 int configure_crypttab(const struct plan *p, struct strbuf *out) {
         int r = strbuf_adds(out, "# written by kiln\n");
         for (size_t i = 0; r == 0 && i < p->n_steps; i++) {
                 const struct plan_step *s = &p->steps[i];
+                if (s->kind == PLAN_MKFS && s->obj && ((const struct spec_filesystem *) s->obj)->encrypt_random) {
+                        r = crypttab_swap(p, s, out);
+                        continue;
+                }
                 if (s->kind != PLAN_LUKS_FORMAT || !s->obj)
                         continue;
                 const struct spec_luks *l = s->obj;
@@ -85,7 +143,7 @@ int configure_crypttab(const struct plan *p, struct strbuf *out) {
                 /* performance flags are persistent in the LUKS2 header; a Tang-bound volume
                  * is opened in the initramfs (clevis-initramfs answers cryptroot's prompt),
                  * and cryptroot opens volumes other than root's only with 'initramfs' */
-                r = strbuf_addf(out, "%s UUID=%s none luks%s%s\n", l->name ? l->name : l->id, uuid,
+                r = strbuf_addf(out, "%s UUID=%s none luks%s%s\n", l->name, uuid,
                                 l->unlock.n_tang ? ",initramfs" : "", l->discard ? ",discard" : "");
         }
         return r;
@@ -114,6 +172,8 @@ int configure_target(const struct plan *p, const char *hostname, struct strbuf *
         bool has_luks = false, has_md = false;
         for (size_t i = 0; i < p->n_steps; i++) {
                 has_luks |= p->steps[i].kind == PLAN_LUKS_FORMAT;
+                has_luks |= p->steps[i].kind == PLAN_MKFS && p->steps[i].obj &&
+                            ((const struct spec_filesystem *) p->steps[i].obj)->encrypt_random;
                 has_md |= p->steps[i].kind == PLAN_MD_CREATE;
         }
         int r = configure_fstab(p, &fstab);
@@ -160,16 +220,15 @@ static const struct {
           "/lib/systemd/system/systemd-networkd-wait-online.service" },
 };
 
-static int target_path(const char *rel, char buf[static PATH_MAX]) {
+int configure_target_path(const char *rel, char buf[static PATH_MAX]) {
         if ((size_t) snprintf(buf, PATH_MAX, "%s%s", kiln_paths.target, rel) >= PATH_MAX)
                 return -ENAMETOOLONG;
         return 0;
 }
 
-/* A symlink made beside it and renamed over it: a rerun replaces it. */
-static int symlink_replace(const char *to, const char *rel) {
+int configure_symlink(const char *to, const char *rel) {
         char path[PATH_MAX], tmp[PATH_MAX + 16];
-        int r = target_path(rel, path);
+        int r = configure_target_path(rel, path);
         if (r < 0)
                 return r;
         _cleanup_free_ char *dir = strdup(path);
@@ -195,7 +254,7 @@ static void closedirp(DIR **d) { if (*d) closedir(*d); }
 /* Files an earlier run wrote (another spec's bridges) would stay in force. */
 static int remove_old_kiln_files(void) {
         char path[PATH_MAX];
-        int r = target_path(NETCONF_DIR, path);
+        int r = configure_target_path(NETCONF_DIR, path);
         if (r < 0)
                 return r;
         _cleanup_(closedirp) DIR *d = opendir(path);
@@ -211,7 +270,7 @@ static int remove_old_kiln_files(void) {
 
 int configure_network(const struct netconf *n, struct strbuf *err) {
         char path[PATH_MAX];
-        int r = target_path(NETWORKD_BINARY, path);
+        int r = configure_target_path(NETWORKD_BINARY, path);
         if (r < 0)
                 return r;
         if (access(path, X_OK) < 0) {
@@ -230,7 +289,7 @@ int configure_network(const struct netconf *n, struct strbuf *err) {
                 if ((r = write_file(files[i].path, files[i].content)) < 0)
                         (void) strbuf_adds(err, files[i].path);
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(networkd_enable); i++)
-                if ((r = symlink_replace(networkd_enable[i].unit, networkd_enable[i].link)) < 0)
+                if ((r = configure_symlink(networkd_enable[i].unit, networkd_enable[i].link)) < 0)
                         (void) strbuf_adds(err, networkd_enable[i].link);
         netconf_files_free(files, n_files);
         return r;

@@ -4,10 +4,15 @@
 #include "plan.h"
 #include "strbuf.h"
 
+#include <limits.h>
+
 /* Text of each file, from the plan's steps and what the devices now carry
  * (UUIDs read with libblkid). Pure apart from reading the devices. */
 int configure_fstab(const struct plan *p, struct strbuf *out);
 int configure_crypttab(const struct plan *p, struct strbuf *out);
+/* The PARTUUID of a partition the plan makes, read back from its disk
+ * (-ENOENT: dev is no partition of the plan). */
+int configure_partuuid(const struct plan *p, const char *dev, char **ret);
 int configure_mdadm_conf(const struct plan *p, struct strbuf *out, struct strbuf *err);
 
 /* Write all of them under kiln_paths.target; hostname may be NULL (skipped). */
@@ -20,3 +25,9 @@ int configure_network(const struct netconf *n, struct strbuf *err);
 
 /* The UUID (or TYPE when key is "TYPE") libblkid finds on a device. */
 int configure_probe_value(const char *dev, const char *key, char **ret);
+
+/* rel (absolute, inside the target) under kiln_paths.target; -ENAMETOOLONG. */
+int configure_target_path(const char *rel, char buf[static PATH_MAX]);
+/* The symlink rel (in the target) -> to, made beside it and renamed over it
+ * (a rerun replaces it); parents made. */
+int configure_symlink(const char *to, const char *rel);

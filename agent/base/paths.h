@@ -21,6 +21,11 @@ struct kiln_paths {
         const char *t_grub_install;         /* /usr/sbin/grub-install */
         const char *t_update_grub;          /* /usr/sbin/update-grub */
         const char *t_debconf_set;          /* /usr/bin/debconf-set-selections */
+        const char *t_useradd;              /* /usr/sbin/useradd: the CloudStack login, when the image lacks it */
+        const char *t_sshd;                 /* /usr/sbin/sshd (only looked for: addHost logs in over SSH) */
+        const char *t_sudo;                 /* /usr/bin/sudo (only looked for: CloudStack's setup runs it) */
+        const char *self_exe;       /* kiln itself, copied to the installed system for its first boot:
+                                     * /proc/self/exe */
         const char *target;         /* where the new root is mounted: /target */
         const char *run_dir;        /* state, resume markers, report: /run/kiln */
         const char *enlist_key;     /* the enlist HMAC key, put into the initramfs by the boot server:

@@ -278,6 +278,10 @@ int mkdir_p(const char *dir) {
 }
 
 int write_file_atomic(const char *path, const char *buf, size_t len) {
+        return write_file_atomic_mode(path, buf, len, 0644);
+}
+
+int write_file_atomic_mode(const char *path, const char *buf, size_t len, mode_t mode) {
         char dir[PATH_MAX], tmp[PATH_MAX];
         if (snprintf(dir, sizeof dir, "%s", path) >= (int) sizeof dir ||
             snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int) getpid()) >= (int) sizeof tmp)
@@ -292,9 +296,14 @@ int write_file_atomic(const char *path, const char *buf, size_t len) {
         int r = mkdir_p(dir);
         if (r < 0)
                 return r;
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode & 0600);
         if (fd < 0)
                 return -errno;
+        if (fchmod(fd, mode) < 0) {     /* whatever the umask */
+                r = -errno;
+                (void) unlink(tmp);
+                return r;
+        }
         for (size_t off = 0; off < len;) {
                 ssize_t w = write(fd, buf + off, len - off);
                 if (w < 0 && errno == EINTR)

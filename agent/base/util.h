@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -92,3 +93,6 @@ int mkdir_p(const char *dir);
 /* Replace path with buf atomically: parents made, a temporary file beside it
  * (O_NOFOLLOW), fsync, rename, fsync of the directory. */
 int write_file_atomic(const char *path, const char *buf, size_t len);
+/* The same with the file's mode (umask ignored); the file is never readable
+ * by others than the owner before it has that mode. */
+int write_file_atomic_mode(const char *path, const char *buf, size_t len, mode_t mode);

@@ -831,11 +831,13 @@ static int add_candidate(struct bench_result *res, const char *cipher, unsigned 
 }
 
 static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *policy, struct bench_result *res) {
-        static const char *const default_ciphers[] = { "aes-xts-plain64:512", NULL };
-        char *const *list = policy && policy->ciphers && policy->ciphers[0] ? policy->ciphers
-                                                                           : (char *const *) default_ciphers;
+        /* the candidates are the caller's: the spec parser's per-LUKS list (spec.c:set_bench_ciphers),
+         * or kiln bench's --cipher options */
+        char *const *list = policy ? policy->ciphers : NULL;
         bool tune = policy && policy->tune;
         int r;
+        if (!list || !list[0])
+                return set_errorf(&res->error, -EINVAL, "no cipher to measure");
         /* With tuning, every cipher's plain configuration (4096-byte sectors,
          * workqueues on) comes first, so that the variants are what the time
          * budget cuts, never a whole cipher. */

@@ -1,24 +1,86 @@
-/* kiln apply SPEC [--inventory FILE] [--dry-run] [--yes]
+/* kiln apply SPEC [--inventory FILE] [--dry-run] [--yes] [--spec-url URL]
  * Builds the plan for this machine (or a recorded inventory) and runs it.
- * Destroying data needs --yes; --dry-run only prints the steps. */
+ * Destroying data needs --yes; --dry-run only prints the steps. A spec with
+ * register.cloudstack needs --spec-url: the installed system fetches the
+ * spec again from there at first boot, pinned by this file's sha256. */
 #include "apply.h"
-#include "ca.h"
 #include "commands.h"
 #include "exitcode.h"
+#include "fetch.h"
 #include "inventory.h"
 #include "log.h"
 #include "plan.h"
-#include "resume.h"
 #include "spec.h"
+#include "url.h"
 
 #include <getopt.h>
+#include <openssl/evp.h>
 
 static void apply_usage(FILE *f) {
         fprintf(f, "usage: kiln apply SPEC [--inventory FILE|DIR] [--dry-run] [--yes] [--fresh]\n"
                    "  --dry-run        print the steps, change nothing\n"
                    "  --fresh          never resume an interrupted run: install from scratch\n"
                    "  --yes            confirm that the listed data may be destroyed\n"
-                   "  --inventory X    plan against a recorded inventory (JSON or tree)\n");
+                   "  --inventory X    plan against a recorded inventory (JSON or tree)\n"
+                   "  --spec-url URL   where the installed system fetches SPEC again for its first-boot\n"
+                   "                   registration (needed with register.cloudstack; pinned by SPEC's sha256)\n");
+}
+
+struct apply_check {
+        const char *spec_path;
+        bool yes;
+        const struct spec *spec;
+        const char *spec_url;   /* --spec-url */
+        char sha256[65];        /* of the file, when the first boot fetches it again */
+};
+
+/* register.cloudstack: the installed system fetches the spec again at first
+ * boot (firstboot.h), from --spec-url, pinned by this file's sha256. The
+ * last refusal, before anything is written. */
+static int apply_check_firstboot(struct apply_check *chk) {
+        if (!chk->spec->cloudstack.present)
+                return KILN_EXIT_OK;
+        if (!chk->spec_url)
+                return log_error("spec '%s' registers with CloudStack at the installed system's first boot, which fetches "
+                                 "the spec again: give --spec-url URL (where the node fetches this same file; its sha256 "
+                                 "is pinned); nothing was written", chk->spec_path), KILN_EXIT_USAGE;
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned mdlen = 0;
+        int r = read_full_file(chk->spec_path, SPEC_MAX_BYTES, &data, &len);
+        if (r == 0 && (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32))
+                r = -EIO;
+        if (data)
+                explicit_wipe(data, len);
+        if (r < 0)
+                return log_error_errno(r, "failed to hash spec '%s': %m", chk->spec_path), KILN_EXIT_FAILURE;
+        hex_encode(md, 32, chk->sha256);
+        return KILN_EXIT_OK;
+}
+
+/* Destroying data needs --yes (a dry run needs nothing); then the first boot's spec URL. */
+static int apply_check(struct cmd_run *run, void *userdata) {
+        struct apply_check *chk = userdata;
+        const struct plan *plan = run->plan;
+        if (run->dry_run)
+                return KILN_EXIT_OK;
+        if (chk->yes)
+                return apply_check_firstboot(chk);
+        /* what exists now, per disk; not the devices the run would make and format */
+        _cleanup_strbuf_ struct strbuf lost = STRBUF_INIT;
+        bool destroys = !run->unwiped && plan->n_disks > 0;
+        int r;
+        if (destroys && (r = plan_losses_text(plan, &lost)) < 0)
+                return log_error_errno(r, "failed to describe the plan of '%s': %m", chk->spec_path), KILN_EXIT_FAILURE;
+        if (destroys) {
+                log_redact(lost.buf);
+                fprintf(stderr, "this run would destroy, on %zu disk%s:\n%s", plan->n_disks,
+                        plan->n_disks == 1 ? "" : "s", strbuf_str(&lost));
+        }
+        log_error("refusing to apply '%s' without --yes (it writes to the disks%s); "
+                  "see what it would do with --dry-run", chk->spec_path, destroys ? " and destroys the data above" : "");
+        return KILN_EXIT_REFUSED;
 }
 
 int cmd_apply(int argc, char **argv) {
@@ -27,10 +89,11 @@ int cmd_apply(int argc, char **argv) {
                 { "dry-run", no_argument, NULL, 'n' },
                 { "yes", no_argument, NULL, 'y' },
                 { "fresh", no_argument, NULL, 'f' },
+                { "spec-url", required_argument, NULL, 'u' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
-        const char *inv_path = NULL;
+        const char *inv_path = NULL, *spec_url = NULL;
         bool dry_run = false, yes = false, fresh = false;
         int c;
         optind = 1;
@@ -40,6 +103,7 @@ int cmd_apply(int argc, char **argv) {
                 case 'n': dry_run = true; break;
                 case 'y': yes = true; break;
                 case 'f': fresh = true; break;
+                case 'u': spec_url = optarg; break;
                 case 'h': apply_usage(stdout); return KILN_EXIT_OK;
                 default: apply_usage(stderr); return KILN_EXIT_USAGE;
                 }
@@ -53,60 +117,21 @@ int cmd_apply(int argc, char **argv) {
         int r = cmd_load_spec(spec_path, &spec);
         if (r != KILN_EXIT_OK)
                 return r;
+        if (spec_url && fetch_check_url(spec_url) < 0) {
+                char shown[URL_DISPLAY_MAX];
+                log_error("invalid --spec-url '%s': expected an http, https or file URL", url_display(spec_url, shown));
+                return KILN_EXIT_USAGE;
+        }
 
         _cleanup_inventory_free_ struct inventory *inv = NULL;
         r = cmd_load_inventory(inv_path, &inv);
         if (r != KILN_EXIT_OK)
                 return r;
 
-        struct diags diags = {};
-        _cleanup_plan_free_ struct plan *plan = NULL;
-        _cleanup_plan_free_ struct plan *resume = NULL;
-        bool unwiped;   /* resuming over disks the spec may not wipe: no fresh fallback */
-        r = resume_plan_decide(spec, inv, fresh, &diags, &plan, &resume, &unwiped);
-        if (r < 0)
-                return cmd_plan_failed(r, &diags, "apply", spec_path);
-        (void) cmd_plan_warnings(&diags, false, "apply", spec_path);
-        /* a resume plan is a candidate until its progress record is read: apply says which, once */
-        if (resume)
-                log_info("%s", resume->mode_why);
-        else
-                log_info("fresh install: %s", plan->mode_why);
-
-        if (!dry_run && spec->hostname && !plan->hostname) {
-                log_error("refusing to apply '%s': hostname '%s' needs ${%s}, %s%s%s; nothing was written",
-                          spec_path, spec->hostname, plan->hostname_missing ? plan->hostname_missing : "?",
-                          plan->hostname_placeholder ? "but this machine reports the placeholder '" :
-                                                       "which this machine's inventory lacks",
-                          plan->hostname_placeholder ?: "", plan->hostname_placeholder ? "'" : "");
-                return KILN_EXIT_BAD_SPEC;
-        }
-        if (!dry_run && !yes) {
-                /* what exists now, per disk; not the devices the run would make and format */
-                _cleanup_strbuf_ struct strbuf lost = STRBUF_INIT;
-                bool destroys = !unwiped && plan->n_disks > 0;
-                if (destroys && (r = plan_losses_text(plan, &lost)) < 0)
-                        return log_error_errno(r, "failed to describe the plan of '%s': %m", spec_path), KILN_EXIT_FAILURE;
-                if (destroys) {
-                        log_redact(lost.buf);
-                        fprintf(stderr, "this run would destroy, on %zu disk%s:\n%s", plan->n_disks,
-                                plan->n_disks == 1 ? "" : "s", strbuf_str(&lost));
-                }
-                log_error("refusing to apply '%s' without --yes (it writes to the disks%s); "
-                          "see what it would do with --dry-run", spec_path, destroys ? " and destroys the data above" : "");
-                return KILN_EXIT_REFUSED;
-        }
-
-        /* the spec's ca: serves every HTTPS transfer of the run (keys, image, controller) */
-        _cleanup_free_ char *ca_file = NULL, *ca_err = NULL;
-        if (!dry_run && (r = ca_for_spec(spec->ca, NULL, &ca_file, &ca_err)) < 0)
-                return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", spec_path,
-                                       ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
-
-        /* the hostname as plan_build expanded it: a dry run shows what `kiln plan` shows */
-        struct apply_options opts = { .dry_run = dry_run, .hostname = plan->hostname, .fallback = resume && !unwiped ? plan : NULL,
-                                      .ca_file = ca_file };
-        enum plan_step_kind failed;
-        r = apply_run(resume ? resume : plan, &opts, &failed);
-        return cmd_apply_exit_code(r, failed);
+        struct apply_check chk = { .spec_path = spec_path, .yes = yes, .spec = spec, .spec_url = spec_url };
+        _cleanup_(cmd_run_done) struct cmd_run run = {
+                .subject = spec_path, .dry_run = dry_run, .fresh = fresh, .check = apply_check, .userdata = &chk,
+        };
+        struct apply_options opts = { .spec_url = spec_url, .spec_sha256 = chk.sha256 };   /* filled by apply_check */
+        return cmd_run_spec(spec, inv, &run, &opts);
 }

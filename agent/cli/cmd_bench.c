@@ -124,6 +124,13 @@ int cmd_bench(int argc, char **argv) {
                 log_error("--crypt needs the raw DEVICE under it to compare with");
                 return KILN_EXIT_USAGE;
         }
+        /* no --cipher: the cipher a LUKS object gets when its spec names none */
+        char *dflt = ciphers ? NULL : strdupf("%s:%u", SPEC_LUKS_CIPHER, SPEC_LUKS_KEY_SIZE);
+        if (!ciphers && (!dflt || strv_push(&ciphers, dflt) < 0)) {
+                free(dflt);
+                log_error("out of memory");
+                return KILN_EXIT_FAILURE;
+        }
         policy.ciphers = ciphers;
 
         struct bench_result res = { .chosen = -1 };

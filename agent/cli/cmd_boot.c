@@ -1,4 +1,4 @@
-/* kiln boot [--cmdline FILE] [--inventory X] [--dry-run] [--no-finish] [--skip-storage]
+/* kiln boot [--cmdline FILE] [--inventory X] [--dry-run] [--no-finish] [--no-kexec] [--skip-storage]
  *
  * What the initramfs' /init runs: reads kiln.* from the kernel command line
  * (cmdline.h), looks at this machine (inventory), fetches the host spec
@@ -9,11 +9,16 @@
  * /init can report first and then do it. Every failure is one line naming
  * the stage, the subject and the reason, and a documented exit code.
  *
+ * A finished node of the same plan (the progress record says so, read with
+ * everything opened read-only) is not installed again: kiln boots its
+ * installed system (kexec), refuses another plan, and reinstalls only on a
+ * new reinstall token (kiln.reinstall=, the spec's reinstall:);
+ * docs/reinstall.md. --no-kexec prints what it would kexec instead.
+ *
  * --skip-storage is a test knob (tests/fleet): with a recorded inventory it
  * runs only the network half of a real run (spec, image into KILN_TARGET as
  * a plain directory, webhook events, registration) and never the finish. */
 #include "apply.h"
-#include "ca.h"
 #include "cmdline.h"
 #include "commands.h"
 #include "enlist.h"
@@ -27,11 +32,11 @@
 #include "progress.h"
 #include "register.h"
 #include "report.h"
-#include "resume.h"
 #include "spec.h"
 #include "url.h"
 #include "wipe.h"
 
+#include <json-c/json.h>
 #include <limits.h>
 #include <getopt.h>
 #include <sys/reboot.h>
@@ -41,14 +46,16 @@
 #define BOOT_FETCH_RETRIES 8            /* the network of a node that just booted may need a while */
 
 static void boot_usage(FILE *f) {
-        fprintf(f, "usage: kiln boot [--cmdline FILE] [--inventory FILE|DIR] [--dry-run] [--no-finish] [--skip-storage]\n"
-                   "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.fresh kiln.enlist= from /proc/cmdline,\n"
+        fprintf(f, "usage: kiln boot [--cmdline FILE] [--inventory FILE|DIR] [--dry-run] [--no-finish] [--no-kexec] [--skip-storage]\n"
+                   "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.fresh kiln.reinstall= kiln.enlist= from /proc/cmdline,\n"
                    "  fetches the host spec and applies it (what the kiln initramfs runs); without a spec\n"
                    "  (none given, or it answers 404) posts the inventory to kiln.enlist= and powers off\n"
                    "  --cmdline FILE   read the kernel command line from FILE\n"
                    "  --inventory X    plan against a recorded inventory (with --dry-run)\n"
                    "  --dry-run        fetch, validate and print the steps; change nothing\n"
                    "  --no-finish      write the spec's finish to RUN_DIR/finish instead of doing it\n"
+                   "                   (a finished node: 'kexec', for `kiln kexec`)\n"
+                   "  --no-kexec       a finished node of this plan: print what would be kexec'd, exit 0\n"
                    "  --skip-storage   test knob, needs --inventory: skip every storage step, install the image\n"
                    "                   into KILN_TARGET as a plain directory, register, never finish\n");
 }
@@ -136,6 +143,109 @@ static int boot_enlist(const struct inventory *inv, const struct kiln_cmdline *c
         return KILN_EXIT_OK;
 }
 
+struct boot_run {
+        const struct spec *spec;
+        const struct inventory *inv;
+        bool no_finish;
+        bool no_kexec;          /* --no-kexec (and --dry-run): say what would be kexec'd */
+        bool loaded;            /* the installed kernel is loaded (kexec_file_load) */
+        struct report *report;
+        struct register_options ro;
+        struct register_events ev;
+        bool events;
+};
+
+/* After every check: the finish for /init, the run report (every step
+ * becomes a stage, and a webhook event when the spec has a webhook; bench,
+ * image and registration add their figures; a failed run is reported too). */
+static int boot_prepare(struct cmd_run *run, struct apply_options *ao, void *userdata) {
+        struct boot_run *b = userdata;
+        int r;
+        if (!run->dry_run && b->no_finish) {
+                _cleanup_free_ char *f = strdupf("%s\n", finish_name(b->spec->finish));
+                r = f ? run_file_write("finish", f, strlen(f), NULL) : -ENOMEM;
+                if (r < 0)
+                        return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
+        }
+        r = report_new(&b->report);
+        if (r < 0)
+                return log_error_errno(r, "failed to start the run report: %m"), KILN_EXIT_FAILURE;
+        (void) report_set_node(b->report, b->inv, run->plan->hostname, NULL);
+        register_options_default(&b->ro);
+        b->ro.ca_file = run->run_ca;
+        if (!run->dry_run) {
+                register_attach_events(b->report, &b->ev, b->spec, &b->ro);
+                b->events = true;
+        }
+        ao->userdata = b->report;
+        ao->report = b->report;
+        log_info("applying spec '%s' (%zu steps) on %s", run->subject, run->plan->n_steps,
+                 run->plan->hostname ? run->plan->hostname : "this machine");
+        return KILN_EXIT_OK;
+}
+
+/* The disks hold a finished run of this plan (docs/reinstall.md): one
+ * webhook event, "boot-installed", and the installed kernel loaded with the
+ * installed command line, while its filesystems are still mounted
+ * read-only; cmd_run_spec() then undoes the stack and cmd_boot() kexecs. */
+static int boot_installed(struct cmd_run *run, struct apply_inspection *in, const char *why, void *userdata) {
+        struct boot_run *b = userdata;
+        if (in->image_err < 0)
+                return log_error_errno(in->image_err, "cannot boot the installed system of '%s': no kernel and initrd "
+                                       "(/vmlinuz, /initrd.img or /boot/...) in its root: %m; nothing was written",
+                                       run->subject), KILN_EXIT_FAILURE;
+        _cleanup_free_ char *cmdline = NULL;
+        int r = plan_installed_cmdline(b->spec, in->root_uuid, &cmdline);
+        if (r < 0)
+                return log_error_errno(r, "cannot make the installed command line of '%s' (root filesystem UUID %s): %m; "
+                                       "nothing was written", run->subject, in->root_uuid ? in->root_uuid : "unknown"),
+                       KILN_EXIT_FAILURE;
+        _cleanup_(report_freep) struct report *report = NULL;
+        r = report_new(&report);
+        if (r < 0)
+                return log_error_errno(r, "failed to start the run report: %m"), KILN_EXIT_FAILURE;
+        (void) report_set_node(report, b->inv, run->plan->hostname, NULL);
+        json_object *o = json_object_new_object();
+        if (!o)
+                return log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
+        json_object_object_add(o, "fingerprint", json_object_new_string(run->plan->fingerprint));
+        json_object_object_add(o, "why", json_object_new_string(why));
+        json_object_object_add(o, "kernel", json_object_new_string(in->image.kernel));
+        json_object_object_add(o, "initrd", json_object_new_string(in->image.initrd));
+        json_object_object_add(o, "cmdline", json_object_new_string(cmdline));
+        json_object_object_add(o, "kexec", json_object_new_boolean(!b->no_kexec));
+        if (in->rec.run_id)
+                json_object_object_add(o, "installed_run_id", json_object_new_string(in->rec.run_id));
+        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!run->dry_run) {
+                r = run_file_write("boot-installed.json", text, strlen(text), NULL);
+                if (r < 0)
+                        log_warning_errno(r, "failed to save '%s/boot-installed.json': %m", kiln_paths.run_dir);
+                struct register_options ro;
+                register_options_default(&ro);
+                ro.ca_file = run->run_ca;
+                struct register_events ev;
+                register_attach_events(report, &ev, b->spec, &ro);
+                (void) report_event(report, "boot-installed", json_object_get(o));
+                if (ev.failed)
+                        log_warning("the webhook did not take the boot-installed event: %s", ev.last_error ? ev.last_error : "?");
+                register_events_done(&ev);
+        }
+        json_object_put(o);
+        if (b->no_kexec) {
+                printf("boot-installed: would kexec %s with %s, command line '%s'%s\n", in->image.kernel, in->image.initrd,
+                       cmdline, run->dry_run ? " (dry run)" : " (--no-kexec)");
+                return KILN_EXIT_OK;
+        }
+        r = kexec_image_load(&in->image, cmdline);
+        if (r < 0)
+                return log_error_errno(r, "failed to load the installed kernel %s (kexec_file_load): %m; nothing was written",
+                                       in->image.kernel), KILN_EXIT_FAILURE;
+        b->loaded = true;
+        log_info("loaded %s with %s, command line '%s'", in->image.kernel, in->image.initrd, cmdline);
+        return KILN_EXIT_OK;
+}
+
 int cmd_boot(int argc, char **argv) {
         static const struct option longopts[] = {
                 { "cmdline", required_argument, NULL, 'c' },
@@ -143,11 +253,12 @@ int cmd_boot(int argc, char **argv) {
                 { "dry-run", no_argument, NULL, 'n' },
                 { "no-finish", no_argument, NULL, 'F' },
                 { "skip-storage", no_argument, NULL, 'S' },
+                { "no-kexec", no_argument, NULL, 'K' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
         const char *cmdline_file = NULL, *inv_path = NULL;
-        bool dry_run = false, no_finish = false, skip_storage = false;
+        bool dry_run = false, no_finish = false, skip_storage = false, no_kexec = false;
         int c, r;
 
         optind = 1;
@@ -158,6 +269,7 @@ int cmd_boot(int argc, char **argv) {
                 case 'n': dry_run = true; break;
                 case 'F': no_finish = true; break;
                 case 'S': skip_storage = true; break;
+                case 'K': no_kexec = true; break;
                 case 'h': boot_usage(stdout); return KILN_EXIT_OK;
                 default: boot_usage(stderr); return KILN_EXIT_USAGE;
                 }
@@ -273,109 +385,62 @@ int cmd_boot(int argc, char **argv) {
         log_info("fetched spec '%s': %zu bytes in %.1f s, sha256 %s", shown, len, (now_usec() - t0) / 1e6, res.sha256);
 
         /* 5. validate */
-        struct diags diags = {};
         _cleanup_spec_free_ struct spec *spec = NULL;
-        r = spec_parse(shown, data, len, &spec, &diags);
-        diags_sort(&diags);
-        if (r < 0) {
-                diags_print(&diags, stderr);
-                diags_clear(&diags);
-                if (r == -EINVAL)
-                        return log_error("spec '%s' is not valid", shown), KILN_EXIT_BAD_SPEC;
-                return log_error_errno(r, "failed to parse spec '%s': %m", shown), KILN_EXIT_BAD_SPEC;
-        }
-        diags_print(&diags, stderr);    /* warnings only: the run goes on (docs/spec.md "Warnings") */
-        diags_clear(&diags);
+        r = cmd_parse_spec(shown, data, len, &spec);
         explicit_wipe(data, len);       /* it may hold passphrases; the spec keeps its own copy */
-        r = spec_register_secrets(spec);
-        if (r < 0)
-                return log_error_errno(r, "failed to register the spec's secrets: %m"), KILN_EXIT_FAILURE;
-        /* the spec's ca: beside kiln.ca= for everything after the spec */
-        _cleanup_free_ char *spec_ca = NULL, *ca_err = NULL;
-        r = ca_for_spec(spec->ca, fo.ca_file, &spec_ca, &ca_err);
-        if (r < 0)
-                return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", shown,
-                                       ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}), ca_err ? ca_err : strerror(-r)), KILN_EXIT_FETCH;
-        if (spec_ca)
-                fo.ca_file = spec_ca;
+        if (r != KILN_EXIT_OK)
+                return r;
 
-        /* 6. plan: every refusal is made here, before anything is written */
+        /* 6. plan, check, run: every refusal is made before anything is written */
         /* a recorded inventory may enlist (nothing is planned) but not apply */
         if (inv_path && !dry_run && !skip_storage) {
                 log_error("--inventory plans for another machine: it needs --dry-run");
                 return KILN_EXIT_USAGE;
         }
-        _cleanup_plan_free_ struct plan *plan = NULL;
-        _cleanup_plan_free_ struct plan *resume = NULL;
-        bool unwiped;   /* resuming over disks the spec may not wipe: no fresh fallback */
-        r = resume_plan_decide(spec, inv, cl.fresh, &diags, &plan, &resume, &unwiped);
-        if (r < 0)
-                return cmd_plan_failed(r, &diags, "apply", shown);
-        (void) cmd_plan_warnings(&diags, false, "apply", shown);
-        /* a resume plan is only a candidate until the progress record is read:
-         * apply says once which it is ("resuming ..." or "not resuming ...") */
-        if (resume)
-                log_info("plan %.12s: %s", plan->fingerprint, resume->mode_why);
-        else
-                log_info("plan %.12s: fresh install (%s)", plan->fingerprint, plan->mode_why);
-
-        const char *hostname = plan->hostname;  /* expanded by plan_build, as `kiln plan` shows it */
-        if (!dry_run && spec->hostname && !hostname)
-                return log_error("refusing to apply spec '%s': hostname '%s' needs ${%s}, %s%s%s; nothing was written",
-                                 shown, spec->hostname, plan->hostname_missing ? plan->hostname_missing : "?",
-                                 plan->hostname_placeholder ? "but this machine reports the placeholder '" :
-                                                              "which this machine's inventory lacks",
-                                 plan->hostname_placeholder ?: "", plan->hostname_placeholder ? "'" : ""), KILN_EXIT_BAD_SPEC;
-
-        /* 7. run it, and finish */
-        if (!dry_run && no_finish) {
-                _cleanup_free_ char *f = strdupf("%s\n", finish_name(spec->finish));
-                r = f ? run_file_write("finish", f, strlen(f), NULL) : -ENOMEM;
-                if (r < 0)
-                        return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
-        }
-        /* The run report: every step becomes a stage (and a webhook event
-         * when the spec has a webhook); bench, image and registration add
-         * their figures. It is saved, and a failed run is reported too. */
-        _cleanup_(report_freep) struct report *report = NULL;
-        r = report_new(&report);
-        if (r < 0)
-                return log_error_errno(r, "failed to start the run report: %m"), KILN_EXIT_FAILURE;
-        (void) report_set_node(report, inv, hostname, NULL);
-        struct register_options ro;
-        register_options_default(&ro);
-        ro.ca_file = fo.ca_file;
-        struct register_events ev;
-        if (!dry_run)
-                register_attach_events(report, &ev, spec, &ro);
-        else
-                ev = (struct register_events) {};
-
+        struct boot_run b = { .spec = spec, .inv = inv, .no_finish = no_finish, .no_kexec = no_kexec || dry_run };
+        _cleanup_(cmd_run_done) struct cmd_run run = {
+                .subject = shown, .dry_run = dry_run, .fresh = cl.fresh, .ca_file = fo.ca_file, .ca_in_dry_run = true,
+                .inspect = !inv_path, .reinstall = cl.reinstall, .installed = boot_installed,
+                .prepare = boot_prepare, .userdata = &b,
+        };
         struct apply_options ao = {
-                .dry_run = dry_run,
                 .finish = !dry_run && !no_finish && !skip_storage,
                 .skip_storage = skip_storage,
-                .hostname = hostname,
                 .hook = progress_apply_hook,
-                .userdata = report,
-                .report = report,
-                .ca_file = fo.ca_file,
-                .fallback = resume && !unwiped ? plan : NULL,
+                .spec_url = url,                /* fetched again at first boot (register.cloudstack) */
+                .spec_sha256 = res.sha256,
         };
-        log_info("applying spec '%s' (%zu steps) on %s", shown, plan->n_steps, hostname ? hostname : "this machine");
         t0 = now_usec();
-        enum plan_step_kind failed;
-        r = apply_run(resume ? resume : plan, &ao, &failed); /* on failure it said which step, on what and why, reported it and saved the report */
-        register_events_done(&ev);
-        if (r < 0)
-                return cmd_apply_exit_code(r, failed);
+        r = cmd_run_spec(spec, inv, &run, &ao);  /* on failure it said which step, on what and why, reported it and saved the report */
+        if (b.events)
+                register_events_done(&b.ev);
+        report_free(b.report);
+        if (r != KILN_EXIT_OK) {
+                if (b.loaded)
+                        (void) kexec_unload();
+                return r;
+        }
+        if (run.verdict == PLAN_VERDICT_BOOT_INSTALLED) {
+                if (!b.loaded)
+                        return KILN_EXIT_OK;    /* --no-kexec, --dry-run */
+                if (no_finish) {                /* /init reports, then runs `kiln kexec` */
+                        r = run_file_write("finish", "kexec\n", strlen("kexec\n"), NULL);
+                        if (r < 0)
+                                return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
+                        log_info("the installed system is loaded; finish: kexec");
+                        return KILN_EXIT_OK;
+                }
+                log_info("booting the installed system (kexec)");
+                r = kexec_reboot();
+                return log_error_errno(r, "failed to kexec the installed system: %m"), KILN_EXIT_FAILURE;
+        }
         log_info("spec '%s' applied in %.1f s; finish: %s", shown, (now_usec() - t0) / 1e6,
                  dry_run ? "none (dry run)" : finish_name(spec->finish));
         if (!ao.finish || spec->finish == SPEC_FINISH_NONE)
                 return KILN_EXIT_OK;
         /* every stage has ended and the report is saved and delivered: the
          * storage stack goes down, so the disks the node boots next are clean */
-        stack_down(plan, finish_name(spec->finish));
+        stack_down(run.plan, finish_name(spec->finish));
         sync();
         if (reboot(spec->finish == SPEC_FINISH_REBOOT ? RB_AUTOBOOT : RB_POWER_OFF) < 0)
                 return log_error_errno(-errno, "failed to %s: %m", finish_name(spec->finish)), KILN_EXIT_FAILURE;

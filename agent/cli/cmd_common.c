@@ -10,29 +10,46 @@ int cmd_load_spec(const char *path, struct spec **ret) {
         return cmd_load_spec_full(path, false, ret, NULL);
 }
 
+/* What loading a spec ends with, from a file or from memory: its problems
+ * printed sorted, the strict check, its secrets registered. */
+static int spec_loaded(int r, const char *name, bool strict, struct spec **spec, struct diags *diags, struct spec **ret,
+                       struct diags *ret_diags) {
+        diags_sort(diags);
+        diags_print(diags, stderr);     /* errors, or warnings only (docs/spec.md "Warnings") */
+        size_t warnings = diags_warnings(diags, 0);
+        if (ret_diags && diags_move(ret_diags, diags) < 0)
+                return log_error_errno(-ENOMEM, "failed to load spec '%s': %m", name), KILN_EXIT_FAILURE;
+        if (r < 0) {
+                if (r == -EINVAL)
+                        return KILN_EXIT_BAD_SPEC;
+                log_error_errno(r, "failed to load spec '%s': %m", name);
+                return r == -ENOMEM ? KILN_EXIT_FAILURE : KILN_EXIT_BAD_SPEC;
+        }
+        if (strict && warnings > 0)
+                return log_error("spec '%s' has %zu warning%s, which --strict makes errors", name, warnings,
+                                 warnings == 1 ? "" : "s"), KILN_EXIT_BAD_SPEC;
+        r = spec_register_secrets(*spec);
+        if (r < 0)
+                return log_error_errno(r, "failed to register the secrets of spec '%s': %m", name), KILN_EXIT_FAILURE;
+        *ret = TAKE_PTR(*spec);
+        return KILN_EXIT_OK;
+}
+
 int cmd_load_spec_full(const char *path, bool strict, struct spec **ret, struct diags *ret_diags) {
         _cleanup_(diags_clear) struct diags diags = {};
         _cleanup_spec_free_ struct spec *spec = NULL;
         int r = spec_load(path, &spec, &diags);
-        diags_sort(&diags);
-        diags_print(&diags, stderr);    /* errors, or warnings only (docs/spec.md "Warnings") */
-        size_t warnings = diags_warnings(&diags, 0);
-        if (ret_diags && diags_move(ret_diags, &diags) < 0)
-                return log_error_errno(-ENOMEM, "failed to load spec '%s': %m", path), KILN_EXIT_FAILURE;
-        if (r < 0) {
-                if (r == -EINVAL)
-                        return KILN_EXIT_BAD_SPEC;
-                log_error_errno(r, "failed to load spec '%s': %m", path);
-                return r == -ENOMEM ? KILN_EXIT_FAILURE : KILN_EXIT_BAD_SPEC;
-        }
-        if (strict && warnings > 0)
-                return log_error("spec '%s' has %zu warning%s, which --strict makes errors", path, warnings,
-                                 warnings == 1 ? "" : "s"), KILN_EXIT_BAD_SPEC;
-        r = spec_register_secrets(spec);
-        if (r < 0)
-                return log_error_errno(r, "failed to register the secrets of spec '%s': %m", path), KILN_EXIT_FAILURE;
-        *ret = TAKE_PTR(spec);
-        return KILN_EXIT_OK;
+        return spec_loaded(r, path, strict, &spec, &diags, ret, ret_diags);
+}
+
+int cmd_parse_spec(const char *name, const char *data, size_t len, struct spec **ret) {
+        _cleanup_(diags_clear) struct diags diags = {};
+        _cleanup_spec_free_ struct spec *spec = NULL;
+        int r = spec_parse(name, data, len, &spec, &diags);
+        int code = spec_loaded(r, name, false, &spec, &diags, ret, NULL);
+        if (r == -EINVAL)
+                log_error("spec '%s' is not valid", name);
+        return code;
 }
 
 int cmd_load_inventory(const char *path, struct inventory **ret) {

@@ -108,7 +108,7 @@ int cmd_plan(int argc, char **argv) {
         _cleanup_plan_free_ struct plan *plan = NULL;
         _cleanup_plan_free_ struct plan *resume = NULL;
         bool unwiped;
-        r = resume_plan_decide(spec, inv, fresh, &diags, &plan, &resume, &unwiped);
+        r = plan_decide(spec, inv, fresh, &diags, &plan, &resume, &unwiped);
         if (r < 0) {
                 if (json && (r == -EPERM || r == -EINVAL))
                         (void) print_refusal(r == -EPERM ? KILN_EXIT_REFUSED : KILN_EXIT_BAD_SPEC, &diags);

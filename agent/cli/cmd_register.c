@@ -2,19 +2,29 @@
  * saved run report (e.g. on the installed system's first boot, when
  * CloudStack's addHost can reach a running host). The report says who the
  * node is; the spec holds where to register and the credentials, which are
- * never written into a report. The report is updated with the outcome. */
+ * never written into a report. The report is updated with the outcome.
+ *
+ * kiln register --firstboot CONF [--root DIR]: what kiln-register.service
+ * runs (report/firstboot.h): the spec is fetched again from the config's URL
+ * and must hash to its sha256 (else nothing is sent), the report and CA are
+ * the config's, and the marker is written once registration succeeded. */
 #include "ca.h"
 #include "commands.h"
 #include "exitcode.h"
+#include "fetch.h"
+#include "firstboot.h"
 #include "log.h"
 #include "register.h"
 #include "report.h"
 #include "spec.h"
 
 #include <getopt.h>
+#include <limits.h>
+#include <time.h>
 
 static void help(void) {
-        printf("usage: kiln register --report FILE --spec FILE [OPTIONS]\n\n"
+        printf("usage: kiln register --report FILE --spec FILE [OPTIONS]\n"
+               "       kiln register --firstboot CONF [--root DIR] [OPTIONS]\n\n"
                "Register the node a saved run report describes with the controller\n"
                "(CloudStack addHost, only if the host is not there yet) and post the\n"
                "report to the webhook, as the spec's register section says.\n\n"
@@ -25,7 +35,80 @@ static void help(void) {
                "  --timeout SEC          give up after SEC seconds in all (default 300; the\n"
                "                         webhook report keeps a quarter, at most 60 s, of its own)\n"
                "  --request-timeout SEC  each request's limit (default 20)\n"
-               "  --ca FILE              extra CA bundle for HTTPS (the spec's ca: is trusted too)\n");
+               "  --ca FILE              extra CA bundle for HTTPS (the spec's ca: is trusted too)\n"
+               "  --firstboot CONF       what the installed system's " FIRSTBOOT_UNIT_NAME " runs\n"
+               "                         (" FIRSTBOOT_CONF "): fetch the spec again from its URL, refuse it\n"
+               "                         unless it has the pinned sha256, register from its report, and\n"
+               "                         write its marker once registered\n"
+               "  --root DIR             with --firstboot: the installed system is mounted at DIR (the\n"
+               "                         config's report, CA and marker are read and written under it)\n");
+}
+
+#define FIRSTBOOT_FETCH_RETRIES 8        /* the network of a host that just booted may need a while */
+
+static int under_root(const char *root, const char *path, char **ret) {
+        *ret = root ? strdupf("%s%s", root, path) : strdup(path);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* The firstboot config, and the spec it pins fetched again: KILN_EXIT_OK, or
+ * the exit code after the one message. Nothing is sent before this is done. */
+static int firstboot_load(const char *conf_path, const char *root, const char *ca_given, struct firstboot_conf *conf,
+                          struct spec **ret_spec, char **ret_report, char **ret_ca) {
+        _cleanup_free_ char *text = NULL, *err = NULL, *data = NULL;
+        size_t len = 0;
+        int r = read_full_file(conf_path, FIRSTBOOT_CONF_MAX, &text, NULL);
+        if (r < 0)
+                return log_error_errno(r, "failed to read the first-boot config '%s': %m", conf_path), KILN_EXIT_USAGE;
+        if ((r = firstboot_conf_parse(text, conf, &err)) < 0)
+                return log_error("first-boot config '%s': %s", conf_path, err ? err : strerror(-r)), KILN_EXIT_USAGE;
+        _cleanup_free_ char *ca = NULL;
+        if (!ca_given && conf->ca && under_root(root, conf->ca, &ca) < 0)
+                return log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
+        struct fetch_options fo = { .max_retries = FIRSTBOOT_FETCH_RETRIES, .ca_file = ca_given ? ca_given : ca };
+        char shown[URL_DISPLAY_MAX];
+        url_display(conf->spec_url, shown);
+        _cleanup_(fetch_result_done) struct fetch_result res = {};
+        r = fetch_to_buffer_full(conf->spec_url, &fo, SPEC_MAX_BYTES, conf->spec_sha256, &data, &len, &res);
+        if (r == -EBADMSG)
+                return log_error("spec '%s' fetched at first boot has sha256 %s, not %s, the spec this node was installed "
+                                 "with (%s): refusing to register; nothing was sent", shown,
+                                 res.sha256[0] ? res.sha256 : "another digest", conf->spec_sha256, conf_path), KILN_EXIT_FETCH;
+        if (r < 0) {
+                if (data)
+                        explicit_wipe(data, len);
+                if (res.error)
+                        return log_error("failed to fetch spec '%s' after %u attempt(s): %s; nothing was sent", shown,
+                                         res.attempts, res.error), KILN_EXIT_FETCH;
+                return log_error_errno(r, "failed to fetch spec '%s': %m; nothing was sent", shown), KILN_EXIT_FETCH;
+        }
+        struct diags diags = {};
+        r = spec_parse(shown, data, len, ret_spec, &diags);
+        explicit_wipe(data, len);
+        diags_sort(&diags);
+        diags_print(&diags, stderr);
+        diags_clear(&diags);
+        if (r < 0)
+                return r == -EINVAL ? (log_error("spec '%s' is not valid", shown), KILN_EXIT_BAD_SPEC)
+                                    : (log_error_errno(r, "failed to parse spec '%s': %m", shown), KILN_EXIT_BAD_SPEC);
+        if ((r = spec_register_secrets(*ret_spec)) < 0)
+                return log_error_errno(r, "failed to register the spec's secrets: %m"), KILN_EXIT_FAILURE;
+        log_info("fetched spec '%s' again: sha256 %s as pinned by %s", shown, conf->spec_sha256, conf_path);
+        if (under_root(root, conf->report, ret_report) < 0)
+                return log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
+        *ret_ca = TAKE_PTR(ca);
+        return KILN_EXIT_OK;
+}
+
+static int firstboot_mark(const char *path, struct report *report) {
+        char line[256];
+        time_t now = time(NULL);
+        struct tm tm;
+        char when[32] = "";
+        if (gmtime_r(&now, &tm))
+                strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        snprintf(line, sizeof line, "registered %s run %s\n", when, report_run_id(report) ? report_run_id(report) : "-");
+        return write_file_atomic(path, line, strlen(line));
 }
 
 static int parse_seconds(const char *s, unsigned *ret_ms) {
@@ -45,10 +128,14 @@ int cmd_register(int argc, char **argv) {
                 { "timeout", required_argument, NULL, 't' },
                 { "request-timeout", required_argument, NULL, 'T' },
                 { "ca", required_argument, NULL, 'c' },
+                { "firstboot", required_argument, NULL, 'F' },
+                { "root", required_argument, NULL, 'R' },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
-        const char *report_path = NULL, *spec_path = NULL, *save = NULL, *ip = NULL;
+        const char *report_path = NULL, *spec_path = NULL, *save = NULL, *ip = NULL, *firstboot = NULL, *root = NULL;
+        _cleanup_(firstboot_conf_done) struct firstboot_conf conf = {};
+        _cleanup_free_ char *fb_report = NULL, *fb_ca = NULL, *fb_marker = NULL;
         _cleanup_report_free_ struct report *report = NULL;
         _cleanup_spec_free_ struct spec *spec = NULL;
         _cleanup_free_ char *err = NULL;
@@ -65,6 +152,8 @@ int cmd_register(int argc, char **argv) {
                 case 'o': save = optarg; break;
                 case 'i': ip = optarg; break;
                 case 'c': ro.ca_file = optarg; break;
+                case 'F': firstboot = optarg; break;
+                case 'R': root = optarg; break;
                 case 't':
                         if (parse_seconds(optarg, &ro.policy.total_ms) < 0) {
                                 log_error("invalid --timeout '%s': expected seconds, 1 to 86400", optarg);
@@ -80,8 +169,16 @@ int cmd_register(int argc, char **argv) {
                 case 'h': help(); return KILN_EXIT_OK;
                 default: return KILN_EXIT_USAGE;
                 }
-        if (optind < argc || !report_path || !spec_path) {
-                log_error("kiln register needs --report FILE and --spec FILE (see 'kiln register --help')");
+        if (firstboot && (report_path || spec_path)) {
+                log_error("kiln register --firstboot takes the report and the spec from its config: no --report or --spec");
+                return KILN_EXIT_USAGE;
+        }
+        if (root && !firstboot) {
+                log_error("kiln register --root DIR goes with --firstboot CONF");
+                return KILN_EXIT_USAGE;
+        }
+        if (optind < argc || (!firstboot && (!report_path || !spec_path))) {
+                log_error("kiln register needs --report FILE and --spec FILE, or --firstboot CONF (see 'kiln register --help')");
                 return KILN_EXIT_USAGE;
         }
         /* One budget for the whole command; events get at most a fifth of it each. */
@@ -90,9 +187,23 @@ int cmd_register(int argc, char **argv) {
         if (ro.event_policy.request_timeout_ms > ro.event_policy.total_ms)
                 ro.event_policy.request_timeout_ms = ro.event_policy.total_ms;
 
-        r = cmd_load_spec(spec_path, &spec);
-        if (r != KILN_EXIT_OK)
-                return r;
+        if (firstboot) {
+                r = firstboot_load(firstboot, root, ro.ca_file, &conf, &spec, &fb_report, &fb_ca);
+                if (r != KILN_EXIT_OK)
+                        return r;
+                if (under_root(root, conf.marker, &fb_marker) < 0)
+                        return log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
+                report_path = fb_report;
+                spec_path = firstboot;
+                if (fb_ca)
+                        ro.ca_file = fb_ca;
+                if (!ip)
+                        ip = conf.ip;
+        } else {
+                r = cmd_load_spec(spec_path, &spec);
+                if (r != KILN_EXIT_OK)
+                        return r;
+        }
         _cleanup_free_ char *ca_file = NULL, *ca_err = NULL;
         r = ca_for_spec(spec->ca, ro.ca_file, &ca_file, &ca_err);
         if (r < 0) {
@@ -161,5 +272,12 @@ int cmd_register(int argc, char **argv) {
                             report_node_field(report, "id") ?: "?");
         if (spec->webhook.present)
                 log_info("run report %s delivered to the webhook", report_run_id(report));
+        if (fb_marker) {
+                k = firstboot_mark(fb_marker, report);
+                if (k < 0)
+                        return log_error_errno(k, "registered, but failed to write the marker '%s' (the unit runs again "
+                                               "at the next boot, which adds no second host): %m", fb_marker), KILN_EXIT_FAILURE;
+                log_info("first-boot registration done: %s written", fb_marker);
+        }
         return KILN_EXIT_OK;
 }

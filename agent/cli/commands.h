@@ -5,6 +5,7 @@
 #include "diag.h"
 #include "inventory.h"
 #include "plan.h"
+#include "resume.h"
 #include "spec.h"
 
 int cmd_validate(int argc, char **argv);
@@ -14,6 +15,7 @@ int cmd_apply(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_register(int argc, char **argv);
 int cmd_boot(int argc, char **argv);
+int cmd_kexec(int argc, char **argv);
 int cmd_fetch(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 
@@ -27,7 +29,7 @@ int cmd_load_spec_full(const char *path, bool strict, struct spec **ret, struct 
 /* After a plan was made: prints its warnings (clears diags); with strict any
  * warning refuses it (KILN_EXIT_REFUSED, said once), else KILN_EXIT_OK. */
 int cmd_plan_warnings(struct diags *diags, bool strict, const char *verb, const char *subject);
-/* After resume_plan_decide() (or plan_build()) returned r < 0: prints the
+/* After plan_decide() (or plan_build()) returned r < 0: prints the
  * problems in diags (sorted; clears them), says why once and returns the exit
  * code: -EPERM refused, -EINVAL bad spec, else failure. verb: "apply",
  * "plan"; subject: the spec's path or URL. */
@@ -41,3 +43,44 @@ int cmd_load_inventory(const char *path, struct inventory **ret);
  * KILN_EXIT_IMAGE, KILN_EXIT_BENCH, KILN_EXIT_REGISTER; KILN_EXIT_FAILURE
  * for anything else). */
 int cmd_apply_exit_code(int r, enum plan_step_kind failed);
+
+/* What `kiln apply` and `kiln boot` share (cmd_run.c): decide (plan_decide:
+ * the fresh plan and a resume candidate), check (the hostname; then the
+ * command's check; then the spec's ca: beside ca_file), prepare (the
+ * command's), run (apply_run with the fresh plan as the resume's fallback).
+ * Returns the exit code; run's plans stay for the caller (cmd_run_done). */
+struct apply_options;
+struct apply_inspection;
+struct cmd_run {
+        const char *subject;    /* the spec's path or URL, as messages name it */
+        bool dry_run;
+        bool fresh;             /* --fresh, kiln.fresh: never resume */
+        const char *ca_file;    /* kiln.ca= (a file) or NULL */
+        bool ca_in_dry_run;     /* kiln boot: a dry run loads the spec's ca: too */
+        bool inspect;           /* this machine's disks (no recorded inventory): a resume candidate is
+                                 * looked at read-only first (apply_inspect(): a finished node?) */
+        const char *reinstall;  /* kiln.reinstall= or --reinstall (beats the spec's reinstall:) */
+        /* the disks hold a finished run of this plan (PLAN_VERDICT_BOOT_INSTALLED): what the
+         * command does instead of a run, with the stack still up read-only (in); an exit code */
+        int (*installed)(struct cmd_run *run, struct apply_inspection *in, const char *why, void *userdata);
+        /* before the CA: the command's own refusals (apply: --yes); an exit code */
+        int (*check)(struct cmd_run *run, void *userdata);
+        /* after every check, before apply_run: what the command adds (boot:
+         * the run report, its events, the finish file); an exit code */
+        int (*prepare)(struct cmd_run *run, struct apply_options *ao, void *userdata);
+        void *userdata;
+        /* set by cmd_run_spec() */
+        struct plan *plan;      /* the fresh plan */
+        struct plan *resume;    /* the resume candidate, or NULL */
+        bool unwiped;           /* resuming over disks the spec may not wipe: no fresh fallback */
+        char *spec_ca;          /* RUN_DIR/spec-ca.pem when the spec has a ca: */
+        const char *run_ca;     /* the CA file of the run (spec_ca or ca_file) */
+        enum plan_step_kind failed;
+        enum plan_verdict verdict;
+};
+int cmd_run_spec(const struct spec *spec, const struct inventory *inv, struct cmd_run *run, struct apply_options *ao);
+void cmd_run_done(struct cmd_run *run);
+/* A spec from memory (kiln boot: fetched), checked as cmd_load_spec() checks
+ * a file: problems printed sorted, secrets registered. name: how messages
+ * name it. */
+int cmd_parse_spec(const char *name, const char *data, size_t len, struct spec **ret);

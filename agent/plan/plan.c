@@ -434,6 +434,31 @@ static int pick_by_size(struct builder *b, const struct spec_disk *rule, unsigne
         return 0;
 }
 
+/* One set of criteria (the rule, or one of its match alternatives) against
+ * every disk: hit[j] for the disks it selects, the reasons of the others
+ * in reasons. 1 when refused (a serial that several disks report, a tie at
+ * a size boundary): the refusal is reported. */
+static int match_criteria(struct builder *b, const struct spec_disk *crit, unsigned want, bool *hit, struct strbuf *reasons) {
+        int r;
+        if (crit->serial && !spec_is_glob(crit->serial) && inventory_count_serial(b->inv, crit->serial) > 1) {
+                r = refuse_serial_twins(b, crit);
+                return r < 0 ? r : 1;
+        }
+        for (size_t j = 0; j < b->n_sorted; j++) {
+                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+                r = disk_match(crit, b->sorted[j], &why);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        hit[j] = true;
+                else if ((r = strbuf_addf(reasons, "; %s %s", disk_path(b->sorted[j]), strbuf_str(&why))) < 0)
+                        return r;
+        }
+        if (crit->pick != SPEC_PICK_NONE)
+                return pick_by_size(b, crit, want, hit, reasons);
+        return 0;
+}
+
 static int select_disks(struct builder *b) {
         const struct spec *s = b->spec;
         const struct inventory *inv = b->inv;
@@ -450,7 +475,8 @@ static int select_disks(struct builder *b) {
         /* owner[j]: index+1 of the first rule matching sorted disk j */
         _cleanup_free_ size_t *owner = calloc(b->n_sorted ? b->n_sorted : 1, sizeof *owner);
         _cleanup_free_ bool *matches = calloc((s->n_disks ? s->n_disks : 1) * (b->n_sorted ? b->n_sorted : 1), sizeof *matches);
-        if (!owner || !matches)
+        _cleanup_free_ unsigned *alt_won = calloc(s->n_disks ? s->n_disks : 1, sizeof *alt_won);
+        if (!owner || !matches || !alt_won)
                 return -ENOMEM;
 
         size_t total = 0;
@@ -458,30 +484,51 @@ static int select_disks(struct builder *b) {
                 const struct spec_disk *rule = &s->disks[i];
                 unsigned want = rule->count ? rule->count : 1;
                 unsigned n = 0;
-                if (rule->serial && !spec_is_glob(rule->serial) && inventory_count_serial(inv, rule->serial) > 1) {
-                        r = refuse_serial_twins(b, rule);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
                 _cleanup_strbuf_ struct strbuf matched = STRBUF_INIT, reasons = STRBUF_INIT;
                 _cleanup_free_ bool *hit = calloc(b->n_sorted ? b->n_sorted : 1, sizeof *hit);
                 if (!hit)
                         return -ENOMEM;
-                for (size_t j = 0; j < b->n_sorted; j++) {
-                        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
-                        r = disk_match(rule, b->sorted[j], &why);
-                        if (r < 0)
+                if (rule->n_alts == 0) {
+                        if ((r = match_criteria(b, rule, want, hit, &reasons)) < 0)
                                 return r;
                         if (r > 0)
-                                hit[j] = true;
-                        else if ((r = strbuf_addf(&reasons, "; %s %s", disk_path(b->sorted[j]), strbuf_str(&why))) < 0)
-                                return r;
-                }
-                if (rule->pick != SPEC_PICK_NONE && (r = pick_by_size(b, rule, want, hit, &reasons)) != 0) {
-                        if (r < 0)
-                                return r;
-                        continue;       /* refused: a tie at the boundary */
+                                continue;       /* refused: a serial twin, a tie at a size boundary */
+                } else {
+                        /* match: [...]: the first alternative that selects exactly want disks wins */
+                        _cleanup_strbuf_ struct strbuf tried = STRBUF_INIT;
+                        bool refused = false;
+                        for (size_t k = 0; !alt_won[i] && k < rule->n_alts; k++) {
+                                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT, got = STRBUF_INIT;
+                                memset(hit, 0, (b->n_sorted ? b->n_sorted : 1) * sizeof *hit);
+                                if ((r = match_criteria(b, &rule->alts[k], want, hit, &why)) < 0)
+                                        return r;
+                                if (r > 0) {
+                                        refused = true;
+                                        break;
+                                }
+                                unsigned nk = 0;
+                                for (size_t j = 0; j < b->n_sorted; j++)
+                                        if (hit[j]) {
+                                                nk++;
+                                                if ((r = strbuf_addf(&got, "%s%s", got.len ? ", " : "", disk_path(b->sorted[j]))) < 0)
+                                                        return r;
+                                        }
+                                if (nk == want)
+                                        alt_won[i] = (unsigned) k + 1;
+                                else if ((r = strbuf_addf(&tried, "%s#%zu matches %u (%s%s)", tried.len ? "; " : "", k + 1, nk,
+                                                          nk ? strbuf_str(&got) : "none", strbuf_str(&why))) < 0)
+                                        return r;
+                        }
+                        if (refused)
+                                continue;
+                        if (!alt_won[i]) {
+                                if ((r = refuse_disk(b, rule->match_mark, rule->id, NULL,
+                                                     "disk rule '%s' must match exactly %u disk%s but none of its %zu match "
+                                                     "alternatives does: %s", rule->id, want, want == 1 ? "" : "s",
+                                                     rule->n_alts, strbuf_str(&tried))) < 0)
+                                        return r;
+                                continue;
+                        }
                 }
                 for (size_t j = 0; j < b->n_sorted; j++) {
                         const struct inv_disk *d = b->sorted[j];
@@ -525,7 +572,7 @@ static int select_disks(struct builder *b) {
                         if (!matches[i * b->n_sorted + j])
                                 continue;
                         b->plan->disks[b->plan->n_disks++] = (struct plan_disk) {
-                                .rule = &s->disks[i], .disk = b->sorted[j], .index = idx++,
+                                .rule = &s->disks[i], .disk = b->sorted[j], .index = idx++, .alt = alt_won[i],
                         };
                         if ((r = check_selected_disk(b, &s->disks[i], b->sorted[j])) < 0)
                                 return r;
@@ -561,10 +608,6 @@ static int node_push_dev(struct node *n, char *dev /* takes */) {
         return 0;
 }
 
-static const char *raid_name(const struct spec_raid *x) { return x->name ? x->name : x->id; }
-static const char *luks_name(const struct spec_luks *x) { return x->name ? x->name : x->id; }
-static const char *vg_name(const struct spec_vg *x) { return x->name ? x->name : x->id; }
-static const char *lv_name(const struct spec_lv *x) { return x->name ? x->name : x->id; }
 
 static const struct spec_vg *find_vg(const struct spec *s, const char *id) {
         for (size_t i = 0; id && i < s->n_vgs; i++)
@@ -603,20 +646,20 @@ static int make_nodes(struct builder *b) {
                 const struct spec_raid *x = &s->raids[i];
                 struct node *nd = node_add(b, SPEC_OBJ_RAID, x->id, x, x->mark);
                 char *dev;
-                if ((r = paths_md(raid_name(x), &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
+                if ((r = paths_md(x->name, &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
                         return r;
         }
         for (size_t i = 0; i < s->n_luks; i++) {
                 const struct spec_luks *x = &s->luks[i];
                 struct node *nd = node_add(b, SPEC_OBJ_LUKS, x->id, x, x->mark);
                 char *dev;
-                if ((r = paths_mapper(luks_name(x), &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
+                if ((r = paths_mapper(x->name, &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
                         return r;
         }
         for (size_t i = 0; i < s->n_vgs; i++) {
                 const struct spec_vg *x = &s->vgs[i];
                 struct node *nd = node_add(b, SPEC_OBJ_VG, x->id, x, x->mark);
-                if (!(nd->vg_path = strdupf("/dev/%s", vg_name(x))))
+                if (!(nd->vg_path = strdupf("/dev/%s", x->name)))
                         return -ENOMEM;
         }
         for (size_t i = 0; i < s->n_lvs; i++) {
@@ -626,7 +669,7 @@ static int make_nodes(struct builder *b) {
                 if (!vg)
                         return invalid(b, x->vg_mark, "logical volume '%s' refers to unknown volume group '%s'", x->id, x->vg ? x->vg : "");
                 char *dev;
-                if ((r = paths_lv(vg_name(vg), lv_name(x), &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
+                if ((r = paths_lv(vg->name, x->name, &dev)) < 0 || (r = node_push_dev(nd, dev)) < 0)
                         return r;
         }
         return 0;
@@ -935,7 +978,7 @@ static int emit_raid(struct builder *b, struct node *n) {
         if (r >= 0 && x->chunk)
                 r = strbuf_addf(&desc, " chunk %s", SIZE(x->chunk));
         if (r >= 0)
-                r = strbuf_addf(&desc, " metadata %s", x->metadata ? x->metadata : "1.2");
+                r = strbuf_addf(&desc, " metadata %s", x->metadata);
         if (r >= 0 && x->bitmap)
                 r = strbuf_addf(&desc, " bitmap %s", x->bitmap);
         if (r >= 0 && x->assume_clean)
@@ -1005,8 +1048,7 @@ static int emit_luks(struct builder *b, struct node *n) {
         _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
         if (s->bench.present && s->bench.tune) {
                 /* bench_choose_for_luks() picks among the candidates at run time */
-                char *const *c = s->bench.ciphers && s->bench.ciphers[0] ? s->bench.ciphers
-                                                                         : (char *const[]) { "aes-xts-plain64:512", NULL };
+                char *const *c = x->bench_ciphers;
                 r = strbuf_addf(&desc, "luksFormat %s as LUKS2: cipher and key size%s chosen at run time by the "
                                 "benchmark among", dev, x->sector_size ? "" : " (and sector size)");
                 for (size_t i = 0; r >= 0 && c[i]; i++)
@@ -1068,9 +1110,9 @@ static int emit_lvs(struct builder *b, struct node *vgn, uint64_t extent) {
                         if (sz > free_max) {
                                 if (took_all)
                                         return refuse(b, x->size.mark, "logical volume '%s' (%s) does not fit: '%s' before it takes all free space of volume group '%s'",
-                                                      x->id, SIZE(sz), took_all, vg_name(vg));
+                                                      x->id, SIZE(sz), took_all, vg->name);
                                 return refuse(b, x->size.mark, "logical volume '%s' (%s) does not fit in volume group '%s': at most %s %s free",
-                                              x->id, SIZE(sz), vg_name(vg), APPROX(free_max), free_max == vgn->size_max ? "is" : "is left");
+                                              x->id, SIZE(sz), vg->name, APPROX(free_max), free_max == vgn->size_max ? "is" : "is left");
                         }
                         free_max -= sz;
                         free_est = free_est > sz ? free_est - sz : 0;
@@ -1081,7 +1123,7 @@ static int emit_lvs(struct builder *b, struct node *vgn, uint64_t extent) {
                         unsigned pct = x->size.kind == SPEC_SIZE_REST ? 100 : x->size.percent;
                         if (free_max < extent)
                                 return refuse(b, x->size.mark, "logical volume '%s' (%u%%FREE) gets no space: '%s' before it takes all free space of volume group '%s'",
-                                              x->id, pct, took_all ? took_all : "?", vg_name(vg));
+                                              x->id, pct, took_all ? took_all : "?", vg->name);
                         sz = align_down(free_est / 100 * pct + free_est % 100 * pct / 100, extent);
                         uint64_t smax = free_max / 100 * pct + free_max % 100 * pct / 100;
                         free_est -= sz;
@@ -1101,10 +1143,10 @@ static int emit_lvs(struct builder *b, struct node *vgn, uint64_t extent) {
                 n->approx = approx;
                 n->state = 2;
                 if ((r = step_emit(b, PLAN_LVCREATE, x->id, x, 0, vgn->vg_path, sz, approx, n->devs[0],
-                                   strdupf("lvcreate %s in %s: %s", n->devs[0], vg_name(vg), strbuf_str(&what)), NULL)) < 0)
+                                   strdupf("lvcreate %s in %s: %s", n->devs[0], vg->name, strbuf_str(&what)), NULL)) < 0)
                         return r;
                 b->plan->steps[b->plan->n_steps - 1].lv = (struct plan_lv) {
-                        .vg = vg_name(vg), .name = lv_name(x),
+                        .vg = vg->name, .name = x->name,
                         .bytes = x->size.kind == SPEC_SIZE_BYTES ? x->size.bytes : 0,
                         .percent_free = x->size.kind == SPEC_SIZE_BYTES ? 0 : x->size.kind == SPEC_SIZE_REST ? 100 : x->size.percent,
                 };
@@ -1144,7 +1186,7 @@ static int emit_vg(struct builder *b, struct node *n) {
                         return r;
         }
         _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
-        r = strbuf_addf(&desc, "vgcreate %s from ", vg_name(x));
+        r = strbuf_addf(&desc, "vgcreate %s from ", x->name);
         if (r >= 0)
                 r = add_list(&desc, pvs, 0, npv);
         if (r >= 0 && x->extent_size)
@@ -1220,6 +1262,19 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                 if (b->invalid)
                         return 0;
                 devs[i] = n->devs[0];
+                if (f->encrypt_random) {
+                        /* nothing is formatted: crypttab maps it with a fresh key and mkswaps it at every boot */
+                        _cleanup_free_ char *name = NULL;
+                        if ((r = spec_swap_crypt_name(f, &name)) < 0)
+                                return r;
+                        if ((r = step_emit(b, PLAN_MKFS, f->on, f, 0, NULL, n->size, n->approx, devs[i],
+                                           strdupf("clear the signatures on %s: swap encrypted with a fresh random key at "
+                                                   "every boot (crypttab '%s' from /dev/urandom: plain dm-crypt %s, %u-bit key)",
+                                                   devs[i], name, SPEC_SWAP_CIPHER, SPEC_SWAP_KEY_SIZE),
+                                           strdupf("contents of %s", devs[i]))) < 0)
+                                return r;
+                        continue;
+                }
                 _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
                 r = strbuf_addf(&desc, "%s %s", f->type == SPEC_FS_SWAP ? "mkswap" : "mkfs", spec_fs_type_name(f->type));
                 if (r >= 0)
@@ -1290,6 +1345,57 @@ int plan_kernel_cmdline(const struct spec *s, char **ret) {
         if (r < 0)
                 return r;
         char *t = strdup(strbuf_str(&sb));
+        if (!t)
+                return -ENOMEM;
+        *ret = t;
+        return 0;
+}
+
+/* name with every '-' doubled, as device-mapper names LVs */
+static int add_dm_escaped(struct strbuf *sb, const char *name) {
+        int r = 0;
+        for (const char *p = name; r >= 0 && *p; p++)
+                r = strbuf_addf(sb, *p == '-' ? "--" : "%c", *p);
+        return r;
+}
+
+int plan_installed_cmdline(const struct spec *s, const char *root_uuid, char **ret) {
+        const struct spec_filesystem *root = NULL;
+        for (size_t i = 0; i < s->n_filesystems; i++)
+                if (s->filesystems[i].mount && streq(s->filesystems[i].mount, "/"))
+                        root = &s->filesystems[i];
+        if (!root || !root->on)
+                return -ENOENT;
+        const struct spec_lv *lv = NULL;
+        const struct spec_vg *vg = NULL;
+        for (size_t i = 0; i < s->n_lvs; i++)
+                if (s->lvs[i].id && streq(s->lvs[i].id, root->on))
+                        lv = &s->lvs[i];
+        for (size_t i = 0; lv && lv->vg && i < s->n_vgs; i++)
+                if (s->vgs[i].id && streq(s->vgs[i].id, lv->vg))
+                        vg = &s->vgs[i];
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        _cleanup_free_ char *rest = NULL;
+        int r;
+        if (lv && vg) {
+                r = strbuf_adds(&sb, "root=/dev/mapper/");
+                if (r >= 0)
+                        r = add_dm_escaped(&sb, vg->name);
+                if (r >= 0)
+                        r = strbuf_adds(&sb, "-");
+                if (r >= 0)
+                        r = add_dm_escaped(&sb, lv->name);
+        } else if (root_uuid)
+                r = strbuf_addf(&sb, "root=UUID=%s", root_uuid);
+        else
+                return -ENODATA;
+        if (r >= 0)
+                r = plan_kernel_cmdline(s, &rest);
+        if (r >= 0)
+                r = strbuf_addf(&sb, " ro%s%s", *rest ? " " : "", rest);
+        if (r < 0)
+                return r;
+        char *t = strbuf_detach(&sb);
         if (!t)
                 return -ENOMEM;
         *ret = t;
@@ -1401,8 +1507,11 @@ static int emit_tail(struct builder *b) {
                 if (r < 0)
                         return r;
         }
+        bool swap_crypt = false;
+        for (size_t i = 0; i < s->n_filesystems; i++)
+                swap_crypt |= s->filesystems[i].encrypt_random;
         if ((r = step_emit(b, PLAN_CONFIGURE, NULL, s, 0, NULL, 0, false, NULL,
-                           strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks ? ", crypttab" : "",
+                           strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks || swap_crypt ? ", crypttab" : "",
                                    s->n_raids ? ", mdadm.conf" : "",
                                    b->plan->hostname ? b->plan->hostname : s->hostname ? s->hostname : ""), NULL)) < 0)
                 return r;
@@ -1419,7 +1528,8 @@ static int emit_tail(struct builder *b) {
         const struct spec_cloudstack *c = &s->cloudstack;
         if (c->present &&
             (r = step_emit(b, PLAN_REGISTER, NULL, c, 0, NULL, 0, false, NULL,
-                           strdupf("register with CloudStack at %s (zone %s, pod %s, cluster %s)", url_display(c->endpoint, shown),
+                           strdupf("install kiln-register.service: addHost with CloudStack at %s (zone %s, pod %s, cluster %s) "
+                                   "from the installed system's first boot", url_display(c->endpoint, shown),
                                    c->zone ? c->zone : "-", c->pod ? c->pod : "-", c->cluster ? c->cluster : "-"), NULL)) < 0)
                 return r;
         if (s->webhook.present &&
@@ -1460,24 +1570,24 @@ static int fp_step(struct strbuf *t, const struct plan_step *st) {
         case PLAN_MD_CREATE: {
                 const struct spec_raid *x = st->obj;
                 r = strbuf_addf(t, " name=%s level=%u layout=%s chunk=%" PRIu64 " metadata=%s bitmap=%s spares=%u members=%zu",
-                                raid_name(x), x->level, nz(x->layout), x->chunk, nz(x->metadata), nz(x->bitmap), x->spares,
+                                x->name, x->level, nz(x->layout), x->chunk, nz(x->metadata), nz(x->bitmap), x->spares,
                                 strv_length(st->inputs));
                 break;
         }
         case PLAN_LUKS_FORMAT: {
                 const struct spec_luks *x = st->obj;
-                r = strbuf_addf(t, " name=%s on=%s cipher=%s key_size=%u sector=%u label=%s key=%s", luks_name(x), nz(x->on),
+                r = strbuf_addf(t, " name=%s on=%s cipher=%s key_size=%u sector=%u label=%s key=%s", x->name, nz(x->on),
                                 nz(x->cipher), x->key_size, x->sector_size, nz(x->label), key_source_name(x->key.source));
                 break;
         }
         case PLAN_VGCREATE: {
                 const struct spec_vg *x = st->obj;
-                r = strbuf_addf(t, " name=%s extent=%" PRIu64 " pvs=%zu", vg_name(x), x->extent_size, strv_length(st->inputs));
+                r = strbuf_addf(t, " name=%s extent=%" PRIu64 " pvs=%zu", x->name, x->extent_size, strv_length(st->inputs));
                 break;
         }
         case PLAN_LVCREATE: {
                 const struct spec_lv *x = st->obj;
-                r = strbuf_addf(t, " name=%s vg=%s kind=%d bytes=%" PRIu64 " pct=%u", lv_name(x), nz(x->vg), (int) x->size.kind,
+                r = strbuf_addf(t, " name=%s vg=%s kind=%d bytes=%" PRIu64 " pct=%u", x->name, nz(x->vg), (int) x->size.kind,
                                 x->size.bytes, x->size.percent);
                 break;
         }
@@ -1652,8 +1762,17 @@ int plan_losses_text(const struct plan *p, struct strbuf *out) {
         return r;
 }
 
+/* ", by match alternative #2 of 3" for a disk whose rule has alternatives, else "". */
+static const char *alt_text(const struct plan_disk *pd, char *buf, size_t len) {
+        if (!pd->alt)
+                return "";
+        (void) snprintf(buf, len, ", by match alternative #%u of %zu", pd->alt, pd->rule->n_alts);
+        return buf;
+}
+
 int plan_to_text(const struct plan *p, struct strbuf *out) {
         const struct spec *s = p->spec;
+        char alt[64];
         _cleanup_free_ const struct inv_disk **disks = sorted_disks(p->inv);
         if (!disks)
                 return -ENOMEM;
@@ -1684,8 +1803,8 @@ int plan_to_text(const struct plan *p, struct strbuf *out) {
                 if (r >= 0 && !strempty(d->serial))
                         r = strbuf_addf(out, "  serial '%s'", d->serial);
                 if (r >= 0 && pd)
-                        r = strbuf_addf(out, ": disk rule '%s' #%u%s\n", pd->rule->id, pd->index,
-                                        pd->rule->wipe ? " (wipe allowed)" : "");
+                        r = strbuf_addf(out, ": disk rule '%s' #%u%s%s\n", pd->rule->id, pd->index,
+                                        alt_text(pd, alt, sizeof alt), pd->rule->wipe ? " (wipe allowed)" : "");
                 else if (r >= 0)
                         r = strbuf_adds(out, ": untouched\n");
         }
@@ -1697,12 +1816,12 @@ int plan_to_text(const struct plan *p, struct strbuf *out) {
                 int wname = 0;
                 for (size_t k = 0; k < st->n_parts; k++) {
                         const struct spec_partition *sp = st->parts[k].part;
-                        int l = (int) strlen(sp->name ? sp->name : sp->id) + 2;
+                        int l = (int) strlen(sp->name) + 2;
                         wname = l > wname ? l : wname;
                 }
                 for (size_t k = 0; r >= 0 && k < st->n_parts; k++) {
                         const struct plan_part *pp = &st->parts[k];
-                        _cleanup_free_ char *q = strdupf("'%s'", pp->part->name ? pp->part->name : pp->part->id);
+                        _cleanup_free_ char *q = strdupf("'%s'", pp->part->name);
                         if (!q)
                                 return -ENOMEM;
                         r = strbuf_addf(out, "                   %s  %-9s  %-*s  start %s  size %s\n", pp->device,
@@ -1825,6 +1944,8 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
                         r = json_kv_str(out, "rule", pd->rule->id, true);
                         if (r >= 0)
                                 r = strbuf_addf(out, ",\"index\":%u,\"wipe\":%s", pd->index, pd->rule->wipe ? "true" : "false");
+                        if (r >= 0 && pd->alt)  /* only for a rule with match alternatives: the one that won */
+                                r = strbuf_addf(out, ",\"match\":%u", pd->alt);
                 }
                 if (r >= 0)
                         r = strbuf_adds(out, "}");
@@ -1866,7 +1987,7 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
                                 if (r >= 0)
                                         r = json_kv_str(out, "type", spec_part_type_name(pp->part->type), true);
                                 if (r >= 0)
-                                        r = json_kv_str(out, "name", pp->part->name ? pp->part->name : pp->part->id, true);
+                                        r = json_kv_str(out, "name", pp->part->name, true);
                                 if (r >= 0)
                                         r = strbuf_addf(out, ",\"start\":%" PRIu64 ",\"size\":%" PRIu64 "}", pp->start, pp->size);
                         }

@@ -98,6 +98,7 @@ struct plan_disk {
         const struct spec_disk *rule;
         const struct inv_disk *disk;
         unsigned index;         /* 0..count-1 within the rule */
+        unsigned alt;           /* a rule with match alternatives: the one that won, 1-based; else 0 */
 };
 
 struct plan {
@@ -144,6 +145,12 @@ void plan_spec_vars(const struct inventory *inv, struct spec_vars *ret);
  * starts with "ip=" (Tang needs the network in the initramfs). */
 #define PLAN_UNLOCK_IP "ip=::::::dhcp"
 int plan_kernel_cmdline(const struct spec *s, char **ret);
+/* The whole command line the installed system boots with, as GRUB's
+ * update-grub writes it and as kiln boot kexecs it (docs/reinstall.md):
+ * "root=ROOT ro " + plan_kernel_cmdline(). ROOT follows grub-mkconfig: a
+ * root filesystem on an LV is named by its mapper node
+ * (/dev/mapper/VG-LV, dashes doubled), any other by UUID=root_uuid. */
+int plan_installed_cmdline(const struct spec *s, const char *root_uuid, char **ret);
 
 int plan_to_text(const struct plan *p, struct strbuf *out);
 /* One line per selected disk, naming it (size, model, serial, rule), with

@@ -3,11 +3,8 @@
 
 #include "paths.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
-#include <sys/stat.h>
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.1.0"
@@ -46,6 +43,7 @@ void resume_record_done(struct resume_record *rec) {
                 return;
         free(rec->version);
         free(rec->run_id);
+        free(rec->reinstall);
         *rec = (struct resume_record) {};
 }
 
@@ -61,6 +59,11 @@ int resume_record_to_json(const struct resume_record *rec, struct strbuf *out) {
                 r = strbuf_adds(out, ",\n  \"run_id\": ");
                 if (r >= 0)
                         r = strbuf_add_json_string(out, rec->run_id);
+        }
+        if (r >= 0 && rec->reinstall) {
+                r = strbuf_adds(out, ",\n  \"reinstall\": ");
+                if (r >= 0)
+                        r = strbuf_add_json_string(out, rec->reinstall);
         }
         if (r >= 0)
                 r = strbuf_adds(out, ",\n  \"stages_done\": [");
@@ -102,7 +105,7 @@ int resume_record_from_json(const char *text, size_t len, struct resume_record *
                 goto out;
         }
         json_object *fmt, *stages, *complete;
-        const char *fp, *version, *run_id;
+        const char *fp, *version, *run_id, *reinstall;
         if (!ok || !json_object_is_type(root, json_type_object) ||
             !json_object_object_get_ex(root, "kiln_progress", &fmt) || !json_object_is_type(fmt, json_type_int) ||
             json_object_get_int(fmt) != RESUME_RECORD_FORMAT ||
@@ -126,7 +129,9 @@ int resume_record_from_json(const char *text, size_t len, struct resume_record *
         r = -ENOMEM;
         version = jstr(root, "version");
         run_id = jstr(root, "run_id");
-        if ((version && !(rec.version = strdup(version))) || (run_id && !(rec.run_id = strdup(run_id))))
+        reinstall = jstr(root, "reinstall");
+        if ((version && !(rec.version = strdup(version))) || (run_id && !(rec.run_id = strdup(run_id))) ||
+            (reinstall && !(rec.reinstall = strdup(reinstall))))
                 goto out;
         *ret = rec;
         rec = (struct resume_record) {};
@@ -135,21 +140,6 @@ out:
         resume_record_done(&rec);
         json_object_put(root);
         return r;
-}
-
-int resume_record_save(const struct resume_record *rec, const char *path) {
-        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
-        int r = resume_record_to_json(rec, &sb);
-        return r < 0 ? r : write_file_atomic(path, sb.buf, sb.len);
-}
-
-int resume_record_load(const char *path, struct resume_record *ret) {
-        _cleanup_free_ char *data = NULL;
-        size_t len = 0;
-        int r = read_full_file(path, RESUME_RECORD_MAX_BYTES, &data, &len);
-        if (r < 0)
-                return r;
-        return resume_record_from_json(data, len, ret);
 }
 
 /* ---- the resume plan (pure) ---- */
@@ -238,6 +228,12 @@ static const struct inv_signature *sig_typed(const struct inventory *inv, const 
                 if (s[i].type && streq(s[i].type, type))
                         return &s[i];
         return NULL;
+}
+
+static bool device_has_signature(const struct inventory *inv, const char *dev) {
+        size_t n;
+        (void) sigs_of(inv, dev, &n);
+        return n > 0;
 }
 
 static int not_resumable(struct rbuild *b, const char *f, ...) _printf_(2, 3);
@@ -355,6 +351,11 @@ static int check_disks(struct rbuild *b) {
                         break;
                 case PLAN_MKFS: {
                         const struct spec_filesystem *fs = st->obj;
+                        if (fs->encrypt_random) {       /* left blank: crypttab makes it at every boot */
+                                if (known_device(inv, dev) && device_has_signature(inv, dev))
+                                        return not_resumable(b, "%s, the swap encrypted at every boot, holds a signature", dev);
+                                break;
+                        }
                         if (known_device(inv, dev) && !sig_typed(inv, dev, spec_fs_type_name(fs->type)))
                                 return not_resumable(b, "%s holds no %s filesystem", dev, spec_fs_type_name(fs->type));
                         break;
@@ -397,14 +398,14 @@ static int emit(struct rbuild *b) {
                                 if ((r = strbuf_addf(&m, "%s%s", in == st->inputs ? "" : ", ", *in)) < 0)
                                         return r;
                         r = fill(s, st, strdupf("assemble md '%s' (UUID %s) from %s; keeps the array and its data",
-                                            x->name ? x->name : x->id, uuid, strbuf_str(&m)), NULL);
+                                            x->name, uuid, strbuf_str(&m)), NULL);
                         break;
                 }
                 case PLAN_VGCREATE: {
                         const struct spec_vg *x = st->obj;
                         if (!(s = push(b, st, PLAN_VG_ACTIVATE)))
                                 return -ENOMEM;
-                        r = fill(s, st, strdupf("activate VG '%s' (vgchange -ay); keeps its PVs, UUID and LVs", x->name ? x->name : x->id), NULL);
+                        r = fill(s, st, strdupf("activate VG '%s' (vgchange -ay); keeps its PVs, UUID and LVs", x->name), NULL);
                         break;
                 }
                 case PLAN_LUKS_OPEN: case PLAN_MOUNT: case PLAN_FINISH:
@@ -427,7 +428,11 @@ static int emit(struct rbuild *b) {
                         case PLAN_LUKS_FORMAT: text = strdupf("keep the LUKS header on %s (UUID, keyslots)", dev); break;
                         case PLAN_PVCREATE: text = strdupf("keep the PV %s", dev); break;
                         case PLAN_LVCREATE: text = strdupf("keep the LV %s", dev); break;
-                        case PLAN_MKFS: text = strdupf("keep the filesystem on %s (UUID, contents)", dev); break;
+                        case PLAN_MKFS:
+                                text = st->obj && ((const struct spec_filesystem *) st->obj)->encrypt_random ?
+                                       strdupf("keep %s blank (the swap encrypted with a fresh key at every boot)", dev) :
+                                       strdupf("keep the filesystem on %s (UUID, contents)", dev);
+                                break;
                         case PLAN_BENCH_RAW: case PLAN_BENCH_CRYPT:
                                 text = strdupf("no benchmark on %s: it ran before the filesystems in the interrupted run, "
                                            "and its writes would destroy them", dev);
@@ -548,8 +553,8 @@ int resume_decide_unwiped(const struct spec *spec, const struct inventory *inv, 
         return 1;
 }
 
-int resume_plan_decide(const struct spec *spec, const struct inventory *inv, bool force_fresh, struct diags *diags,
-                       struct plan **ret_fresh, struct plan **ret_resume, bool *ret_unwiped) {
+int plan_decide(const struct spec *spec, const struct inventory *inv, bool force_fresh, struct diags *diags,
+                struct plan **ret_fresh, struct plan **ret_resume, bool *ret_unwiped) {
         _cleanup_plan_free_ struct plan *fresh = NULL, *resume = NULL;
         bool unwiped = false;
         int r = plan_build(spec, inv, &fresh, diags);
@@ -573,59 +578,44 @@ int resume_plan_decide(const struct spec *spec, const struct inventory *inv, boo
         return 0;
 }
 
-/* ---- emptying the root for a new image ---- */
+/* ---- a finished node ---- */
 
-DEFINE_CLEANUP(closedir, DIR *)
-
-static int clean_dir(int dfd, dev_t dev, bool top, unsigned *removed) {
-        _cleanup_(closedirp) DIR *d = fdopendir(dfd);
-        if (!d) {
-                int r = -errno;
-                close(dfd);
-                return r;
+const char *plan_verdict_name(enum plan_verdict v) {
+        switch (v) {
+        case PLAN_VERDICT_RUN: return "run";
+        case PLAN_VERDICT_BOOT_INSTALLED: return "boot-installed";
+        case PLAN_VERDICT_REINSTALL: return "reinstall";
+        case PLAN_VERDICT_REFUSE: return "refuse";
         }
-        int r = 0;
-        for (struct dirent *e; (errno = 0, e = readdir(d));) {
-                if (streq(e->d_name, ".") || streq(e->d_name, "..") || (top && streq(e->d_name, "lost+found")))
-                        continue;
-                struct stat st;
-                if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        return -errno;
-                if (st.st_dev != dev)
-                        continue;       /* another filesystem's mount point: kept */
-                if (S_ISDIR(st.st_mode)) {
-                        int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sub < 0)
-                                return -errno;
-                        if ((r = clean_dir(sub, dev, false, removed)) < 0)
-                                return r;
-                        if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) < 0) {
-                                if (errno != ENOTEMPTY && errno != EBUSY)
-                                        return -errno;
-                                continue;       /* it leads to a mount point */
-                        }
-                } else if (unlinkat(dirfd(d), e->d_name, 0) < 0)
-                        return -errno;
-                (*removed)++;
-        }
-        return errno ? -errno : 0;
+        return NULL;
 }
 
-int resume_clean_root(const char *target, unsigned *ret_removed) {
-        int fd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        struct stat st;
-        if (fstat(fd, &st) < 0) {
-                int r = -errno;
-                close(fd);
-                return r;
+const char *plan_reinstall_token(const struct spec *spec, const char *cmdline_token) {
+        return cmdline_token ? cmdline_token : spec ? spec->reinstall : NULL;
+}
+
+int plan_verdict(const struct plan *fresh, const struct resume_record *rec, const char *token, enum plan_verdict *ret,
+                 struct strbuf *why) {
+        if (!rec || !rec->complete) {
+                *ret = PLAN_VERDICT_RUN;
+                return 0;
         }
-        unsigned n = 0;
-        int r = clean_dir(fd, st.st_dev, true, &n);
-        if (r < 0)
-                return r;
-        if (ret_removed)
-                *ret_removed = n;
-        return 0;
+        bool same = streq(rec->fingerprint, fresh->fingerprint);
+        bool new_token = token && (!rec->reinstall || !streq(token, rec->reinstall));
+        if (new_token) {
+                *ret = PLAN_VERDICT_REINSTALL;
+                return strbuf_addf(why, "the disks hold a finished install of %s (%.12s), and the reinstall token '%s' "
+                                   "is not the one it was installed with (%s%s%s)", same ? "this plan" : "another plan",
+                                   rec->fingerprint, token, rec->reinstall ? "'" : "", rec->reinstall ? rec->reinstall : "none",
+                                   rec->reinstall ? "'" : "");
+        }
+        if (same) {
+                *ret = PLAN_VERDICT_BOOT_INSTALLED;
+                return strbuf_addf(why, "the disks hold a finished install of this plan (%.12s)%s%s%s", rec->fingerprint,
+                                   token ? ", installed with the reinstall token '" : "", token ? token : "", token ? "'" : "");
+        }
+        *ret = PLAN_VERDICT_REFUSE;
+        return strbuf_addf(why, "the disks hold a finished install of another plan (%s), this spec makes plan %s, and no new "
+                           "reinstall token was given (%s%s%s)", rec->fingerprint, fresh->fingerprint,
+                           token ? "the token '" : "none", token ? token : "", token ? "' is the one on the disks" : "");
 }

@@ -34,7 +34,8 @@ struct resume_record {
         char *version;          /* kiln version that wrote it */
         char *run_id;           /* the run report's id, NULL if none */
         unsigned stages;        /* 1u << enum resume_stage, for each stage done */
-        bool complete;          /* the run finished (the next run is a fresh install) */
+        bool complete;          /* the run finished: the next boot boots the installed system */
+        char *reinstall;        /* the reinstall token the run was made with (docs/reinstall.md), NULL if none */
 };
 
 const char *resume_stage_name(enum resume_stage s);
@@ -45,10 +46,7 @@ int resume_record_to_json(const struct resume_record *rec, struct strbuf *out);
 /* -EBADMSG when the text is not a record of RESUME_RECORD_FORMAT,
  * -ENOTEMPTY when anything but white space follows the JSON document. */
 int resume_record_from_json(const char *text, size_t len, struct resume_record *ret);
-/* Atomic: a temporary file in the same directory, fsync, rename, fsync of
- * the directory; missing parent directories are made. */
-int resume_record_save(const struct resume_record *rec, const char *path);
-int resume_record_load(const char *path, struct resume_record *ret);
+/* Reading and writing the file: agent/apply/record.h. */
 void resume_record_done(struct resume_record *rec);
 
 /* Pure. Returns 1 and a resume plan in *ret when the disks the fresh plan
@@ -74,10 +72,28 @@ int resume_decide_unwiped(const struct spec *spec, const struct inventory *inv, 
  * diagnostics in *diags. On success, *ret_fresh is the fresh plan, *ret_resume
  * the resume plan or NULL, and *ret_unwiped tells that the fresh plan must
  * never run (the spec does not allow wiping those disks). */
-int resume_plan_decide(const struct spec *spec, const struct inventory *inv, bool force_fresh, struct diags *diags,
-                       struct plan **ret_fresh, struct plan **ret_resume, bool *ret_unwiped);
+int plan_decide(const struct spec *spec, const struct inventory *inv, bool force_fresh, struct diags *diags,
+                struct plan **ret_fresh, struct plan **ret_resume, bool *ret_unwiped);
 
-/* Empty the target root for a new image: everything under it is removed
- * except other filesystems' mount points (and what leads to them) and
- * lost+found. Never crosses into another filesystem. */
-int resume_clean_root(const char *target, unsigned *ret_removed);
+/* ---- a finished node (docs/reinstall.md) ---- */
+
+/* What a boot does once the progress record on the disks has been read
+ * (read-only: nothing assembled, opened or mounted writable). */
+enum plan_verdict {
+        PLAN_VERDICT_RUN,               /* no finished run there: the plans as plan_decide() made them */
+        PLAN_VERDICT_BOOT_INSTALLED,    /* a finished run of this plan: change nothing, boot it */
+        PLAN_VERDICT_REINSTALL,         /* a finished run, and a reinstall token that is not its own: fresh install */
+        PLAN_VERDICT_REFUSE,            /* a finished run of another plan and no new token: nothing written */
+};
+const char *plan_verdict_name(enum plan_verdict v);
+
+/* The reinstall token a boot presents: kiln.reinstall= when given, else the
+ * spec's `reinstall:`, else NULL. */
+const char *plan_reinstall_token(const struct spec *spec, const char *cmdline_token);
+
+/* Pure. rec: the record on the disks, NULL when there is none (or it could
+ * not be read); token: plan_reinstall_token(). A finished node is installed
+ * again only when token is set and differs from the one in its record.
+ * *why (appended) says why, naming both fingerprints where they differ. */
+int plan_verdict(const struct plan *fresh, const struct resume_record *rec, const char *token, enum plan_verdict *ret,
+                 struct strbuf *why);

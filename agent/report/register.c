@@ -1,5 +1,6 @@
 #include "register.h"
 #include "cloudstack.h"
+#include "firstboot.h"
 #include "webhook.h"
 #include "url.h"
 
@@ -85,6 +86,14 @@ static int register_cloudstack(const struct spec *spec, struct report *r, const 
                 /* A node whose install failed is reported, never offered as a hypervisor. */
                 json_object_object_add(rec, "result", jstr("SKIPPED"));
                 json_object_object_add(rec, "message", jstr("the run failed; host not added"));
+                return report_set_registration(r, "cloudstack", TAKE_PTR(rec));
+        }
+        if (o->cloudstack_firstboot) {
+                /* addHost logs in to the host over SSH: only the running host can take it */
+                json_object_object_add(rec, "result", jstr(FIRSTBOOT_RESULT));
+                json_object_object_add(rec, "message", jstr("left to the installed system's first boot: " FIRSTBOOT_UNIT_NAME
+                                                            " runs kiln register once the network and sshd are up"));
+                json_object_object_add(rec, "unit", jstr(FIRSTBOOT_UNIT_NAME));
                 return report_set_registration(r, "cloudstack", TAKE_PTR(rec));
         }
         struct cs_client cl = {

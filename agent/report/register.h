@@ -29,6 +29,8 @@ struct register_options {
         struct delivery_policy policy;          /* CloudStack calls and the final report */
         struct delivery_policy event_policy;    /* each stage event */
         const char *ca_file;                    /* extra CA bundle for HTTPS, NULL = system */
+        bool cloudstack_firstboot;              /* the install run: addHost is left to the installed system's
+                                                 * first boot (firstboot.h); the report says so, nothing is sent */
 };
 
 #define REGISTER_REPORT_MIN_MS 1000

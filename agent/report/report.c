@@ -287,6 +287,16 @@ static void emit(struct report *r, const char *kind, json_object *stage) {
         json_object_put(ev);
 }
 
+int report_event(struct report *r, const char *kind, json_object *fields) {
+        if (!r || !kind) {
+                json_object_put(fields);
+                return -EINVAL;
+        }
+        emit(r, kind, fields);
+        json_object_put(fields);
+        return 0;
+}
+
 int report_stage_begin(struct report *r, const char *stage) {
         json_object *stages = jget_or_add(r->root, "stages", json_type_array);
         json_object *s = json_object_new_object();

@@ -58,6 +58,11 @@ int report_set_node(struct report *r, const struct inventory *inv, const char *h
 /* Or set fields one by one (tests, recorded inventories): "hostname", "ip", "mac", "uuid", "id". */
 int report_set_node_field(struct report *r, const char *field, const char *value);
 
+/* One event of its own kind (e.g. "boot-installed"), outside any stage:
+ * fields (taken; may be NULL) plus who and when, as the stage events carry
+ * them, to the event hook (the webhook). */
+int report_event(struct report *r, const char *kind, json_object *fields);
+
 /* Stages: begin returns 0; end records result, message (NULL ok), duration. */
 int report_stage_begin(struct report *r, const char *stage);
 int report_stage_end(struct report *r, const char *stage, enum report_result result, const char *message);

@@ -1,4 +1,5 @@
 #include "cmdline.h"
+#include "spec.h"
 
 #include <ctype.h>
 
@@ -10,6 +11,7 @@ void cmdline_done(struct kiln_cmdline *c) {
         free(c->ca);
         free(c->report);
         free(c->enlist);
+        free(c->reinstall);
         strv_free(c->unknown);
         *c = (struct kiln_cmdline) {};
 }
@@ -119,7 +121,8 @@ int cmdline_parse(const char *text, struct kiln_cmdline *ret, char **ret_bad) {
                                streq(key, "enlist") ? &c.enlist :
                                streq(key, "spec.sha256") ? &c.spec_sha256 :
                                streq(key, "ca") ? &c.ca :
-                               streq(key, "report") ? &c.report : NULL;
+                               streq(key, "report") ? &c.report :
+                               streq(key, "reinstall") ? &c.reinstall : NULL;
                 if (!field) {
                         if (!strv_contains(c.unknown, w)) {
                                 char *k = strdup(w);
@@ -131,7 +134,8 @@ int cmdline_parse(const char *text, struct kiln_cmdline *ret, char **ret_bad) {
                         }
                         continue;
                 }
-                if (strempty(v) || (field == &c.spec_sha256 && !hex_valid(v, 64))) {
+                if (strempty(v) || (field == &c.spec_sha256 && !hex_valid(v, 64)) ||
+                    (field == &c.reinstall && spec_reinstall_problem(v))) {
                         r = -EINVAL;
                         goto bad;
                 }

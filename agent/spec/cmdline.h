@@ -9,6 +9,9 @@
  *   kiln.report=PATH        where /init writes the guest report (the rig)
  *   kiln.debug              a shell on failure (never on by default)
  *   kiln.fresh              never resume an interrupted run (docs/apply.md)
+ *   kiln.reinstall=TOKEN    the operator's reinstall token: a finished node
+ *                           is installed again when it differs from the one
+ *                           on its disks (docs/reinstall.md)
  *   kiln.enlist=URL         no spec for this machine (or kiln.spec= answers
  *                           404): post the inventory there and power off
  *                           (docs/register.md "Enlist")
@@ -29,6 +32,7 @@ struct kiln_cmdline {
         char *ca;
         char *report;
         char *enlist;
+        char *reinstall;        /* kiln.reinstall=, checked by spec_reinstall_problem() */
         unsigned enlist_timeout_sec;    /* 0 = not given */
         bool debug;
         bool fresh;
@@ -38,6 +42,7 @@ struct kiln_cmdline {
 /* 0 on success; -EINVAL with *ret_bad (may be NULL) set to the offending
  * word when a kiln.* value is malformed (empty value, sha256 not 64 hex
  * digits, kiln.enlist.timeout not a number of seconds from 1 to 86400,
+ * kiln.reinstall= not a token (spec_reinstall_problem()),
  * kiln.debug with a value other than 1/0/yes/no/true/false/on/off,
  * unterminated quote); -E2BIG for input over CMDLINE_MAX_BYTES; -ENOMEM. */
 int cmdline_parse(const char *text, struct kiln_cmdline *ret, char **ret_bad);

@@ -233,7 +233,7 @@ static const char *const vg_keys[] = { "id", "name", "pvs", "extent_size", NULL 
 
 static const char *const lv_keys[] = { "id", "vg", "name", "size", NULL };
 
-static const char *const fs_keys[] = { "on", "type", "label", "mkfs_options", "mount", "mount_options", NULL };
+static const char *const fs_keys[] = { "on", "type", "label", "mkfs_options", "mount", "mount_options", "encrypt", NULL };
 
 /* The keys of each object kind: a key of one kind written under another
  * ("level" under a luks) is named as such instead of getting a near miss. */
@@ -729,6 +729,18 @@ const char *spec_hostname_problem(const char *h) {
 /* The template is checked with every variable standing for one letter: what
  * is wrong then is wrong whatever the machine reports (the plan checks the
  * expanded name again). */
+const char *spec_reinstall_problem(const char *t) {
+        size_t n = t ? strlen(t) : 0;
+        if (n == 0)
+                return "is empty";
+        if (n > SPEC_REINSTALL_MAX)
+                return "is longer than 64 characters";
+        for (const char *p = t; *p; p++)
+                if (!isalnum((unsigned char) *p) && !strchr("._:-", *p))
+                        return "holds a character other than A-Z a-z 0-9 . _ : -";
+        return NULL;
+}
+
 static void check_hostname(struct ctx *c, const struct ynode *v, const char *h) {
         char t[QUOTE_MAX + 4];
         if (strstr(h, "${mac}")) {
@@ -945,32 +957,21 @@ static const char *const disk_match_keys[] = {
         "path", "by_id", "serial", "wwn", "model", "transport", "min_size", "max_size", "rotational", "vendor", "size", NULL,
 };
 
-static void parse_disk(struct ctx *c, const struct ynode *m, size_t idx, struct spec_disk *d) {
-        char where[128], f[256], t[QUOTE_MAX + 4];
-        d->mark = (struct spec_mark) { m->line, m->col };
-        d->match_mark = d->mark;
-        d->rotational = -1;
-        d->count = 1;
-        get_id(c, m, "disk", idx, &d->id, where);
-        struct loc l = { where, "" }, lm = { where, "match." };
-        check_keys(c, m, &l, disk_keys);
-
-        const struct ynode *match = map_get(m, "match");
-        if (want_map(c, &l, "match", match) > 0) {
-                check_keys(c, match, &lm, disk_match_keys);
-                d->match_mark = (struct spec_mark) { match->line, match->col };
-        } else
-                match = NULL;
-
+/* The criteria of a disk rule, from the keys written directly in its entry
+ * (m, at l) and those under one 'match' mapping (match, at lm); either may
+ * be NULL. A key given in both is an error. */
+static void parse_disk_criteria(struct ctx *c, const struct ynode *m, const struct loc *l,
+                                const struct ynode *match, const struct loc *lm, struct spec_disk *d) {
+        char f[256], t[QUOTE_MAX + 4];
         const struct ynode *vals[ELEMENTSOF(disk_match_keys)] = {};
         const struct loc *locs[ELEMENTSOF(disk_match_keys)] = {};
         for (size_t i = 0; disk_match_keys[i]; i++) {
                 const struct ynode *a = map_get(m, disk_match_keys[i]), *b = map_get(match, disk_match_keys[i]);
                 if (a && b)
                         emitn(c, map_key_node(m, disk_match_keys[i]), "%s is given both directly and under 'match'",
-                              fld(&l, disk_match_keys[i], f));
+                              fld(l, disk_match_keys[i], f));
                 vals[i] = b ?: a;
-                locs[i] = b ? &lm : &l;
+                locs[i] = b ? lm : l;
         }
         if (get_str(c, locs[0], "path", vals[0], &d->path) > 0 && strncmp(d->path, "/dev/", 5) != 0)
                 emitn(c, vals[0], "%s must start with '/dev/', not '%s'", fld(locs[0], "path", f), q(d->path, t));
@@ -1000,20 +1001,128 @@ static void parse_disk(struct ctx *c, const struct ynode *m, size_t idx, struct 
                         emitn(c, vals[10], "%s must be 'largest' or 'smallest' (for a size bound use "
                               "'min_size' and 'max_size'), not '%s'", fld(locs[10], "size", f), q(vals[10]->value, t));
         }
-        if (d->min_size && d->max_size && d->min_size > d->max_size)
+        if (d->min_size && d->max_size && d->min_size > d->max_size && vals[7])
                 emitn(c, vals[7], "%s is smaller than 'min_size'", fld(locs[7], "max_size", f));
+}
+
+/* Fill what an alternative leaves open from the criteria written directly
+ * in the entry (from), so each alternative is a whole rule. */
+static int disk_criteria_merge(struct spec_disk *to, const struct spec_disk *from) {
+        char **fields[] = { &to->path, &to->by_id, &to->serial, &to->wwn, &to->model, &to->vendor, &to->transport };
+        char *const vals[] = { from->path, from->by_id, from->serial, from->wwn, from->model, from->vendor, from->transport };
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++)
+                if (!*fields[i] && vals[i] && !(*fields[i] = strdup(vals[i])))
+                        return -ENOMEM;
+        if (!to->min_size)
+                to->min_size = from->min_size;
+        if (!to->max_size)
+                to->max_size = from->max_size;
+        if (to->rotational < 0)
+                to->rotational = from->rotational;
+        if (to->pick == SPEC_PICK_NONE)
+                to->pick = from->pick;
+        return 0;
+}
+
+/* Does the rule name a single disk (path, by_id, a serial that is no glob, wwn)? Which key, or NULL. */
+static const char *disk_names_one(const struct spec_disk *d) {
+        return d->path ? "path" : d->by_id ? "by_id" : d->serial && !spec_is_glob(d->serial) ? "serial" :
+               d->wwn ? "wwn" : NULL;
+}
+
+/* match: a list of mappings: the fallbacks, in order. */
+static void parse_disk_alts(struct ctx *c, const struct ynode *m, const struct ynode *match, const struct loc *l,
+                            struct spec_disk *d) {
+        char f[256], t[QUOTE_MAX + 8];
+        if (match->n == 0) {
+                emitn(c, match, "%s is an empty list (give one mapping of criteria, or a list of them to try in order)",
+                      fld(l, "match", f));
+                return;
+        }
+        if (match->n > SPEC_DISK_MAX_ALTS) {
+                emitn(c, match, "%s lists %zu alternatives; at most %u are allowed", fld(l, "match", f), match->n,
+                      SPEC_DISK_MAX_ALTS);
+                return;
+        }
+        for (size_t k = 0; k < match->n; k++)
+                if (match->items[k]->kind != YNODE_MAP) {
+                        emitn(c, match->items[k], "alternative #%zu of %s must be a mapping of criteria, not %s", k + 1,
+                              fld(l, "match", f), describe(match->items[k], t));
+                        return;
+                }
+        parse_disk_criteria(c, m, l, NULL, NULL, d);    /* the criteria common to every alternative */
+        if (!(d->alts = calloc(match->n, sizeof *d->alts))) {
+                c->error = -ENOMEM;
+                return;
+        }
+        d->n_alts = match->n;
+        for (size_t k = 0; k < match->n; k++) {
+                const struct ynode *am = match->items[k];
+                struct spec_disk *a = &d->alts[k];
+                char prefix[48];
+                (void) snprintf(prefix, sizeof prefix, "match[%zu].", k + 1);
+                struct loc la = { l->where, prefix };
+                *a = (struct spec_disk) { .rotational = -1, .count = d->count, .wipe = d->wipe,
+                                          .mark = { am->line, am->col }, .match_mark = { am->line, am->col } };
+                if (d->id && !(a->id = strdup(d->id))) {
+                        c->error = -ENOMEM;
+                        return;
+                }
+                check_keys(c, am, &la, disk_match_keys);
+                for (size_t i = 0; disk_match_keys[i]; i++)
+                        if (map_get(m, disk_match_keys[i]) && map_get(am, disk_match_keys[i]))
+                                emitn(c, map_key_node(m, disk_match_keys[i]), "%s is given both directly and under "
+                                      "alternative #%zu of 'match'", fld(l, disk_match_keys[i], f), k + 1);
+                parse_disk_criteria(c, NULL, &la, am, &la, a);
+                if (disk_criteria_merge(a, d) < 0) {
+                        c->error = -ENOMEM;
+                        return;
+                }
+                if (a->min_size && a->max_size && a->min_size > a->max_size &&
+                    !(map_get(am, "max_size") && map_get(am, "min_size")) && !(map_get(m, "max_size") && map_get(m, "min_size")))
+                        emitn(c, am, "alternative #%zu of %s has 'max_size' below 'min_size' (one given directly, "
+                              "one in the alternative)", k + 1, fld(l, "match", f));
+        }
+}
+
+static void parse_disk(struct ctx *c, const struct ynode *m, size_t idx, struct spec_disk *d) {
+        char where[128], f[256];
+        d->mark = (struct spec_mark) { m->line, m->col };
+        d->match_mark = d->mark;
+        d->rotational = -1;
+        d->count = 1;
+        get_id(c, m, "disk", idx, &d->id, where);
+        struct loc l = { where, "" }, lm = { where, "match." };
+        check_keys(c, m, &l, disk_keys);
 
         if (get_unsigned(c, &l, "count", map_get(m, "count"), 1, 256, &d->count) < 0)
                 d->count = 0;   /* unknown: nothing downstream counts its devices (no cascades) */
         (void) get_bool(c, &l, "wipe", map_get(m, "wipe"), &d->wipe);
+
+        const struct ynode *match = map_get(m, "match");
+        if (match && match->kind == YNODE_SEQ) {
+                d->match_mark = (struct spec_mark) { match->line, match->col };
+                parse_disk_alts(c, m, match, &l, d);
+        } else {
+                if (match && match->kind != YNODE_MAP && !ynode_is_null(match)) {
+                        char t[QUOTE_MAX + 8];
+                        emitn(c, match, "%s must be a mapping of criteria or a list of them, not %s",
+                              fld(&l, "match", f), describe(match, t));
+                        match = NULL;
+                } else if (want_map(c, &l, "match", match) > 0) {
+                        check_keys(c, match, &lm, disk_match_keys);
+                        d->match_mark = (struct spec_mark) { match->line, match->col };
+                } else
+                        match = NULL;
+                parse_disk_criteria(c, m, &l, match, &lm, d);
+        }
+
         if (d->count > 1) {
-                static const char *const unique[] = { "path", "by_id", "serial", "wwn" };
-                for (size_t i = 0; i < ELEMENTSOF(unique); i++)
-                        if (vals[i] && !(i == 2 && d->serial && spec_is_glob(d->serial))) {     /* a serial glob may match several */
-                                emitn(c, map_get(m, "count"), "%s must be 1 when '%s' names a single disk",
-                                      fld(&l, "count", f), unique[i]);
-                                break;
-                        }
+                const char *one = disk_names_one(d);
+                for (size_t k = 0; !one && k < d->n_alts; k++)
+                        one = disk_names_one(&d->alts[k]);
+                if (one)
+                        emitn(c, map_get(m, "count"), "%s must be 1 when '%s' names a single disk", fld(&l, "count", f), one);
         }
 }
 
@@ -1445,6 +1554,22 @@ static void parse_fs(struct ctx *c, const struct ynode *m, size_t idx, struct sp
                         emitn(c, v, "%s must be an absolute path without '.', '..', '//' or a trailing '/', not '%s'",
                               fld(&l, "mount", f), q(fs->mount, t));
         }
+        static const char *const encrypts[] = { "random", NULL };
+        v = map_get(m, "encrypt");
+        if (get_enum(c, &l, "encrypt", v, encrypts, &e) > 0) {
+                fs->encrypt_random = true;
+                fs->encrypt_mark = (struct spec_mark) { v->line, v->col };
+                if (typed && fs->type != SPEC_FS_SWAP)
+                        emitn(c, v, "%s is only for swap: a random key is made again at every boot, so a %s filesystem "
+                              "on it would be lost at each one (to encrypt it, put it on a luks with a key)",
+                              fld(&l, "encrypt", f), fs_types[fs->type]);
+                if (fs->label)
+                        emitn(c, map_get(m, "label"), "%s is not kept with 'encrypt: random': the swap is made again "
+                              "at every boot, without a label", fld(&l, "label", f));
+                if (fs->mkfs_options)
+                        emitn(c, map_get(m, "mkfs_options"), "%s is not used with 'encrypt: random': kiln runs no "
+                              "mkswap (the installed system's cryptsetup does, at every boot)", fld(&l, "mkfs_options", f));
+        }
         v = map_get(m, "mount_options");
         if (get_str(c, &l, "mount_options", v, &fs->mount_options) > 0) {
                 if (!fs->mount)
@@ -1525,6 +1650,27 @@ static void parse_boot(struct ctx *c, const struct ynode *m, struct spec_boot *b
 
 static const char *const on_fail_names[] = { [SPEC_ON_FAIL_ABORT] = "abort", [SPEC_ON_FAIL_WARN] = "warn", NULL };
 
+/* The one place the benchmark's candidate list of each luks is decided:
+ * bench.ciphers when the spec names some, else the luks's own cipher and key
+ * size (the plan lists them, the benchmark measures them). */
+static void set_bench_ciphers(struct ctx *c) {
+        const struct spec_bench *b = &c->s->bench;
+        for (size_t i = 0; c->error >= 0 && i < c->s->n_luks; i++) {
+                struct spec_luks *x = &c->s->luks[i];
+                if (b->ciphers && b->ciphers[0]) {
+                        for (size_t k = 0; c->error >= 0 && b->ciphers[k]; k++)
+                                if (strv_pushdup(&x->bench_ciphers, b->ciphers[k]) < 0)
+                                        c->error = -ENOMEM;
+                        continue;
+                }
+                char *own = strdupf("%s:%u", x->cipher, x->key_size);
+                if (!own || strv_push(&x->bench_ciphers, own) < 0) {
+                        free(own);
+                        c->error = -ENOMEM;
+                }
+        }
+}
+
 static void parse_bench(struct ctx *c, const struct ynode *m, struct spec_bench *b) {
         static const char *const keys[] = { "ciphers", "tune", "require", "on_fail", NULL };
         static const char *const req_keys[] = { "cipher_mbps", "write_mbps", "read_mbps", "max_overhead", NULL };
@@ -1559,10 +1705,50 @@ static void parse_bench(struct ctx *c, const struct ynode *m, struct spec_bench 
                 b->on_fail = e;
 }
 
+/* A login name useradd takes on Debian (its default NAME_REGEX, without the trailing '$'). */
+static bool valid_username(const char *u) {
+        size_t n = strlen(u);
+        if (n == 0 || n > 32 || !(islower((unsigned char) u[0]) || u[0] == '_'))
+                return false;
+        for (size_t i = 1; i < n; i++)
+                if (!islower((unsigned char) u[i]) && !isdigit((unsigned char) u[i]) && u[i] != '_' && u[i] != '-')
+                        return false;
+        return true;
+}
+
+/* Why k is not one line "TYPE BASE64 [COMMENT]" of authorized_keys (no
+ * options), or NULL. */
+static const char *ssh_key_problem(const char *k) {
+        static const char *const types[] = {
+                "ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+                "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com", NULL,
+        };
+        if (strpbrk(k, "\n\r"))
+                return "it holds a line break";
+        size_t tl = strcspn(k, " ");
+        bool known = false;
+        for (size_t i = 0; types[i] && !known; i++)
+                known = strlen(types[i]) == tl && strncmp(types[i], k, tl) == 0;
+        if (!known)
+                return "it does not start with a key type (ssh-ed25519, ssh-rsa, ecdsa-sha2-nistp256, ...)";
+        const char *b = k + tl;
+        while (*b == ' ')
+                b++;
+        size_t bl = strcspn(b, " ");
+        if (bl < 16)
+                return "no base64 key data after the type";
+        for (size_t i = 0; i < bl; i++)
+                if (!isalnum((unsigned char) b[i]) && !strchr("+/=", b[i]))
+                        return "the key data is not base64";
+        return NULL;
+}
+
 static void parse_register(struct ctx *c, const struct ynode *m, struct spec *s) {
+        char f[256], t[QUOTE_MAX + 8];
         static const char *const keys[] = { "cloudstack", "webhook", NULL };
         static const char *const cs_keys[] = {
-                "endpoint", "zone", "pod", "cluster", "api_key", "secret_key", "host_username", "host_password", "host_url", NULL,
+                "endpoint", "zone", "pod", "cluster", "api_key", "secret_key", "host_username", "host_password", "host_authorized_key",
+                "host_url", NULL,
         };
         static const char *const wh_keys[] = { "url", "hmac_key", NULL };
         struct loc l = { "register", "" }, lc = { "register", "cloudstack." }, lw = { "register", "webhook." };
@@ -1583,8 +1769,19 @@ static void parse_register(struct ctx *c, const struct ynode *m, struct spec *s)
                 (void) get_str(c, &lc, "cluster", map_get(cs, "cluster"), &x->cluster);
                 (void) get_str(c, &lc, "api_key", map_get(cs, "api_key"), &x->api_key);
                 (void) get_secret(c, &lc, "secret_key", map_get(cs, "secret_key"), &x->secret_key);
-                (void) get_str(c, &lc, "host_username", map_get(cs, "host_username"), &x->host_username);
+                if (get_str(c, &lc, "host_username", v = map_get(cs, "host_username"), &x->host_username) > 0 &&
+                    !valid_username(x->host_username))
+                        emitn(c, v, "%s must be a user name (lower-case letters, digits, '_' and '-', starting with a "
+                              "letter or '_', at most 32), not '%s'", fld(&lc, "host_username", f), q(x->host_username, t));
+                if (!x->host_username && !(x->host_username = strdup("root")))      /* addHost's default login */
+                        c->error = -ENOMEM;
                 (void) get_secret(c, &lc, "host_password", map_get(cs, "host_password"), &x->host_password);
+                if (get_str(c, &lc, "host_authorized_key", v = map_get(cs, "host_authorized_key"), &x->host_authorized_key) > 0) {
+                        const char *why = ssh_key_problem(x->host_authorized_key);
+                        if (why)
+                                emitn(c, v, "%s must be one OpenSSH public key ('ssh-ed25519 AAAA... comment'): %s",
+                                      fld(&lc, "host_authorized_key", f), why);
+                }
                 (void) get_url(c, &lc, "host_url", map_get(cs, "host_url"), false, &x->host_url);
         }
         if (want_map(c, &l, "webhook", wh) > 0) {
@@ -2433,6 +2630,18 @@ static void cross_check(struct ctx *c) {
                 struct obj *o = resolve(c, "on", where, fs->on, fs->on_mark, BLOCK_KINDS);
                 single_device(c, o, "on", where, fs->on_mark);
                 consume(c, o, fs, SPEC_OBJ_NONE, where, false, fs->on_mark);
+                /* crypttab overwrites the device at every boot: it must be named by
+                 * something that cannot turn into another disk's partition */
+                if (o && fs->encrypt_random && (o->kind == SPEC_OBJ_DISK || o->kind == SPEC_OBJ_LUKS))
+                        emit(c, fs->on_mark.line, fs->on_mark.col,
+                             o->kind == SPEC_OBJ_DISK ?
+                             "swap with 'encrypt: random' on disk '%s': it must sit on a partition, raid or volume, "
+                             "which crypttab names by PARTUUID, /dev/md/NAME or /dev/VG/LV (a whole disk has only "
+                             "its /dev/sdX name, which may be another disk at the next boot, and crypttab "
+                             "overwrites it at every boot)" :
+                             "swap with 'encrypt: random' on luks '%s': it is its own plain dm-crypt with a fresh "
+                             "key, so put it on the device under the luks and drop the luks",
+                             q(fs->on, t));
                 if (!fs->mount)
                         continue;
                 if (streq(fs->mount, "/"))
@@ -2504,8 +2713,10 @@ static void cross_check(struct ctx *c) {
                         snprintf(use, sizeof use, "used as swap");
                 emit(c, x->key.mark.line, x->key.mark.col,
                      "luks '%s' has a generated key, which is kept nowhere, but the filesystem on '%s' (%s) "
-                     "must be opened again after a reboot; give the luks a key 'url' or 'passphrase'",
-                     q(g->id, t), q(fs->on, t3), use);
+                     "must be opened again after a reboot; give the luks a key 'url' or 'passphrase'%s",
+                     q(g->id, t), q(fs->on, t3), use,
+                     fs->mount ? "" : " (for swap with a fresh key at every boot, drop the luks and write "
+                                      "'encrypt: random' on the swap)");
         }
 
         /* unlock pins are bound inside the installed system (its clevis) */
@@ -2528,7 +2739,7 @@ static const char *const finish_names[] = {
 static void parse_root(struct ctx *c, const struct ynode *root) {
         static const char *const keys[] = {
                 "version", "hostname", "ca", "disks", "partitions", "raid", "luks", "lvm", "volumes",
-                "filesystems", "image", "boot", "bench", "register", "network", "finish", NULL,
+                "filesystems", "image", "boot", "bench", "register", "network", "finish", "reinstall", NULL,
         };
         struct spec *s = c->s;
         struct loc l = { NULL, "" };
@@ -2553,6 +2764,10 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
                         check_hostname(c, v, s->hostname);
         }
         (void) get_str(c, &l, "ca", map_get(root, "ca"), &s->ca);
+        v = map_get(root, "reinstall");
+        if (get_str(c, &l, "reinstall", v, &s->reinstall) > 0 && spec_reinstall_problem(s->reinstall))
+                emitn(c, v, "'reinstall' must be a token of A-Z a-z 0-9 . _ : - (at most 64), but '%s' %s",
+                      q(s->reinstall, t), spec_reinstall_problem(s->reinstall));
 
         PARSE_SECTION(c, root, "disks", "disk", s->disks, s->n_disks, parse_disk);
         PARSE_SECTION(c, root, "partitions", "partition", s->partitions, s->n_partitions, parse_partition);
@@ -2586,6 +2801,7 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
                 s->finish_mark = (struct spec_mark) { v->line, v->col };
         }
 
+        set_bench_ciphers(c);
         cross_check(c);
 }
 
@@ -2655,6 +2871,12 @@ struct spec *spec_free(struct spec *s) {
                 struct spec_disk *d = &s->disks[i];
                 free(d->id); free(d->path); free(d->by_id); free(d->serial);
                 free(d->wwn); free(d->model); free(d->vendor); free(d->transport);
+                for (size_t k = 0; k < d->n_alts; k++) {
+                        struct spec_disk *a = &d->alts[k];
+                        free(a->id); free(a->path); free(a->by_id); free(a->serial);
+                        free(a->wwn); free(a->model); free(a->vendor); free(a->transport);
+                }
+                free(d->alts);
         }
         free(s->disks);
         for (size_t i = 0; i < s->n_partitions; i++) {
@@ -2670,6 +2892,7 @@ struct spec *spec_free(struct spec *s) {
         for (size_t i = 0; i < s->n_luks; i++) {
                 struct spec_luks *x = &s->luks[i];
                 free(x->id); free(x->on); free(x->name); free(x->cipher); free(x->label);
+                strv_free(x->bench_ciphers);
                 free_secret(x->key.passphrase); free(x->key.url); free(x->key.sha256);
                 for (size_t j = 0; j < x->unlock.n_tang; j++) {
                         free(x->unlock.tang[j].url); free(x->unlock.tang[j].thp);
@@ -2696,9 +2919,10 @@ struct spec *spec_free(struct spec *s) {
         struct spec_cloudstack *cs = &s->cloudstack;
         free(cs->endpoint); free(cs->zone); free(cs->pod); free(cs->cluster); free(cs->api_key);
         free_secret(cs->secret_key); free(cs->host_username); free_secret(cs->host_password); free(cs->host_url);
+        free(cs->host_authorized_key);
         free(s->webhook.url); free_secret(s->webhook.hmac_key);
         network_free(&s->network);
-        free(s->file); free(s->hostname); free(s->ca);
+        free(s->file); free(s->hostname); free(s->ca); free(s->reinstall);
         free(s);
         return NULL;
 }
@@ -2801,6 +3025,16 @@ bool spec_is_glob(const char *s) {
 
 const char *spec_part_type_name(enum spec_part_type t) {
         return (size_t) t < ELEMENTSOF(part_types) - 1 ? part_types[t] : "unknown";
+}
+
+int spec_swap_crypt_name(const struct spec_filesystem *fs, char **ret) {
+        if (!fs || !fs->on)
+                return -EINVAL;
+        char *n = strdupf("%s_crypt", fs->on);
+        if (!n)
+                return -ENOMEM;
+        *ret = n;
+        return 0;
 }
 
 const char *spec_fs_type_name(enum spec_fs_type t) {

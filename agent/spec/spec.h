@@ -56,7 +56,16 @@ struct spec_disk {
         unsigned count;         /* disks this rule must match exactly; default 1 */
         bool wipe;              /* allow destroying existing signatures */
         struct spec_mark match_mark;
+        /* match: [{...}, {...}]: fallback criteria, tried in order; the
+         * first that selects exactly count disks wins (plan.c). Each holds
+         * its own criteria merged with those written directly in the entry
+         * (which then stand in the fields above too), its id, count and wipe
+         * copied; mark and match_mark are its mapping's. n_alts == 0: a
+         * single set of criteria, the fields above. */
+        struct spec_disk *alts; size_t n_alts;
 };
+
+#define SPEC_DISK_MAX_ALTS 16u
 
 enum spec_part_type {
         SPEC_PART_LINUX = 0,
@@ -75,7 +84,7 @@ struct spec_partition {
         struct spec_mark on_mark;
         struct spec_size size;
         enum spec_part_type type;
-        char *name;             /* GPT partition name; default: id */
+        char *name;             /* GPT partition name; the id unless given (always set) */
 };
 
 /* raid: an md array. members are ids of disks or partitions; an id that
@@ -83,13 +92,13 @@ struct spec_partition {
 struct spec_raid {
         char *id;
         struct spec_mark mark;
-        char *name;             /* md name: /dev/md/NAME; default: id */
+        char *name;             /* md name: /dev/md/NAME; the id unless given (always set) */
         unsigned level;         /* 0, 1, 5, 6, 10 */
         struct spec_mark level_mark;
         char *layout;           /* raid10: n2 f2 o2 n3 f3 o3; raid5/6: left-symmetric etc. */
         struct spec_mark layout_mark;
         uint64_t chunk;         /* bytes; 0 = mdadm default */
-        char *metadata;         /* "1.2" default, "1.0", "1.1", "0.90" */
+        char *metadata;         /* "1.2" unless given ("1.0", "1.1", "0.90"; always set) */
         char *bitmap;           /* "internal" or "none"; NULL = mdadm default */
         char **members;         /* NULL-terminated ids */
         struct spec_mark *member_marks;
@@ -117,9 +126,11 @@ struct spec_luks {
         struct spec_mark mark;
         char *on;               /* id of a disk, partition, raid or lv */
         struct spec_mark on_mark;
-        char *name;             /* dm name: /dev/mapper/NAME; default: id */
+        char *name;             /* dm name: /dev/mapper/NAME; the id unless given (always set) */
         char *cipher;           /* SPEC_LUKS_CIPHER unless the spec says (always set) */
         unsigned key_size;      /* bits; SPEC_LUKS_KEY_SIZE unless the spec says (always set) */
+        char **bench_ciphers;   /* the benchmark's candidates for it ("cipher:key_size"): bench.ciphers,
+                                 * else its own cipher and key size (always set, never empty) */
         unsigned sector_size;   /* 512 or 4096; 0 = libcryptsetup default */
         char *label;
         struct {
@@ -158,7 +169,7 @@ struct spec_tang {
 struct spec_vg {
         char *id;
         struct spec_mark mark;
-        char *name;             /* VG name; default: id */
+        char *name;             /* VG name; the id unless given (always set) */
         char **pvs;             /* ids of disks, partitions, raids or luks */
         struct spec_mark *pv_marks;
         struct spec_mark pvs_mark;
@@ -170,7 +181,7 @@ struct spec_lv {
         struct spec_mark mark;
         char *vg;               /* vg id */
         struct spec_mark vg_mark;
-        char *name;             /* LV name; default: id */
+        char *name;             /* LV name; the id unless given (always set) */
         struct spec_size size;
 };
 
@@ -191,7 +202,16 @@ struct spec_filesystem {
         char *mount;            /* absolute path inside the target; NULL for swap / unmounted */
         struct spec_mark mount_mark;
         char *mount_options;    /* "defaults" when NULL */
+        /* encrypt: random (swap only): plain dm-crypt with a fresh key from
+         * /dev/urandom at every boot (crypttab's swap option); kiln leaves the
+         * device blank and formats nothing */
+        bool encrypt_random;
+        struct spec_mark encrypt_mark;
 };
+
+/* The plain dm-crypt of a swap with encrypt: random (crypttab cipher=, size=). */
+#define SPEC_SWAP_CIPHER "aes-xts-plain64"
+#define SPEC_SWAP_KEY_SIZE 512u
 
 enum spec_image_format {
         SPEC_IMAGE_TAR = 0,     /* root filesystem tarball, compression detected from data */
@@ -231,8 +251,9 @@ struct spec_cloudstack {
         char *zone, *pod, *cluster;
         char *api_key;
         char *secret_key;       /* SECRET */
-        char *host_username;    /* what addHost logs in with */
-        char *host_password;    /* SECRET */
+        char *host_username;    /* what addHost logs in with; the account is set up on the target */
+        char *host_password;    /* SECRET; stored hashed in the target's /etc/shadow */
+        char *host_authorized_key; /* the management server's SSH public key, for host_username */
         char *host_url;         /* default: http://<node ip> */
 };
 
@@ -322,6 +343,7 @@ struct spec {
         char *hostname;         /* may contain ${mac:hexhyp} ${mac:hexraw} ${uuid} ${serial} ${hostname} */
         struct spec_mark hostname_mark;
         char *ca;               /* extra CA bundle (PEM text or path/URL) for HTTPS */
+        char *reinstall;        /* the operator's reinstall token (docs/reinstall.md), NULL if none */
 
         struct spec_disk *disks;             size_t n_disks;
         struct spec_partition *partitions;   size_t n_partitions;
@@ -380,6 +402,11 @@ int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, c
 /* Why h is not a host name by RFC 1123 ("has a label that starts or ends
  * with '-'"), or NULL when it is one. */
 const char *spec_hostname_problem(const char *h);
+/* A reinstall token (spec `reinstall:`, kiln.reinstall=; docs/reinstall.md):
+ * 1 to SPEC_REINSTALL_MAX characters of A-Z a-z 0-9 . _ : - ; NULL when t is
+ * one, else what is wrong with it. */
+#define SPEC_REINSTALL_MAX 64
+const char *spec_reinstall_problem(const char *t);
 /* An SMBIOS serial or UUID that boards report instead of a real one ("To be
  * filled by O.E.M.", "Default string", all zeros, ...): kiln treats it as
  * missing. NULL counts as a placeholder. */
@@ -395,6 +422,9 @@ bool spec_is_glob(const char *s);
 unsigned spec_raid10_copies(const char *layout);
 const char *spec_part_type_name(enum spec_part_type t);
 const char *spec_fs_type_name(enum spec_fs_type t);
+/* The dm name of a swap with encrypt: random: "<on>_crypt" (Debian's
+ * spelling, sda5_crypt), /dev/mapper/<that> in fstab. */
+int spec_swap_crypt_name(const struct spec_filesystem *fs, char **ret);
 const char *spec_firmware_name(enum spec_firmware f);
 
 /* The filesystem that holds /boot: the one mounted at /boot, else the root

@@ -9,13 +9,17 @@ const char lvm_config[] =
         "activation{udev_sync=0 udev_rules=0 verify_udev_operations=1} "
         "devices{obtain_device_list_from_udev=0 use_devicesfile=0 hints=\"none\"}";
 
-static int lvm_run(const char *const *args, struct strbuf *out, struct strbuf *err) {
+/* extra: more configuration after lvm_config (NULL: none) */
+static int lvm_run_config(const char *const *args, const char *extra, struct strbuf *out, struct strbuf *err) {
         const char *argv[32];
         size_t n = 0;
+        _cleanup_free_ char *config = NULL;
+        if (extra && asprintf(&config, "%s %s", lvm_config, extra) < 0)
+                return -ENOMEM;
         argv[n++] = kiln_paths.lvm;
         argv[n++] = args[0];
         argv[n++] = "--config";
-        argv[n++] = lvm_config;
+        argv[n++] = config ? config : lvm_config;
         for (size_t i = 1; args[i]; i++) {
                 if (n + 2 > ELEMENTSOF(argv))
                         return -E2BIG;
@@ -24,6 +28,10 @@ static int lvm_run(const char *const *args, struct strbuf *out, struct strbuf *e
         argv[n] = NULL;
         struct exec_options o = { .err = err, .out = out };
         return exec_argv(argv, &o, NULL);
+}
+
+static int lvm_run(const char *const *args, struct strbuf *out, struct strbuf *err) {
+        return lvm_run_config(args, NULL, out, err);
 }
 
 int lvm_pvcreate(const char *dev, struct strbuf *err) {
@@ -69,6 +77,15 @@ int lvm_vgmknodes(const char *vg, struct strbuf *err) {
 
 int lvm_vg_activate(const char *vg, struct strbuf *err) {
         return lvm_run((const char *[]) { "vgchange", "-ay", vg, NULL }, NULL, err);
+}
+
+int lvm_vg_activate_readonly(const char *vg, struct strbuf *err) {
+        /* a VG name in read_only_volume_list selects all its LVs; a VG name
+         * holds no quote (lvm allows A-Z a-z 0-9 + _ . -) */
+        _cleanup_free_ char *extra = NULL;
+        if (strpbrk(vg, "\"\\ ") || asprintf(&extra, "global{metadata_read_only=1} activation{read_only_volume_list=[\"%s\"]}", vg) < 0)
+                return -EINVAL;
+        return lvm_run_config((const char *[]) { "vgchange", "-ay", vg, NULL }, extra, NULL, err);
 }
 
 int lvm_vg_deactivate(const char *vg, struct strbuf *err) {

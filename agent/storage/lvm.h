@@ -15,6 +15,9 @@ int lvm_vgcreate(const char *vg, char *const *pvs, uint64_t extent_size, struct 
 int lvm_lvcreate(const char *vg, const char *lv, uint64_t bytes, unsigned percent_free, struct strbuf *err);
 int lvm_vgmknodes(const char *vg, struct strbuf *err);
 int lvm_vg_activate(const char *vg, struct strbuf *err);
+/* The same without a write: no metadata update (global/metadata_read_only)
+ * and every LV of vg activated read-only (activation/read_only_volume_list). */
+int lvm_vg_activate_readonly(const char *vg, struct strbuf *err);
 int lvm_vg_deactivate(const char *vg, struct strbuf *err);
 /* The VG's UUID as lvm prints it (xxxxxx-xxxx-...). */
 int lvm_vg_uuid(const char *vg, char **ret, struct strbuf *err);

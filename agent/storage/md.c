@@ -96,7 +96,7 @@ int md_wait(const char *name, uint64_t timeout_usec, char **ret_path) {
         }
 }
 
-int md_assemble(const char *name, const char *uuid, char *const *members, struct strbuf *err) {
+int md_assemble(const char *name, const char *uuid, char *const *members, bool readonly, struct strbuf *err) {
         if (!name || !uuid || !members || !members[0])
                 return -EINVAL;
         char dir[PATH_MAX], u[80];
@@ -113,6 +113,8 @@ int md_assemble(const char *name, const char *uuid, char *const *members, struct
         for (size_t i = 0; i < ELEMENTSOF(head); i++)
                 if (strv_pushdup(&argv, head[i]) < 0)
                         return -ENOMEM;
+        if (readonly && strv_pushdup(&argv, "--readonly") < 0)
+                return -ENOMEM;
         for (char *const *m = members; *m; m++)
                 if (strv_pushdup(&argv, *m) < 0)
                         return -ENOMEM;

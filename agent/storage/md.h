@@ -23,8 +23,10 @@ int md_create(const struct md_create_params *p, struct strbuf *err);
  * *ret_path gets the resolved node, e.g. /dev/md127. */
 int md_wait(const char *name, uint64_t timeout_usec, char **ret_path);
 /* mdadm --assemble /dev/md/NAME --uuid=UUID --run MEMBERS...: the array an
- * earlier run made, data untouched (resume). */
-int md_assemble(const char *name, const char *uuid, char *const *members, struct strbuf *err);
+ * earlier run made, data untouched (resume); with readonly, --readonly too:
+ * the array starts read-only, so neither its data nor a superblock is
+ * written (looking at a finished node). */
+int md_assemble(const char *name, const char *uuid, char *const *members, bool readonly, struct strbuf *err);
 /* mdadm --stop DEVICE */
 int md_stop(const char *dev, struct strbuf *err);
 /* mdadm --detail --brief DEVICE into out (for mdadm.conf). */

@@ -10,7 +10,10 @@
 # its own KILN_RUN_DIR and KILN_TARGET (a plain directory). It fetches its
 # spec by the templated URL kiln.spec=.../specs/${mac}.yaml, streams the
 # image into its target, posts the webhook events and the report, and
-# registers with the controller's CloudStack API.
+# installs the first-boot registration there; then, as the installed
+# system's kiln-register.service would, `kiln register --firstboot` (with
+# --root for the directory) fetches the spec again and registers with the
+# controller's CloudStack API (docs/register.md "Where addHost belongs").
 #
 # nginx pushes back: limit_req on the specs, limit_conn on the images (both
 # answer 503, with Retry-After when FLEET_RETRY_AFTER is set) and limit_rate
@@ -181,7 +184,6 @@ register:
     api_key: "$API_KEY"
     secret_key: "$SECRET_KEY"
     host_username: root
-    host_password: "fleet-host-password"
   webhook:
     url: "$CTL/kiln/webhook"
     hmac_key: "$HMAC_KEY"
@@ -200,6 +202,9 @@ run_node() {
   date +%s.%N >"$d/start"
   KILN_RUN_DIR=$d/run KILN_TARGET=$d/target nice -n 10 "$KILN" boot --cmdline "$d/cmdline" \
     --inventory "$d/inventory.json" --skip-storage --no-finish </dev/null >"$d/stdout" 2>"$d/log" || rc=$?
+  # its first boot: what kiln-register.service runs
+  [[ $rc == 0 ]] && { nice -n 10 "$KILN" register --firstboot "$d/target/etc/kiln/firstboot.conf" --root "$d/target" \
+    </dev/null >>"$d/stdout" 2>>"$d/log" || rc=$?; }
   date +%s.%N >"$d/end"
   echo "$rc" >"$d/rc"
 }

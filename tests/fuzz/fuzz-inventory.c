@@ -49,7 +49,7 @@ static void plan_with(const struct spec *spec, const struct inventory *inv) {
         struct plan *fresh = NULL, *resume = NULL;
         struct strbuf sb = STRBUF_INIT;
         bool unwiped = false;
-        int r = resume_plan_decide(spec, inv, false, &dg, &fresh, &resume, &unwiped);
+        int r = plan_decide(spec, inv, false, &dg, &fresh, &resume, &unwiped);
         if (r == 0) {
                 if (!fresh || plan_to_text(fresh, &sb) < 0 || plan_to_json(fresh, &sb) < 0)
                         __builtin_trap();

@@ -55,7 +55,10 @@ register:
 finish: $1
 YAML
 }
-echo "kiln.spec=http://127.0.0.1:$HTTP_PORT/spec.yaml" >"$T/cmdline"
+# each run over the same disk is a reinstall: a new token every time
+# (a finished node is otherwise booted, docs/reinstall.md; step 4)
+N=0
+new_token() { N=$((N + 1)); echo "kiln.spec=http://127.0.0.1:$HTTP_PORT/spec.yaml kiln.reinstall=finish-test-$N" >"$T/cmdline"; }
 
 sql() { sqlite3 "$T/ctl/controller.db" "$1"; }
 # stage events of the last run, one "TYPE STAGE" line each, in order
@@ -83,6 +86,7 @@ check_events() { # WHAT
 # shell sees it (128 + the signal the namespace's init died of)
 boot_in_pidns() { # FINISH WANT_RC
   write_spec "$1"
+  new_token
   umount -R "$T/target" 2>/dev/null
   unshare --pid --fork sh -c '[ "$$" = 1 ] || exit 99; exec "$0" boot --cmdline "$1"' "$KILN" "$T/cmdline" >"$T/out" 2>&1
   local rc=$?
@@ -98,11 +102,34 @@ boot_in_pidns poweroff 130
 
 # 3. --no-finish (what /init runs): the finish is written down, kiln exits 0
 write_spec reboot
+new_token
 umount -R "$T/target" 2>/dev/null
 "$KILN" boot --no-finish --cmdline "$T/cmdline" >"$T/out" 2>&1
 rc=$?
 [[ $rc == 0 ]] || { cat "$T/out"; fail "kiln boot --no-finish exited $rc"; }
 [[ $(cat "$T/run/finish" 2>/dev/null) == reboot ]] || fail "RUN_DIR/finish: '$(cat "$T/run/finish" 2>/dev/null)', expected reboot"
 check_events "--no-finish"
+
+# 4. the same token again over the finished install: boot-installed, exactly
+# one webhook event ("boot-installed", no stage event, no report), nothing
+# written to the disk; --no-kexec says what it would boot
+umount -R "$T/target" 2>/dev/null
+mount "${LOOP}p1" "$T/target" || fail "cannot mount the root"
+mkdir -p "$T/target/boot" && echo k >"$T/target/boot/vmlinuz-t" && echo i >"$T/target/boot/initrd.img-t"
+ln -sfn boot/vmlinuz-t "$T/target/vmlinuz"; ln -sfn boot/initrd.img-t "$T/target/initrd.img"
+umount "$T/target"
+sync; SUM=$(sha256sum <"$T/a.img")
+before=$(sql "SELECT coalesce(max(id), 0) FROM events")
+rm -f "$T/run/finish" "$T/run/report.json"
+"$KILN" boot --no-finish --no-kexec --cmdline "$T/cmdline" >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc == 0 ]] && grep -q "^boot-installed: would kexec /vmlinuz -> boot/vmlinuz-t with /initrd.img -> boot/initrd.img-t, command line 'root=UUID=[-0-9a-f]* ro' (--no-kexec)$" "$T/out" \
+  && ok "finished install: boot-installed (--no-kexec)" || { cat "$T/out" "$T/err"; fail "boot over a finished install: rc=$rc"; }
+new=$(sql "SELECT type FROM events WHERE id > $before ORDER BY id" | tr '\n' ' ')
+[[ $new == "boot-installed " ]] && ok "exactly one webhook event: boot-installed" || fail "webhook events of the boot: '$new'"
+[[ $(sql "SELECT json_extract(body, '\$.fingerprint') FROM events ORDER BY id DESC LIMIT 1") =~ ^[0-9a-f]{64}$ ]] \
+  || fail "the boot-installed event names no fingerprint: $(sql "SELECT body FROM events ORDER BY id DESC LIMIT 1")"
+[[ ! -e $T/run/report.json && ! -e $T/run/finish ]] || fail "boot-installed wrote a run report or a finish"
+sync; [[ $(sha256sum <"$T/a.img") == "$SUM" ]] && ok "boot-installed: the disk's sha256 unchanged" || fail "boot-installed changed the disk"
+findmnt "$T/target" >/dev/null && fail "boot-installed left the target mounted"
 
 loop_done

@@ -167,6 +167,13 @@ for c in tests/plan/*.yaml; do
         checked=$((checked + 1))
 done
 
+# --- match alternatives: the JSON says which one won, per disk -----------------
+"$KILN" plan tests/plan/match-fallback.yaml --inventory tests/inventories/junk-box.json --json >"$tmp/mf.json" 2>"$tmp/mf.err" \
+        || { bad "match-fallback --json failed:"; cat "$tmp/mf.err"; }
+jq -e '[.disks[] | select(.selected) | "\(.path) \(.rule) \(.match)"] == ["/dev/sda sys 2", "/dev/sdc data 2", "/dev/sdd data 2"]' \
+        "$tmp/mf.json" >/dev/null || { bad "match-fallback --json: wrong alternatives:"; jq -c '.disks' "$tmp/mf.json"; }
+jq -e 'all(.disks[]; has("match") | not)' tests/expected/junk-box.json >/dev/null || bad "a rule without alternatives has 'match' in JSON"
+
 # --- usage and unreadable inventory --------------------------------------------
 "$KILN" plan >/dev/null 2>&1; rc=$?
 [[ $rc == 64 ]] || bad "kiln plan without a spec exited $rc, expected 64"

@@ -122,7 +122,74 @@ grep -q "UUID=$(blkid -o value -s UUID "${LOOP}p2") / ext4" "$T/target/etc/fstab
 ((FAILS == 0)) && ok "second run resumed"
 umount -R "$T/target"
 
-# 4. over a finished install: a fresh install (the lab's reinstall)
+# 4. kiln boot over a finished install (docs/reinstall.md): looked at
+# read-only (the disk's sha256 unchanged), boot-installed (--no-kexec says
+# what it would boot), kiln.fresh changes nothing, another plan is refused
+# (exit 3), a new reinstall token installs fresh and is recorded, the same
+# token again (on the command line or in the spec) boots it
+fake_kernel() {  # an installed kernel and initrd, as Debian links them (/vmlinuz -> boot/...)
+  mount "${LOOP}p2" "$T/target" && mount "${LOOP}p1" "$T/target/boot" || fail "cannot mount the finished install"
+  echo kernel >"$T/target/boot/vmlinuz-6.1.0-test" && echo initrd >"$T/target/boot/initrd.img-6.1.0-test"
+  ln -sfn boot/vmlinuz-6.1.0-test "$T/target/vmlinuz" && ln -sfn boot/initrd.img-6.1.0-test "$T/target/initrd.img"
+  umount -R "$T/target"
+}
+disk_sum() { sync; sha256sum <"$T/a.img"; }
+boot() {  # want_rc spec-file cmdline-words...: kiln boot --no-kexec, output in $T/bout, $T/berr
+  local want=$1 spec=$2; shift 2
+  cp "$spec" "$T/www/spec.yaml"
+  echo "kiln.spec=http://127.0.0.1:$HTTP_PORT/spec.yaml $*" >"$T/cmdline"
+  rm -rf "$T/run"
+  "$KILN" boot --cmdline "$T/cmdline" --no-kexec >"$T/bout" 2>"$T/berr"; local rc=$?
+  [[ $rc == "$want" ]] || { tail -5 "$T/berr"; fail "kiln boot $* exited $rc, expected $want"; }
+}
+fake_kernel
+SUM=$(disk_sum)
+root_uuid=$(blkid -o value -s UUID "${LOOP}p2")
+want="boot-installed: would kexec /vmlinuz -> boot/vmlinuz-6.1.0-test with /initrd.img -> boot/initrd.img-6.1.0-test, command line 'root=UUID=$root_uuid ro' (--no-kexec)"
+boot 0 "$T/spec.yaml"
+[[ $(cat "$T/bout") == "$want" ]] && ok "kiln boot over a finished install: boot-installed" || fail "boot-installed: $(cat "$T/bout")"
+grep -q "looking read-only: mount ${LOOP}p2" "$T/berr" || fail "kiln boot did not look at the root: $(tail -3 "$T/berr")"
+[[ $(jq -r .kernel "$T/run/boot-installed.json") == "/vmlinuz -> boot/vmlinuz-6.1.0-test" ]] \
+  || fail "RUN_DIR/boot-installed.json: $(cat "$T/run/boot-installed.json")"
+[[ ! -e $T/run/report.json ]] || fail "boot-installed ran a run (report.json written)"
+findmnt -rn -o TARGET | grep -q "^$T/target" && fail "kiln boot left the finished install mounted"
+[[ $(disk_sum) == "$SUM" ]] && ok "boot-installed: the disk's sha256 unchanged" || fail "looking at a finished install changed the disk"
+boot 0 "$T/spec.yaml" kiln.fresh
+[[ $(cat "$T/bout") == "$want" ]] || fail "kiln.fresh over a finished install: $(cat "$T/bout")"
+[[ $(disk_sum) == "$SUM" ]] || fail "kiln.fresh over a finished install changed the disk"
+# another plan (another root label: the same layout to the inventory): refused, nothing written
+sed 's/label: root,/label: root2,/' "$T/spec.yaml" >"$T/other.yaml"
+otherfp=$("$KILN" plan "$T/other.yaml" 2>/dev/null | sed -n 's/^fingerprint: //p')
+boot 3 "$T/other.yaml"
+want3="error: refusing to apply 'http://127.0.0.1:$HTTP_PORT/spec.yaml' on $LOOP: the disks hold a finished install of another plan ($recfp), this spec makes plan $otherfp, and no new reinstall token was given (none); nothing was written (to install it on purpose, give a new reinstall token: docs/reinstall.md)"
+grep -qxF "$want3" <(sed 's/^\[ *[0-9.]*\] //' "$T/berr") && ok "another plan over a finished install: refused (exit 3)" \
+  || fail "another plan: $(tail -2 "$T/berr")"
+[[ $(disk_sum) == "$SUM" ]] || fail "the refused plan changed the disk"
+# a spec that may not wipe, with a new token: refused, nothing written
+sed 's/wipe: true/wipe: false/' "$T/spec.yaml" >"$T/nowipe0.yaml"
+boot 3 "$T/nowipe0.yaml" kiln.reinstall=lab-0
+grep -q "refusing to reinstall '.*' on $LOOP: .*, but the spec does not allow wiping these disks (wipe: true); nothing was written" "$T/berr" \
+  || fail "wipe: false with a new token: $(tail -2 "$T/berr")"
+[[ $(disk_sum) == "$SUM" ]] || fail "wipe: false with a new token changed the disk"
+# the operator's act: a new token installs fresh and is recorded
+UUIDS=$(uuids)
+boot 0 "$T/spec.yaml" kiln.reinstall=lab-1
+[[ $(uuids) != "$UUIDS" ]] && ok "kiln.reinstall=lab-1: fresh install" || fail "kiln.reinstall= did not install fresh (UUIDs unchanged)"
+grep -q "reinstall: the disks hold a finished install of this plan (${recfp:0:12}), and the reinstall token 'lab-1' is not the one it was installed with (none)" "$T/berr" \
+  || fail "no reinstall reason: $(grep -i reinstall "$T/berr" | tail -2)"
+[[ $(jq -r .reinstall "$rec") == lab-1 && $(jq .complete "$rec") == true ]] || fail "the record lacks the token: $(cat "$rec")"
+umount -R "$T/target"
+# the same token again (the boot server still sends it), or in the spec: boot-installed
+fake_kernel
+SUM=$(disk_sum)
+boot 0 "$T/spec.yaml" kiln.reinstall=lab-1
+grep -q "^boot-installed: would kexec" "$T/bout" || fail "the same token again: $(cat "$T/bout") $(tail -2 "$T/berr")"
+sed 's/^version: 1$/version: 1\nreinstall: lab-1/' "$T/spec.yaml" >"$T/tok.yaml"
+boot 0 "$T/tok.yaml"
+grep -q "^boot-installed: would kexec" "$T/bout" || fail "the spec's reinstall: lab-1: $(cat "$T/bout") $(tail -2 "$T/berr")"
+[[ $(disk_sum) == "$SUM" ]] && ok "the same token again: boot-installed, the disk unchanged" || fail "the same token changed the disk"
+
+# 4b. kiln apply --yes is the operator's own act: over a finished install it installs fresh
 apply 0
 AFTER=$(uuids)
 [[ $AFTER != "$BEFORE" ]] && ok "finished install: fresh install" || fail "a finished install was resumed (UUIDs unchanged)"

@@ -89,7 +89,7 @@ PY
 "$KILN" plan "$T/spec.yaml" --inventory "$SRC/tests/inventories/qemu-4disk.json" --json >"$T/plan.json" 2>>"$T/plan.txt" ||
   { cat "$T/plan.txt"; fail "plan --json failed"; }
 for want in "unpack tar image https://boot.lab/images/kvm-base.tar.zst?..." \
-            "register with CloudStack at http://controller.lab:8080/client/api" "report to webhook https://hooks.lab/kiln/\${uuid}?..."; do
+            "install kiln-register.service: addHost with CloudStack at http://controller.lab:8080/client/api" "report to webhook https://hooks.lab/kiln/\${uuid}?..."; do
   grep -qF "$want" "$T/plan.txt" || { cat "$T/plan.txt"; fail "plan does not say: $want"; }
 done
 # URLs the spec check refuses: the errors quote them without their credentials

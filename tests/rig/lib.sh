@@ -405,12 +405,13 @@ rig_sha256() { sha256sum "$@" | awk '{print $1}'; }
 # RIG_INIT_SECONDS (guest uptime when /init started). Returns 0 when the guest
 # stopped by itself, 1 on timeout.
 rig_boot() {
-  local mode=direct extra_append= i
+  local mode=direct extra_append= i until=
   while (($#)); do
     case $1 in
       --pxe) mode=pxe; shift ;;
       --direct) mode=direct; shift ;;
       --append) extra_append+=" $2"; shift 2 ;;
+      --until) until=$2; shift 2 ;;   # stop the guest once its console matches (no report needed)
       *) rig_die "rig_boot: unknown option '$1'" ;;
     esac
   done
@@ -457,10 +458,11 @@ rig_boot() {
   done
   rig_log "boot $RIG_BOOT_N ($mode, ${#RIG_DISK[@]} disks, ${RIG_MEM} MiB): console $RIG_SERIAL"
   local rc=0
-  RIG_UNTIL= rig_qemu "${args[@]}" || rc=1
+  RIG_UNTIL=$until RIG_HOLD=0 rig_qemu "${args[@]}" || rc=1
   RIG_INIT_SECONDS=$(sed -n 's/.*kiln-init: started at \([0-9.]*\) s.*/\1/p' "$RIG_SERIAL" | head -1)
   rig_log "boot $RIG_BOOT_N: guest stopped after $RIG_BOOT_SECONDS s (/init at ${RIG_INIT_SECONDS:-?} s guest uptime), report $(wc -c <"$RIG_REPORT") bytes"
   ((rc == 0)) || return 1
+  [[ -n $until ]] && return 0
   # the report is complete only with its end marker
   grep -q '^=== kiln-report end' "$RIG_REPORT" || { rig_log "the guest sent no complete report"; return 1; }
   return 0

@@ -51,6 +51,28 @@ static void test_debug(void) {
 /* kiln.fresh (never resume an interrupted run): bare, or a boolean value
  * (1/0, yes/no, true/false, on/off, any case); the last one wins; anything
  * else is an error that names the word as it was written. */
+/* kiln.reinstall=TOKEN (docs/reinstall.md): a token, or the word refused */
+static void test_reinstall(void) {
+        struct kiln_cmdline c = {};
+        char *bad = NULL;
+        CHECK_INT(cmdline_parse("quiet kiln.reinstall=lab-2027-01 kiln.spec=http://h/s", &c, NULL), 0);
+        CHECK_STR(c.reinstall, "lab-2027-01");
+        cmdline_done(&c);
+        CHECK_INT(cmdline_parse("kiln.spec=http://h/s", &c, NULL), 0);
+        CHECK(!c.reinstall);
+        cmdline_done(&c);
+        CHECK_INT(cmdline_parse("kiln.reinstall=a kiln.reinstall=b", &c, NULL), 0);
+        CHECK_STR(c.reinstall, "b");
+        cmdline_done(&c);
+        static const char *const refused[] = { "kiln.reinstall=", "kiln.reinstall", "kiln.reinstall=a/b", "\"kiln.reinstall=a b\"" };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+                bad = NULL;
+                CHECK_INT(cmdline_parse(refused[i], &c, &bad), -EINVAL);
+                CHECK(bad && strncmp(bad, "kiln.reinstall", 14) == 0);
+                free(bad);
+        }
+}
+
 static void test_fresh(void) {
         struct kiln_cmdline c;
         char *bad = NULL;
@@ -197,6 +219,7 @@ static void test_read(void) {
 }
 
 int main(void) {
+        test_reinstall();
         test_typical();
         test_none();
         test_debug();

@@ -1,4 +1,5 @@
-/* plan_build() on small hand-made specs and inventories: disk selection,
+/* plan_build() on small specs (read by spec_parse, as every spec is) and
+ * hand-made inventories: disk selection,
  * refusals with their exact messages, step order for both stacking orders,
  * sizes, device names. The template plans against recorded inventories are
  * compared byte for byte in tests/host/test-plan.sh. */
@@ -31,8 +32,15 @@ static struct inventory inv5(struct inv_disk *d) {
         return (struct inventory) { .hostname = S("node"), .disks = d, .n_disks = 5 };
 }
 
-static struct spec_disk rule(const char *id, unsigned count) {
-        return (struct spec_disk) { .id = S(id), .count = count, .rotational = -1, .mark = { 3, 5 } };
+/* The spec from YAML text, through the parser that sets every default. */
+static struct spec *parse(const char *text) {
+        struct diags d = {};
+        struct spec *s = NULL;
+        if (spec_parse("t.yaml", text, strlen(text), &s, &d) < 0)
+                diags_print(&d, stderr);
+        diags_clear(&d);
+        CHECK(s != NULL);
+        return s;
 }
 
 static int build(const struct spec *s, const struct inventory *inv, struct plan **p, struct diags *d) {
@@ -59,51 +67,48 @@ static size_t find_step(const struct plan *p, enum plan_step_kind k, const char 
 static void test_kvm_layout(void) {
         struct inv_disk dd[5];
         struct inventory inv = inv5(dd);
-        struct spec_disk disks[] = { rule("d", 4) };
-        disks[0].min_size = 2 * GiB;
-        disks[0].rotational = 1;
-        disks[0].wipe = true;
-        struct spec_partition parts[] = {
-                { .id = S("bios"), .on = S("d"), .size = { SPEC_SIZE_BYTES, MiB, 0, {} }, .type = SPEC_PART_BIOS_GRUB },
-                { .id = S("boot"), .on = S("d"), .size = { SPEC_SIZE_BYTES, 256 * MiB, 0, {} }, .type = SPEC_PART_RAID },
-                { .id = S("data"), .on = S("d"), .size = { SPEC_SIZE_REST, 0, 0, {} }, .type = SPEC_PART_RAID },
-        };
-        char *boot_members[] = { S("boot"), NULL }, *data_members[] = { S("data"), NULL };
-        struct spec_raid raids[] = {
-                { .id = S("md0"), .level = 1, .metadata = S("1.0"), .members = boot_members },
-                { .id = S("md1"), .level = 10, .layout = S("f2"), .chunk = 256 * 1024, .members = data_members },
-        };
-        struct spec_luks luks[] = { { .id = S("crypted"), .on = S("md1"), .cipher = S(SPEC_LUKS_CIPHER), .key_size = SPEC_LUKS_KEY_SIZE,
-                                      .sector_size = 4096 } };
-        char *pvs[] = { S("crypted"), NULL };
-        struct spec_vg vgs[] = { { .id = S("vg0"), .name = S("crypted_vg"), .pvs = pvs } };
-        struct spec_lv lvs[] = {
-                { .id = S("images"), .vg = S("vg0"), .size = { SPEC_SIZE_REST, 0, 100, {} } },
-                { .id = S("root"), .vg = S("vg0"), .size = { SPEC_SIZE_BYTES, 1 * GiB, 0, {} } },
-        };
-        struct spec_filesystem fss[] = {
-                { .on = S("images"), .type = SPEC_FS_XFS, .mount = S("/var/lib/libvirt/images") },
-                { .on = S("md0"), .type = SPEC_FS_EXT4, .mount = S("/boot") },
-                { .on = S("root"), .type = SPEC_FS_XFS, .mount = S("/") },
-        };
-        struct spec s = {
-                .file = S("kvm.yaml"), .hostname = S("kvm-1"),
-                .disks = disks, .n_disks = 1, .partitions = parts, .n_partitions = 3,
-                .raids = raids, .n_raids = 2, .luks = luks, .n_luks = 1, .vgs = vgs, .n_vgs = 1,
-                .lvs = lvs, .n_lvs = 2, .filesystems = fss, .n_filesystems = 3,
-                .bench = { .present = true }, .finish = SPEC_FINISH_REBOOT,
-        };
+#define KVM_HEAD "version: 1\n" \
+                 "hostname: kvm-1\n" \
+                 "disks:\n" \
+                 "  - {id: d, match: {min_size: 2G, rotational: true}, count: 4, wipe: true}\n" \
+                 "partitions:\n" \
+                 "  - {id: bios, on: d, size: 1M, type: bios_grub}\n" \
+                 "  - {id: boot, on: d, size: 256M, type: raid}\n" \
+                 "  - {id: data, on: d, size: rest, type: raid}\n" \
+                 "raid:\n" \
+                 "  - {id: md0, level: 1, members: boot, metadata: \"1.0\"}\n" \
+                 "  - {id: md1, level: 10, layout: f2, chunk: 256K, members: data}\n" \
+                 "luks:\n" \
+                 "  - {id: crypted, on: md1, sector_size: 4096, key: {passphrase: k7Tq9wLm2Vxr}}\n" \
+                 "lvm:\n" \
+                 "  - {id: vg0, name: crypted_vg, pvs: [crypted]}\n" \
+                 "filesystems:\n" \
+                 "  - {on: images, type: xfs, mount: /var/lib/libvirt/images}\n" \
+                 "  - {on: md0, type: ext4, mount: /boot}\n" \
+                 "  - {on: root, type: xfs, mount: /}\n" \
+                 "finish: reboot\n"
         struct diags d = {};
         struct plan *p = NULL;
 
-        /* 100%FREE before a fixed LV: the fixed one can never fit */
-        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
-        check_one_diag(&d, 0, "logical volume 'root' (1 GiB) does not fit: 'images' before it takes all free space of volume group 'crypted_vg'");
+        /* 100%FREE before a fixed LV: the fixed one can never fit, and the spec says so before any plan */
+        static const char bad_text[] = KVM_HEAD "bench: {}\nvolumes:\n"
+                                       "  - {id: images, vg: vg0, size: 100%FREE}\n"
+                                       "  - {id: root, vg: vg0, size: 1G}\n";
+        struct spec *bad = NULL;
+        CHECK_INT(spec_parse("t.yaml", bad_text, strlen(bad_text), &bad, &d), -EINVAL);
+        CHECK(bad == NULL);
+        check_one_diag(&d, 24, "volume 'root' follows volume 'images', which takes all free space of volume group 'vg0'");
+        diags_clear(&d);
 
-        lvs[0] = (struct spec_lv) { .id = S("root"), .vg = S("vg0"), .size = { SPEC_SIZE_BYTES, 1 * GiB, 0, {} } };
-        lvs[1] = (struct spec_lv) { .id = S("images"), .vg = S("vg0"), .size = { SPEC_SIZE_REST, 0, 100, {} } };
-        fss[0].on = S("images");
-        CHECK_INT(build(&s, &inv, &p, &d), 0);
+#define KVM_VOLUMES "volumes:\n" \
+                    "  - {id: root, vg: vg0, size: 1G}\n" \
+                    "  - {id: images, vg: vg0, size: 100%FREE}\n"
+        _cleanup_spec_free_ struct spec *sp = parse(KVM_HEAD "bench: {}\n" KVM_VOLUMES);
+        if (!sp)
+                return;
+        struct spec_disk *disks = sp->disks;
+        struct spec_partition *parts = sp->partitions;
+        CHECK_INT(build(sp, &inv, &p, &d), 0);
         CHECK_INT(d.n, 0);
         if (!p)
                 return;
@@ -186,18 +191,36 @@ static void test_kvm_layout(void) {
         p = plan_free(p);
 
         /* with tuning, the benchmark picks the cipher at run time: the plan says so, not the spec's cipher */
-        char *cands[] = { S("aes-xts-plain64:512"), S("xchacha12,aes-adiantum-plain64:256"), NULL };
-        s.bench.tune = true;
-        s.bench.ciphers = cands;
-        CHECK_INT(build(&s, &inv, &p, &d), 0);
-        if (p)
+        _cleanup_spec_free_ struct spec *tuned = parse(KVM_HEAD KVM_VOLUMES "bench: {tune: true, ciphers: "
+                                                       "[\"aes-xts-plain64:512\", \"xchacha12,aes-adiantum-plain64:256\"]}\n");
+        if (tuned && build(tuned, &inv, &p, &d) == 0 && p)
                 CHECK_STR(p->steps[7].description,
                           "luksFormat /dev/md/md1 as LUKS2: cipher and key size chosen at run time by the benchmark among "
                           "'aes-xts-plain64:512', 'xchacha12,aes-adiantum-plain64:256' (tuning may turn the workqueues "
-                          "off), sector 4096, pbkdf argon2id, no key");
+                          "off), sector 4096, pbkdf argon2id, passphrase from the spec");
+        else
+                CHECK(!"the tuned spec plans");
         p = plan_free(p);
-        s.bench.tune = false;
-        s.bench.ciphers = NULL;
+        /* tuning without candidates: the LUKS object's own cipher, the one the benchmark measures */
+        _cleanup_spec_free_ struct spec *own = parse(KVM_HEAD KVM_VOLUMES "bench: {tune: true}\n");
+        if (own) {
+                CHECK_STR(own->luks[0].bench_ciphers[0], "aes-xts-plain64:512");
+                CHECK(own->luks[0].bench_ciphers[1] == NULL);
+        }
+        _cleanup_spec_free_ struct spec *serpent = parse(
+                "version: 1\ndisks: [{id: d, count: 1, wipe: true}]\n"
+                "luks: [{id: c, on: d, cipher: serpent-xts-plain64, key_size: 256, key: {passphrase: k7Tq9wLm2Vxr}}]\n"
+                "filesystems: [{on: c, type: xfs, mount: /}]\nbench: {tune: true}\n");
+        struct inv_disk one[1] = { disk("vda", 10 * GiB, true, "m", "s") };
+        struct inventory inv1 = { .disks = one, .n_disks = 1 };
+        if (serpent && build(serpent, &inv1, &p, &d) == 0 && p) {
+                size_t k = find_step(p, PLAN_LUKS_FORMAT, NULL);
+                CHECK(k != SIZE_MAX);
+                if (k != SIZE_MAX)
+                        CHECK(strstr(p->steps[k].description, "benchmark among 'serpent-xts-plain64:256' (tuning") != NULL);
+        } else
+                CHECK(!"the serpent spec plans");
+        p = plan_free(p);
 
         /* four disks but one holds an old array: with wipe, a wipe step first */
         struct inv_signature sig_gpt = { .type = S("gpt"), .offset = 512 };
@@ -208,7 +231,7 @@ static void test_kvm_layout(void) {
         dd[3].n_sigs = 1;
         dd[3].parts = &oldp;
         dd[3].n_parts = 1;
-        CHECK_INT(build(&s, &inv, &p, &d), 0);
+        CHECK_INT(build(sp, &inv, &p, &d), 0);
         if (p) {
                 CHECK_INT(p->steps[0].kind, PLAN_WIPE);
                 CHECK_STR(p->steps[0].device, "/dev/vdb");
@@ -222,45 +245,45 @@ static void test_kvm_layout(void) {
 
         /* without wipe: refused, naming the holder */
         disks[0].wipe = false;
-        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
-        check_one_diag(&d, 3, "disk rule 'd' selects /dev/vdb, which is in use by /dev/md127; set 'wipe: true' to stop it and wipe the disk");
+        CHECK_INT(build(sp, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 4, "disk rule 'd' selects /dev/vdb, which is in use by /dev/md127; set 'wipe: true' to stop it and wipe the disk");
         /* signatures only, no holder, no wipe: refused with types and offsets */
         oldp.holders = NULL;
-        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
-        check_one_diag(&d, 3, "disk rule 'd' selects /dev/vdb, which holds signatures (gpt at offset 512, "
+        CHECK_INT(build(sp, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 4, "disk rule 'd' selects /dev/vdb, which holds signatures (gpt at offset 512, "
                               "linux_raid_member 'old:1' on /dev/vdb1 at offset 4096); set 'wipe: true' to destroy them");
         /* mounted: refused even with wipe */
         disks[0].wipe = true;
         oldp.mountpoint = S("/mnt");
-        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
-        check_one_diag(&d, 3, "disk rule 'd' selects /dev/vdb, which is mounted (/dev/vdb1 on /mnt); kiln never touches a mounted disk");
+        CHECK_INT(build(sp, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 4, "disk rule 'd' selects /dev/vdb, which is mounted (/dev/vdb1 on /mnt); kiln never touches a mounted disk");
         CHECK(p == NULL);
         dd[3].n_sigs = 0;
         dd[3].n_parts = 0;
         /* a disk the inventory could not probe: refused even with wipe */
         dd[3].unreadable = true;
-        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
-        check_one_diag(&d, 3, "disk rule 'd' selects /dev/vdb, which could not be read: its signatures are unknown, so kiln will not touch it");
+        CHECK_INT(build(sp, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 4, "disk rule 'd' selects /dev/vdb, which could not be read: its signatures are unknown, so kiln will not touch it");
         dd[3].unreadable = false;
 
         /* partitions that do not fit */
         parts[1].size.bytes = 2 * GiB;
-        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        CHECK_INT(build(sp, &inv, &p, &d), -EPERM);
         CHECK_INT(d.n, 4);
         CHECK_STR(d.items[0].message, "partitions on /dev/vda (disk rule 'd') need 2049 MiB but only 2046 MiB is usable: 'bios' 1 MiB, 'boot' 2 GiB, 'data' rest");
         parts[1].size.bytes = 2046 * MiB - MiB;
-        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        CHECK_INT(build(sp, &inv, &p, &d), -EPERM);
         CHECK_STR(d.n ? d.items[0].message : "", "no space left on /dev/vda (disk rule 'd') for partition 'data' (size rest): 'bios' 1 MiB, 'boot' 2045 MiB, 'data' rest");
         parts[1].size.bytes = 256 * MiB;
 
         /* wrong count: ask for five rotational disks */
         disks[0].count = 5;
-        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
-        check_one_diag(&d, 3, "disk rule 'd' must match exactly 5 disks but matches 4 (/dev/vda, /dev/vdb, /dev/vdc, /dev/vdd); "
+        CHECK_INT(build(sp, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 4, "disk rule 'd' must match exactly 5 disks but matches 4 (/dev/vda, /dev/vdb, /dev/vdc, /dev/vdd); "
                               "/dev/vde size 1 GiB is below min_size 2 GiB");
         disks[0].count = 3;
-        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
-        check_one_diag(&d, 3, "disk rule 'd' must match exactly 3 disks but matches 4 (/dev/vda, /dev/vdb, /dev/vdc, /dev/vdd); narrow the rule or raise its count");
+        CHECK_INT(build(sp, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 4, "disk rule 'd' must match exactly 3 disks but matches 4 (/dev/vda, /dev/vdb, /dev/vdc, /dev/vdd); narrow the rule or raise its count");
         disks[0].count = 4;
         diags_clear(&d);
 }
@@ -269,34 +292,25 @@ static void test_kvm_layout(void) {
 static void test_lvm_then_luks(void) {
         struct inv_disk dd[5];
         struct inventory inv = inv5(dd);
-        struct spec_disk disks[] = { rule("d", 4) };
-        disks[0].model = S("QEMU HARD*");
-        struct spec_partition parts[] = {
-                { .id = S("data"), .on = S("d"), .size = { SPEC_SIZE_PERCENT, 0, 50, {} }, .type = SPEC_PART_RAID },
-        };
-        char *members[] = { S("data"), NULL };
-        struct spec_raid raids[] = { { .id = S("md1"), .level = 10, .layout = S("n2"), .members = members } };
-        char *pvs[] = { S("md1"), NULL };
-        struct spec_vg vgs[] = { { .id = S("vg0"), .pvs = pvs } };
-        struct spec_lv lvs[] = {
-                { .id = S("swap"), .vg = S("vg0"), .size = { SPEC_SIZE_BYTES, 100 * MiB, 0, {} } },
-                { .id = S("rootlv"), .vg = S("vg0"), .size = { SPEC_SIZE_PERCENT, 0, 50, {} } },
-        };
-        struct spec_luks luks[] = { { .id = S("root"), .on = S("rootlv"), .cipher = S(SPEC_LUKS_CIPHER), .key_size = SPEC_LUKS_KEY_SIZE,
-                                      .key = { .source = SPEC_KEY_GENERATE } } };
-        struct spec_filesystem fss[] = {
-                { .on = S("root"), .type = SPEC_FS_EXT4, .mount = S("/") },
-                { .on = S("swap"), .type = SPEC_FS_SWAP },
-        };
-        struct spec s = {
-                .file = S("x.yaml"), .disks = disks, .n_disks = 1, .partitions = parts, .n_partitions = 1,
-                .raids = raids, .n_raids = 1, .luks = luks, .n_luks = 1, .vgs = vgs, .n_vgs = 1,
-                .lvs = lvs, .n_lvs = 2, .filesystems = fss, .n_filesystems = 2,
-                .webhook = { .present = true, .url = S("http://127.0.0.1:1/hook") },
-        };
+        _cleanup_spec_free_ struct spec *sp = parse(
+                "version: 1\n"
+                "disks: [{id: d, match: {model: \"QEMU HARD*\"}, count: 4}]\n"
+                "partitions: [{id: data, on: d, size: 50%, type: raid}]\n"
+                "raid: [{id: md1, level: 10, layout: n2, members: data}]\n"
+                "lvm: [{id: vg0, pvs: [md1]}]\n"
+                "volumes:\n"
+                "  - {id: swap, vg: vg0, size: 100M}\n"
+                "  - {id: rootlv, vg: vg0, size: 50%FREE}\n"
+                "luks: [{id: root, on: rootlv, key: {passphrase: k7Tq9wLm2Vxr}}]\n"
+                "filesystems:\n"
+                "  - {on: root, type: ext4, mount: /}\n"
+                "  - {on: swap, type: swap}\n"
+                "register: {webhook: {url: \"http://127.0.0.1:1/hook\"}}\n");
+        if (!sp)
+                return;
         struct diags d = {};
         _cleanup_plan_free_ struct plan *p = NULL;
-        CHECK_INT(build(&s, &inv, &p, &d), 0);
+        CHECK_INT(build(sp, &inv, &p, &d), 0);
         CHECK_INT(d.n, 0);
         if (!p)
                 return;
@@ -329,70 +343,65 @@ static void test_selection(void) {
         dd[1] = disk("sda", 4096 * GiB, true, "ST4000NM0035", "ZC1");
         dd[2] = disk("sdb", 4096 * GiB, true, "ST4000NM0035", "ZC2");
         struct inventory inv = { .disks = dd, .n_disks = 3 };
-        struct spec_disk disks[] = { rule("sys", 1), rule("hdd", 2) };
-        disks[0].by_id = S("/dev/disk/by-id/nvme-Samsung_SSD_980_S1");
-        disks[1].model = S("ST4000*");
-        struct spec_partition parts[] = {
-                { .id = S("esp"), .on = S("sys"), .size = { SPEC_SIZE_BYTES, 512 * MiB, 0, {} }, .type = SPEC_PART_ESP },
-                { .id = S("os"), .on = S("sys"), .size = { SPEC_SIZE_REST, 0, 0, {} }, .type = SPEC_PART_LINUX },
-        };
-        struct spec_filesystem fss[] = {
-                { .on = S("os"), .type = SPEC_FS_XFS, .mount = S("/") },
-                { .on = S("esp"), .type = SPEC_FS_VFAT, .mount = S("/boot/efi") },
-        };
-        char *members[] = { S("hdd"), NULL };
-        struct spec_raid raids[] = { { .id = S("r"), .level = 1, .members = members } };
-        struct spec s = { .file = S("sel.yaml"), .disks = disks, .n_disks = 2, .partitions = parts, .n_partitions = 2,
-                          .raids = raids, .n_raids = 1, .filesystems = fss, .n_filesystems = 2 };
+#define SEL_DISKS(sys) "version: 1\n" \
+                       "disks:\n" \
+                       "  - {id: sys, match: " sys "}\n" \
+                       "  - {id: hdd, match: {model: \"ST4000*\"}, count: 2}\n"
+#define SEL_REST "partitions:\n" \
+                 "  - {id: esp, on: sys, size: 512M, type: esp}\n" \
+                 "  - {id: os, on: sys, size: rest, type: linux}\n" \
+                 "raid: [{id: r, level: 1, members: hdd}]\n" \
+                 "filesystems:\n" \
+                 "  - {on: os, type: xfs, mount: /}\n" \
+                 "  - {on: esp, type: vfat, mount: /boot/efi}\n"
+        _cleanup_spec_free_ struct spec *by_id = parse(SEL_DISKS("{by_id: /dev/disk/by-id/nvme-Samsung_SSD_980_S1}") SEL_REST);
+        _cleanup_spec_free_ struct spec *all = parse(
+                SEL_DISKS("{by_id: nvme-Samsung_SSD_980_S1, serial: S1, wwn: \"0x0025385B71B0A1B2\", transport: NVMe}") SEL_REST);
+        _cleanup_spec_free_ struct spec *wrong = parse(
+                SEL_DISKS("{by_id: /dev/disk/by-id/nvme-Samsung_SSD_980_S1, serial: S9}") SEL_REST);
+        _cleanup_spec_free_ struct spec *twice = parse(
+                SEL_DISKS("{by_id: /dev/disk/by-id/nvme-Samsung_SSD_980_S1}") "  - {id: extra, match: {serial: ZC2}}\n" SEL_REST);
+        if (!by_id || !all || !wrong || !twice)
+                return;
         struct diags d = {};
         struct plan *p = NULL;
-        CHECK_INT(build(&s, &inv, &p, &d), 0);
+        CHECK_INT(build(by_id, &inv, &p, &d), 0);
         if (p) {
                 CHECK_STR(p->steps[0].parts[1].device, "/dev/nvme0n1p2");
                 CHECK_STR(p->steps[1].description, "create raid1 /dev/md/r metadata 1.2 from 2 devices: /dev/sda /dev/sdb (~3.9 TiB)");
                 p = plan_free(p);
         }
         /* by-id without the prefix, serial, wwn (prefix-insensitive), transport */
-        disks[0].by_id = S("nvme-Samsung_SSD_980_S1");
-        disks[0].serial = S("S1");
-        disks[0].wwn = S("0x0025385B71B0A1B2");
-        disks[0].transport = S("NVMe");
-        CHECK_INT(build(&s, &inv, &p, &d), 0);
+        CHECK_INT(build(all, &inv, &p, &d), 0);
         p = plan_free(p);
-        disks[0].serial = S("S9");
-        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
+        CHECK_INT(build(wrong, &inv, &p, &d), -EPERM);
         check_one_diag(&d, 3, "disk rule 'sys' must match exactly 1 disk but matches 0 (none); /dev/nvme0n1 serial is 'S1', not 'S9'; "
                               "/dev/sda has no /dev/disk/by-id/nvme-Samsung_SSD_980_S1; /dev/sdb has no /dev/disk/by-id/nvme-Samsung_SSD_980_S1");
-        disks[0].serial = NULL;
 
         /* ambiguous: a rule for one ST4000 by serial overlaps the model rule */
-        struct spec_disk disks3[] = { disks[0], disks[1], rule("extra", 1) };
-        disks3[2].serial = S("ZC2");
-        disks3[2].mark = (struct spec_mark) { 9, 5 };
-        s.disks = disks3;
-        s.n_disks = 3;
-        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
-        check_one_diag(&d, 9, "disk /dev/sdb is matched by both disk rules 'hdd' and 'extra'; a disk may belong to one rule only");
+        CHECK_INT(build(twice, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 5, "disk /dev/sdb is matched by both disk rules 'hdd' and 'extra'; a disk may belong to one rule only");
         diags_clear(&d);
 }
 
 static void test_lv_overflow(void) {
         struct inv_disk dd[1] = { disk("vda", 10 * GiB, true, "m", "s") };
         struct inventory inv = { .disks = dd, .n_disks = 1 };
-        struct spec_disk disks[] = { rule("d", 1) };
-        char *pvs[] = { S("d"), NULL };
-        struct spec_vg vgs[] = { { .id = S("vg"), .pvs = pvs } };
-        struct spec_lv lvs[] = {
-                { .id = S("a"), .vg = S("vg"), .size = { SPEC_SIZE_BYTES, 6 * GiB, 0, { 7, 3 } } },
-                { .id = S("b"), .vg = S("vg"), .size = { SPEC_SIZE_BYTES, 6 * GiB, 0, { 8, 3 } } },
-        };
-        struct spec s = { .file = S("lv.yaml"), .disks = disks, .n_disks = 1, .vgs = vgs, .n_vgs = 1, .lvs = lvs, .n_lvs = 2 };
+        _cleanup_spec_free_ struct spec *sp = parse(
+                "version: 1\n"
+                "disks: [{id: d}]\n"
+                "lvm: [{id: vg, pvs: [d]}]\n"
+                "volumes:\n"
+                "  - {id: a, vg: vg, size: 6G}\n"
+                "  - {id: b, vg: vg, size: 6G}\n");
+        if (!sp)
+                return;
         struct diags d = {};
         struct plan *p = NULL;
-        CHECK_INT(build(&s, &inv, &p, &d), -EPERM);
-        check_one_diag(&d, 8, "logical volume 'b' (6 GiB) does not fit in volume group 'vg': at most 4 GiB is left free");
-        lvs[1].size.bytes = 3 * GiB;
-        CHECK_INT(build(&s, &inv, &p, &d), 0);
+        CHECK_INT(build(sp, &inv, &p, &d), -EPERM);
+        check_one_diag(&d, 6, "logical volume 'b' (6 GiB) does not fit in volume group 'vg': at most 4 GiB is left free");
+        sp->lvs[1].size.bytes = 3 * GiB;
+        CHECK_INT(build(sp, &inv, &p, &d), 0);
         if (p) {
                 CHECK_STR(p->steps[0].description, "pvcreate /dev/vda");
                 CHECK_STR(p->steps[1].description, "vgcreate vg from /dev/vda (10236 MiB)");
@@ -408,27 +417,25 @@ static void test_levels(void) {
                 disk("sdc", 100 * GiB, true, "m", "3"), disk("sdd", 100 * GiB, true, "m", "4"),
         };
         struct inventory inv = { .disks = dd, .n_disks = 4 };
-        struct spec_disk disks[] = { rule("d", 4) };
-        struct spec_partition parts[] = {
-                { .id = S("a"), .on = S("d"), .size = { SPEC_SIZE_PERCENT, 0, 25, {} }, .type = SPEC_PART_RAID },
-                { .id = S("b"), .on = S("d"), .size = { SPEC_SIZE_PERCENT, 0, 25, {} }, .type = SPEC_PART_RAID },
-                { .id = S("c"), .on = S("d"), .size = { SPEC_SIZE_REST, 0, 0, {} }, .type = SPEC_PART_RAID },
-        };
-        char *ma[] = { S("a"), NULL }, *mb[] = { S("b"), NULL }, *mc[] = { S("c"), NULL };
-        struct spec_raid raids[] = {
-                { .id = S("r5"), .level = 5, .members = ma },
-                { .id = S("r6"), .level = 6, .members = mb },
-                { .id = S("r10"), .level = 10, .layout = S("o3"), .members = mc, .spares = 1 },
-        };
-        struct spec_filesystem fss[] = {
-                { .on = S("r5"), .type = SPEC_FS_EXT4, .label = S("a\"b"), .mount = S("/srv/a/b") },
-                { .on = S("r6"), .type = SPEC_FS_XFS, .mount = S("/srv") },
-        };
-        struct spec s = { .file = S("lv.yaml"), .disks = disks, .n_disks = 1, .partitions = parts, .n_partitions = 3,
-                          .raids = raids, .n_raids = 3, .filesystems = fss, .n_filesystems = 2 };
+        _cleanup_spec_free_ struct spec *sp = parse(
+                "version: 1\n"
+                "disks: [{id: d, count: 4}]\n"
+                "partitions:\n"
+                "  - {id: a, on: d, size: 25%, type: raid}\n"
+                "  - {id: b, on: d, size: 25%, type: raid}\n"
+                "  - {id: c, on: d, size: rest, type: raid}\n"
+                "raid:\n"
+                "  - {id: r5, level: 5, members: a}\n"
+                "  - {id: r6, level: 6, members: b}\n"
+                "  - {id: r10, level: 10, layout: o3, members: c, spares: 1}\n"
+                "filesystems:\n"
+                "  - {on: r5, type: ext4, label: \"a\\\"b\", mount: /srv/a/b}\n"
+                "  - {on: r6, type: xfs, mount: /srv}\n");
+        if (!sp)
+                return;
         struct diags d = {};
         _cleanup_plan_free_ struct plan *p = NULL;
-        CHECK_INT(build(&s, &inv, &p, &d), 0);
+        CHECK_INT(build(sp, &inv, &p, &d), 0);
         if (!p)
                 return;
         CHECK_U64(p->steps[0].parts[0].size, 25 * GiB);

@@ -1,13 +1,12 @@
 /* Resume after a failure, the pure parts: the plan fingerprint (stable over
  * the inventories of a first and a second boot, changed by what defines
- * the storage), the progress record (round trip, atomic save, refusals),
+ * the storage), the progress record's form (round trip, refusals; its file:
+ * test-record.c),
  * and the decision resume vs fresh install with its steps. */
 #include "plan.h"
 #include "resume.h"
 #include "tap.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 
 static char *src_path(const char *rel) {
         const char *src = getenv("SRC");
@@ -259,21 +258,6 @@ static void test_record(void) {
         CHECK(back.version && *back.version);
         resume_record_done(&back);
 
-        /* atomic save into a directory that does not exist yet, load back */
-        char dir[] = "/tmp/kiln-test-resume.XXXXXX";
-        CHECK(mkdtemp(dir));
-        _cleanup_free_ char *path = NULL;
-        CHECK(asprintf(&path, "%s/target/var/lib/kiln/progress.json", dir) > 0);
-        rec.complete = true;
-        CHECK_INT(resume_record_save(&rec, path), 0);
-        CHECK_INT(resume_record_load(path, &back), 0);
-        CHECK(back.complete);
-        CHECK_STR(back.fingerprint, rec.fingerprint);
-        resume_record_done(&back);
-        _cleanup_free_ char *cmd = NULL;
-        CHECK(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
-        CHECK_INT(system(cmd), 0);
-
         /* not a record of this kiln: refused */
         static const char *const bad[] = {
                 "",
@@ -317,17 +301,6 @@ static void test_record(void) {
                         CHECK(!x.run_id && !x.version && !x.stages);
                 resume_record_done(&x);
         }
-        /* the same from a file */
-        char junk[] = "/tmp/kiln-test-resume-junk.XXXXXX";
-        int fd = mkostemp(junk, O_CLOEXEC);
-        CHECK(fd >= 0);
-        CHECK_INT(write(fd, sb.buf, sb.len), (long) sb.len);
-        CHECK_INT(write(fd, "\n{}\n", 4), 4);
-        close(fd);
-        struct resume_record x = {};
-        CHECK_INT(resume_record_load(junk, &x), -ENOTEMPTY);
-        CHECK(!x.run_id && !x.version);
-        unlink(junk);
         resume_record_done(&rec);
 }
 
@@ -422,11 +395,11 @@ static const struct plan_step *step_of(const struct plan *p, enum plan_step_kind
         return NULL;
 }
 
-/* resume_plan_decide() over an inventory; the plans and unwiped out. */
+/* plan_decide() over an inventory; the plans and unwiped out. */
 static int decide(const struct spec *s, const struct inventory *inv, struct plan **ret_fresh, struct plan **ret_resume,
                   bool *ret_unwiped) {
         struct diags d = {};
-        int r = resume_plan_decide(s, inv, false, &d, ret_fresh, ret_resume, ret_unwiped);
+        int r = plan_decide(s, inv, false, &d, ret_fresh, ret_resume, ret_unwiped);
         diags_clear(&d);
         return r;
 }
@@ -595,7 +568,134 @@ static void test_raw_image(void) {
         CHECK(step_of(g, PLAN_WIPE) && step_of(g, PLAN_IMAGE));
 }
 
+/* A finished node (docs/reinstall.md): the record read from the disks, the
+ * token presented (kiln.reinstall= beats the spec's reinstall:) and the
+ * plan decide boot-installed, reinstall or refuse; an unfinished record
+ * leaves the plans as they are. */
+static void test_verdict(void) {
+        _cleanup_free_ char *text = template_text();
+        _cleanup_free_ char *with_token = replaced(text, "version: 1\n", "version: 1\nreinstall: lab-2026-12\n");
+        CHECK(with_token);
+        if (!with_token)
+                return;
+        _cleanup_(second_boot_done) struct second_boot b = {};
+        if (!second_boot(with_token, &b))
+                return;
+        CHECK_STR(b.spec->reinstall, "lab-2026-12");
+        CHECK_STR(plan_reinstall_token(b.spec, NULL), "lab-2026-12");
+        CHECK_STR(plan_reinstall_token(b.spec, "boot-server"), "boot-server");
+        CHECK(!plan_reinstall_token(NULL, NULL));
+        /* the record of the finished run, made with the spec's token */
+        struct resume_record rec = { .complete = true, .stages = 1u << RESUME_STAGE_STORAGE | 1u << RESUME_STAGE_IMAGE };
+        memcpy(rec.fingerprint, b.fresh->fingerprint, 65);
+        rec.reinstall = strdup("lab-2026-12");
+        /* it survives the record's JSON */
+        _cleanup_strbuf_ struct strbuf j = STRBUF_INIT;
+        CHECK_INT(resume_record_to_json(&rec, &j), 0);
+        CHECK(strstr(strbuf_str(&j), "\"reinstall\": \"lab-2026-12\""));
+        struct resume_record back = {};
+        CHECK_INT(resume_record_from_json(j.buf, j.len, &back), 0);
+        CHECK_STR(back.reinstall, "lab-2026-12");
+        resume_record_done(&back);
+
+        enum plan_verdict v = PLAN_VERDICT_RUN;
+        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+        /* same plan, same token: boot it */
+        CHECK_INT(plan_verdict(b.fresh, &rec, plan_reinstall_token(b.spec, NULL), &v, &why), 0);
+        CHECK_INT(v, PLAN_VERDICT_BOOT_INSTALLED);
+        CHECK_STR(plan_verdict_name(v), "boot-installed");
+        CHECK(strstr(strbuf_str(&why), "a finished install of this plan"));
+        /* no token at all: boot it (wipe: true alone never reinstalls) */
+        strbuf_reset(&why);
+        CHECK_INT(plan_verdict(b.fresh, &rec, NULL, &v, &why), 0);
+        CHECK_INT(v, PLAN_VERDICT_BOOT_INSTALLED);
+        /* a new token on the boot server's command line: reinstall */
+        strbuf_reset(&why);
+        CHECK_INT(plan_verdict(b.fresh, &rec, plan_reinstall_token(b.spec, "lab-2027-01"), &v, &why), 0);
+        CHECK_INT(v, PLAN_VERDICT_REINSTALL);
+        CHECK(strncmp(strbuf_str(&why), "the disks hold a finished install of this plan (", 48) == 0);
+        strbuf_reset(&why);
+        CHECK_INT(plan_verdict(b.fresh, &rec, "lab-2027-01", &v, &why), 0);
+        CHECK(strstr(strbuf_str(&why), "the reinstall token 'lab-2027-01' is not the one it was installed with ('lab-2026-12')"));
+        /* the record has no token (installed without one): any token is a new act */
+        free(rec.reinstall);
+        rec.reinstall = NULL;
+        strbuf_reset(&why);
+        CHECK_INT(plan_verdict(b.fresh, &rec, "lab-2026-12", &v, &why), 0);
+        CHECK_INT(v, PLAN_VERDICT_REINSTALL);
+        CHECK(strstr(strbuf_str(&why), "installed with (none)"));
+        rec.reinstall = strdup("lab-2026-12");
+
+        /* another plan (another key size: the same layout to the inventory) */
+        _cleanup_free_ char *other = replaced(with_token, "key_size: 512", "key_size: 256");
+        CHECK(other);
+        _cleanup_spec_free_ struct spec *s2 = other ? load_spec_text(other) : NULL;
+        _cleanup_plan_free_ struct plan *p2 = s2 ? plan_of(s2, b.inv) : NULL;
+        CHECK(p2);
+        if (p2) {
+                CHECK(!streq(p2->fingerprint, b.fresh->fingerprint));
+                strbuf_reset(&why);
+                CHECK_INT(plan_verdict(p2, &rec, plan_reinstall_token(s2, NULL), &v, &why), 0);
+                CHECK_INT(v, PLAN_VERDICT_REFUSE);
+                _cleanup_free_ char *want = NULL;
+                CHECK(asprintf(&want, "the disks hold a finished install of another plan (%s), this spec makes plan %s, "
+                               "and no new reinstall token was given (the token 'lab-2026-12' is the one on the disks)",
+                               b.fresh->fingerprint, p2->fingerprint) > 0);
+                CHECK_STR(strbuf_str(&why), want);
+                strbuf_reset(&why);
+                CHECK_INT(plan_verdict(p2, &rec, NULL, &v, &why), 0);
+                CHECK_INT(v, PLAN_VERDICT_REFUSE);
+                CHECK(strstr(strbuf_str(&why), "no new reinstall token was given (none)"));
+                /* ... unless the operator's act is there */
+                strbuf_reset(&why);
+                CHECK_INT(plan_verdict(p2, &rec, "lab-2027-01", &v, &why), 0);
+                CHECK_INT(v, PLAN_VERDICT_REINSTALL);
+                CHECK(strstr(strbuf_str(&why), "a finished install of another plan"));
+        }
+        /* an interrupted run, or no record: the plans as plan_decide() made them (resume or fresh) */
+        rec.complete = false;
+        strbuf_reset(&why);
+        CHECK_INT(plan_verdict(b.fresh, &rec, "lab-2027-01", &v, &why), 0);
+        CHECK_INT(v, PLAN_VERDICT_RUN);
+        CHECK_INT(plan_verdict(b.fresh, NULL, NULL, &v, &why), 0);
+        CHECK_INT(v, PLAN_VERDICT_RUN);
+        CHECK_STR(strbuf_str(&why), "");
+        resume_record_done(&rec);
+
+        /* the installed command line: GRUB's root= for a root on an LV, then boot.cmdline */
+        _cleanup_free_ char *cl = NULL;
+        CHECK_INT(plan_installed_cmdline(b.spec, "0d4e-x", &cl), 0);
+        CHECK(cl && strncmp(cl, "root=/dev/mapper/", 17) == 0 && strstr(cl, " ro"));
+        fprintf(stderr, "installed cmdline: %s\n", cl ? cl : "(null)");
+}
+
+static void test_reinstall_token(void) {
+        static const char *const good[] = { "a", "lab-2026-12", "ticket:4711", "x.y_z", NULL };
+        for (const char *const *t = good; *t; t++)
+                CHECK(!spec_reinstall_problem(*t));
+        CHECK_STR(spec_reinstall_problem(""), "is empty");
+        CHECK_STR(spec_reinstall_problem("a b"), "holds a character other than A-Z a-z 0-9 . _ : -");
+        CHECK_STR(spec_reinstall_problem("x'y"), "holds a character other than A-Z a-z 0-9 . _ : -");
+        char long_token[SPEC_REINSTALL_MAX + 2];
+        memset(long_token, 'a', sizeof long_token - 1);
+        long_token[sizeof long_token - 1] = 0;
+        CHECK_STR(spec_reinstall_problem(long_token), "is longer than 64 characters");
+        /* the spec refuses a bad one where it stands */
+        struct diags d = {};
+        struct spec *s = NULL;
+        const char *bad = "version: 1\nreinstall: \"two words\"\ndisks:\n  - {id: a, match: {path: /dev/vda}}\n";
+        CHECK_INT(spec_parse("t.yaml", bad, strlen(bad), &s, &d), -EINVAL);
+        for (size_t i = 0; i < d.n; i++)
+                if (strstr(d.items[i].message, "'reinstall' must be a token"))
+                        CHECK_INT(d.items[i].line, 2);
+        CHECK(d.n >= 1);
+        diags_clear(&d);
+        spec_free(s);
+}
+
 int main(void) {
+        test_verdict();
+        test_reinstall_token();
         test_fingerprint();
         test_record();
         test_decide();

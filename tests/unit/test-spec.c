@@ -354,6 +354,48 @@ static void test_hostname_rules(void) {
 
 /* A generated key is kept nowhere: fine under a scratch filesystem nobody
  * mounts at boot, refused under one that fstab would open again. */
+/* match: [...]: each alternative is a whole rule, the criteria written
+ * directly in the entry merged into it */
+static void test_match_alternatives(void) {
+        struct diags d = {};
+        _cleanup_spec_free_ struct spec *s = parse(
+                "version: 1\n"
+                "disks:\n"
+                "  - id: d\n"
+                "    count: 2\n"
+                "    wipe: true\n"
+                "    rotational: true\n"
+                "    match:\n"
+                "      - {transport: nvme, size: largest}\n"
+                "      - {model: 'ST*', min_size: 1T}\n"
+                "raid: [{id: m, level: 1, members: d}]\n", &d);
+        CHECK(s != NULL);
+        CHECK_INT(d.n, 0);
+        if (s) {
+                const struct spec_disk *r = &s->disks[0];
+                CHECK_INT(r->n_alts, 2);
+                CHECK_INT(r->rotational, 1);
+                CHECK(r->transport == NULL);
+                CHECK_INT(r->match_mark.line, 8);
+                if (r->n_alts == 2) {
+                        CHECK_STR(r->alts[0].id, "d");
+                        CHECK_STR(r->alts[0].transport, "nvme");
+                        CHECK_INT(r->alts[0].pick, SPEC_PICK_LARGEST);
+                        CHECK_INT(r->alts[0].rotational, 1);
+                        CHECK_INT(r->alts[0].count, 2);
+                        CHECK(r->alts[0].wipe);
+                        CHECK_INT(r->alts[0].match_mark.line, 8);
+                        CHECK_STR(r->alts[1].model, "ST*");
+                        CHECK_U64(r->alts[1].min_size, 1ull << 40);
+                        CHECK_INT(r->alts[1].rotational, 1);
+                        CHECK_INT(r->alts[1].pick, SPEC_PICK_NONE);
+                        CHECK(r->alts[1].transport == NULL);
+                        CHECK_INT(r->alts[1].match_mark.line, 9);
+                }
+        }
+        diags_clear(&d);
+}
+
 static void test_generated_key(void) {
         static const char base[] =
                 "version: 1\n"
@@ -460,6 +502,7 @@ int main(void) {
         test_inline();
         test_expand();
         test_generated_key();
+        test_match_alternatives();
         test_boot_unlock();
         return TEST_DONE();
 }

@@ -1,0 +1,59 @@
+#!/bin/bash
+# Swap encrypted with a fresh random key at every boot (filesystems[].encrypt:
+# random) on a real loop disk: kiln formats nothing there, the old
+# filesystem that sat where the swap partition now is is gone (Debian's
+# cryptdisks refuses a plain-mode source with a signature; on a partition the
+# partition step already clears stale signatures, the swap step's own clear
+# is what covers md and LV, which need the rig), and it writes crypttab naming
+# the partition by the PARTUUID its GPT holds (never /dev/loopN) and fstab on
+# /dev/mapper/NAME. Assertions read the disk (blkid) and the target's files.
+set -uo pipefail
+: "${KILN:?}" "${SRC:?}"
+[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
+for t in losetup parted blkid mkfs.xfs mkfs.ext4; do
+  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
+done
+. "$SRC/tests/lib/loop.sh"
+loop_init swaprandom
+
+truncate -s 400M "$T/a.img"
+attach "$T/a.img"; A=$ATTACHED
+# the old layout: a GPT with one partition further on, and an ext4 left
+# outside any partition exactly where the swap partition will be (the wipe
+# step does not see it: no partition holds it)
+truncate -s 32M "$T/old.img" && mkfs.ext4 -q -F -L oldfs "$T/old.img" || exit 1
+dd if="$T/old.img" of="$A" bs=1M seek=1 conv=notrunc status=none || exit 1
+parted -s "$A" mklabel gpt mkpart old 100MiB 200MiB || exit 1
+[[ $(blkid -p -o value -s TYPE --offset $((1 << 20)) "$A") == ext4 ]] || fail "the old ext4 is not at 1 MiB"
+export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
+cat >"$T/spec.yaml" <<YAML
+version: 1
+hostname: swap-test
+disks:
+  - {id: a, path: $A, wipe: true}
+partitions:
+  - {id: cswap, on: a, size: 32M}
+  - {id: root, on: a, size: rest}
+filesystems:
+  - {on: root, type: xfs, mount: /}
+  - {on: cswap, type: swap, encrypt: random}
+finish: none
+YAML
+out=$("$KILN" apply --yes "$T/spec.yaml" 2>&1); rc=$?
+[[ $rc == 0 ]] || { fail "apply exited $rc: $out"; loop_done; }
+sig=$(blkid -p -o value -s TYPE "${A}p1"; true)
+[[ -z $sig ]] && ok "the swap partition holds no signature (the old ext4 is gone)" || fail "${A}p1 still holds '$sig'"
+if [[ -x /lib/cryptsetup/checks/un_blkid ]]; then
+  /lib/cryptsetup/checks/un_blkid "${A}p1" >/dev/null 2>&1 && ok "Debian's cryptdisks precheck (un_blkid) accepts it" \
+    || fail "un_blkid refuses ${A}p1"
+fi
+partuuid=$(blkid -p -o value -s PART_ENTRY_UUID "${A}p1")
+[[ -n $partuuid ]] || fail "no PARTUUID on ${A}p1"
+want="cswap_crypt PARTUUID=$partuuid /dev/urandom plain,swap,cipher=aes-xts-plain64,size=512"
+grep -qxF "$want" "$T/target/etc/crypttab" && ok "crypttab: $want" \
+  || fail "crypttab lacks '$want': $(cat "$T/target/etc/crypttab" 2>&1)"
+grep -q "$A" "$T/target/etc/crypttab" && fail "crypttab names $A: $(cat "$T/target/etc/crypttab")"
+grep -qxF "/dev/mapper/cswap_crypt none swap sw 0 0" "$T/target/etc/fstab" && ok "fstab swaps on /dev/mapper/cswap_crypt" \
+  || fail "fstab: $(cat "$T/target/etc/fstab")"
+grep -q "UUID=$(blkid -o value -s UUID "${A}p2") / xfs" "$T/target/etc/fstab" || fail "fstab lacks root"
+loop_done

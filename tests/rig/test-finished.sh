@@ -1,0 +1,95 @@
+#!/bin/bash
+# A finished node boots its installed system and is never reinstalled by
+# accident (docs/reinstall.md), on one set of four disks (spec
+# tests/rig/specs/boot-tang.yaml, the node PXE-first on every boot):
+#   boot 1  netboot: install (RAID1 /boot, raid10 f2 + LUKS2 bound to Tang
+#           + LVM + XFS, the bootable image, GRUB), power off;
+#   boot 2  netboot again, stopped when /init is about to kexec: kiln looked
+#           at the disks read-only: every member disk's sha256 unchanged,
+#           no array, mapping or mount left, the decision boot-installed;
+#   boot 3  netboot again, not stopped: kiln kexecs the installed kernel,
+#           and the installed system reports from its own kernel (its
+#           kiln-report unit) with the command line kiln gave it;
+#   boot 4  another plan (the root LV 1G instead of 2G): refused, exit 3,
+#           every disk's sha256 unchanged;
+#   boot 5  the operator's act (kiln.reinstall= on the boot server's command
+#           line): a fresh install (new md UUIDs).
+# Assertions read the guests' reports (/init's and the installed system's),
+# the consoles and the disks' hashes; never kiln's log.
+set -uo pipefail
+# two boots install (the target's update-initramfs under TCG: minutes)
+RIG_TIMEOUT=${RIG_TIMEOUT:-1500}
+. "$SRC/tests/rig/lib.sh"
+rig_init
+command -v jq >/dev/null || rig_skip "no jq"
+rig_boot_image
+rig_tang_start
+RIG_VAR_PASSPHRASE=$(rig_secret fin-pass-)
+rig_disks 4 2G
+rig_spec specs/boot-tang.yaml
+"$KILN" validate "$RIG_SPEC" >/dev/null || rig_die "the spec does not validate"
+SPEC_SERVED=$RIG_SPEC
+cp "$RIG_SPEC" "$RIG_TMP/spec-orig.yaml"
+T=()
+disks_sum() { sha256sum "${RIG_DISK[@]}" | awk '{print $1}' | tr '\n' ' '; }
+md_uuids() { rig_report_section blkid | grep -o 'UUID_SUB="[^"]*"\|UUID="[^"]*" TYPE="linux_raid_member"' | sort | tr '\n' ' '; }
+nothing_up() {  # /init's report: no array, no dm mapping, nothing mounted under /target
+  ! rig_section_has mdstat '^md' && ! rig_report_section mounts | grep -q ' /target' &&
+  ! rig_section_has dmsetup-table 'crypt|linear'
+}
+
+# --- boot 1: install ----------------------------------------------------------
+rig_boot --pxe || rig_die "boot 1: provisioning did not finish"
+T+=("boot 1 (netboot, install): $RIG_BOOT_SECONDS s")
+rig_expect_exit 0
+rig_expect_section mdstat 'raid10' "boot 1: raid10 built"
+MD1=$(md_uuids)
+rig_check "boot 1: the md members carry UUIDs" test -n "$MD1"
+SUM1=$(disks_sum)
+
+# --- boot 2: PXE again, stopped before the kexec --------------------------------
+rig_boot --pxe --until 'done: booting the installed system \(kexec\)' \
+  || rig_not_ok "boot 2: /init never got to the kexec"
+T+=("boot 2 (netboot, look read-only, load the installed kernel): $RIG_BOOT_SECONDS s")
+rig_expect_exit 0
+rig_expect_section "kiln-file boot-installed.json" '"kernel": "/(boot/)?vmlinuz' "boot 2: kiln found the installed kernel"
+rig_expect_section "kiln-file boot-installed.json" '"cmdline": "root=/dev/mapper/kvm_vg-root ro console=tty0 console=ttyS0,115200n8 ip=::::::dhcp"' \
+  "boot 2: the installed command line (root= as GRUB's, then boot.cmdline)"
+rig_check "boot 2: no run report (nothing was run)" eval '! rig_report_sections | grep -q "^kiln-file report.json"'
+rig_check "boot 2: nothing assembled, opened or mounted when kiln was done" nothing_up
+SUM2=$(disks_sum)
+rig_check "boot 2: every member disk's sha256 unchanged" test "$SUM2" = "$SUM1"
+
+# --- boot 3: PXE again: kexec into the installed system --------------------------
+before=$(rig_tang_requests)
+rig_boot --pxe || rig_not_ok "boot 3: the installed system did not report after the kexec"
+T+=("boot 3 (netboot, kexec, the installed system up): $RIG_BOOT_SECONDS s")
+rig_expect_section system '^multi-user active' "boot 3: the installed system reached multi-user"
+rig_expect_section root-stack '^kvm_vg-root lvm xfs' "boot 3: / is kvm_vg/root (xfs) on the disks"
+rig_expect_section cmdline '^root=/dev/mapper/kvm_vg-root ro console=tty0' "boot 3: its kernel got kiln's command line (kexec, not GRUB: no BOOT_IMAGE=)"
+rig_expect_section system '^kernel [0-9]' "boot 3: the installed kernel reports (a PXE boot: no firmware or GRUB booted the disks)"
+rig_expect_no_section cmdline 'BOOT_IMAGE=' "boot 3: no GRUB in this boot (GRUB passes BOOT_IMAGE=)"
+rig_check "boot 3: Tang's log shows the installed system's recovery request" test "$(rig_tang_requests)" -gt "$before"
+
+# --- boot 4: another plan: refused, nothing written -------------------------------
+sed 's/{id: root, vg: vg0, size: 2G}/{id: root, vg: vg0, size: 1G}/' "$RIG_TMP/spec-orig.yaml" >"$SPEC_SERVED"
+rig_check "boot 4: the served spec is another plan" eval '! cmp -s "$SPEC_SERVED" "$RIG_TMP/spec-orig.yaml"'
+SUM3=$(disks_sum)
+rig_boot --pxe || rig_not_ok "boot 4: no report"
+T+=("boot 4 (netboot, another plan): $RIG_BOOT_SECONDS s")
+rig_expect_exit 3
+rig_check "boot 4: the console names the refusal" grep -aq 'refusing to apply .*a finished install of another plan' "$RIG_SERIAL"
+rig_check "boot 4: nothing assembled, opened or mounted" nothing_up
+rig_check "boot 4: every member disk's sha256 unchanged" test "$(disks_sum)" = "$SUM3"
+
+# --- boot 5: the operator's act: a new reinstall token -------------------------------
+cp "$RIG_TMP/spec-orig.yaml" "$SPEC_SERVED"
+rig_boot --pxe --append kiln.reinstall=rig-reinstall-2 || rig_not_ok "boot 5: the reinstall did not finish"
+T+=("boot 5 (netboot, kiln.reinstall=, install): $RIG_BOOT_SECONDS s")
+rig_expect_exit 0
+rig_expect_section mdstat 'raid10' "boot 5: raid10 built again"
+MD5=$(md_uuids)
+rig_check "boot 5: new md UUIDs (a fresh install)" test -n "$MD5" -a "$MD5" != "$MD1"
+
+rig_log "times under TCG:"; printf 'rig:   %s\n' "${T[@]}" >&2
+rig_done
