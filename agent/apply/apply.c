@@ -931,6 +931,9 @@ static int step_resume_check(struct apply_ctx *c, const struct plan_step *s) {
                 c->rec = rec;
                 c->resumed = c->recording = true;
                 c->skip_stages = rec.stages;
+                /* mounted, and configured by the interrupted run: the report and the first boot's files go there */
+                if (rec.stages & (1u << RESUME_STAGE_CONFIGURE))
+                        c->target_ready = true;
                 const char *rid = report_run_id(c->report);
                 free(c->rec.run_id);
                 c->rec.run_id = rid ? strdup(rid) : NULL;

@@ -44,7 +44,9 @@ static void help(void) {
                "                         config's report, CA and marker are read and written under it)\n");
 }
 
-#define FIRSTBOOT_FETCH_RETRIES 8        /* the network of a host that just booted may need a while */
+/* Few: multi-user.target waits for the unit, which tries again a minute
+ * after a failure (a network that is not up yet, a spec server down). */
+#define FIRSTBOOT_FETCH_RETRIES FETCH_DEFAULT_RETRIES
 
 static int under_root(const char *root, const char *path, char **ret) {
         *ret = root ? strdupf("%s%s", root, path) : strdup(path);
