@@ -591,7 +591,7 @@ rig_report_sections() { sed -n 's/^--- //p' "$RIG_REPORT"; }
 # the installed system's kiln-report): RIG_REPORT keeps the last one, the
 # whole stream stays in RIG_REPORT.all. Sets RIG_REPORTS (how many began).
 rig_last_report() {
-  RIG_REPORTS=$(grep -c '^=== kiln-report begin' "$RIG_REPORT")
+  RIG_REPORTS=$(grep -c '^=== kiln-report begin' "$RIG_REPORT" || true)
   cp "$RIG_REPORT" "$RIG_REPORT.all"
   if ((RIG_REPORTS > 1)); then
     awk -v n="$RIG_REPORTS" '/^=== kiln-report begin/ { i++ } i == n' "$RIG_REPORT.all" >"$RIG_REPORT"
