@@ -96,19 +96,25 @@ done
 HOOK
 rig_add_initrd_segment "$seg"
 
-# kiln's progress, as the node's console shows it: one process, stopped with
-# the rest (rig_cleanup kills RIG_PIDS)
-follow_console() {  # follow_console FILE
-  local f=$1 seen=0 n
+# A node's console as it grows: the new lines that match REGEX, without
+# escapes, indented. One process, stopped with the rest (rig_cleanup kills
+# RIG_PIDS).
+follow_log() {  # follow_log FILE REGEX
+  local f=$1 re=$2 seen=0 n
   while sleep 2; do
     [[ -f $f ]] || continue
     n=$(wc -l <"$f")
     ((n > seen)) || continue
     sed -n "$((seen + 1)),${n}p" "$f" | tr -d '\r' | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' |
-      grep -E 'kiln-init: (network|kiln boot|error|done)|fetched spec|step [0-9]+/[0-9]+ .* done in|error|benchmark gate|registered with|applied [0-9]+ step' |
+      grep -aE -- "$re" |
       sed -E 's/^\[ *([0-9.]+)\] /\1 s  /; s/^/    node: /' || true
     seen=$n
   done
+}
+
+# kiln's progress, as the node's console shows it
+follow_console() {  # follow_console FILE
+  follow_log "$1" 'kiln-init: (network|kiln boot|error|done)|fetched spec|step [0-9]+/[0-9]+ .* done in|error|benchmark gate|registered with|applied [0-9]+ step'
 }
 
 step "the node PXE-boots and kiln provisions it (QEMU under TCG: a few minutes)"
@@ -166,16 +172,7 @@ booted_rc=$rc boot1_seconds=$RIG_BOOT_SECONDS
 step "the node boots from its own disks (SeaBIOS, -boot c; Tang on 127.0.0.1 unlocks LUKS)"
 tang_before=$(rig_tang_requests)
 follow_installed() {  # the installed system's console: the lines that tell the story
-  local f=$1 seen=0 n
-  while sleep 2; do
-    [[ -f $f ]] || continue
-    n=$(wc -l <"$f")
-    ((n > seen)) || continue
-    sed -n "$((seen + 1)),${n}p" "$f" | tr -d '\r' | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' |
-      grep -aE 'Linux version|Unlocked .* with clevis|Please unlock|Reached target.*(Multi-User|Local File)|kiln test image|Power-Off' |
-      sed -E 's/^\[ *([0-9.]+)\] /\1 s  /; s/^/    node: /' || true
-    seen=$n
-  done
+  follow_log "$1" 'Linux version|Unlocked .* with clevis|Please unlock|Reached target.*(Multi-User|Local File)|kiln test image|Power-Off'
 }
 follow_installed "$RIG_TMP/serial-$((RIG_BOOT_N + 1)).log" &
 follower=$!

@@ -90,6 +90,7 @@ bool apply_step_is_storage(enum plan_step_kind kind) {
 
 /* ---- spec lookups (by id, as the plan names them) ---- */
 
+
 static int wait_node(const char *path) {
         char *const v[] = { (char *) path, NULL };
         return partition_wait(v, NODE_WAIT_USEC);
@@ -157,9 +158,10 @@ static int step_partition(struct apply_ctx *c, const struct plan_step *s) {
                 };
         }
         _cleanup_strv_free_ char **paths = NULL;
-        int r = partition_disk(s->device, req, n, &paths);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int r = partition_disk(s->device, req, n, &paths, &err);
         if (r < 0) {
-                strbuf_adds(&c->why, partition_last_error());
+                strbuf_adds(&c->why, strbuf_str(&err));
                 return r;
         }
         /* The nodes the later steps use are the plan's. */
@@ -233,7 +235,7 @@ static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks
                 vars.hostname = c->opts->hostname;
         _cleanup_free_ char *url = NULL;
         char shown[URL_DISPLAY_MAX];
-        int r = spec_expand(l->key.url, &vars, &url);
+        int r = spec_expand(l->key.url, &vars, &url, NULL);
         if (r < 0)
                 return strbuf_addf(&c->why, "cannot expand the key URL '%s'", url_display(l->key.url, shown)), r;
         url_display(url, shown);
@@ -241,10 +243,10 @@ static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks
                                     .pushback_sec = FETCH_PUSHBACK_SEC };
         char *buf = NULL;
         size_t len = 0;
-        _cleanup_(fetch_result_done) struct fetch_result res = {};
-        r = fetch_to_buffer_full(url, &fo, LUKS_MAX_KEY_FETCH, l->key.sha256, &buf, &len, &res);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        r = fetch_to_buffer(url, &fo, LUKS_MAX_KEY_FETCH, l->key.sha256, &buf, &len, NULL, &err);
         if (r < 0)
-                return strbuf_addf(&c->why, "key from '%s': %s", shown, res.error ? res.error : strerror(-r)), r;
+                return strbuf_addf(&c->why, "key from '%s': %s", shown, strbuf_why(&err, r)), r;
         (void) log_register_secret(buf);
         r = len ? luks_key_new(buf, len, ret) : -EINVAL;
         explicit_wipe(buf, len);
@@ -359,18 +361,21 @@ static int step_luks_open(struct apply_ctx *c, const struct plan_step *s) {
         int r = key_get(c, l, &key);
         if (r < 0)
                 return r;
-        r = luks_open(dev, l->name, key, luks_choice(c, l).flags | (c->readonly ? CRYPT_ACTIVATE_READONLY : 0));
+        _cleanup_free_ char *name = NULL;
+        if ((r = spec_luks_name(l, s->index, &name)) < 0)
+                return r;
+        r = luks_open(dev, name, key, luks_choice(c, l).flags | (c->readonly ? CRYPT_ACTIVATE_READONLY : 0));
         if (r < 0)
                 return r;
         _cleanup_free_ char *node = NULL;
-        if ((r = paths_mapper(l->name, &node)) < 0)
+        if ((r = paths_mapper(name, &node)) < 0)
                 return r;
         r = wait_node(node);
         if (r < 0)
                 return strbuf_addf(&c->why, "%s did not appear", node), r;
-        /* The key is not needed again in this run. */
+        /* The key is not needed again in this run (a luks on N disks: after the last one's open). */
         struct apply_key *k = key_slot(c, l);
-        if (k && l->key.source != SPEC_KEY_GENERATE)
+        if (k && l->key.source != SPEC_KEY_GENERATE && s->index + 1 >= l->count)
                 k->key = luks_key_free(k->key), k->luks = NULL;
         log_info("opened %s as %s", dev, node);
         return 0;
@@ -583,9 +588,10 @@ static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
         c->bench_luks = NULL;
         free(c->bench_choice_cipher);
         c->bench_choice_cipher = NULL;
-        int r = bench_raw(&own, s->device, 0, bench_len(c), &c->bench);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int r = bench_raw(&own, s->device, 0, bench_len(c), NULL, &c->bench, &err);
         if (r < 0)
-                return strbuf_adds(&c->why, c->bench.error ? c->bench.error : "benchmark failed"), r;
+                return strbuf_adds(&c->why, err.len ? err.buf : "benchmark failed"), r;
 
         struct bench_luks_choice ch;
         bool tuned = bench_choose_for_luks(policy, l, &c->bench, &ch) > 0;
@@ -617,9 +623,10 @@ static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
 /* After luksOpen: the same I/O through dm-crypt, then the gate. */
 static int step_bench_crypt(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_bench *policy = &c->plan->spec->bench;
-        int r = bench_crypt(policy, s->device, 0, bench_len(c), &c->bench);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int r = bench_crypt(policy, s->device, 0, bench_len(c), NULL, &c->bench, &err);
         if (r < 0)
-                return strbuf_adds(&c->why, c->bench.error ? c->bench.error : "benchmark failed"), r;
+                return strbuf_adds(&c->why, err.len ? err.buf : "benchmark failed"), r;
         bench_log_table(&c->bench);
         const struct bench_cipher *ch = bench_chosen(&c->bench);
         if (ch) {
@@ -670,11 +677,12 @@ static int step_image(struct apply_ctx *c, const struct plan_step *s) {
                 record_save(c);         /* the record went with the rest */
         }
         _cleanup_(image_result_done) struct image_result res = {};
-        int r = image_install(img, target, &io, &res);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int r = image_install(img, target, &io, &res, &err);
         if (r < 0) {
                 char shown[URL_DISPLAY_MAX];
                 return strbuf_addf(&c->why, "image '%s': %s", url_display(img->url, shown),
-                                   res.error ? res.error : "install failed"), r;
+                                   err.len ? err.buf : "install failed"), r;
         }
         log_info("image: %" PRIu64 " bytes verified (sha256 %s), %" PRIu64 " entries, %u request(s)",
                  res.downloaded, res.sha256, res.entries, res.attempts);
@@ -736,12 +744,12 @@ static int step_register(struct apply_ctx *c, const struct plan_step *s) {
         ro.ca_file = c->opts->ca_file;
         ro.cloudstack_firstboot = true;
         (void) report_finish(c->report, REPORT_SUCCESS, NULL, NULL);
-        _cleanup_free_ char *err = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         int r = register_run(c->plan->spec, c->report, &ro, &err);
         if (r == -ENOMSG)
                 return 0;
         if (r < 0)
-                return strbuf_adds(&c->why, err ? err : "registration failed"), r;
+                return strbuf_adds(&c->why, err.len ? err.buf : "registration failed"), r;
         log_info("%s", c->plan->spec->webhook.present ? "run report delivered to the webhook" : "registration left to the first boot");
         return 0;
 }
@@ -978,7 +986,10 @@ static int resume_undo(struct apply_ctx *c, size_t upto) {
                         break;
                 case PLAN_LUKS_OPEN: {
                         const struct spec_luks *l = s->obj;
-                        r = luks_close(l->name);
+                        _cleanup_free_ char *name = NULL;
+                        r = spec_luks_name(l, s->index, &name);
+                        if (r >= 0)
+                                r = luks_close(name);
                         if (r == -ENODEV || r == -ENOENT || (r < 0 && k == upto))
                                 r = 0;  /* not open */
                         break;
@@ -1064,10 +1075,10 @@ static void report_failure(struct apply_ctx *c, const struct plan_step *s, const
         register_options_default(&ro);
         ro.ca_file = c->opts->ca_file;
         ro.cloudstack_firstboot = true;
-        _cleanup_free_ char *err = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         int r = register_run(c->plan->spec, c->report, &ro, &err);
         if (r < 0 && r != -ENOMSG)
-                log_warning("could not report the failure: %s", err ? err : strerror(-r));
+                log_warning("could not report the failure: %s", strbuf_why(&err, r));
 }
 
 int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_step_kind *ret_failed) {

@@ -143,8 +143,15 @@ int configure_crypttab(const struct plan *p, struct strbuf *out) {
                 /* performance flags are persistent in the LUKS2 header; a Tang-bound volume
                  * is opened in the initramfs (clevis-initramfs answers cryptroot's prompt),
                  * and cryptroot opens volumes other than root's only with 'initramfs' */
-                r = strbuf_addf(out, "%s UUID=%s none luks%s%s\n", l->name, uuid,
-                                l->unlock.n_tang ? ",initramfs" : "", l->discard ? ",discard" : "");
+                _cleanup_free_ char *name = NULL;
+                if ((r = spec_luks_name(l, s->index, &name)) < 0)
+                        return r;
+                /* a luks on N disks under an md: one line per disk; the initramfs opens all
+                 * of them before md assembles (the 'initramfs' option for volumes that do not
+                 * hold the root directly, docs/spec.md "LUKS on each disk") */
+                r = strbuf_addf(out, "%s UUID=%s none luks%s%s\n", name, uuid,
+                                l->unlock.n_tang || l->count > 1 ? ",initramfs" : "",
+                                l->discard ? ",discard" : "");
         }
         return r;
 }

@@ -102,3 +102,23 @@ char *strbuf_detach(struct strbuf *sb) {
         sb->len = sb->alloc = 0;
         return s;
 }
+
+int strbuf_errorf(struct strbuf *err, int r, const char *fmt, ...) {
+        if (!err)
+                return r;
+        _cleanup_strbuf_ struct strbuf m = { .max = err->max };
+        va_list ap;
+        va_start(ap, fmt);
+        int q = strbuf_vaddf(&m, fmt, ap);
+        va_end(ap);
+        strbuf_release(err);
+        if (q >= 0) {
+                *err = m;
+                m = (struct strbuf) STRBUF_INIT;
+        }
+        return r;
+}
+
+const char *strbuf_why(const struct strbuf *err, int r) {
+        return err && err->len ? err->buf : strerror(-r);
+}

@@ -23,6 +23,16 @@ void strbuf_reset(struct strbuf *sb);
 /* Wipes the contents (for buffers that may have held secrets) and frees. */
 void strbuf_release(struct strbuf *sb);
 char *strbuf_detach(struct strbuf *sb);
+/* Error detail, kiln's one way: a function that can fail in more than one way
+ * takes a `struct strbuf *err` (may be NULL: nothing is kept) and, when it
+ * fails, says there what failed and on what. strbuf_errorf() replaces what
+ * err holds with the formatted text (fmt may print err's old text) and
+ * returns r, for `return strbuf_errorf(err, -EIO, "cannot read '%s'", p);`.
+ * If the text cannot be stored, err is left empty. */
+int strbuf_errorf(struct strbuf *err, int r, const char *fmt, ...) _printf_(3, 4);
+/* What a caller prints after a failure r: err's text, or strerror(-r) when
+ * the callee said nothing (out of memory, or a failure with no detail). */
+const char *strbuf_why(const struct strbuf *err, int r);
 static inline const char *strbuf_str(const struct strbuf *sb) { return sb->buf ? sb->buf : ""; }
 static inline void strbuf_releasep(struct strbuf *sb) { strbuf_release(sb); }
 #define _cleanup_strbuf_ _cleanup_(strbuf_releasep)

@@ -69,18 +69,6 @@ char *strdupf(const char *fmt, ...) {
         return s;
 }
 
-int set_errorf(char **error, int r, const char *fmt, ...) {
-        if (!error)
-                return r;
-        va_list ap;
-        va_start(ap, fmt);
-        char *m = vstrdupf(fmt, ap);
-        va_end(ap);
-        free(*error);
-        *error = m;
-        return r;
-}
-
 int safe_atou64(const char *s, uint64_t *ret) {
         if (strempty(s) || !isdigit((unsigned char) s[0]))
                 return -EINVAL;
@@ -111,7 +99,7 @@ int safe_atou(const char *s, unsigned *ret) {
 /* One rule for every size kiln reads (spec and command line), as parted and
  * systemd spell them: K M G T P and KiB MiB GiB TiB PiB are powers of 1024,
  * KB MB GB TB PB powers of 1000 (a "1 TB" disk holds 10^12 bytes). */
-int parse_size_full(const char *s, uint64_t *ret, unsigned *ret_flags) {
+int parse_size(const char *s, uint64_t *ret, unsigned *ret_flags) {
         static const char letters[] = "KMGTP";
         if (strempty(s))
                 return -EINVAL;
@@ -160,10 +148,6 @@ int parse_size_full(const char *s, uint64_t *ret, unsigned *ret_flags) {
         if (ret_flags)
                 *ret_flags = flags;
         return 0;
-}
-
-int parse_size(const char *s, uint64_t *ret) {
-        return parse_size_full(s, ret, NULL);
 }
 
 const char *format_size(uint64_t bytes, char *buf, size_t len) {

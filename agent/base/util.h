@@ -50,11 +50,6 @@ bool strv_contains(char *const *v, const char *s);
 
 char *strdup_or_null(const char *s);
 
-/* Replace the message in *error with the formatted text (the old one is
- * freed after formatting, so fmt may still print it); *error is NULL if that
- * cannot be allocated. error may be NULL (nothing is kept). Returns r, for
- * `return set_errorf(&res->error, -EIO, "cannot read '%s'", path);`. */
-int set_errorf(char **error, int r, const char *fmt, ...) _printf_(3, 4);
 /* A newly allocated printf-formatted string, NULL when out of memory. */
 char *strdupf(const char *fmt, ...) _printf_(1, 2);
 
@@ -70,12 +65,11 @@ int safe_atou(const char *s, unsigned *ret);
 /* Sizes: K M G T P and KiB .. PiB are powers of 1024 (the letter in either
  * case), KB MB GB TB PB powers of 1000; "512B" and "512" are bytes. No
  * fractions, no spaces. -EINVAL on garbage, -ERANGE on overflow.
- * parse_size_full() says in *ret_flags (may be NULL) how it was written. */
+ * parse_size() says in *ret_flags (may be NULL) how it was written. */
 #define SIZE_BARE    1u         /* no unit at all: "512" */
 #define SIZE_BYTES   2u         /* "512B" */
 #define SIZE_DECIMAL 4u         /* KB MB GB TB PB */
-int parse_size_full(const char *s, uint64_t *ret, unsigned *ret_flags);
-int parse_size(const char *s, uint64_t *ret);
+int parse_size(const char *s, uint64_t *ret, unsigned *ret_flags);
 /* "1.5 GiB"-style human text into buf (always terminated). */
 const char *format_size(uint64_t bytes, char *buf, size_t len);
 

@@ -62,7 +62,6 @@ void bench_result_done(struct bench_result *res) {
         free(res->kernel_api_missing);
         free(res->device);
         free(res->crypt_device);
-        free(res->error);
         engine_free(&res->engine);
         *res = (struct bench_result) { .chosen = -1 };
 }
@@ -154,15 +153,13 @@ static bool have_af_alg(void) {
         return true;
 }
 
-int bench_check_kernel(char **why) {
+int bench_check_kernel(struct strbuf *err) {
         if (have_device_mapper())
                 return 0;
         bool alg = have_af_alg();
-        if (why && asprintf(why, "the kernel has no device-mapper (no 'device-mapper' in %s/misc; dm-mod and dm-crypt "
-                                 "are needed)%s",
-                            kiln_paths.procfs, alg ? "" : " and " AF_ALG_MISSING) < 0)
-                *why = NULL;
-        return -ENODEV;
+        return strbuf_errorf(err, -ENODEV, "the kernel has no device-mapper (no 'device-mapper' in %s/misc; dm-mod and "
+                                           "dm-crypt are needed)%s",
+                             kiln_paths.procfs, alg ? "" : " and " AF_ALG_MISSING);
 }
 
 /* ---------- cipher specs ---------- */
@@ -486,35 +483,35 @@ static int open_direct(const char *path, bool write, uint64_t *ret_size) {
 /* Sequential write (if allowed), sequential read, 4K random read of [offset, offset+len). */
 static int device_tests(struct bench_io_engine *e, const char *tag, const char *dev, uint64_t offset, uint64_t len,
                         bool write, uint64_t slice, struct bench_io *w, struct bench_io *rd, struct bench_io *rnd,
-                        struct bench_result *res) {
+                        struct bench_result *res, struct strbuf *err) {
         uint64_t size = 0, t = now_usec();
         _cleanup_close_ int fd = open_direct(dev, write, &size);
         phase(res, t, "%s: open", tag);
         if (fd < 0)
-                return set_errorf(&res->error, fd, "cannot open '%s' for direct I/O: %s", dev, strerror(-fd));
+                return strbuf_errorf(err, fd, "cannot open '%s' for direct I/O: %s", dev, strerror(-fd));
         if (offset % 4096 || offset >= size)
-                return set_errorf(&res->error, -EINVAL,
-                                  "benchmark region at %" PRIu64 " is outside '%s' (%" PRIu64 " bytes) or not 4 KiB aligned",
-                                  offset, dev, size);
+                return strbuf_errorf(err, -EINVAL,
+                                     "benchmark region at %" PRIu64 " is outside '%s' (%" PRIu64 " bytes) or not 4 KiB aligned",
+                                     offset, dev, size);
         if (len == 0 || len > size - offset)
                 len = size - offset;
         len -= len % BENCH_SEQ_BLOCK;
         if (len < (uint64_t) BENCH_SEQ_BLOCK * e->depth)
-                return set_errorf(&res->error, -EINVAL, "benchmark region of '%s' is too small (%" PRIu64 " bytes)", dev,
-                                  len);
+                return strbuf_errorf(err, -EINVAL, "benchmark region of '%s' is too small (%" PRIu64 " bytes)", dev,
+                                     len);
         int r;
         t = now_usec();
         if (write && (r = io_run(e, fd, true, false, BENCH_SEQ_BLOCK, offset, len, slice, w)) < 0)
-                return set_errorf(&res->error, r, "sequential write to '%s' failed: %s", dev, strerror(-r));
+                return strbuf_errorf(err, r, "sequential write to '%s' failed: %s", dev, strerror(-r));
         if (write)
                 phase(res, t, "%s: seq write", tag);
         t = now_usec();
         if ((r = io_run(e, fd, false, false, BENCH_SEQ_BLOCK, offset, len, slice, rd)) < 0)
-                return set_errorf(&res->error, r, "sequential read from '%s' failed: %s", dev, strerror(-r));
+                return strbuf_errorf(err, r, "sequential read from '%s' failed: %s", dev, strerror(-r));
         phase(res, t, "%s: seq read", tag);
         t = now_usec();
         if ((r = io_run(e, fd, false, true, BENCH_RAND_BLOCK, offset, len, slice, rnd)) < 0)
-                return set_errorf(&res->error, r, "random read from '%s' failed: %s", dev, strerror(-r));
+                return strbuf_errorf(err, r, "random read from '%s' failed: %s", dev, strerror(-r));
         phase(res, t, "%s: 4k random read", tag);
         t = now_usec();
         close(fd);
@@ -671,8 +668,9 @@ static int alg_perf(const char *cipher, const char *mode, size_t key_len, size_t
  * stack buffer that is wiped, and the tasks ask libdevmapper and the kernel
  * to wipe theirs (dm_task_secure_data); the library's log is silenced. */
 
-static int dm_run_ex(int type, const char *name, const char *target, const char *params, bool deferred,
-                     dev_t *ret_dev) {
+/* deferred: a DM_DEVICE_REMOVE that the kernel finishes once the device is closed */
+static int dm_run(int type, const char *name, const char *target, const char *params, bool deferred,
+                  dev_t *ret_dev) {
         struct dm_task *t = dm_task_create(type);
         if (!t)
                 return -ENOMEM;
@@ -702,21 +700,17 @@ static int dm_run_ex(int type, const char *name, const char *target, const char 
         return r;
 }
 
-static int dm_run(int type, const char *name, const char *target, const char *params, dev_t *ret_dev) {
-        return dm_run_ex(type, name, target, params, false, ret_dev);
-}
-
 static void dm_quiet_log(int level, const char *file, int line, int dm_errno, const char *fmt, ...) {
 }
 
 static int zero_create(const char *name, dev_t *ret_dev) {
         dm_log_with_errno_init(dm_quiet_log);
         dm_udev_set_sync_support(0);
-        return dm_run(DM_DEVICE_CREATE, name, "zero", "", ret_dev);
+        return dm_run(DM_DEVICE_CREATE, name, "zero", "", false, ret_dev);
 }
 
 static void dm_remove(const char *name) {
-        (void) dm_run(DM_DEVICE_REMOVE, name, NULL, NULL, NULL);
+        (void) dm_run(DM_DEVICE_REMOVE, name, NULL, NULL, false, NULL);
 }
 
 /* Remove the crypt mapping (at cpath) and the zero target under it without
@@ -738,8 +732,8 @@ static void dm_remove_both(const char *cpath, const char *cname, const char *zna
                 dm_remove(zname);
                 return;
         }
-        bool ok = dm_run_ex(DM_DEVICE_REMOVE, cname, NULL, NULL, true, NULL) >= 0 &&
-                  dm_run_ex(DM_DEVICE_REMOVE, zname, NULL, NULL, true, NULL) >= 0;
+        bool ok = dm_run(DM_DEVICE_REMOVE, cname, NULL, NULL, true, NULL) >= 0 &&
+                  dm_run(DM_DEVICE_REMOVE, zname, NULL, NULL, true, NULL) >= 0;
         close(fd);
         if (!ok) {      /* whatever is left, now */
                 dm_remove(cname);
@@ -774,13 +768,13 @@ static int crypt_table_load(const char *name, dev_t zero, const struct bench_cip
         if (n <= 0 || (size_t) n >= sizeof params)
                 r = -EINVAL;
         else if (!*live) {
-                r = dm_run(DM_DEVICE_CREATE, name, "crypt", params, NULL);
+                r = dm_run(DM_DEVICE_CREATE, name, "crypt", params, false, NULL);
                 if (r >= 0)
                         *live = true;
         } else {
-                r = dm_run(DM_DEVICE_RELOAD, name, "crypt", params, NULL);
+                r = dm_run(DM_DEVICE_RELOAD, name, "crypt", params, false, NULL);
                 if (r >= 0)
-                        r = dm_run(DM_DEVICE_RESUME, name, NULL, NULL, NULL);
+                        r = dm_run(DM_DEVICE_RESUME, name, NULL, NULL, false, NULL);
         }
         explicit_wipe(params, sizeof params);
         return r;
@@ -830,14 +824,15 @@ static int add_candidate(struct bench_result *res, const char *cipher, unsigned 
         return 0;
 }
 
-static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *policy, struct bench_result *res) {
+static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *policy, struct bench_result *res,
+                        struct strbuf *err) {
         /* the candidates are the caller's: the spec parser's per-LUKS list (spec.c:set_bench_ciphers),
          * or kiln bench's --cipher options */
         char *const *list = policy ? policy->ciphers : NULL;
         bool tune = policy && policy->tune;
         int r;
         if (!list || !list[0])
-                return set_errorf(&res->error, -EINVAL, "no cipher to measure");
+                return strbuf_errorf(err, -EINVAL, "no cipher to measure");
         /* With tuning, every cipher's plain configuration (4096-byte sectors,
          * workqueues on) comes first, so that the variants are what the time
          * budget cuts, never a whole cipher. */
@@ -846,8 +841,8 @@ static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *poli
                         _cleanup_free_ char *c = NULL;
                         unsigned ks;
                         if ((r = bench_parse_cipher(list[i], &c, &ks)) < 0)
-                                return set_errorf(&res->error, r, "bad cipher '%s' (expected e.g. aes-xts-plain64:512)",
-                                                  list[i]);
+                                return strbuf_errorf(err, r, "bad cipher '%s' (expected e.g. aes-xts-plain64:512)",
+                                                     list[i]);
                         if (pass == 0) {
                                 if ((r = add_candidate(res, c, ks, 4096, false)) < 0)
                                         return r;
@@ -869,8 +864,8 @@ static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *poli
         phase(res, t_setup, "dm: create zero target");
         if (r < 0) {
                 dm_remove(zname);
-                return set_errorf(&res->error, r, "cannot create the device-mapper zero target '%s': %s", zname,
-                                  strerror(-r));
+                return strbuf_errorf(err, r, "cannot create the device-mapper zero target '%s': %s", zname,
+                                     strerror(-r));
         }
         _cleanup_free_ char *cpath = NULL;
         if (paths_mapper(cname, &cpath) < 0) {
@@ -969,9 +964,9 @@ static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *poli
         res->cipher_seconds = (double) (now_usec() - res->start_usec) / 1e6;
 
         if (res->chosen < 0)
-                return set_errorf(&res->error, -ENOTSUP,
-                                  "no candidate cipher could be measured through dm-crypt (first: %s)",
-                                  res->ciphers[0].error ? res->ciphers[0].error : "unknown");
+                return strbuf_errorf(err, -ENOTSUP,
+                                     "no candidate cipher could be measured through dm-crypt (first: %s)",
+                                     res->ciphers[0].error ? res->ciphers[0].error : "unknown");
         return 0;
 }
 
@@ -992,13 +987,13 @@ static uint64_t io_slice(const struct bench_result *res, unsigned n) {
         return bench_io_slice_usec(now_usec() - res->start_usec, n, res->slice_ms);
 }
 
-int bench_raw(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len,
-              struct bench_result *res) {
-        return bench_raw_ex(policy, device, offset, len, &(struct bench_options) { .write = true }, res);
-}
+/* kiln apply's: the region is about to be overwritten anyway */
+static const struct bench_options apply_options = { .write = true };
 
-int bench_raw_ex(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len,
-                 const struct bench_options *o, struct bench_result *res) {
+int bench_raw(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len,
+              const struct bench_options *o, struct bench_result *res, struct strbuf *err) {
+        if (!o)
+                o = &apply_options;
         bench_result_done(res);
         res->start_usec = now_usec();
         uint64_t age;
@@ -1012,21 +1007,18 @@ int bench_raw_ex(const struct spec_bench *policy, const char *device, uint64_t o
         bool write = o->write;
         if (res->depth > BENCH_DEPTH_MAX)
                 return -EINVAL;
-        _cleanup_free_ char *why = NULL;
         uint64_t t = now_usec();
-        int r = bench_check_kernel(&why);
+        int r = bench_check_kernel(err);
         phase(res, t, "kernel check");
-        if (r < 0) {
-                res->error = TAKE_PTR(why);
+        if (r < 0)
                 return r;
-        }
         struct bench_io_engine *eng;
         t = now_usec();
         r = engine_get(res, &eng);
         phase(res, t, "io: set-up");
         if (r < 0)
-                return set_errorf(&res->error, r, "cannot set up Linux AIO for the benchmark: %s", strerror(-r));
-        r = cipher_phase(eng, policy, res);
+                return strbuf_errorf(err, r, "cannot set up Linux AIO for the benchmark: %s", strerror(-r));
+        r = cipher_phase(eng, policy, res, err);
         if (r >= 0 && device && len > 0) {
                 if (!(res->device = strdup(device)))
                         r = -ENOMEM;
@@ -1034,7 +1026,7 @@ int bench_raw_ex(const struct spec_bench *policy, const char *device, uint64_t o
                         res->offset = offset;
                         res->len = len;
                         r = device_tests(eng, "raw", device, offset, len, write, io_slice(res, 6), &res->raw_write, &res->raw_read,
-                                         &res->raw_rand, res);
+                                         &res->raw_rand, res, err);
                 }
         }
         /* the engine stays for bench_crypt: io_destroy waits for an RCU grace period */
@@ -1049,12 +1041,9 @@ static double overhead(const struct bench_io *raw, const struct bench_io *enc) {
 }
 
 int bench_crypt(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len,
-                struct bench_result *res) {
-        return bench_crypt_ex(policy, crypt_device, offset, len, &(struct bench_options) { .write = true }, res);
-}
-
-int bench_crypt_ex(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len,
-                   const struct bench_options *o, struct bench_result *res) {
+                const struct bench_options *o, struct bench_result *res, struct strbuf *err) {
+        if (!o)
+                o = &apply_options;
         uint64_t t0 = now_usec();
         bool write = o->write;
         if (!res->depth)
@@ -1070,9 +1059,9 @@ int bench_crypt_ex(const struct spec_bench *policy, const char *crypt_device, ui
         int r = engine_get(res, &eng);
         phase(res, t, "io: set-up");
         if (r < 0)
-                return set_errorf(&res->error, r, "cannot set up Linux AIO for the benchmark: %s", strerror(-r));
+                return strbuf_errorf(err, r, "cannot set up Linux AIO for the benchmark: %s", strerror(-r));
         r = device_tests(eng, "crypt", crypt_device, offset, len ? len : res->len, write, slice, &res->crypt_write,
-                             &res->crypt_read, &res->crypt_rand, res);
+                             &res->crypt_read, &res->crypt_rand, res, err);
         if (r >= 0) {
                 res->overhead_write = overhead(&res->raw_write, &res->crypt_write);
                 res->overhead_read = overhead(&res->raw_read, &res->crypt_read);
@@ -1265,7 +1254,6 @@ int bench_to_json(const struct bench_result *res, struct strbuf *out) {
                 phases = NULL;
         }
         json_object_put(phases);
-        JADD(root, "error", jstr_or_null(res->error));
 #undef JADD
         if (r >= 0) {
                 const char *s = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |

@@ -17,7 +17,7 @@
  * after its warm-up; one cipher and the six device tests take about 0.45 s
  * under QEMU on a quiet host, never more than about 5 s
  * (docs/benchmarks.md). The module is silent; failures come back as -errno
- * with res->error saying why. */
+ * with err (strbuf.h; may be NULL) saying why. */
 #pragma once
 #include "spec.h"
 #include "strbuf.h"
@@ -101,27 +101,23 @@ struct bench_result {
         struct bench_phase phases[BENCH_PHASES_MAX];
         size_t n_phases;
         struct bench_io_engine *engine; /* bench_raw's, reused by bench_crypt, which frees it (else bench_result_done) */
-        char *error;                    /* why the last call failed */
 };
 
 void bench_result_done(struct bench_result *res);
 
 /* 0 if this kernel has device-mapper with dm-crypt's prerequisites; else
- * -ENODEV and *why (newly allocated) names what is missing, including AF_ALG. */
-int bench_check_kernel(char **why);
+ * -ENODEV and err (may be NULL) names what is missing, including AF_ALG. */
+int bench_check_kernel(struct strbuf *err);
 
 /* policy may be NULL (defaults: aes-xts-plain64:512, no tuning, no floors).
- * device may be NULL: ciphers only. len 0: ciphers only, no raw device I/O. */
+ * device may be NULL: ciphers only. len 0: ciphers only, no raw device I/O.
+ * o may be NULL: kiln apply's (writes, BENCH_DEPTH); kiln bench on its own
+ * reads only unless o->write. */
 int bench_raw(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len,
-              struct bench_result *res);
-/* The same with options (kiln bench on its own: reads only unless o->write). */
-int bench_raw_ex(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len,
-                 const struct bench_options *o, struct bench_result *res);
+              const struct bench_options *o, struct bench_result *res, struct strbuf *err);
 /* The dm-crypt device opened over res->device; the same region size from offset. */
 int bench_crypt(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len,
-                struct bench_result *res);
-int bench_crypt_ex(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len,
-                   const struct bench_options *o, struct bench_result *res);
+                const struct bench_options *o, struct bench_result *res, struct strbuf *err);
 /* 0 if every floor in the policy is met; -ERANGE and *why (appended, one
  * reason per line) otherwise. policy->on_fail is the caller's to apply. */
 int bench_gate(const struct spec_bench *policy, const struct bench_result *res, struct strbuf *why);

@@ -114,7 +114,7 @@ int cmd_apply(int argc, char **argv) {
         const char *spec_path = argv[optind];
 
         _cleanup_spec_free_ struct spec *spec = NULL;
-        int r = cmd_load_spec(spec_path, &spec);
+        int r = cmd_load_spec(spec_path, false, &spec, NULL);
         if (r != KILN_EXIT_OK)
                 return r;
         if (spec_url && fetch_check_url(spec_url) < 0) {

@@ -97,7 +97,7 @@ int cmd_bench(int argc, char **argv) {
                 }
                 case 'o':
                 case 's':
-                        if (parse_size(optarg, c == 'o' ? &offset : &size) < 0) {
+                        if (parse_size(optarg, c == 'o' ? &offset : &size, NULL) < 0) {
                                 log_error("bad --%s '%s' (expected a size like 256M)", c == 'o' ? "offset" : "size", optarg);
                                 return KILN_EXIT_USAGE;
                         }
@@ -134,14 +134,15 @@ int cmd_bench(int argc, char **argv) {
         policy.ciphers = ciphers;
 
         struct bench_result res = { .chosen = -1 };
-        r = bench_raw_ex(&policy, device, offset, device ? size : 0, &bo, &res);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        r = bench_raw(&policy, device, offset, device ? size : 0, &bo, &res, &err);
         if (r >= 0 && crypt_dev)
-                r = bench_crypt_ex(&policy, crypt_dev, offset, size, &bo, &res);
+                r = bench_crypt(&policy, crypt_dev, offset, size, &bo, &res, &err);
         if (r < 0) {
                 if (r == -ENODEV)
-                        log_error("crypt benchmark cannot run: %s", res.error ?: strerror(-r));
+                        log_error("crypt benchmark cannot run: %s", strbuf_why(&err, r));
                 else
-                        log_error_errno(r, "crypt benchmark failed: %s", res.error ?: strerror(-r));
+                        log_error_errno(r, "crypt benchmark failed: %s", strbuf_why(&err, r));
                 bench_result_done(&res);
                 return KILN_EXIT_FAILURE;
         }

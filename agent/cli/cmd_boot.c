@@ -109,7 +109,8 @@ static int boot_enlist(const struct inventory *inv, const struct kiln_cmdline *c
                        "nothing is written\n", why, node, shown);
                 return KILN_EXIT_OK;
         }
-        _cleanup_free_ char *key = NULL, *body = NULL, *err = NULL;
+        _cleanup_free_ char *key = NULL, *body = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         r = enlist_load_key(kiln_paths.enlist_key, &key);
         if (r < 0)
                 return log_error_errno(r, "failed to read the enlist key '%s': %m", kiln_paths.enlist_key), KILN_EXIT_REGISTER;
@@ -128,7 +129,7 @@ static int boot_enlist(const struct inventory *inv, const struct kiln_cmdline *c
                         log_warning_errno(k, "failed to save '%s/enlist.json': %m", kiln_paths.run_dir);
         }
         if (r < 0)
-                return log_error("failed to enlist '%s' at '%s': %s", node, shown, err ? err : strerror(-r)), KILN_EXIT_REGISTER;
+                return log_error("failed to enlist '%s' at '%s': %s", node, shown, strbuf_why(&err, r)), KILN_EXIT_REGISTER;
         log_info("enlisted '%s' at '%s'; %s", node, shown, power_off ? "powering off" : "finish: poweroff");
         if (no_finish) {
                 r = run_file_write("finish", "poweroff\n", strlen("poweroff\n"), NULL);
@@ -329,10 +330,10 @@ int cmd_boot(int argc, char **argv) {
                 url_display(cl.ca, ca_shown);
                 if (is_url(cl.ca)) {
                         size_t len;
-                        _cleanup_(fetch_result_done) struct fetch_result res = {};
-                        r = fetch_to_buffer_full(cl.ca, &fo, BOOT_CA_MAX_BYTES, NULL, &ca_pem, &len, &res);
-                        if (r < 0 && res.error)
-                                return log_error("failed to fetch the CA bundle '%s': %s", ca_shown, res.error), KILN_EXIT_FETCH;
+                        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+                        r = fetch_to_buffer(cl.ca, &fo, BOOT_CA_MAX_BYTES, NULL, &ca_pem, &len, NULL, &err);
+                        if (r < 0 && err.len)
+                                return log_error("failed to fetch the CA bundle '%s': %s", ca_shown, err.buf), KILN_EXIT_FETCH;
                         if (r < 0)
                                 return log_error_errno(r, "failed to fetch the CA bundle '%s': %m", ca_shown), KILN_EXIT_FETCH;
                         /* One CA for everything after this: the spec, the keys, the
@@ -358,17 +359,18 @@ int cmd_boot(int argc, char **argv) {
         _cleanup_free_ char *url = NULL, *data = NULL;
         size_t len = 0;
         char shown[URL_DISPLAY_MAX];
-        r = spec_expand(cl.spec, &vars, &url);
+        r = spec_expand(cl.spec, &vars, &url, NULL);
         if (r < 0)
                 return log_error_errno(r, "failed to expand kiln.spec '%s' (known: ${mac} ${mac:hexhyp} ${mac:hexraw} ${uuid} ${serial} ${hostname}; a placeholder serial or uuid counts as missing): %m",
                                        url_display(cl.spec, shown)), KILN_EXIT_USAGE;
         url_display(url, shown);       /* the URL as logged and reported; url itself only goes to the fetch */
         log_info("fetching spec '%s'%s", shown, cl.spec_sha256 ? " (sha256 pinned)" : "");
-        _cleanup_(fetch_result_done) struct fetch_result res = {};
+        struct fetch_result res = {};
+        _cleanup_strbuf_ struct strbuf fetch_err = STRBUF_INIT;
         uint64_t t0 = now_usec();
-        r = fetch_to_buffer_full(url, &fo, SPEC_MAX_BYTES, cl.spec_sha256, &data, &len, &res);
+        r = fetch_to_buffer(url, &fo, SPEC_MAX_BYTES, cl.spec_sha256, &data, &len, &res, &fetch_err);
         if (r == -ENOENT && cl.enlist) {
-                log_info("spec '%s' is not there (%s): enlisting", shown, res.error ? res.error : "not found");
+                log_info("spec '%s' is not there (%s): enlisting", shown, fetch_err.len ? fetch_err.buf : "not found");
                 return boot_enlist(inv, &cl, fo.ca_file, "the spec URL answers 404", dry_run, power_off, no_finish);
         }
         if (r == -EBADMSG)
@@ -377,8 +379,8 @@ int cmd_boot(int argc, char **argv) {
         if (r == -EFBIG)
                 return log_error("spec '%s' is larger than %u bytes", shown, SPEC_MAX_BYTES), KILN_EXIT_FETCH;
         if (r < 0) {
-                if (res.error)
-                        return log_error("failed to fetch spec '%s' after %u attempt(s): %s", shown, res.attempts, res.error),
+                if (fetch_err.len)
+                        return log_error("failed to fetch spec '%s' after %u attempt(s): %s", shown, res.attempts, fetch_err.buf),
                                KILN_EXIT_FETCH;
                 return log_error_errno(r, "failed to fetch spec '%s': %m", shown), KILN_EXIT_FETCH;
         }

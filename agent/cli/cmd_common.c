@@ -6,10 +6,6 @@
 #include "log.h"
 #include "probe.h"
 
-int cmd_load_spec(const char *path, struct spec **ret) {
-        return cmd_load_spec_full(path, false, ret, NULL);
-}
-
 /* What loading a spec ends with, from a file or from memory: its problems
  * printed sorted, the strict check, its secrets registered. */
 static int spec_loaded(int r, const char *name, bool strict, struct spec **spec, struct diags *diags, struct spec **ret,
@@ -35,7 +31,7 @@ static int spec_loaded(int r, const char *name, bool strict, struct spec **spec,
         return KILN_EXIT_OK;
 }
 
-int cmd_load_spec_full(const char *path, bool strict, struct spec **ret, struct diags *ret_diags) {
+int cmd_load_spec(const char *path, bool strict, struct spec **ret, struct diags *ret_diags) {
         _cleanup_(diags_clear) struct diags diags = {};
         _cleanup_spec_free_ struct spec *spec = NULL;
         int r = spec_load(path, &spec, &diags);
@@ -53,7 +49,7 @@ int cmd_parse_spec(const char *name, const char *data, size_t len, struct spec *
 }
 
 int cmd_load_inventory(const char *path, struct inventory **ret) {
-        int r = path ? inventory_load(path, ret) : inventory_probe(NULL, ret);
+        int r = path ? inventory_load(path, ret, NULL) : inventory_probe(NULL, ret, NULL);
         if (r < 0)
                 return log_error_errno(r, "failed to read the inventory of '%s': %m", path ? path : "this machine"),
                        KILN_EXIT_FAILURE;

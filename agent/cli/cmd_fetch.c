@@ -95,7 +95,7 @@ int cmd_fetch(int argc, char **argv) {
                         o.ca_file = optarg;
                         break;
                 case 'm':
-                        if (parse_size(optarg, &o.max_size) < 0) {
+                        if (parse_size(optarg, &o.max_size, NULL) < 0) {
                                 log_error("invalid --max '%s'", optarg);
                                 return KILN_EXIT_USAGE;
                         }
@@ -147,10 +147,11 @@ int cmd_fetch(int argc, char **argv) {
 
         /* A pipe cannot start over: then fetch drops the repeated bytes itself. */
         struct fetch_sink sink = { .write = fd_write, .restart = s.seekable ? fd_restart : NULL, .userdata = &s };
-        _cleanup_(fetch_result_done) struct fetch_result res = {};
-        r = fetch_url(url, &o, &sink, &res);
+        struct fetch_result res = {};
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        r = fetch_url(url, &o, &sink, &res, &err);
         if (r < 0) {
-                log_error_errno(r, "failed to fetch '%s': %s", shown, res.error ? res.error : strerror(-r));
+                log_error_errno(r, "failed to fetch '%s': %s", shown, strbuf_why(&err, r));
                 return KILN_EXIT_FETCH;
         }
         log_info("fetched '%s': %" PRIu64 " bytes, %u attempt(s), %u restart(s), sha256 %s",

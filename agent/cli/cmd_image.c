@@ -56,7 +56,7 @@ int cmd_image(int argc, char **argv) {
                         o.fetch.ca_file = optarg;
                         break;
                 case 'm':
-                        if (parse_size(optarg, &img.max_size) < 0 || img.max_size == 0) {
+                        if (parse_size(optarg, &img.max_size, NULL) < 0 || img.max_size == 0) {
                                 log_error("invalid --max '%s'", optarg);
                                 return KILN_EXIT_USAGE;
                         }
@@ -107,14 +107,14 @@ int cmd_image(int argc, char **argv) {
         o.progress = image_progress_print;
         o.progress_userdata = &pp;
         _cleanup_(image_result_done) struct image_result res = {};
-        r = image_install(&img, target, &o, &res);
-        if (r == -EBADMSG && res.error && strstr(res.error, "sha256 mismatch")) {
-                log_error("image '%s' failed verification: %s; '%s' is left marked incomplete", shown, res.error, target);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        r = image_install(&img, target, &o, &res, &err);
+        if (r == -EBADMSG && strstr(strbuf_str(&err), "sha256 mismatch")) {
+                log_error("image '%s' failed verification: %s; '%s' is left marked incomplete", shown, err.buf, target);
                 return KILN_EXIT_IMAGE;
         }
         if (r < 0) {
-                log_error_errno(r, "failed to install image '%s' onto '%s': %s", shown, target,
-                                res.error ? res.error : strerror(-r));
+                log_error_errno(r, "failed to install image '%s' onto '%s': %s", shown, target, strbuf_why(&err, r));
                 return KILN_EXIT_IMAGE;
         }
         if (res.warning)

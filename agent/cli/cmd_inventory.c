@@ -46,14 +46,14 @@ int cmd_inventory(int argc, char **argv) {
         }
 
         _cleanup_inventory_free_ struct inventory *inv = NULL;
-        _cleanup_free_ char *where = NULL;
-        int r = sysroot ? inventory_load_full(sysroot, &inv, &where) : inventory_probe_full(NULL, &inv, &where);
+        _cleanup_strbuf_ struct strbuf where = STRBUF_INIT;
+        int r = sysroot ? inventory_load(sysroot, &inv, &where) : inventory_probe(NULL, &inv, &where);
         if (r < 0) {
                 const char *subject = sysroot ?: "live system";
-                if (where && (r == -EINVAL || r == -EBADMSG))   /* a JSON file: where says what is wrong */
-                        log_error_errno(r, "failed to read inventory '%s': %s", subject, where);
-                else if (where)
-                        log_error_errno(r, "failed to read inventory '%s': cannot read '%s': %m", subject, where);
+                if (where.len && (r == -EINVAL || r == -EBADMSG))   /* a JSON file: where says what is wrong */
+                        log_error_errno(r, "failed to read inventory '%s': %s", subject, where.buf);
+                else if (where.len)
+                        log_error_errno(r, "failed to read inventory '%s': cannot read '%s': %m", subject, where.buf);
                 else
                         log_error_errno(r, "failed to read inventory '%s': %m", subject);
                 return KILN_EXIT_FAILURE;

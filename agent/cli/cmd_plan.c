@@ -95,7 +95,7 @@ int cmd_plan(int argc, char **argv) {
 
         _cleanup_spec_free_ struct spec *spec = NULL;
         _cleanup_(diags_clear) struct diags spec_diags = {};
-        int r = cmd_load_spec_full(spec_path, strict, &spec, json ? &spec_diags : NULL);
+        int r = cmd_load_spec(spec_path, strict, &spec, json ? &spec_diags : NULL);
         if (r != KILN_EXIT_OK)
                 return json && spec_diags.n ? print_refusal(r, &spec_diags) : r;
 

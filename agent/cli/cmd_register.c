@@ -57,21 +57,23 @@ static int under_root(const char *root, const char *path, char **ret) {
  * the exit code after the one message. Nothing is sent before this is done. */
 static int firstboot_load(const char *conf_path, const char *root, const char *ca_given, struct firstboot_conf *conf,
                           struct spec **ret_spec, char **ret_report, char **ret_ca) {
-        _cleanup_free_ char *text = NULL, *err = NULL, *data = NULL;
+        _cleanup_free_ char *text = NULL, *data = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         size_t len = 0;
         int r = read_full_file(conf_path, FIRSTBOOT_CONF_MAX, &text, NULL);
         if (r < 0)
                 return log_error_errno(r, "failed to read the first-boot config '%s': %m", conf_path), KILN_EXIT_USAGE;
         if ((r = firstboot_conf_parse(text, conf, &err)) < 0)
-                return log_error("first-boot config '%s': %s", conf_path, err ? err : strerror(-r)), KILN_EXIT_USAGE;
+                return log_error("first-boot config '%s': %s", conf_path, strbuf_why(&err, r)), KILN_EXIT_USAGE;
         _cleanup_free_ char *ca = NULL;
         if (!ca_given && conf->ca && under_root(root, conf->ca, &ca) < 0)
                 return log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
         struct fetch_options fo = { .max_retries = FIRSTBOOT_FETCH_RETRIES, .ca_file = ca_given ? ca_given : ca };
         char shown[URL_DISPLAY_MAX];
         url_display(conf->spec_url, shown);
-        _cleanup_(fetch_result_done) struct fetch_result res = {};
-        r = fetch_to_buffer_full(conf->spec_url, &fo, SPEC_MAX_BYTES, conf->spec_sha256, &data, &len, &res);
+        struct fetch_result res = {};
+        _cleanup_strbuf_ struct strbuf fetch_err = STRBUF_INIT;
+        r = fetch_to_buffer(conf->spec_url, &fo, SPEC_MAX_BYTES, conf->spec_sha256, &data, &len, &res, &fetch_err);
         if (r == -EBADMSG)
                 return log_error("spec '%s' fetched at first boot has sha256 %s, not %s, the spec this node was installed "
                                  "with (%s): refusing to register; nothing was sent", shown,
@@ -79,9 +81,9 @@ static int firstboot_load(const char *conf_path, const char *root, const char *c
         if (r < 0) {
                 if (data)
                         explicit_wipe(data, len);
-                if (res.error)
+                if (fetch_err.len)
                         return log_error("failed to fetch spec '%s' after %u attempt(s): %s; nothing was sent", shown,
-                                         res.attempts, res.error), KILN_EXIT_FETCH;
+                                         res.attempts, fetch_err.buf), KILN_EXIT_FETCH;
                 return log_error_errno(r, "failed to fetch spec '%s': %m; nothing was sent", shown), KILN_EXIT_FETCH;
         }
         struct diags diags = {};
@@ -140,7 +142,7 @@ int cmd_register(int argc, char **argv) {
         _cleanup_free_ char *fb_report = NULL, *fb_ca = NULL, *fb_marker = NULL;
         _cleanup_report_free_ struct report *report = NULL;
         _cleanup_spec_free_ struct spec *spec = NULL;
-        _cleanup_free_ char *err = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         struct register_options ro;
         struct register_events ev;
         int c, r;
@@ -202,15 +204,16 @@ int cmd_register(int argc, char **argv) {
                 if (!ip)
                         ip = conf.ip;
         } else {
-                r = cmd_load_spec(spec_path, &spec);
+                r = cmd_load_spec(spec_path, false, &spec, NULL);
                 if (r != KILN_EXIT_OK)
                         return r;
         }
-        _cleanup_free_ char *ca_file = NULL, *ca_err = NULL;
+        _cleanup_free_ char *ca_file = NULL;
+        _cleanup_strbuf_ struct strbuf ca_err = STRBUF_INIT;
         r = ca_for_spec(spec->ca, ro.ca_file, &ca_file, &ca_err);
         if (r < 0) {
                 log_error_errno(r, "failed to load the CA of host spec '%s' (%s): %s", spec_path, ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}),
-                                ca_err ? ca_err : strerror(-r));
+                                strbuf_why(&ca_err, r));
                 return KILN_EXIT_REGISTER;
         }
         if (ca_file)
@@ -242,7 +245,7 @@ int cmd_register(int argc, char **argv) {
         register_attach_events(report, &ev, spec, &ro);
         (void) report_stage_begin(report, "register");
         r = register_run(spec, report, &ro, &err);
-        (void) report_stage_end(report, "register", r < 0 ? REPORT_FAIL : REPORT_SUCCESS, r < 0 ? err : NULL);
+        (void) report_stage_end(report, "register", r < 0 ? REPORT_FAIL : REPORT_SUCCESS, r < 0 && err.len ? err.buf : NULL);
         report_set_event_hook(report, NULL, NULL);
         if (ev.failed)
                 log_warning("%u stage event(s) could not be delivered: %s", ev.failed,
@@ -255,7 +258,7 @@ int cmd_register(int argc, char **argv) {
 
         if (r < 0) {
                 log_error("registration of node '%s' failed: %s", report_node_field(report, "id") ?: "?",
-                          err ? err : strerror(-r));
+                          strbuf_why(&err, r));
                 return KILN_EXIT_REGISTER;
         }
         json_object *reg = report_get(report, "registration"), *cs, *v;

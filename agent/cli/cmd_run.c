@@ -102,11 +102,11 @@ int cmd_run_spec(const struct spec *spec, const struct inventory *inv, struct cm
         /* the spec's ca: beside kiln.ca= for every HTTPS transfer of the run (keys, image, controller) */
         run->run_ca = run->ca_file;
         if (!run->dry_run || run->ca_in_dry_run) {
-                _cleanup_free_ char *ca_err = NULL;
+                _cleanup_strbuf_ struct strbuf ca_err = STRBUF_INIT;
                 r = ca_for_spec(spec->ca, run->ca_file, &run->spec_ca, &ca_err);
                 if (r < 0)
                         return log_error_errno(r, "failed to load the CA of spec '%s' (%s): %s; nothing was written", run->subject,
-                                               ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}), ca_err ? ca_err : strerror(-r)),
+                                               ca_describe(spec->ca, (char[URL_DISPLAY_MAX]) {}), strbuf_why(&ca_err, r)),
                                KILN_EXIT_FETCH;
                 if (run->spec_ca)
                         run->run_ca = run->spec_ca;

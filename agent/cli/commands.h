@@ -21,11 +21,10 @@ int cmd_image(int argc, char **argv);
 
 /* Shared by the subcommands (cmd_common.c); both log and return an exit code. */
 /* Loads and validates the spec at path (its problems printed, sorted) and
- * registers its secrets; KILN_EXIT_OK and *ret set, or the exit code. */
-int cmd_load_spec(const char *path, struct spec **ret);
-/* The same; its warnings are printed too, and with strict they make it fail
- * (exit 2). ret_diags (may be NULL) receives the diagnostics. */
-int cmd_load_spec_full(const char *path, bool strict, struct spec **ret, struct diags *ret_diags);
+ * registers its secrets; KILN_EXIT_OK and *ret set, or the exit code. Its
+ * warnings are printed too, and with strict they make it fail (exit 2).
+ * ret_diags (may be NULL) receives the diagnostics. */
+int cmd_load_spec(const char *path, bool strict, struct spec **ret, struct diags *ret_diags);
 /* After a plan was made: prints its warnings (clears diags); with strict any
  * warning refuses it (KILN_EXIT_REFUSED, said once), else KILN_EXIT_OK. */
 int cmd_plan_warnings(struct diags *diags, bool strict, const char *verb, const char *subject);

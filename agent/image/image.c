@@ -40,6 +40,7 @@ struct stream {
         struct fetch_options fopts;
         struct fetch_result fres;
         int fetch_err;          /* read after the join */
+        struct strbuf fetch_why; /* what fetch_url said of fetch_err */
 
         /* decompress thread */
         int in_err;             /* why reading `in` failed (the fetch error, or cancelled) */
@@ -55,7 +56,7 @@ struct stream {
 static void stream_done(struct stream *s) {
         ring_done(&s->in);
         ring_done(&s->out);
-        fetch_result_done(&s->fres);
+        strbuf_release(&s->fetch_why);
 }
 
 static int stream_write(const void *data, size_t n, void *userdata) {
@@ -76,7 +77,7 @@ static void *fetch_thread(void *userdata) {
                 .length = stream_length,
                 .userdata = s,
         };
-        s->fetch_err = fetch_url(s->url, &s->fopts, &sink, &s->fres);
+        s->fetch_err = fetch_url(s->url, &s->fopts, &sink, &s->fres, &s->fetch_why);
         ring_finish(&s->in, s->fetch_err);
         return NULL;
 }
@@ -86,16 +87,22 @@ static const char *archive_err(struct archive *a) {
         return e ? e : "unknown error";
 }
 
+/* What a libarchive read callback returns for a ring's answer n: the
+ * count, or -1 with why set as the archive's error. */
+static la_ssize_t read_cb_result(struct archive *a, ssize_t n, const char *why) {
+        if (n >= 0)
+                return n;
+        archive_set_error(a, EIO, "%s", why);
+        return -1;
+}
+
 static la_ssize_t in_read_cb(struct archive *a, void *userdata, const void **ret_buf) {
         struct stream *s = userdata;
         ring_release(&s->in);
         ssize_t n = ring_peek(&s->in, ret_buf, IMAGE_BLOCK_SIZE);
-        if (n < 0) {
+        if (n < 0)
                 s->in_err = (int) n;
-                archive_set_error(a, EIO, "download interrupted");
-                return -1;
-        }
-        return n;
+        return read_cb_result(a, n, "download interrupted");
 }
 
 static int in_close_cb(struct archive *a, void *userdata) {
@@ -110,6 +117,13 @@ static int decompress_failed(struct stream *s, struct archive *a) {
                 return s->in_err;
         snprintf(s->decomp_error, sizeof(s->decomp_error), "%s", archive_err(a));
         return -EBADMSG;
+}
+
+/* The current entry's next data block: 1 (buf, size and off set), 0 at its
+ * end, -1 when reading failed (archive_error_string() says why). */
+static int next_block(struct archive *a, const void **buf, size_t *size, la_int64_t *off) {
+        int r = archive_read_data_block(a, buf, size, off);
+        return r == ARCHIVE_EOF ? 0 : r < ARCHIVE_WARN ? -1 : 1;
 }
 
 static int decompress(struct stream *s) {
@@ -135,34 +149,21 @@ static int decompress(struct stream *s) {
                 return 0;
         if (r < ARCHIVE_WARN)
                 return decompress_failed(s, a);
-        for (;;) {
-                const void *buf;
-                size_t size;
-                la_int64_t off;
-                r = archive_read_data_block(a, &buf, &size, &off);
-                if (r == ARCHIVE_EOF)
-                        return 0;
-                if (r < ARCHIVE_WARN)
-                        return decompress_failed(s, a);
-                r = ring_put(&s->out, buf, size);
-                if (r < 0)
+        const void *buf;
+        size_t size;
+        la_int64_t off;
+        while ((r = next_block(a, &buf, &size, &off)) > 0)
+                if ((r = ring_put(&s->out, buf, size)) < 0)
                         return r;
-        }
+        return r < 0 ? decompress_failed(s, a) : 0;
 }
 
 static void *decompress_thread(void *userdata) {
         struct stream *s = userdata;
         int r = decompress(s);
         /* the hash covers trailing bytes too (e.g. padding after the last frame) */
-        while (r == 0) {
-                const void *p;
-                ssize_t n = ring_peek(&s->in, &p, SIZE_MAX);
-                if (n <= 0) {
-                        r = (int) n;
-                        break;
-                }
-                ring_consume(&s->in, (size_t) n);
-        }
+        if (r == 0)
+                r = ring_drain(&s->in);
         if (r < 0)
                 ring_cancel(&s->in, r);         /* ends the download */
         ring_finish(&s->out, r);
@@ -210,11 +211,7 @@ static ssize_t out_peek(struct stream *s, const void **ret, size_t max) {
 static la_ssize_t out_read_cb(struct archive *a, void *userdata, const void **ret_buf) {
         struct stream *s = userdata;
         ssize_t n = out_peek(s, ret_buf, IMAGE_BLOCK_SIZE);
-        if (n < 0) {
-                archive_set_error(a, EIO, "%s", s->decomp_error[0] ? s->decomp_error : "download interrupted");
-                return -1;
-        }
-        return n;
+        return read_cb_result(a, n, s->decomp_error[0] ? s->decomp_error : "download interrupted");
 }
 
 static int out_close_cb(struct archive *a, void *userdata) {
@@ -226,7 +223,6 @@ static int out_close_cb(struct archive *a, void *userdata) {
 /* ---- formatting errors ---- */
 
 void image_result_done(struct image_result *res) {
-        free(res->error);
         free(res->warning);
         *res = (struct image_result) {};
 }
@@ -238,15 +234,15 @@ void image_result_done(struct image_result *res) {
 static void note_warning(struct image_result *res, const char *path, struct archive *a) {
         res->warnings++;
         if (!res->warning)
-                (void) set_errorf(&res->warning, 0, "'%s': %s", path ? path : "", archive_err(a));
+                res->warning = strdupf("'%s': %s", path ? path : "", archive_err(a));
 }
 
 /* A failed read of the decompressed stream: bad data is explained here, a
  * download error is returned for the caller to report. */
-static int read_failed(struct stream *s, struct archive *a, struct image_result *res, const char *what) {
+static int read_failed(struct stream *s, struct archive *a, struct strbuf *err, const char *what) {
         if (s->read_err < 0 && !s->decomp_error[0])
                 return s->read_err;
-        return set_errorf(&res->error, -EBADMSG, "%s: %s", what, s->read_err < 0 ? s->decomp_error : archive_err(a));
+        return strbuf_errorf(err, -EBADMSG, "%s: %s", what, s->read_err < 0 ? s->decomp_error : archive_err(a));
 }
 
 /* ---- the symlink guard (targuard.h) ---- */
@@ -270,26 +266,26 @@ static int target_has_symlinks(void) {
  * normalised path is left in path_buf. 1: a path this guard cannot check,
  * the caller switches to libarchive's check. */
 static int guard_entry(struct tar_guard *g, struct archive_entry *e, char *path_buf, size_t size,
-                       bool *ret_is_link, struct image_result *res) {
+                       bool *ret_is_link, struct strbuf *err) {
         const char *path = archive_entry_pathname(e), *hardlink = archive_entry_hardlink(e);
         struct tar_guard_verdict v;
 
         *ret_is_link = false;
         int r = tar_guard_check(g, path, hardlink, archive_entry_filetype(e) == AE_IFLNK, path_buf, size, &v);
         if (r == -EPERM && v.via_hardlink)
-                return set_errorf(&res->error, r, "refused entry '%s': its hard link target '%s' is below the symlink '%s'",
-                                  path, hardlink, v.below);
+                return strbuf_errorf(err, r, "refused entry '%s': its hard link target '%s' is below the symlink '%s'",
+                                     path, hardlink, v.below);
         if (r == -EPERM)
-                return set_errorf(&res->error, r, "refused entry '%s': it would be written through the symlink '%s'",
-                                  path, v.below);
+                return strbuf_errorf(err, r, "refused entry '%s': it would be written through the symlink '%s'",
+                                     path, v.below);
         if (r < 0)
                 return r;
         if (v.uncheckable)
                 return 1;
         if (v.replaces_link) {
                 if (unlink(path_buf) < 0 && errno != ENOENT)
-                        return set_errorf(&res->error, -errno, "cannot remove the symlink '%s' that entry '%s' replaces: %s",
-                                          path_buf, path, strerror(errno));
+                        return strbuf_errorf(err, -errno, "cannot remove the symlink '%s' that entry '%s' replaces: %s",
+                                             path_buf, path, strerror(errno));
                 (void) tar_guard_forget(g, path_buf);
         }
         *ret_is_link = v.makes_link;
@@ -298,7 +294,7 @@ static int guard_entry(struct tar_guard *g, struct archive_entry *e, char *path_
 
 /* ---- tar ---- */
 
-static int extract_tar(struct stream *s, struct image_result *res) {
+static int extract_tar(struct stream *s, struct image_result *res, struct strbuf *err) {
         _cleanup_(archive_read_freep) struct archive *a = NULL;
         _cleanup_(archive_write_freep) struct archive *w = NULL;
         _cleanup_(tar_guard_done) struct tar_guard guard = {};
@@ -315,7 +311,7 @@ static int extract_tar(struct stream *s, struct image_result *res) {
         res->entries = 0;
         r = target_has_symlinks();
         if (r < 0)
-                return set_errorf(&res->error, r, "cannot look for symlinks in the target: %s", strerror(-r));
+                return strbuf_errorf(err, r, "cannot look for symlinks in the target: %s", strerror(-r));
         if (r > 0) {
                 guard.off = true;
                 flags |= ARCHIVE_EXTRACT_SECURE_SYMLINKS;
@@ -328,7 +324,7 @@ static int extract_tar(struct stream *s, struct image_result *res) {
         if (archive_read_support_format_tar(a) != ARCHIVE_OK)
                 return -EOPNOTSUPP;
         if (archive_read_open(a, s, NULL, out_read_cb, out_close_cb) != ARCHIVE_OK)
-                return read_failed(s, a, res, "cannot read the archive");
+                return read_failed(s, a, err, "cannot read the archive");
         if (archive_write_disk_set_options(w, flags) != ARCHIVE_OK)
                 return -EINVAL;
 
@@ -339,7 +335,7 @@ static int extract_tar(struct stream *s, struct image_result *res) {
                 if (r == ARCHIVE_EOF)
                         break;
                 if (r < ARCHIVE_WARN)
-                        return read_failed(s, a, res, res->entries == 0 ? "cannot read the archive" :
+                        return read_failed(s, a, err, res->entries == 0 ? "cannot read the archive" :
                                            "corrupt or truncated archive");
                 const char *path = archive_entry_pathname(e);
                 if (r == ARCHIVE_WARN)
@@ -347,7 +343,7 @@ static int extract_tar(struct stream *s, struct image_result *res) {
                 res->entries++;
 
                 if (!guard.off) {
-                        r = guard_entry(&guard, e, norm, sizeof(norm), &is_link, res);
+                        r = guard_entry(&guard, e, norm, sizeof(norm), &is_link, err);
                         if (r < 0)
                                 return r;
                         if (r > 0) {
@@ -360,12 +356,12 @@ static int extract_tar(struct stream *s, struct image_result *res) {
                 r = archive_write_header(w, e);
                 if (r < ARCHIVE_WARN && archive_entry_hardlink(e))
                         /* libarchive's check is of the link target ("Path is absolute"): name it */
-                        return set_errorf(&res->error, r == ARCHIVE_FATAL ? -EIO : -EPERM,
-                                          "refused hard link '%s' to '%s': %s", path ? path : "",
-                                          archive_entry_hardlink(e), archive_err(w));
+                        return strbuf_errorf(err, r == ARCHIVE_FATAL ? -EIO : -EPERM,
+                                             "refused hard link '%s' to '%s': %s", path ? path : "",
+                                             archive_entry_hardlink(e), archive_err(w));
                 if (r < ARCHIVE_WARN)
-                        return set_errorf(&res->error, r == ARCHIVE_FATAL ? -EIO : -EPERM, "refused entry '%s': %s",
-                                          path ? path : "", archive_err(w));
+                        return strbuf_errorf(err, r == ARCHIVE_FATAL ? -EIO : -EPERM, "refused entry '%s': %s",
+                                             path ? path : "", archive_err(w));
                 if (r == ARCHIVE_WARN)
                         note_warning(res, path, w);
                 if (is_link && !guard.off) {
@@ -379,31 +375,28 @@ static int extract_tar(struct stream *s, struct image_result *res) {
                                 return r;
                 }
                 if (archive_entry_size(e) > 0) {
-                        for (;;) {
-                                const void *buf;
-                                size_t size;
-                                la_int64_t off;
-                                r = archive_read_data_block(a, &buf, &size, &off);
-                                if (r == ARCHIVE_EOF)
-                                        break;
-                                if (r < ARCHIVE_WARN)
-                                        return read_failed(s, a, res, "corrupt or truncated archive");
+                        const void *buf;
+                        size_t size;
+                        la_int64_t off;
+                        while ((r = next_block(a, &buf, &size, &off)) > 0) {
                                 la_ssize_t n = archive_write_data_block(w, buf, size, off);
                                 if (n < ARCHIVE_WARN)
-                                        return set_errorf(&res->error, -EIO, "cannot write '%s': %s", path ? path : "",
-                                                          archive_err(w));
+                                        return strbuf_errorf(err, -EIO, "cannot write '%s': %s", path ? path : "",
+                                                             archive_err(w));
                                 s->written += size;
                         }
+                        if (r < 0)
+                                return read_failed(s, a, err, "corrupt or truncated archive");
                 }
                 r = archive_write_finish_entry(w);
                 if (r < ARCHIVE_WARN)
-                        return set_errorf(&res->error, -EIO, "cannot finish '%s': %s", path ? path : "", archive_err(w));
+                        return strbuf_errorf(err, -EIO, "cannot finish '%s': %s", path ? path : "", archive_err(w));
                 if (r == ARCHIVE_WARN)
                         note_warning(res, path, w);
         }
         /* Applies the deferred directory modes and times. */
         if (archive_write_close(w) != ARCHIVE_OK)
-                return set_errorf(&res->error, -EIO, "cannot finish the extraction: %s", archive_err(w));
+                return strbuf_errorf(err, -EIO, "cannot finish the extraction: %s", archive_err(w));
         return 0;
 }
 
@@ -427,7 +420,7 @@ static int write_all_at(int fd, const uint8_t *p, size_t n, uint64_t off) {
 }
 
 static int extract_raw(struct stream *s, int fd, uint64_t dev_size, uint8_t *buf, const char *target,
-                       struct image_result *res) {
+                       struct strbuf *err) {
         uint64_t off = 0;
         size_t fill = 0;
         int r;
@@ -440,19 +433,19 @@ static int extract_raw(struct stream *s, int fd, uint64_t dev_size, uint8_t *buf
                 if (n < 0) {
                         if (!s->decomp_error[0])
                                 return (int) n;
-                        return set_errorf(&res->error, -EBADMSG, "%s: %s", off + fill == 0 ? "cannot read the image" :
-                                          "corrupt or truncated image", s->decomp_error);
+                        return strbuf_errorf(err, -EBADMSG, "%s: %s", off + fill == 0 ? "cannot read the image" :
+                                             "corrupt or truncated image", s->decomp_error);
                 }
                 memcpy(buf + fill, p, (size_t) n);
                 fill += (size_t) n;
                 if (fill == IMAGE_RAW_WRITE_SIZE || (n == 0 && fill > 0)) {
                         if (off + fill > dev_size)
-                                return set_errorf(&res->error, -ENOSPC, "the image is larger than '%s' (%" PRIu64 " bytes)",
-                                                  target, dev_size);
+                                return strbuf_errorf(err, -ENOSPC, "the image is larger than '%s' (%" PRIu64 " bytes)",
+                                                     target, dev_size);
                         r = write_all_at(fd, buf, fill, off);
                         if (r < 0)
-                                return set_errorf(&res->error, r, "cannot write to '%s' at offset %" PRIu64 ": %s",
-                                                  target, off, strerror(-r));
+                                return strbuf_errorf(err, r, "cannot write to '%s' at offset %" PRIu64 ": %s",
+                                                     target, off, strerror(-r));
                         off += fill;
                         s->written = off;
                         fill = 0;
@@ -461,16 +454,14 @@ static int extract_raw(struct stream *s, int fd, uint64_t dev_size, uint8_t *buf
                         break;
         }
         if (off == 0)
-                return set_errorf(&res->error, -EBADMSG, "the image is empty");
+                return strbuf_errorf(err, -EBADMSG, "the image is empty");
         return 0;
 }
 static int drain(struct stream *s) {
-        for (;;) {
-                const void *p;
-                ssize_t n = out_peek(s, &p, SIZE_MAX);
-                if (n <= 0)
-                        return (int) n;
-        }
+        int r = ring_drain(&s->out);
+        if (r < 0)
+                s->read_err = r;
+        return r;
 }
 
 static int marker_create(int dirfd, const char *name, const char *content) {
@@ -510,7 +501,8 @@ static int marker_remove(int dirfd, const char *name) {
         return 0;
 }
 
-static int install(struct stream *s, const struct spec_image *img, const char *target, struct image_result *res) {
+static int install(struct stream *s, const struct spec_image *img, const char *target, struct image_result *res,
+                   struct strbuf *err) {
         bool raw = img->format == SPEC_IMAGE_RAW;
         _cleanup_close_ int target_fd = -1, marker_dir = -1, old_cwd = -1;
         _cleanup_free_ uint8_t *rawbuf = NULL;
@@ -523,33 +515,33 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
         if (raw) {
                 target_fd = open(target, O_WRONLY | O_CLOEXEC);
                 if (target_fd < 0)
-                        return set_errorf(&res->error, -errno, "cannot open '%s': %s", target, strerror(errno));
+                        return strbuf_errorf(err, -errno, "cannot open '%s': %s", target, strerror(errno));
                 if (fstat(target_fd, &st) < 0)
-                        return set_errorf(&res->error, -errno, "cannot stat '%s': %s", target, strerror(errno));
+                        return strbuf_errorf(err, -errno, "cannot stat '%s': %s", target, strerror(errno));
                 if (!S_ISBLK(st.st_mode))
-                        return set_errorf(&res->error, -ENOTBLK, "'%s' is not a block device", target);
+                        return strbuf_errorf(err, -ENOTBLK, "'%s' is not a block device", target);
                 if (ioctl(target_fd, BLKGETSIZE64, &dev_size) < 0)
-                        return set_errorf(&res->error, -errno, "cannot get the size of '%s': %s", target, strerror(errno));
+                        return strbuf_errorf(err, -errno, "cannot get the size of '%s': %s", target, strerror(errno));
                 if (posix_memalign((void **) &rawbuf, 4096, IMAGE_RAW_WRITE_SIZE) != 0)
                         return -ENOMEM;
                 r = mkdir_p(kiln_paths.run_dir);
                 if (r < 0)
-                        return set_errorf(&res->error, r, "cannot create '%s': %s", kiln_paths.run_dir, strerror(-r));
+                        return strbuf_errorf(err, r, "cannot create '%s': %s", kiln_paths.run_dir, strerror(-r));
                 marker_dir = open(kiln_paths.run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (marker_dir < 0)
-                        return set_errorf(&res->error, -errno, "cannot open '%s': %s", kiln_paths.run_dir, strerror(errno));
+                        return strbuf_errorf(err, -errno, "cannot open '%s': %s", kiln_paths.run_dir, strerror(errno));
                 r = marker_create(marker_dir, IMAGE_RAW_INCOMPLETE_MARKER, target);
         } else {
                 target_fd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (target_fd < 0)
-                        return set_errorf(&res->error, -errno, "cannot open target directory '%s': %s", target, strerror(errno));
+                        return strbuf_errorf(err, -errno, "cannot open target directory '%s': %s", target, strerror(errno));
                 marker_dir = fcntl(target_fd, F_DUPFD_CLOEXEC, 3);
                 if (marker_dir < 0)
                         return -errno;
                 r = marker_create(marker_dir, IMAGE_INCOMPLETE_MARKER, url_display(img->url, shown));
         }
         if (r < 0)
-                return set_errorf(&res->error, r, "cannot mark '%s' incomplete: %s", target, strerror(-r));
+                return strbuf_errorf(err, r, "cannot mark '%s' incomplete: %s", target, strerror(-r));
 
         /* libarchive extracts relative to the working directory. */
         if (!raw) {
@@ -557,7 +549,7 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
                 if (old_cwd < 0)
                         return -errno;
                 if (fchdir(target_fd) < 0)
-                        return set_errorf(&res->error, -errno, "cannot enter '%s': %s", target, strerror(errno));
+                        return strbuf_errorf(err, -errno, "cannot enter '%s': %s", target, strerror(errno));
         }
 
         s->start_usec = s->last_progress_usec = now_usec();
@@ -575,7 +567,7 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
                         (void) fchdir(old_cwd);
                 return r;
         }
-        r = raw ? extract_raw(s, target_fd, dev_size, rawbuf, target, res) : extract_tar(s, res);
+        r = raw ? extract_raw(s, target_fd, dev_size, rawbuf, target, err) : extract_tar(s, res, err);
         if (r == 0)
                 r = drain(s);   /* the hash covers trailing padding too */
         if (r < 0)
@@ -587,11 +579,10 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
 
         if (s->fetch_err < 0 && s->fetch_err != -ECANCELED && (r >= 0 || r == s->fetch_err || s->read_err < 0))
                 /* the caller names the image: the URL is not repeated here */
-                return set_errorf(&res->error, s->fetch_err, "download failed: %s",
-                                  s->fres.error ? s->fres.error : strerror(-s->fetch_err));
+                return strbuf_errorf(err, s->fetch_err, "download failed: %s", strbuf_why(&s->fetch_why, s->fetch_err));
         if (r < 0) {
-                if (!res->error)
-                        set_errorf(&res->error, r, "%s", strerror(-r));
+                if (!err->len)
+                        strbuf_errorf(err, r, "%s", strerror(-r));
                 return r;
         }
 
@@ -601,38 +592,42 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
         res->written = s->written;
         memcpy(res->sha256, s->fres.sha256, sizeof(res->sha256));
         if (!sha256_hex_equal(img->sha256, s->fres.sha256))
-                return set_errorf(&res->error, -EBADMSG, "sha256 mismatch: expected %s, got %s", img->sha256, s->fres.sha256);
+                return strbuf_errorf(err, -EBADMSG, "sha256 mismatch: expected %s, got %s", img->sha256, s->fres.sha256);
 
         if (!s->opts->no_sync) {
                 if (raw ? fsync(target_fd) < 0 : syncfs(target_fd) < 0)
-                        return set_errorf(&res->error, -errno, "cannot sync '%s': %s", target, strerror(errno));
+                        return strbuf_errorf(err, -errno, "cannot sync '%s': %s", target, strerror(errno));
         }
         r = marker_remove(marker_dir, raw ? IMAGE_RAW_INCOMPLETE_MARKER : IMAGE_INCOMPLETE_MARKER);
         if (r < 0)
-                return set_errorf(&res->error, r, "cannot remove the incomplete marker of '%s': %s", target, strerror(-r));
+                return strbuf_errorf(err, r, "cannot remove the incomplete marker of '%s': %s", target, strerror(-r));
         return 0;
 }
 
 int image_install(const struct spec_image *img, const char *target, const struct image_options *opts,
-                  struct image_result *ret) {
+                  struct image_result *ret, struct strbuf *err) {
         char shown[URL_DISPLAY_MAX];
         static const struct image_options defaults = {};
         _cleanup_(image_result_done) struct image_result scratch = {};
         struct image_result *res = ret ? ret : &scratch;
+        _cleanup_strbuf_ struct strbuf scratch_err = STRBUF_INIT;      /* the marker says why even if the caller does not ask */
         _cleanup_free_ char *ca = NULL;
         int r;
 
         if (!opts)
                 opts = &defaults;
+        if (!err)
+                err = &scratch_err;
+        strbuf_reset(err);
         image_result_done(res);
         if (!img || strempty(img->url) || strempty(target))
-                return set_errorf(&res->error, -EINVAL, "no image URL or target");
+                return strbuf_errorf(err, -EINVAL, "no image URL or target");
         if (!sha256_hex_valid(img->sha256))
-                return set_errorf(&res->error, -EINVAL, "the image has no valid sha256 (64 hex digits)");
+                return strbuf_errorf(err, -EINVAL, "the image has no valid sha256 (64 hex digits)");
         r = fetch_check_url(img->url);
         if (r < 0)
-                return set_errorf(&res->error, r, "%s '%s'", r == -EPROTONOSUPPORT ?
-                                  "unsupported URL scheme (only http, https and file):" : "not a valid URL:", url_display(img->url, shown));
+                return strbuf_errorf(err, r, "%s '%s'", r == -EPROTONOSUPPORT ?
+                                     "unsupported URL scheme (only http, https and file):" : "not a valid URL:", url_display(img->url, shown));
 
         _cleanup_(stream_done) struct stream s = {
                 .url = img->url,
@@ -644,22 +639,18 @@ int image_install(const struct spec_image *img, const char *target, const struct
         if (s.fopts.ca_file && s.fopts.ca_file[0] != '/') {
                 ca = realpath(s.fopts.ca_file, NULL);
                 if (!ca)
-                        return set_errorf(&res->error, -errno, "cannot find CA file '%s': %s", s.fopts.ca_file, strerror(errno));
+                        return strbuf_errorf(err, -errno, "cannot find CA file '%s': %s", s.fopts.ca_file, strerror(errno));
                 s.fopts.ca_file = ca;
         }
         if (ring_init(&s.in, IMAGE_RING_SIZE) < 0 || ring_init(&s.out, IMAGE_RING_SIZE) < 0)
                 return -ENOMEM;
 
         uint64_t start = now_usec();
-        r = install(&s, img, target, res);
+        r = install(&s, img, target, res, err);
         res->usec = now_usec() - start;
-        if (r < 0)
-                marker_note_failure(img, target, res->error);
         if (r < 0) {
-                /* only error survives a failure */
-                char *err = TAKE_PTR(res->error);
-                image_result_done(res);
-                res->error = err;
+                marker_note_failure(img, target, err->len ? err->buf : NULL);
+                image_result_done(res);         /* a failure is told in err alone */
                 return r;
         }
         stream_progress(&s, true);

@@ -65,10 +65,6 @@ struct image_result {
         char *warning;          /* the first of them: "'PATH': MESSAGE"; NULL if none */
         uint64_t usec;
         char sha256[65];
-        /* The only field also filled on failure (NULL if even that failed):
-         * what went wrong, for the caller's one log line (e.g. "sha256
-         * mismatch: expected …, got …"). NULL on success. */
-        char *error;
 };
 
 /* Frees what a result holds and zeroes it; also a cleanup:
@@ -78,13 +74,16 @@ void image_result_done(struct image_result *res);
 /* img->url and img->sha256 are required; img->format picks tar or raw;
  * target: the mounted root directory (tar) or the block device (raw).
  * opts may be NULL. ret may be NULL, or zeroed, or an earlier result (it is
- * done first).
+ * done first); it is filled on success and zeroed on failure. err (may be
+ * NULL; emptied first) says on failure what went wrong, for the caller's one
+ * log line (e.g. "sha256 mismatch: expected …, got …"), and the same text
+ * goes into the incomplete marker.
  * Errors: -EBADMSG sha256 mismatch or corrupt/truncated archive, -EPERM an
  * entry was refused (escapes the target), -EFBIG larger than max_size,
  * -ENOTDIR / -ENOTBLK wrong kind of target, fetch errors (see fetch.h),
  * -errno from writing. */
 int image_install(const struct spec_image *img, const char *target, const struct image_options *opts,
-                  struct image_result *ret);
+                  struct image_result *ret, struct strbuf *err);
 
 /* A progress callback for terminals and logs: a single updating line on a
  * TTY, otherwise a log line every 10 s (and one at the end).

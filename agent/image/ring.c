@@ -137,3 +137,14 @@ uint64_t ring_total_in(struct ring *r) {
         pthread_mutex_unlock(&r->lock);
         return n;
 }
+
+int ring_drain(struct ring *r) {
+        ring_release(r);
+        for (;;) {
+                const void *p;
+                ssize_t n = ring_peek(r, &p, SIZE_MAX);
+                if (n <= 0)
+                        return (int) n;
+                ring_consume(r, (size_t) n);
+        }
+}

@@ -45,6 +45,9 @@ void ring_consume(struct ring *r, size_t n);
 /* Consumer: gives back whatever the last ring_peek() lent, if anything (for
  * a reader like libarchive that only says "next block, please"). */
 void ring_release(struct ring *r);
+/* Consumer: reads and drops the rest of the stream (what was lent is given
+ * back first): 0 at the end of a complete stream, or the error. */
+int ring_drain(struct ring *r);
 
 /* Either side (or a third thread): stop the stream. The producer's next (or
  * blocked) ring_put() returns -ECANCELED; the consumer's next (or blocked)

@@ -306,16 +306,13 @@ int inventory_to_json(const struct inventory *inv, struct strbuf *out) {
 
 struct jload {
         struct strbuf where;    /* "disks[1].partitions[0].start" */
-        char **reterr;
+        struct strbuf *err;     /* the first failure is told */
 };
 
 static int jerr(struct jload *l, const char *key, const char *what) {
-        if (l->reterr && !*l->reterr) {
-                char *m = NULL;
-                if (asprintf(&m, "%s%s%s: %s", strbuf_str(&l->where), l->where.len && key ? "." : "", key ? key : "",
-                             what) >= 0)
-                        *l->reterr = m;
-        }
+        if (l->err && !l->err->len)
+                return strbuf_errorf(l->err, -EINVAL, "%s%s%s: %s", strbuf_str(&l->where), l->where.len && key ? "." : "",
+                                     key ? key : "", what);
         return -EINVAL;
 }
 
@@ -593,7 +590,9 @@ static int load_root(struct jload *l, struct json_object *root, struct inventory
         return 0;
 }
 
-int inventory_from_json_string(const char *text, size_t len, struct inventory **ret, char **reterr) {
+int inventory_from_json_string(const char *text, size_t len, struct inventory **ret, struct strbuf *err) {
+        if (err)
+                strbuf_reset(err);
         struct json_tokener *tok = json_tokener_new_ex(64);
         if (!tok)
                 return -ENOMEM;
@@ -614,11 +613,9 @@ int inventory_from_json_string(const char *text, size_t len, struct inventory **
                 why = "trailing data after the object";
         if (why) {
                 json_object_put(root);
-                if (reterr && asprintf(reterr, "not valid JSON at byte %zu: %s", off, why) < 0)
-                        *reterr = NULL;
-                return -EBADMSG;
+                return strbuf_errorf(err, -EBADMSG, "not valid JSON at byte %zu: %s", off, why);
         }
-        struct jload l = { .where = STRBUF_INIT, .reterr = reterr };
+        struct jload l = { .where = STRBUF_INIT, .err = err };
         l.where.max = 4096;
         _cleanup_inventory_free_ struct inventory *inv = calloc(1, sizeof *inv);
         int r = inv ? load_root(&l, root, inv) : -ENOMEM;
@@ -630,17 +627,15 @@ int inventory_from_json_string(const char *text, size_t len, struct inventory **
         return 0;
 }
 
-int inventory_load_json_full(const char *path, struct inventory **ret, char **reterr) {
+int inventory_load_json(const char *path, struct inventory **ret, struct strbuf *err) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
+        if (err)
+                strbuf_reset(err);
         int r = read_full_file(path, INVENTORY_JSON_MAX, &buf, &len);
         if (r < 0)
                 return r;
-        return inventory_from_json_string(buf, len, ret, reterr);
-}
-
-int inventory_load_json(const char *path, struct inventory **ret) {
-        return inventory_load_json_full(path, ret, NULL);
+        return inventory_from_json_string(buf, len, ret, err);
 }
 
 

@@ -67,11 +67,11 @@ struct inventory {
         struct inv_nic *nics;   size_t n_nics;
 };
 
-int inventory_load_json(const char *path, struct inventory **ret);
-/* The same, and on failure *reterr (if not NULL) says where: "disks[1].size:
- * expected an unsigned integer" for a bad JSON file. Free it. */
-int inventory_load_json_full(const char *path, struct inventory **ret, char **reterr);
-int inventory_from_json_string(const char *text, size_t len, struct inventory **ret, char **reterr);
+/* On failure err (may be NULL) says where: "disks[1].size: expected an
+ * unsigned integer" for a bad JSON file; nothing for a file that cannot be
+ * read (-errno). */
+int inventory_load_json(const char *path, struct inventory **ret, struct strbuf *err);
+int inventory_from_json_string(const char *text, size_t len, struct inventory **ret, struct strbuf *err);
 
 /* JSON: the shape of the files in tests/inventories/; load(to_json(x)) gives x back. */
 int inventory_to_json(const struct inventory *inv, struct strbuf *out);

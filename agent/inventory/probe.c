@@ -24,7 +24,7 @@ struct probe_ctx {
         const char *include_loop;       /* KILN_INVENTORY_INCLUDE_LOOP, see loop_included() */
         struct procfs_mount *mounts;
         size_t n_mounts;
-        char **reterr;                  /* the subject of a failure, for the caller's message */
+        struct strbuf *err;             /* the subject of the first failure, for the caller's message */
 };
 
 static void probe_ctx_done(struct probe_ctx *c) {
@@ -32,8 +32,8 @@ static void probe_ctx_done(struct probe_ctx *c) {
 }
 
 static void set_err(struct probe_ctx *c, const char *subject) {
-        if (c->reterr && !*c->reterr)
-                *c->reterr = strdup(subject);
+        if (c->err && !c->err->len)
+                (void) strbuf_adds(c->err, subject);
 }
 
 /* Read an attribute; a missing one (or one the kernel refuses to show,
@@ -181,6 +181,20 @@ static int probe_list(struct probe_ctx *c, const char *path, bool (*want)(const 
         return 0;
 }
 
+/* probe_list of the directory ROOT/SUB (a sysfs or devfs one), whose path
+ * *ret_dir gets for reading the entries. */
+static int probe_list_sub(struct probe_ctx *c, const char *root, const char *sub, size_t max, char **ret_dir,
+                          char ***ret, size_t *ret_n) {
+        _cleanup_free_ char *dir = NULL;
+        if (asprintf(&dir, "%s/%s", root, sub) < 0)
+                return -ENOMEM;
+        int r = probe_list(c, dir, NULL, NULL, max, ret, ret_n);
+        if (r < 0)
+                return r;
+        *ret_dir = TAKE_PTR(dir);
+        return 0;
+}
+
 static int read_holders(const char *dir, char ***ret) {
         _cleanup_free_ char *p = NULL;
         if (asprintf(&p, "%s/holders", dir) < 0)
@@ -198,25 +212,26 @@ static char *sysfs_link(const char *path) {
         return strdup(buf);
 }
 
+/* What the bus path shows first, in this order: "/host" only with "/target". */
+static const struct {
+        const char *needle, *also;
+        const char *transport;
+} transports[] = {
+        { "/nvme", NULL, "nvme" },
+        { "/usb", NULL, "usb" },
+        { "/ata", NULL, "sata" },
+        { "/end_device-", NULL, "sas" },
+        { "/sas_", NULL, "sas" },
+        { "/host", "/target", "scsi" },
+        { "/virtio", NULL, "virtio" },
+        { "/mmc", NULL, "mmc" },
+        { "/virtual/", NULL, "virtual" },
+};
+
 static const char *transport_from_path(const char *p) {
-        if (!p)
-                return "unknown";
-        if (strstr(p, "/nvme"))
-                return "nvme";
-        if (strstr(p, "/usb"))
-                return "usb";
-        if (strstr(p, "/ata"))
-                return "sata";
-        if (strstr(p, "/end_device-") || strstr(p, "/sas_"))
-                return "sas";
-        if (strstr(p, "/host") && strstr(p, "/target"))
-                return "scsi";
-        if (strstr(p, "/virtio"))
-                return "virtio";
-        if (strstr(p, "/mmc"))
-                return "mmc";
-        if (strstr(p, "/virtual/"))
-                return "virtual";
+        for (size_t i = 0; p && i < ELEMENTSOF(transports); i++)
+                if (strstr(p, transports[i].needle) && (!transports[i].also || strstr(p, transports[i].also)))
+                        return transports[i].transport;
         return "unknown";
 }
 
@@ -390,14 +405,11 @@ static bool is_candidate_name(const char *n, const char *include_loop) {
 
 static int probe_by_id(struct probe_ctx *c, struct inventory *inv) {
         _cleanup_free_ char *dir = NULL;
-        if (asprintf(&dir, "%s/disk/by-id", c->devfs) < 0)
-                return -ENOMEM;
         _cleanup_strv_free_ char **names = NULL;
-        int r = list_dir(dir, NULL, NULL, &names);
-        if (r < 0) {
-                set_err(c, dir);
+        size_t n;
+        int r = probe_list_sub(c, c->devfs, "disk/by-id", SIZE_MAX, &dir, &names, &n);
+        if (r < 0)
                 return r;
-        }
         for (size_t i = 0; names && names[i]; i++) {
                 _cleanup_free_ char *p = NULL;
                 if (asprintf(&p, "%s/%s", dir, names[i]) < 0)
@@ -558,15 +570,11 @@ static int cmp_disk(const void *a, const void *b) {
 
 static int probe_disks(struct probe_ctx *c, struct inventory *inv) {
         _cleanup_free_ char *blockdir = NULL;
-        if (asprintf(&blockdir, "%s/block", c->sysfs) < 0)
-                return -ENOMEM;
         _cleanup_strv_free_ char **names = NULL;
         size_t n;
-        int r = probe_list(c, blockdir, NULL, NULL, INVENTORY_MAX_DISKS, &names, &n);
-        if (r < 0)
+        int r = probe_list_sub(c, c->sysfs, "block", INVENTORY_MAX_DISKS, &blockdir, &names, &n);
+        if (r < 0 || n == 0)
                 return r;
-        if (n == 0)
-                return 0;
         inv->disks = calloc(n, sizeof *inv->disks);
         if (!inv->disks)
                 return -ENOMEM;
@@ -599,15 +607,11 @@ static int cmp_nic(const void *a, const void *b) {
 
 static int probe_nics(struct probe_ctx *c, struct inventory *inv) {
         _cleanup_free_ char *netdir = NULL;
-        if (asprintf(&netdir, "%s/class/net", c->sysfs) < 0)
-                return -ENOMEM;
         _cleanup_strv_free_ char **names = NULL;
         size_t n;
-        int r = probe_list(c, netdir, NULL, NULL, INVENTORY_MAX_NICS, &names, &n);
-        if (r < 0)
+        int r = probe_list_sub(c, c->sysfs, "class/net", INVENTORY_MAX_NICS, &netdir, &names, &n);
+        if (r < 0 || n == 0)
                 return r;
-        if (n == 0)
-                return 0;
         _cleanup_free_ struct nic_sort *tmp = calloc(n, sizeof *tmp);
         if (!tmp)
                 return -ENOMEM;
@@ -723,9 +727,11 @@ static int probe_host(struct probe_ctx *c, struct inventory *inv) {
         return 0;
 }
 
-int inventory_probe_full(const char *sysroot, struct inventory **ret, char **reterr_subject) {
+int inventory_probe(const char *sysroot, struct inventory **ret, struct strbuf *err) {
         _cleanup_free_ char *sys = NULL, *dev = NULL, *proc = NULL;
-        struct probe_ctx c = { .reterr = reterr_subject };
+        struct probe_ctx c = { .err = err };
+        if (err)
+                strbuf_reset(err);
         if (sysroot) {
                 if (asprintf(&sys, "%s/sys", sysroot) < 0 || asprintf(&dev, "%s/dev", sysroot) < 0 ||
                     asprintf(&proc, "%s/proc", sysroot) < 0)
@@ -757,19 +763,13 @@ int inventory_probe_full(const char *sysroot, struct inventory **ret, char **ret
         return 0;
 }
 
-int inventory_probe(const char *sysroot, struct inventory **ret) {
-        return inventory_probe_full(sysroot, ret, NULL);
-}
-
-int inventory_load_full(const char *sysroot_or_json, struct inventory **ret, char **reterr) {
+int inventory_load(const char *sysroot_or_json, struct inventory **ret, struct strbuf *err) {
         struct stat st;
+        if (err)
+                strbuf_reset(err);
         if (stat(sysroot_or_json, &st) < 0)
                 return -errno;
         if (S_ISDIR(st.st_mode))
-                return inventory_probe_full(sysroot_or_json, ret, reterr);
-        return inventory_load_json_full(sysroot_or_json, ret, reterr);
-}
-
-int inventory_load(const char *sysroot_or_json, struct inventory **ret) {
-        return inventory_load_full(sysroot_or_json, ret, NULL);
+                return inventory_probe(sysroot_or_json, ret, err);
+        return inventory_load_json(sysroot_or_json, ret, err);
 }

@@ -11,26 +11,28 @@ static uint32_t jitter_random(void) {
         return (uint32_t) (now_usec() * 2654435761u);
 }
 
-unsigned backoff_delay_ms(const struct backoff *b, unsigned n) {
-        uint64_t init = b->initial_ms ? b->initial_ms : 500;
-        uint64_t max = b->max_ms ? b->max_ms : 30000;
-        uint64_t d = init;
+static uint64_t backoff_max_ms(const struct backoff *b) {
+        return b->max_ms ? b->max_ms : 30000;
+}
+
+/* The n-th retry's window (ms): initial doubled n times, capped at max. */
+static uint64_t backoff_window_ms(const struct backoff *b, unsigned n) {
+        uint64_t max = backoff_max_ms(b);
+        uint64_t d = b->initial_ms ? b->initial_ms : 500;
         for (unsigned i = 0; i < n && d < max; i++)
                 d *= 2;
-        if (d > max)
-                d = max;
+        return d > max ? max : d;
+}
+
+unsigned backoff_delay_ms(const struct backoff *b, unsigned n) {
+        uint64_t d = backoff_window_ms(b, n);
         uint64_t half = d / 2;
         return (unsigned) (half + (d - half ? jitter_random() % (d - half + 1) : 0));
 }
 
 unsigned backoff_spread_ms(const struct backoff *b, unsigned n, unsigned not_before_ms) {
-        uint64_t init = b->initial_ms ? b->initial_ms : 500;
-        uint64_t max = b->max_ms ? b->max_ms : 30000;
-        uint64_t d = init;
-        for (unsigned i = 0; i < n && d < max; i++)
-                d *= 2;
-        if (d > max)
-                d = max;
+        uint64_t max = backoff_max_ms(b);
+        uint64_t d = backoff_window_ms(b, n);
         uint64_t nb = not_before_ms < BACKOFF_RETRY_AFTER_MAX_MS ? not_before_ms : BACKOFF_RETRY_AFTER_MAX_MS;
         uint64_t lo = d / 2 > nb ? d / 2 : nb;
         uint64_t w = max < BACKOFF_MIN_WINDOW_MS ? max : BACKOFF_MIN_WINDOW_MS;
@@ -50,8 +52,6 @@ int backoff_next(struct backoff *b) {
                 return -ETIMEDOUT;
         unsigned ms = backoff_delay_ms(b, b->attempt);
         b->attempt++;
-        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L };
-        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-                ;
+        backoff_sleep_ms(ms);
         return 0;
 }

@@ -34,7 +34,7 @@ static int count_certs(const char *text, size_t len) {
         return n;
 }
 
-int ca_for_spec(const char *spec_ca, const char *given_file, char **ret_file, char **reterr) {
+int ca_for_spec(const char *spec_ca, const char *given_file, char **ret_file, struct strbuf *err) {
         _cleanup_free_ char *text = NULL, *given = NULL;
         size_t len = 0, given_len = 0;
         int r;
@@ -46,27 +46,26 @@ int ca_for_spec(const char *spec_ca, const char *given_file, char **ret_file, ch
         if (is_pem(spec_ca)) {
                 len = strlen(spec_ca);
                 if (len > CA_MAX_BYTES)
-                        return set_errorf(reterr, -EFBIG, "larger than %u bytes", CA_MAX_BYTES);
+                        return strbuf_errorf(err, -EFBIG, "larger than %u bytes", CA_MAX_BYTES);
                 if (!(text = strdup(spec_ca)))
                         return -ENOMEM;
         } else if (is_url(spec_ca)) {
                 struct fetch_options fo = { .ca_file = given_file };
-                _cleanup_(fetch_result_done) struct fetch_result res = {};
-                r = fetch_to_buffer_full(spec_ca, &fo, CA_MAX_BYTES, NULL, &text, &len, &res);
+                r = fetch_to_buffer(spec_ca, &fo, CA_MAX_BYTES, NULL, &text, &len, NULL, err);
                 if (r < 0)
-                        return set_errorf(reterr, r, "%s", res.error ? res.error : strerror(-r));
+                        return strbuf_errorf(err, r, "%s", strbuf_why(err, r));
         } else {
                 r = read_full_file(spec_ca, CA_MAX_BYTES, &text, &len);
                 if (r < 0)
-                        return set_errorf(reterr, r, "%s", r == -EFBIG ? "larger than 1 MiB" : strerror(-r));
+                        return strbuf_errorf(err, r, "%s", r == -EFBIG ? "larger than 1 MiB" : strerror(-r));
         }
         r = count_certs(text, len);
         if (r < 0)
                 return r;
         if (r == 0)
-                return set_errorf(reterr, -EBADMSG, "it holds no PEM certificate");
+                return strbuf_errorf(err, -EBADMSG, "it holds no PEM certificate");
         if (given_file && (r = read_full_file(given_file, CA_MAX_BYTES, &given, &given_len)) < 0)
-                return set_errorf(reterr, r, "cannot read the CA bundle '%s': %s", given_file, strerror(-r));
+                return strbuf_errorf(err, r, "cannot read the CA bundle '%s': %s", given_file, strerror(-r));
 
         /* the given bundle, then the spec's: one file for every later transfer */
         _cleanup_strbuf_ struct strbuf pem = STRBUF_INIT;
@@ -76,6 +75,6 @@ int ca_for_spec(const char *spec_ca, const char *given_file, char **ret_file, ch
                 return -ENOMEM;
         r = run_file_write(CA_SPEC_FILE, pem.buf, pem.len, ret_file);
         if (r < 0)
-                return set_errorf(reterr, r, "cannot write '%s/%s': %s", kiln_paths.run_dir, CA_SPEC_FILE, strerror(-r));
+                return strbuf_errorf(err, r, "cannot write '%s/%s': %s", kiln_paths.run_dir, CA_SPEC_FILE, strerror(-r));
         return 0;
 }

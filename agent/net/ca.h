@@ -5,6 +5,7 @@
  * or an http(s)/file URL, fetched trusting the first). They end up in one
  * PEM file, so that every transfer takes the same `ca_file`. */
 #pragma once
+#include "strbuf.h"
 #include "url.h"
 #include "util.h"
 
@@ -15,9 +16,9 @@
  * Otherwise spec_ca is loaded, must hold at least one PEM certificate, and is
  * written after given_file's certificates to RUN_DIR/spec-ca.pem, whose path
  * *ret_file gets. Errors: -EBADMSG no certificate, -EFBIG larger than
- * CA_MAX_BYTES, fetch and file errors; *reterr (may be NULL; free it) then
- * says what went wrong, without repeating spec_ca. */
-int ca_for_spec(const char *spec_ca, const char *given_file, char **ret_file, char **reterr);
+ * CA_MAX_BYTES, fetch and file errors; err (may be NULL) then says what
+ * went wrong, without repeating spec_ca. */
+int ca_for_spec(const char *spec_ca, const char *given_file, char **ret_file, struct strbuf *err);
 
 /* How to name spec_ca in a message: the path, the URL as url_display()
  * shows it (rendered into buf, which is returned), or "PEM text". */

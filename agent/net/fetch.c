@@ -119,12 +119,12 @@ bool sha256_hex_equal(const char *a, const char *b) {
 }
 
 /* curl's text may quote a URL (a redirect's target): kept without its credentials. */
-static void set_error_scrubbed(char **error, const char *text) {
+static void set_error_scrubbed(struct strbuf *err, const char *text) {
         _cleanup_strbuf_ struct strbuf shown = STRBUF_INIT;
         if (url_scrub(text, strlen(text), &shown) < 0)
-                set_errorf(error, 0, "(error text not shown)");
+                strbuf_errorf(err, 0, "(error text not shown)");
         else
-                set_errorf(error, 0, "%s", strbuf_str(&shown));
+                strbuf_errorf(err, 0, "%s", strbuf_str(&shown));
 }
 
 /* One line of curl's debug text, logged as url_scrub_debug_line() renders it. */
@@ -522,33 +522,31 @@ static int transfer_setup(struct transfer *t, const char *url, char *errbuf) {
         return 0;
 }
 
-void fetch_result_done(struct fetch_result *res) {
-        free(res->error);
-        *res = (struct fetch_result) {};
-}
-
 int fetch_url(const char *url, const struct fetch_options *opts, const struct fetch_sink *sink,
-              struct fetch_result *res) {
+              struct fetch_result *res, struct strbuf *err) {
         static const struct fetch_options defaults = {};
         _cleanup_(curl_easy_cleanupp) CURL *curl = NULL;
         _cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *sha = NULL;
-        _cleanup_(fetch_result_done) struct fetch_result scratch = {};
+        struct fetch_result scratch;
         struct fetch_result *rr = res ? res : &scratch;
+        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;       /* the last attempt's failure */
         char errbuf[CURL_ERROR_SIZE] = "";
         int r;
 
         if (!opts)
                 opts = &defaults;
-        fetch_result_done(rr);
+        *rr = (struct fetch_result) {};
+        if (err)
+                strbuf_reset(err);
 
         r = fetch_check_url(url);
         if (r == -EPROTONOSUPPORT)
-                return set_errorf(&rr->error, r, "unsupported URL scheme (only http, https and file)");
+                return strbuf_errorf(err, r, "unsupported URL scheme (only http, https and file)");
         if (r < 0)
-                return set_errorf(&rr->error, r, "not a valid URL");
+                return strbuf_errorf(err, r, "not a valid URL");
         pthread_once(&curl_once, curl_init_once);
         if (curl_init_result != CURLE_OK)
-                return set_errorf(&rr->error, -ENOMEM, "libcurl initialisation failed");
+                return strbuf_errorf(err, -ENOMEM, "libcurl initialisation failed");
 
         curl = curl_easy_init();
         sha = EVP_MD_CTX_new();
@@ -567,7 +565,7 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                 return r;
         r = transfer_setup(&t, url, errbuf);
         if (r < 0)
-                return set_errorf(&rr->error, r, "cannot configure libcurl");
+                return strbuf_errorf(err, r, "cannot configure libcurl");
 
         struct backoff b = BACKOFF_INIT(opts->backoff_initial_ms, opts->backoff_max_ms, 0);
         unsigned max_faults = opts->no_retry ? 0 : opts->max_retries ? opts->max_retries : FETCH_DEFAULT_RETRIES;
@@ -611,27 +609,27 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                         if (t.total > 0 && t.offset != t.total) {
                                 r = -ECONNRESET;
                                 retry = true;
-                                set_errorf(&rr->error, 0, "transfer ended after %" PRIu64 " of %" PRIu64 " bytes", t.offset, t.total);
+                                strbuf_errorf(&why, 0, "transfer ended after %" PRIu64 " of %" PRIu64 " bytes", t.offset, t.total);
                         } else
                                 break;
                 } else if (t.abort_err < 0) {
                         r = t.abort_err;
                         retry = false;
                         if (r == -EFBIG)
-                                set_errorf(&rr->error, 0, "larger than the limit of %" PRIu64 " bytes", opts->max_size);
+                                strbuf_errorf(&why, 0, "larger than the limit of %" PRIu64 " bytes", opts->max_size);
                         else if (r == -EPROTO)
-                                set_errorf(&rr->error, 0, "the server answered a Range request with HTTP %ld and a wrong range", rr->http_code);
+                                strbuf_errorf(&why, 0, "the server answered a Range request with HTTP %ld and a wrong range", rr->http_code);
                         else
-                                set_errorf(&rr->error, 0, "transfer aborted by the receiver: %s", strerror(-r));
+                                strbuf_errorf(&why, 0, "transfer aborted by the receiver: %s", strerror(-r));
                 } else {
                         r = classify(c, rr->http_code, &retry);
                         if (c == CURLE_HTTP_RETURNED_ERROR)
-                                set_errorf(&rr->error, 0, "HTTP %ld", rr->http_code);
+                                strbuf_errorf(&why, 0, "HTTP %ld", rr->http_code);
                         else
-                                set_error_scrubbed(&rr->error, errbuf[0] ? errbuf : curl_easy_strerror(c));
+                                set_error_scrubbed(&why, errbuf[0] ? errbuf : curl_easy_strerror(c));
                 }
                 if (!retry)
-                        return r;
+                        return strbuf_errorf(err, r, "%s", strbuf_str(&why));
                 /* A server pushing back says when to come again: never before
                  * its Retry-After, and spread out from the other nodes. */
                 unsigned not_before_ms = 0;
@@ -646,8 +644,7 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                 bool free_retry = pushback && !opts->no_retry && opts->pushback_sec &&
                                   now_usec() - started < (uint64_t) opts->pushback_sec * 1000000u;
                 if (!free_retry && faults++ >= max_faults)
-                        return set_errorf(&rr->error, r, "%s (gave up after %u attempts)",
-                                          rr->error ? rr->error : strerror(-r), rr->attempts);
+                        return strbuf_errorf(err, r, "%s (gave up after %u attempts)", strbuf_why(&why, r), rr->attempts);
                 backoff_sleep_ms(backoff_spread_ms(&b, n++, not_before_ms));
         }
 
@@ -658,8 +655,6 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
         hex_encode(md, 32, rr->sha256);
         rr->bytes = t.offset;
         rr->restarts = t.restarts;
-        free(rr->error);
-        rr->error = NULL;
         return 0;
 }
 
@@ -673,10 +668,10 @@ static int buffer_restart(void *userdata) {
         return 0;
 }
 
-int fetch_to_buffer_full(const char *url, const struct fetch_options *opts, size_t max, const char *want_sha256,
-                         char **ret_buf, size_t *ret_len, struct fetch_result *res) {
+int fetch_to_buffer(const char *url, const struct fetch_options *opts, size_t max, const char *want_sha256,
+                    char **ret_buf, size_t *ret_len, struct fetch_result *res, struct strbuf *err) {
         struct fetch_options o = opts ? *opts : (struct fetch_options) {};
-        _cleanup_(fetch_result_done) struct fetch_result scratch = {};
+        struct fetch_result scratch = {};
         struct fetch_result *rr = res ? res : &scratch;
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
         int r;
@@ -688,11 +683,11 @@ int fetch_to_buffer_full(const char *url, const struct fetch_options *opts, size
                 o.max_size = max;
 
         struct fetch_sink sink = { .write = buffer_write, .restart = buffer_restart, .userdata = &sb };
-        r = fetch_url(url, &o, &sink, rr);
+        r = fetch_url(url, &o, &sink, rr, err);
         if (r < 0)
                 return r;
         if (want_sha256 && !sha256_hex_equal(want_sha256, rr->sha256))
-                return set_errorf(&rr->error, -EBADMSG, "sha256 mismatch: expected %s, got %s", want_sha256, rr->sha256);
+                return strbuf_errorf(err, -EBADMSG, "sha256 mismatch: expected %s, got %s", want_sha256, rr->sha256);
         size_t len = sb.len;
         char *buf = strbuf_detach(&sb);
         if (!buf) {
@@ -704,8 +699,4 @@ int fetch_to_buffer_full(const char *url, const struct fetch_options *opts, size
         if (ret_len)
                 *ret_len = len;
         return 0;
-}
-
-int fetch_to_buffer(const char *url, const struct fetch_options *opts, size_t max, char **ret_buf, size_t *ret_len) {
-        return fetch_to_buffer_full(url, opts, max, NULL, ret_buf, ret_len, NULL);
 }

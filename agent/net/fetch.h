@@ -22,6 +22,7 @@
  * sha256 is computed over the delivered bytes while streaming. */
 #pragma once
 #include "backoff.h"
+#include "strbuf.h"
 #include "util.h"
 
 #define FETCH_DEFAULT_CONNECT_TIMEOUT_SEC 15
@@ -67,14 +68,7 @@ struct fetch_result {
         unsigned pushbacks;             /* 503 and 429 answers among the attempts */
         long http_code;                 /* last status (0 for file://) */
         char sha256[65];                /* lower-case hex over the delivered bytes */
-        /* Also filled on failure (NULL if even that failed), so the caller
-         * can say what went wrong in its one log line; NULL on success. */
-        char *error;
 };
-
-/* Frees what a result holds and zeroes it; also a cleanup:
- * _cleanup_(fetch_result_done) struct fetch_result res = {}; */
-void fetch_result_done(struct fetch_result *res);
 
 /* The value of an HTTP "Content-Range: bytes FIRST-LAST/COMPLETE" header
  * (RFC 9110 14.4), as a 206 answer to kiln's resume request carries it. */
@@ -97,24 +91,24 @@ int fetch_parse_content_range(const char *v, size_t len, struct fetch_content_ra
 /* Checks the URL's scheme: 0, -EINVAL (no valid URL), -EPROTONOSUPPORT. */
 int fetch_check_url(const char *url);
 
-/* Stream url into sink. res may be NULL, or zeroed, or an earlier result (it
- * is done first); it is filled on success, and on failure only res->error,
- * res->attempts and res->http_code are meaningful.
+/* Stream url into sink. res may be NULL; it is zeroed first and filled on
+ * success; on failure only res->attempts and res->http_code are meaningful,
+ * and err (may be NULL; emptied first) says what went wrong, for the
+ * caller's one log line (strbuf.h).
  * Errors: -EPROTONOSUPPORT (scheme), -EINVAL (URL), -ENOENT (404/410 or
  * missing file), -EACCES (401/403), -EPROTO (other 4xx, bad Range reply),
  * -EIO (5xx after retries), -ETIMEDOUT, -ECONNREFUSED, -EHOSTUNREACH,
  * -EKEYREJECTED (TLS peer verification failed), -EFBIG (max_size),
  * -ECONNRESET (dropped after retries), or what sink->write returned. */
 int fetch_url(const char *url, const struct fetch_options *opts, const struct fetch_sink *sink,
-              struct fetch_result *res);
+              struct fetch_result *res, struct strbuf *err);
 
 /* Fetch a small document (spec, key) into a NUL-terminated buffer of at most
- * max bytes (-EFBIG beyond). opts may be NULL (defaults). */
-int fetch_to_buffer(const char *url, const struct fetch_options *opts, size_t max, char **ret_buf, size_t *ret_len);
-/* The same, and if want_sha256 is non-NULL the content must hash to it
- * (-EBADMSG otherwise). res as for fetch_url (may be NULL). */
-int fetch_to_buffer_full(const char *url, const struct fetch_options *opts, size_t max, const char *want_sha256,
-                         char **ret_buf, size_t *ret_len, struct fetch_result *res);
+ * max bytes (-EFBIG beyond). opts may be NULL (defaults). If want_sha256 is
+ * non-NULL the content must hash to it (-EBADMSG otherwise). res and err as
+ * for fetch_url (either may be NULL). */
+int fetch_to_buffer(const char *url, const struct fetch_options *opts, size_t max, const char *want_sha256,
+                    char **ret_buf, size_t *ret_len, struct fetch_result *res, struct strbuf *err);
 
 /* TLS on a libcurl easy handle, the same for every kiln transfer (fetch
  * and the controller requests in delivery.c): peer and host verified, the

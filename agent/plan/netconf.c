@@ -105,7 +105,7 @@ static int expand_ip(struct nbuild *b, const char *in, struct spec_mark m, const
                 return 0;
         const char *var = NULL;
         _cleanup_free_ char *out = NULL;
-        int r = spec_expand_full(in, &b->vars, &out, &var);
+        int r = spec_expand(in, &b->vars, &out, &var);
         if (r == -ENODATA || r == -EINVAL)
                 return nfinding(b, false, m, "%s '%s' needs ${%s}, which this machine's inventory has no value for",
                                 what, in, var ? var : "?");

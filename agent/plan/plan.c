@@ -1027,20 +1027,16 @@ static const char *key_source_name(enum spec_key_source k) {
         }
 }
 
-static int emit_luks(struct builder *b, struct node *n) {
+/* The steps of device #k of a luks: on dev (the device under it), opened
+ * as mapper (bench: only on #0, see docs/spec.md "LUKS on each disk"). */
+static int emit_luks_one(struct builder *b, struct node *n, const struct node *under, unsigned k, const char *dev,
+                         const char *mapper) {
         const struct spec_luks *x = n->obj;
         const struct spec *s = b->spec;
-        struct node *under;
-        int r = ref_one(b, "luks", x->id, x->on, x->on_mark, &under);
-        if (r < 0 || b->invalid)
-                return r;
-        const char *dev = under->devs[0];
-        n->size = under->size > LUKS2_DEFAULT_HEADER ? under->size - LUKS2_DEFAULT_HEADER : 0;
-        n->size_max = under->size_max > LUKS2_DEFAULT_HEADER ? under->size_max - LUKS2_DEFAULT_HEADER : 0;
-        n->approx = under->approx;
-
-        if (s->bench.present &&
-            (r = step_emit(b, PLAN_BENCH_RAW, x->id, x, 0, dev, under->size, under->approx, dev,
+        int r;
+        bool bench = s->bench.present && k == 0;
+        if (bench &&
+            (r = step_emit(b, PLAN_BENCH_RAW, x->id, x, k, dev, under->size, under->approx, dev,
                            strdupf("benchmark ciphers and raw I/O on %s before luksFormat", dev),
                            strdupf("data on %s (benchmark writes)", dev))) < 0)
                 return r;
@@ -1067,23 +1063,57 @@ static int emit_luks(struct builder *b, struct node *n) {
                 r = strbuf_addf(&desc, ", label '%s'", x->label);
         if (r >= 0)
                 r = strbuf_addf(&desc, ", %s", key_source_name(x->key.source));
-        if (r < 0 || (r = step_emit(b, PLAN_LUKS_FORMAT, x->id, x, 0, dev, n->size, n->approx, dev, strbuf_detach(&desc),
+        if (r < 0 || (r = step_emit(b, PLAN_LUKS_FORMAT, x->id, x, k, dev, n->size, n->approx, dev, strbuf_detach(&desc),
                                     strdupf("contents of %s", dev))) < 0)
                 return r;
 
-        r = strbuf_addf(&desc, "open %s as %s", dev, n->devs[0]);
+        r = strbuf_addf(&desc, "open %s as %s", dev, mapper);
         if (r >= 0 && (x->no_read_workqueue || x->no_write_workqueue || x->discard))
                 r = strbuf_addf(&desc, " with%s%s%s", x->no_read_workqueue ? " no_read_workqueue" : "",
                                 x->no_write_workqueue ? " no_write_workqueue" : "", x->discard ? " discard" : "");
-        if (r < 0 || (r = step_emit(b, PLAN_LUKS_OPEN, x->id, x, 0, dev, n->size, n->approx, n->devs[0],
+        if (r < 0 || (r = step_emit(b, PLAN_LUKS_OPEN, x->id, x, k, dev, n->size, n->approx, mapper,
                                     strbuf_detach(&desc), NULL)) < 0)
                 return r;
 
-        if (s->bench.present)
-                return step_emit(b, PLAN_BENCH_CRYPT, x->id, x, 0, dev, n->size, n->approx, n->devs[0],
-                                 strdupf("benchmark I/O through %s against %s, then the gate (%s on failure)", n->devs[0],
-                                         dev, s->bench.on_fail == SPEC_ON_FAIL_WARN ? "warn" : "abort"),
-                                 strdupf("data on %s (benchmark writes)", n->devs[0]));
+        if (bench)
+                return step_emit(b, PLAN_BENCH_CRYPT, x->id, x, k, dev, n->size, n->approx, mapper,
+                                 strdupf("benchmark I/O through %s against %s, then the gate (%s on failure)%s", mapper,
+                                         dev, s->bench.on_fail == SPEC_ON_FAIL_WARN ? "warn" : "abort",
+                                         n->n_devs > 1 ? "; the other disks' LUKS are the same stack on the same kind of disk" : ""),
+                                 strdupf("data on %s (benchmark writes)", mapper));
+        return 0;
+}
+
+static int emit_luks(struct builder *b, struct node *n) {
+        const struct spec_luks *x = n->obj;
+        struct node *under = node_find(b, x->on);
+        if (!under || under->kind == SPEC_OBJ_VG)
+                return invalid(b, x->on_mark, "luks '%s' refers to unknown device '%s'", x->id, x->on ? x->on : "");
+        int r = visit(b, under);
+        if (r < 0 || b->invalid)
+                return r;
+        if (under->n_devs == 0 || (under->n_devs > 1 && under->n_devs != x->count))
+                return invalid(b, x->on_mark, "luks '%s' is on '%s', which stands for %zu devices", x->id, x->on,
+                               under->n_devs);
+        n->size = under->size > LUKS2_DEFAULT_HEADER ? under->size - LUKS2_DEFAULT_HEADER : 0;
+        n->size_max = under->size_max > LUKS2_DEFAULT_HEADER ? under->size_max - LUKS2_DEFAULT_HEADER : 0;
+        n->approx = under->approx;
+        if (under->n_devs > 1) {
+                /* one LUKS2 per device under it: crypt0-0 .. crypt0-N */
+                strv_free(n->devs);
+                n->devs = NULL;
+                n->n_devs = 0;
+                for (unsigned k = 0; k < under->n_devs; k++) {
+                        _cleanup_free_ char *name = NULL;
+                        char *dev;
+                        if ((r = spec_luks_name(x, k, &name)) < 0 || (r = paths_mapper(name, &dev)) < 0 ||
+                            (r = node_push_dev(n, dev)) < 0)
+                                return r;
+                }
+        }
+        for (unsigned k = 0; k < under->n_devs; k++)
+                if ((r = emit_luks_one(b, n, under, k, under->devs[k], n->devs[k])) < 0)
+                        return r;
         return 0;
 }
 
@@ -1419,9 +1449,6 @@ static int emit_boot(struct builder *b) {
                 const struct spec_luks *x = &s->luks[i];
                 if (!x->unlock.n_tang)
                         continue;
-                const struct plan_step *f = find_step(b->plan, PLAN_LUKS_FORMAT, x);
-                if (!f || !f->device)
-                        continue;
                 _cleanup_strbuf_ struct strbuf pins = STRBUF_INIT;
                 for (size_t k = 0; k < x->unlock.n_tang; k++)
                         if ((r = strbuf_addf(&pins, "%stang %s (thp %.12s)", k ? ", " : "",
@@ -1432,12 +1459,23 @@ static int emit_boot(struct builder *b) {
                         : strdupf("sss, %u of: %s", x->unlock.threshold, strbuf_str(&pins));
                 if (!how)
                         return -ENOMEM;
-                if ((r = step_emit(b, PLAN_LUKS_BIND, x->id, x, 0, NULL, 0, false, f->device,
-                                   strdupf("bind %s (luks '%s') to %s with the target's clevis in a chroot of %s "
-                                           "(a new keyslot with a random key, LUKS2 token 'clevis'; the spec's key stays "
-                                           "as the recovery keyslot), then prove it: the pin alone must open the new keyslot",
-                                           f->device, x->id, how, target), NULL)) < 0)
-                        return r;
+                /* one bind per LUKS header: a luks on N disks is N headers, each bound */
+                size_t n0 = b->plan->n_steps;
+                for (size_t j = 0; j < n0; j++) {
+                        const struct plan_step *f = &b->plan->steps[j];
+                        if (f->kind != PLAN_LUKS_FORMAT || f->obj != x || !f->device)
+                                continue;
+                        _cleanup_free_ char *dev = strdup(f->device);
+                        unsigned index = f->index;
+                        if (!dev)
+                                return -ENOMEM;
+                        if ((r = step_emit(b, PLAN_LUKS_BIND, x->id, x, index, NULL, 0, false, dev,
+                                           strdupf("bind %s (luks '%s') to %s with the target's clevis in a chroot of %s "
+                                                   "(a new keyslot with a random key, LUKS2 token 'clevis'; the spec's key stays "
+                                                   "as the recovery keyslot), then prove it: the pin alone must open the new keyslot",
+                                                   dev, x->id, how, target), NULL)) < 0)
+                                return r;
+                }
         }
         if (!s->boot.present)
                 return 0;
@@ -1660,7 +1698,7 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
         if (r >= 0 && spec->hostname) {
                 struct spec_vars vars;
                 plan_spec_vars(inv, &vars);
-                r = spec_expand_full(spec->hostname, &vars, &p->hostname, &p->hostname_missing);
+                r = spec_expand(spec->hostname, &vars, &p->hostname, &p->hostname_missing);
                 if (r == -ENODATA || r == -EINVAL) {
                         r = 0;  /* a value the inventory lacks: shown unexpanded */
                         if (p->hostname_missing && streq(p->hostname_missing, "serial") && inv->serial)

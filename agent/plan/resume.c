@@ -333,6 +333,9 @@ static int check_disks(struct rbuild *b) {
                         const char *uuid = NULL;
                         for (char **m = st->inputs; m && *m; m++) {
                                 const struct inv_signature *s = sig_typed(inv, *m, "linux_raid_member");
+                                if (!s && !known_device(inv, *m))       /* per-disk LUKS under the md */
+                                        return not_resumable(b, "md array '%s' sits on %s, which is not opened yet: "
+                                                             "its superblock cannot be checked", st->id, *m);
                                 if (!s || !s->uuid)
                                         return not_resumable(b, "%s is not a member of md array '%s'", *m, st->id);
                                 if (uuid && !streq(uuid, s->uuid))

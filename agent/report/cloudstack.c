@@ -178,7 +178,7 @@ static bool cs_body_is_verdict(const struct http_response *resp) {
 }
 
 static int cs_request(const struct cs_client *c, const char *command, const struct cs_param *params, size_t n,
-                      const struct delivery_policy *policy, json_object **ret, struct cs_answer *ans, char **ret_error) {
+                      const struct delivery_policy *policy, json_object **ret, struct cs_answer *ans, struct strbuf *err) {
         static const struct delivery_policy def = DELIVERY_POLICY_DEFAULT;
         _cleanup_strbuf_ struct strbuf body = STRBUF_INIT;
         _cleanup_(http_response_done) struct http_response resp = { 0 };
@@ -187,7 +187,7 @@ static int cs_request(const struct cs_client *c, const char *command, const stru
 
         r = cs_build_query(c, command, params, n, time(NULL), &body);
         if (r < 0)
-                return set_errorf(ret_error, r, "failed to build the CloudStack request '%s'", command);
+                return strbuf_errorf(err, r, "failed to build the CloudStack request '%s'", command);
         struct http_request req = {
                 .method = "POST",
                 .url = c->endpoint,
@@ -212,27 +212,27 @@ static int cs_request(const struct cs_client *c, const char *command, const stru
                 char shown[URL_DISPLAY_MAX];
                 url_display(c->endpoint, shown);
                 if (text)
-                        return set_errorf(ret_error, r, "CloudStack refused %s (HTTP %ld, errorcode %s): %s",
-                                          command, resp.status, code ? code : "?", text);
+                        return strbuf_errorf(err, r, "CloudStack refused %s (HTTP %ld, errorcode %s): %s",
+                                             command, resp.status, code ? code : "?", text);
                 if (r == -ETIMEDOUT || r == -EAGAIN)
-                        return set_errorf(ret_error, r, "CloudStack at '%s' did not answer %s in time after %u attempts (last: %s)",
-                                          shown, command, resp.attempts, resp.error[0] ? resp.error : "timeout");
-                return set_errorf(ret_error, r, "CloudStack request %s to '%s' failed: %s", command, shown,
-                                  resp.error[0] ? resp.error : strerror(-r));
+                        return strbuf_errorf(err, r, "CloudStack at '%s' did not answer %s in time after %u attempts (last: %s)",
+                                             shown, command, resp.attempts, resp.error[0] ? resp.error : "timeout");
+                return strbuf_errorf(err, r, "CloudStack request %s to '%s' failed: %s", command, shown,
+                                     resp.error[0] ? resp.error : strerror(-r));
         }
         if (!o)
-                return set_errorf(ret_error, -EBADMSG, "CloudStack answered %s with something that is not its JSON (HTTP %ld)",
-                                  command, resp.status);
+                return strbuf_errorf(err, -EBADMSG, "CloudStack answered %s with something that is not its JSON (HTTP %ld)",
+                                     command, resp.status);
         if (code)
-                return set_errorf(ret_error, -EPROTO, "CloudStack refused %s (errorcode %s): %s", command, code,
-                                  text ? text : "no error text");
+                return strbuf_errorf(err, -EPROTO, "CloudStack refused %s (errorcode %s): %s", command, code,
+                                     text ? text : "no error text");
         *ret = json_object_get(o);
         return 0;
 }
 
 int cs_call(const struct cs_client *c, const char *command, const struct cs_param *params, size_t n,
-            json_object **ret, char **ret_error) {
-        return cs_request(c, command, params, n, NULL, ret, NULL, ret_error);
+            json_object **ret, struct strbuf *err) {
+        return cs_request(c, command, params, n, NULL, ret, NULL, err);
 }
 
 /* The list "key" inside a list*response; NULL when CloudStack sent {} (no items). */
@@ -268,9 +268,9 @@ static int names_of(json_object *items, struct strbuf *out) {
 
 /* Find the item called name in list command's answer; *ret_id gets its id. */
 static int resolve(const struct cs_client *c, const char *command, const char *key, const char *what,
-                   const char *name, const struct cs_param *params, size_t n, char **ret_id, char **ret_error) {
+                   const char *name, const struct cs_param *params, size_t n, char **ret_id, struct strbuf *err) {
         _cleanup_json_ json_object *resp = NULL;
-        int r = cs_call(c, command, params, n, &resp, ret_error);
+        int r = cs_call(c, command, params, n, &resp, err);
         if (r < 0)
                 return r;
         json_object *items = list_items(resp, key);
@@ -279,8 +279,8 @@ static int resolve(const struct cs_client *c, const char *command, const char *k
         if (!id) {
                 _cleanup_strbuf_ struct strbuf known = STRBUF_INIT;
                 (void) names_of(items, &known);
-                return set_errorf(ret_error, -ENOENT, "CloudStack has no %s '%s' (it has: %s)", what, name,
-                                  strbuf_str(&known));
+                return strbuf_errorf(err, -ENOENT, "CloudStack has no %s '%s' (it has: %s)", what, name,
+                                     strbuf_str(&known));
         }
         char *d = strdup(id);
         if (!d)
@@ -381,7 +381,7 @@ int cs_url_address(const char *url, struct cs_address *ret) {
 /* Every Routing host CloudStack has, page by page (500 a page, as many pages
  * as "count" says), until one has this address: *ret gets it (a reference),
  * or NULL. All zones: a host CloudStack has elsewhere is still this node. */
-static int find_host(const struct cs_client *c, const struct cs_address *addr, json_object **ret, char **ret_error) {
+static int find_host(const struct cs_client *c, const struct cs_address *addr, json_object **ret, struct strbuf *err) {
         char page[16], size[16];
         size_t seen = 0;
 
@@ -391,7 +391,7 @@ static int find_host(const struct cs_client *c, const struct cs_address *addr, j
                 _cleanup_json_ json_object *resp = NULL;
                 snprintf(page, sizeof page, "%u", pg);
                 struct cs_param lh_p[] = { { "type", "Routing" }, { "page", page }, { "pagesize", size } };
-                int r = cs_call(c, "listHosts", lh_p, ELEMENTSOF(lh_p), &resp, ret_error);
+                int r = cs_call(c, "listHosts", lh_p, ELEMENTSOF(lh_p), &resp, err);
                 if (r < 0)
                         return r;
                 json_object *items = list_items(resp, "host"), *count;
@@ -409,8 +409,8 @@ static int find_host(const struct cs_client *c, const struct cs_address *addr, j
                 if (n < CS_PAGE_SIZE || seen >= total)
                         return 0;
         }
-        return set_errorf(ret_error, -E2BIG, "CloudStack's listHosts has more than %d pages of %d hosts",
-                          CS_MAX_PAGES, CS_PAGE_SIZE);
+        return strbuf_errorf(err, -E2BIG, "CloudStack's listHosts has more than %d pages of %d hosts",
+                             CS_MAX_PAGES, CS_PAGE_SIZE);
 }
 
 /* A host CloudStack is still setting up: its addHost has not finished. */
@@ -432,15 +432,18 @@ static bool wait_before_looking(struct backoff *b, const struct delivery_policy 
         return true;
 }
 
-int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct cs_result *ret, char **ret_error) {
+int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct cs_result *ret, struct strbuf *err) {
         static const struct delivery_policy def = DELIVERY_POLICY_DEFAULT;
         _cleanup_(cs_result_done) struct cs_result res = { 0 };
-        _cleanup_free_ char *url = NULL, *verdict = NULL;
+        _cleanup_free_ char *url = NULL;
+        _cleanup_strbuf_ struct strbuf verdict = STRBUF_INIT;  /* CloudStack's answer to the last addHost */
         struct cs_address addr;
         int r;
 
+        if (err)
+                strbuf_reset(err);
         if (!h->zone || !h->pod || !h->cluster || !h->ip)
-                return set_errorf(ret_error, -EINVAL, "CloudStack registration needs zone, pod, cluster and the node's IP address");
+                return strbuf_errorf(err, -EINVAL, "CloudStack registration needs zone, pod, cluster and the node's IP address");
 
         /* One budget for every request of this registration (the caller's deadline, if it set one). */
         struct delivery_policy p = c->policy ? *c->policy : def;
@@ -456,24 +459,24 @@ int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct 
         if (h->url) {
                 r = cs_url_address(h->url, &addr);
                 if (r < 0)
-                        return set_errorf(ret_error, r, "host_url '%s' names no address CloudStack can reach the host at", h->url);
+                        return strbuf_errorf(err, r, "host_url '%s' names no address CloudStack can reach the host at", h->url);
         } else {
                 r = cs_host_address(h->ip, &addr);
                 if (r < 0)
-                        return set_errorf(ret_error, r, "the node's address '%s' is not an IP address", h->ip);
+                        return strbuf_errorf(err, r, "the node's address '%s' is not an IP address", h->ip);
                 if (asprintf(&url, addr.family == AF_INET6 ? "http://[%s]" : "http://%s", addr.text) < 0)
                         return -ENOMEM;
         }
 
-        r = resolve(&cl, "listZones", "zone", "zone", h->zone, NULL, 0, &res.zone_id, ret_error);
+        r = resolve(&cl, "listZones", "zone", "zone", h->zone, NULL, 0, &res.zone_id, err);
         if (r < 0)
                 return r;
         struct cs_param pod_p[] = { { "zoneid", res.zone_id } };
-        r = resolve(&cl, "listPods", "pod", "pod", h->pod, pod_p, ELEMENTSOF(pod_p), &res.pod_id, ret_error);
+        r = resolve(&cl, "listPods", "pod", "pod", h->pod, pod_p, ELEMENTSOF(pod_p), &res.pod_id, err);
         if (r < 0)
                 return r;
         struct cs_param cl_p[] = { { "zoneid", res.zone_id }, { "podid", res.pod_id } };
-        r = resolve(&cl, "listClusters", "cluster", "cluster", h->cluster, cl_p, ELEMENTSOF(cl_p), &res.cluster_id, ret_error);
+        r = resolve(&cl, "listClusters", "cluster", "cluster", h->cluster, cl_p, ELEMENTSOF(cl_p), &res.cluster_id, err);
         if (r < 0)
                 return r;
 
@@ -506,26 +509,26 @@ int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct 
         for (;;) {
                 _cleanup_json_ json_object *found = NULL, *added = NULL;
                 _cleanup_(cs_answer_done) struct cs_answer ans = { 0 };
-                _cleanup_free_ char *err = NULL;
+                _cleanup_strbuf_ struct strbuf add_err = STRBUF_INIT;
 
-                r = find_host(&cl, &addr, &found, ret_error);
+                r = find_host(&cl, &addr, &found, err);
                 if (r < 0)
                         return r;
                 if (found) {
                         const char *zone = jstr(found, "zoneid"), *state = jstr(found, "state"), *id = jstr(found, "id");
                         if (zone && !streq(zone, res.zone_id))
-                                return set_errorf(ret_error, -EEXIST, "CloudStack already has host %s (id %s) in another zone (id %s), not in zone '%s'",
-                                                  addr.text, id ? id : "?", zone, h->zone);
+                                return strbuf_errorf(err, -EEXIST, "CloudStack already has host %s (id %s) in another zone (id %s), not in zone '%s'",
+                                                     addr.text, id ? id : "?", zone, h->zone);
                         if (state_transient(state)) {
                                 /* Another addHost for this address is still at work: wait for its outcome. */
                                 if (!wait_before_looking(&b, &p))
-                                        return set_errorf(ret_error, -ETIMEDOUT, "CloudStack's host %s (id %s) was still %s when the time ran out",
-                                                          addr.text, id ? id : "?", state);
+                                        return strbuf_errorf(err, -ETIMEDOUT, "CloudStack's host %s (id %s) was still %s when the time ran out",
+                                                             addr.text, id ? id : "?", state);
                                 continue;
                         }
                         r = take_host(found, &res);
                         if (r < 0)
-                                return set_errorf(ret_error, r, "CloudStack's listHosts answer has a host without an id");
+                                return strbuf_errorf(err, r, "CloudStack's listHosts answer has a host without an id");
                         res.added = false;
                         res.found_after_add = res.add_sends > 0;
                         *ret = res;
@@ -533,45 +536,46 @@ int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct 
                         return 0;
                 }
                 if (after == AFTER_FAILED)
-                        return set_errorf(ret_error, -EPROTO, "%s", verdict);
+                        return strbuf_errorf(err, -EPROTO, "%s", strbuf_str(&verdict));
                 if (after == AFTER_EXISTS) {
                         if (++exists_looks > CS_MAX_EXISTS_LOOKS)
-                                return set_errorf(ret_error, -EPROTO, "%s (and listHosts did not show it after %u looks)",
-                                                  verdict, exists_looks - 1);
+                                return strbuf_errorf(err, -EPROTO, "%s (and listHosts did not show it after %u looks)",
+                                                     strbuf_str(&verdict), exists_looks - 1);
                         if (!wait_before_looking(&b, &p))
-                                return set_errorf(ret_error, -ETIMEDOUT, "%s (and listHosts did not show it in time)", verdict);
+                                return strbuf_errorf(err, -ETIMEDOUT, "%s (and listHosts did not show it in time)", strbuf_str(&verdict));
                         continue;
                 }
                 if (res.add_sends >= CS_MAX_ADD_SENDS)
-                        return set_errorf(ret_error, -ETIMEDOUT, "%s (addHost sent %u times, the host never appeared)",
-                                          verdict ? verdict : "no answer", res.add_sends);
+                        return strbuf_errorf(err, -ETIMEDOUT, "%s (addHost sent %u times, the host never appeared)",
+                                             verdict.len ? verdict.buf : "no answer", res.add_sends);
                 if (now_usec() >= p.deadline_usec)
-                        return set_errorf(ret_error, -ETIMEDOUT, "%s", verdict ? verdict : "the time for the registration ran out");
+                        return strbuf_errorf(err, -ETIMEDOUT, "%s", verdict.len ? verdict.buf : "the time for the registration ran out");
 
                 res.add_sends++;
-                r = cs_request(&cl, "addHost", add_p, n, &once, &added, &ans, &err);
+                r = cs_request(&cl, "addHost", add_p, n, &once, &added, &ans, &add_err);
                 if (r >= 0) {
                         json_object *items = list_items(added, "host");
                         r = take_host(items ? json_object_array_get_idx(items, 0) : NULL, &res);
                         if (r < 0)
-                                return set_errorf(ret_error, r, "CloudStack's addHost answer names no host");
+                                return strbuf_errorf(err, r, "CloudStack's addHost answer names no host");
                         res.added = true;
                         *ret = res;
                         res = (struct cs_result) { 0 };
                         return 0;
                 }
-                free(verdict);
-                verdict = TAKE_PTR(err);
+                strbuf_release(&verdict);
+                verdict = add_err;
+                add_err = (struct strbuf) STRBUF_INIT;
                 if (ans.verdict && ans.errorcode == 530 && ans.errortext && strstr(ans.errortext, "is already in the database"))
                         after = AFTER_EXISTS;
                 else if (ans.verdict && ans.errorcode == 530)
                         after = AFTER_FAILED;
                 else if (ans.verdict || r == -EACCES || r == -EPROTO || r == -EINVAL || r == -EBADMSG)
-                        return set_errorf(ret_error, r, "%s", verdict);
+                        return strbuf_errorf(err, r, "%s", strbuf_str(&verdict));
                 else {
                         after = AFTER_NO_VERDICT;
                         if (!wait_before_looking(&b, &p))
-                                return set_errorf(ret_error, -ETIMEDOUT, "%s", verdict);
+                                return strbuf_errorf(err, -ETIMEDOUT, "%s", strbuf_str(&verdict));
                 }
         }
 }

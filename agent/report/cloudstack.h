@@ -63,7 +63,7 @@ int cs_build_query(const struct cs_client *c, const char *command, const struct 
 /* Sign and send one command; *ret gets the "<command>response" object of the
  * answer (the caller puts it). */
 int cs_call(const struct cs_client *c, const char *command, const struct cs_param *params, size_t n,
-            json_object **ret, char **ret_error);
+            json_object **ret, struct strbuf *err);
 
 struct cs_host {
         const char *zone, *pod, *cluster;      /* names */
@@ -102,4 +102,4 @@ int cs_url_address(const char *url, struct cs_address *ret);
  * are in cloudstack.c and docs/register.md). -ENOENT when a zone, pod or
  * cluster is unknown; -EPROTO with CloudStack's text when addHost failed. */
 int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct cs_result *ret,
-                     char **ret_error);
+                     struct strbuf *err);

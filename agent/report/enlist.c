@@ -46,7 +46,7 @@ static int random_uuid(char buf[static 37]) {
         return 0;
 }
 
-int enlist_post(const struct inventory *inv, const struct enlist_target *t, char **ret_body, char **ret_error) {
+int enlist_post(const struct inventory *inv, const struct enlist_target *t, char **ret_body, struct strbuf *err) {
         static const struct delivery_policy def = {
                 .connect_timeout_ms = 5000, .request_timeout_ms = 20000, .total_ms = ENLIST_DEFAULT_TIMEOUT_SEC * 1000u,
                 .backoff_base_ms = 1000, .backoff_cap_ms = 30000,
@@ -75,7 +75,7 @@ int enlist_post(const struct inventory *inv, const struct enlist_target *t, char
                 .ca_file = t->ca_file,
                 .policy = t->policy ? t->policy : &def,
         };
-        r = webhook_post(&wt, "enlist", run_id, node, delivery, strbuf_str(&body), ret_error);
+        r = webhook_post(&wt, "enlist", run_id, node, delivery, strbuf_str(&body), err);
         if (ret_body) {
                 char *b = strbuf_detach(&body);
                 if (!b)

@@ -16,6 +16,7 @@
  * any disk, nothing is logged. */
 #pragma once
 #include "delivery.h"
+#include "strbuf.h"
 #include "inventory.h"
 #include "util.h"
 
@@ -40,5 +41,5 @@ struct enlist_target {
 
 /* Posts the inventory. 0 when the controller took it (2xx); *ret_body (may
  * be NULL) gets the exact body posted, also on failure. Errors as
- * webhook_post()'s, with *ret_error saying what happened. */
-int enlist_post(const struct inventory *inv, const struct enlist_target *t, char **ret_body, char **ret_error);
+ * webhook_post()'s, with err (may be NULL) saying what happened. */
+int enlist_post(const struct inventory *inv, const struct enlist_target *t, char **ret_body, struct strbuf *err);

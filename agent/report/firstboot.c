@@ -42,7 +42,7 @@ int firstboot_conf_format(const struct firstboot_conf *c, struct strbuf *out) {
         return r < 0 ? r : 0;
 }
 
-int firstboot_conf_parse(const char *text, struct firstboot_conf *ret, char **reterr) {
+int firstboot_conf_parse(const char *text, struct firstboot_conf *ret, struct strbuf *err) {
         _cleanup_(firstboot_conf_done) struct firstboot_conf c = {};
         unsigned line = 0;
         for (const char *p = text; p && *p;) {
@@ -57,29 +57,29 @@ int firstboot_conf_parse(const char *text, struct firstboot_conf *ret, char **re
                         continue;
                 const char *eq = memchr(l, '=', n);
                 if (!eq)
-                        return set_errorf(reterr, -EINVAL, "line %u: expected key=value", line);
+                        return strbuf_errorf(err, -EINVAL, "line %u: expected key=value", line);
                 size_t klen = (size_t) (eq - l), i;
                 for (i = 0; i < ELEMENTSOF(conf_keys); i++)
                         if (strlen(conf_keys[i].key) == klen && memcmp(conf_keys[i].key, l, klen) == 0)
                                 break;
                 if (i == ELEMENTSOF(conf_keys))
-                        return set_errorf(reterr, -EINVAL, "line %u: unknown key '%.*s'", line, (int) (klen > 64 ? 64 : klen), l);
+                        return strbuf_errorf(err, -EINVAL, "line %u: unknown key '%.*s'", line, (int) (klen > 64 ? 64 : klen), l);
                 char **f = field(&c, i);
                 if (*f)
-                        return set_errorf(reterr, -EINVAL, "line %u: '%s' given twice", line, conf_keys[i].key);
+                        return strbuf_errorf(err, -EINVAL, "line %u: '%s' given twice", line, conf_keys[i].key);
                 size_t vlen = n - klen - 1;
                 if (vlen == 0)
-                        return set_errorf(reterr, -EINVAL, "line %u: '%s' is empty", line, conf_keys[i].key);
+                        return strbuf_errorf(err, -EINVAL, "line %u: '%s' is empty", line, conf_keys[i].key);
                 if (memchr(eq + 1, '\r', vlen))
-                        return set_errorf(reterr, -EINVAL, "line %u: '%s' holds a carriage return", line, conf_keys[i].key);
+                        return strbuf_errorf(err, -EINVAL, "line %u: '%s' holds a carriage return", line, conf_keys[i].key);
                 if (!(*f = strndup(eq + 1, vlen)))
                         return -ENOMEM;
         }
         for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++)
                 if (conf_keys[i].required && !*field(&c, i))
-                        return set_errorf(reterr, -EINVAL, "no '%s'", conf_keys[i].key);
+                        return strbuf_errorf(err, -EINVAL, "no '%s'", conf_keys[i].key);
         if (!hex_valid(c.spec_sha256, 64))
-                return set_errorf(reterr, -EINVAL, "'spec_sha256' is not 64 hexadecimal digits");
+                return strbuf_errorf(err, -EINVAL, "'spec_sha256' is not 64 hexadecimal digits");
         *ret = c;
         c = (struct firstboot_conf) {};
         return 0;

@@ -53,8 +53,8 @@ void firstboot_conf_done(struct firstboot_conf *c);
  * (spec, spec_sha256, report, marker) is missing. */
 int firstboot_conf_format(const struct firstboot_conf *c, struct strbuf *out);
 /* Parse text into *ret (filled only on success). -EINVAL with a message in
- * *reterr ("line 3: unknown key 'foo'", "no 'spec_sha256'") otherwise. */
-int firstboot_conf_parse(const char *text, struct firstboot_conf *ret, char **reterr);
+ * err (may be NULL: "line 3: unknown key 'foo'", "no 'spec_sha256'") otherwise. */
+int firstboot_conf_parse(const char *text, struct firstboot_conf *ret, struct strbuf *err);
 
 /* The unit file's text (FIRSTBOOT_UNIT_PATH). */
 int firstboot_unit_text(struct strbuf *out);

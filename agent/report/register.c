@@ -21,7 +21,8 @@ static void json_putp(json_object **o) {
 static void on_event(struct report *r, const char *kind, json_object *event, void *userdata) {
         struct register_events *ev = userdata;
         const struct spec_webhook *w = &ev->spec->webhook;
-        _cleanup_free_ char *err = NULL, *delivery = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        _cleanup_free_ char *delivery = NULL;
         json_object *seq;
 
         if (ev->disabled)
@@ -42,8 +43,8 @@ static void on_event(struct report *r, const char *kind, json_object *event, voi
         }
         ev->failed++;
         ev->disabled = true;
-        if (!ev->last_error)
-                ev->last_error = TAKE_PTR(err);
+        if (!ev->last_error && err.len)
+                ev->last_error = strbuf_detach(&err);
 }
 
 void register_attach_events(struct report *r, struct register_events *ev, const struct spec *spec,
@@ -68,7 +69,7 @@ static json_object *jurl(const char *s) {
 }
 
 static int register_cloudstack(const struct spec *spec, struct report *r, const struct register_options *o,
-                               char **ret_error) {
+                               struct strbuf *err) {
         const struct spec_cloudstack *c = &spec->cloudstack;
         _cleanup_(cs_result_done) struct cs_result res = { 0 };
         _cleanup_(json_putp) json_object *rec = json_object_new_object();
@@ -107,14 +108,12 @@ static int register_cloudstack(const struct spec *spec, struct report *r, const 
         if (!ip)
                 k = -EADDRNOTAVAIL;
         else
-                k = cs_register_host(&cl, &h, &res, ret_error);
-        if (k == -EADDRNOTAVAIL && ret_error) {
-                free(*ret_error);
-                *ret_error = strdup("the report names no IP address for this node; CloudStack finds hosts by IP");
-        }
+                k = cs_register_host(&cl, &h, &res, err);
+        if (k == -EADDRNOTAVAIL)
+                strbuf_errorf(err, k, "the report names no IP address for this node; CloudStack finds hosts by IP");
         if (k < 0) {
                 json_object_object_add(rec, "result", jstr("FAIL"));
-                json_object_object_add(rec, "error", jstr(ret_error ? *ret_error : NULL));
+                json_object_object_add(rec, "error", jstr(err->len ? err->buf : NULL));
         } else {
                 json_object_object_add(rec, "result", jstr("SUCCESS"));
                 json_object_object_add(rec, "zone_id", jstr(res.zone_id));
@@ -146,7 +145,7 @@ static int random_uuid(char buf[37]) {
 }
 
 static int register_webhook(const struct spec *spec, struct report *r, const struct delivery_policy *policy,
-                            const char *ca_file, char **ret_error) {
+                            const char *ca_file, struct strbuf *err) {
         const struct spec_webhook *w = &spec->webhook;
         _cleanup_strbuf_ struct strbuf body = STRBUF_INIT;
         _cleanup_free_ char *delivery = NULL;
@@ -174,10 +173,10 @@ static int register_webhook(const struct spec *spec, struct report *r, const str
         if (asprintf(&delivery, "%s/report/%s", report_run_id(r), id) < 0)
                 return -ENOMEM;
         struct webhook_target t = { .url = w->url, .hmac_key = w->hmac_key, .ca_file = ca_file, .policy = policy };
-        k = webhook_post(&t, "report", report_run_id(r), report_node_field(r, "id"), delivery, strbuf_str(&body), ret_error);
+        k = webhook_post(&t, "report", report_run_id(r), report_node_field(r, "id"), delivery, strbuf_str(&body), err);
         if (k < 0) {
                 json_object_object_add(rec, "result", jstr("FAIL"));
-                json_object_object_add(rec, "error", jstr(ret_error ? *ret_error : NULL));
+                json_object_object_add(rec, "error", jstr(err->len ? err->buf : NULL));
         }
         return k;
 }
@@ -191,9 +190,9 @@ unsigned register_report_share_ms(unsigned total_ms) {
         return share;
 }
 
-int register_run(const struct spec *spec, struct report *r, const struct register_options *opts, char **ret_error) {
+int register_run(const struct spec *spec, struct report *r, const struct register_options *opts, struct strbuf *err) {
         struct register_options def;
-        _cleanup_free_ char *err_cs = NULL, *err_wh = NULL;
+        _cleanup_strbuf_ struct strbuf err_cs = STRBUF_INIT, err_wh = STRBUF_INIT;
         int k_cs = 0, k_wh = 0;
 
         if (opts)
@@ -222,12 +221,9 @@ int register_run(const struct spec *spec, struct report *r, const struct registe
                 wh.deadline_usec = deadline > t + (uint64_t) share * 1000 ? deadline : t + (uint64_t) share * 1000;
                 k_wh = register_webhook(spec, r, &wh, opts->ca_file, &err_wh);
         }
-        if (k_cs < 0 || k_wh < 0) {
-                if (ret_error) {
-                        free(*ret_error);
-                        *ret_error = k_cs < 0 ? TAKE_PTR(err_cs) : TAKE_PTR(err_wh);
-                }
-                return k_cs < 0 ? k_cs : k_wh;
-        }
+        if (k_cs < 0)
+                return strbuf_errorf(err, k_cs, "%s", strbuf_str(&err_cs));
+        if (k_wh < 0)
+                return strbuf_errorf(err, k_wh, "%s", strbuf_str(&err_wh));
         return 0;
 }

@@ -58,5 +58,5 @@ void register_events_done(struct register_events *ev);
 /* Registers the node the report describes. The outcome is recorded in the
  * report under "registration". Returns 0 when every configured target took
  * it; otherwise the first error, with a message for the operator in
- * *ret_error. -ENOMSG when the spec configures no registration at all. */
-int register_run(const struct spec *spec, struct report *r, const struct register_options *opts, char **ret_error);
+ * err (may be NULL). -ENOMSG when the spec configures no registration at all. */
+int register_run(const struct spec *spec, struct report *r, const struct register_options *opts, struct strbuf *err);

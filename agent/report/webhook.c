@@ -25,7 +25,7 @@ static void header_safe(char *s) {
 }
 
 int webhook_post(const struct webhook_target *t, const char *event, const char *run_id, const char *node_id,
-                 const char *delivery, const char *json_body, char **ret_error) {
+                 const char *delivery, const char *json_body, struct strbuf *err) {
         _cleanup_free_ char *body = strdup(json_body ? json_body : "{}");
         _cleanup_(http_response_done) struct http_response resp = { 0 };
         char hdr[5][256], sig[WEBHOOK_SIG_HEX_LEN + 1];
@@ -66,17 +66,14 @@ int webhook_post(const struct webhook_target *t, const char *event, const char *
                 .ca_file = t->ca_file,
         };
         r = delivery_send(&req, t->policy, &resp);
-        if (r < 0 && ret_error) {
+        if (r < 0) {
                 char shown[URL_DISPLAY_MAX];
                 url_display(t->url, shown);
-                free(*ret_error);
-                *ret_error = NULL;
                 if (r == -ETIMEDOUT)
-                        r = asprintf(ret_error, "webhook '%s' did not take the %s event in time after %u attempts (last: %s)",
-                                     shown, event, resp.attempts, resp.error[0] ? resp.error : "timeout") < 0 ? -ENOMEM : r;
-                else
-                        r = asprintf(ret_error, "webhook '%s' refused the %s event: %s", shown, event,
-                                     resp.error[0] ? resp.error : strerror(-r)) < 0 ? -ENOMEM : r;
+                        return strbuf_errorf(err, r, "webhook '%s' did not take the %s event in time after %u attempts (last: %s)",
+                                             shown, event, resp.attempts, resp.error[0] ? resp.error : "timeout");
+                return strbuf_errorf(err, r, "webhook '%s' refused the %s event: %s", shown, event,
+                                     resp.error[0] ? resp.error : strerror(-r));
         }
         return r;
 }

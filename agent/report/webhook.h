@@ -8,6 +8,7 @@
  * Bodies are redacted (log_redact) before they are signed. Silent module. */
 #pragma once
 #include "delivery.h"
+#include "strbuf.h"
 #include "util.h"
 
 #define WEBHOOK_SIG_HEX_LEN 64
@@ -24,4 +25,4 @@ int webhook_sign(const char *key, const void *body, size_t len, char *hex);
 
 /* delivery is the idempotency key ("<run id>/<seq>"). */
 int webhook_post(const struct webhook_target *t, const char *event, const char *run_id, const char *node_id,
-                 const char *delivery, const char *json_body, char **ret_error);
+                 const char *delivery, const char *json_body, struct strbuf *err);

@@ -438,7 +438,7 @@ static int parse_bytes_value(struct ctx *c, const struct loc *l, const char *key
         char f[256], t[QUOTE_MAX + 8], t2[QUOTE_MAX + 4];
         uint64_t x;
         unsigned flags = 0;
-        int r = parse_size_full(v->value, &x, &flags);
+        int r = parse_size(v->value, &x, &flags);
         if (r == -ERANGE) {
                 emitn(c, v, "%s is too large: %s", fld(l, key, f), describe(v, t));
                 return -1;
@@ -1387,6 +1387,7 @@ static void parse_luks(struct ctx *c, const struct ynode *m, size_t idx, struct 
         static const char *const perf_keys[] = { "no_read_workqueue", "no_write_workqueue", NULL };
         char where[128], f[256], t[QUOTE_MAX + 8];
         x->mark = (struct spec_mark) { m->line, m->col };
+        x->count = 1;
         get_id(c, m, "luks", idx, &x->id, where);
         struct loc l = { where, "" };
         check_keys(c, m, &l, luks_keys);
@@ -2546,6 +2547,41 @@ static void cross_check(struct ctx *c) {
                 }
         }
 
+        /* a luks stands for as many devices as what it is on (one LUKS per
+         * disk of a count: N rule); known before the raids count their members.
+         * Twice: a luks on a luks learns its count in the second pass. */
+        for (int pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < s->n_luks; i++) {
+                        struct spec_luks *x = &s->luks[i];
+                        struct obj *on = x->on ? find_obj(c, x->on) : NULL, *self = x->id ? find_obj(c, x->id) : NULL;
+                        if (on && self && self->ptr == x && on != self && on->kind != SPEC_OBJ_VG) {
+                                self->mult = on->mult;
+                                x->count = on->mult;
+                        }
+                }
+
+        /* every /dev/mapper name a luks makes (NAME, or NAME-0..NAME-N-1) once */
+        for (size_t i = 0; i < s->n_luks; i++)
+                for (unsigned k = 0; k < (s->luks[i].count ? s->luks[i].count : 1); k++) {
+                        _cleanup_free_ char *a = NULL;
+                        if (spec_luks_name(&s->luks[i], k, &a) < 0)
+                                break;
+                        bool clash = false;
+                        for (size_t j = 0; !clash && j < i; j++)
+                                for (unsigned m = 0; !clash && m < (s->luks[j].count ? s->luks[j].count : 1); m++) {
+                                        _cleanup_free_ char *o = NULL;
+                                        if (spec_luks_name(&s->luks[j], m, &o) == 0 && streq(a, o)) {
+                                                emit(c, s->luks[i].mark.line, s->luks[i].mark.col,
+                                                     "luks '%s' would open /dev/mapper/%s, which luks '%s' (line %u) opens too",
+                                                     q(s->luks[i].id ? s->luks[i].id : "?", t), a,
+                                                     s->luks[j].id ? s->luks[j].id : "?", s->luks[j].mark.line);
+                                                clash = true;
+                                        }
+                                }
+                        if (clash)
+                                break;
+                }
+
         /* raid members */
         for (size_t i = 0; i < s->n_raids; i++) {
                 struct spec_raid *a = &s->raids[i];
@@ -2554,7 +2590,8 @@ static void cross_check(struct ctx *c) {
                 bool all = a->members != NULL;
                 for (size_t j = 0; a->members && a->members[j]; j++) {
                         struct obj *o = resolve(c, "members", where, a->members[j], a->member_marks[j],
-                                                KIND_BIT(SPEC_OBJ_DISK) | KIND_BIT(SPEC_OBJ_PARTITION));
+                                                KIND_BIT(SPEC_OBJ_DISK) | KIND_BIT(SPEC_OBJ_PARTITION) |
+                                                KIND_BIT(SPEC_OBJ_LUKS));
                         if (!o) {
                                 all = false;
                                 continue;
@@ -2585,7 +2622,7 @@ static void cross_check(struct ctx *c) {
                 struct spec_luks *x = &s->luks[i];
                 snprintf(where, sizeof where, "luks '%s'", x->id ? q(x->id, t) : "?");
                 struct obj *o = resolve(c, "on", where, x->on, x->on_mark, BLOCK_KINDS);
-                single_device(c, o, "on", where, x->on_mark);
+                /* on N devices (a disk rule with count N, a partition on one): one LUKS2 on each */
                 consume(c, o, x, SPEC_OBJ_LUKS, where, false, x->on_mark);
         }
         for (size_t i = 0; i < s->n_vgs; i++) {
@@ -2959,11 +2996,7 @@ enum spec_obj_kind spec_lookup(const struct spec *s, const char *id, const void 
         return SPEC_OBJ_NONE;
 }
 
-int spec_expand(const char *in, const struct spec_vars *vars, char **ret) {
-        return spec_expand_full(in, vars, ret, NULL);
-}
-
-int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, const char **reterr_var) {
+int spec_expand(const char *in, const struct spec_vars *vars, char **ret, const char **reterr_var) {
         _cleanup_strbuf_ struct strbuf sb = { .max = 64 * 1024 };
         int r;
         if (!in)
@@ -3025,6 +3058,19 @@ bool spec_is_glob(const char *s) {
 
 const char *spec_part_type_name(enum spec_part_type t) {
         return (size_t) t < ELEMENTSOF(part_types) - 1 ? part_types[t] : "unknown";
+}
+
+int spec_luks_name(const struct spec_luks *x, unsigned index, char **ret) {
+        if (!x)
+                return -EINVAL;
+        const char *name = x->name ? x->name : x->id;
+        if (!name)
+                return -EINVAL;
+        char *n = x->count > 1 ? strdupf("%s-%u", name, index) : strdup(name);
+        if (!n)
+                return -ENOMEM;
+        *ret = n;
+        return 0;
 }
 
 int spec_swap_crypt_name(const struct spec_filesystem *fs, char **ret) {

@@ -127,6 +127,9 @@ struct spec_luks {
         char *on;               /* id of a disk, partition, raid or lv */
         struct spec_mark on_mark;
         char *name;             /* dm name: /dev/mapper/NAME; the id unless given (always set) */
+        unsigned count;         /* devices it stands for: 1, or N when 'on' stands for N (a disk rule
+                                 * with count N, a partition on one): one LUKS2 per device, named by
+                                 * spec_luks_name(); set by the checks (0 only in an invalid spec) */
         char *cipher;           /* SPEC_LUKS_CIPHER unless the spec says (always set) */
         unsigned key_size;      /* bits; SPEC_LUKS_KEY_SIZE unless the spec says (always set) */
         char **bench_ciphers;   /* the benchmark's candidates for it ("cipher:key_size"): bench.ciphers,
@@ -394,10 +397,9 @@ enum spec_obj_kind spec_lookup(const struct spec *s, const char *id, const void 
 struct spec_vars {
         const char *mac, *uuid, *serial, *hostname;
 };
-int spec_expand(const char *in, const struct spec_vars *vars, char **ret);
-/* The same; on -ENODATA (a variable without a value in vars) *reterr_var
- * names that variable ("serial"). */
-int spec_expand_full(const char *in, const struct spec_vars *vars, char **ret, const char **reterr_var);
+/* On -ENODATA (a variable without a value in vars) *reterr_var (may be
+ * NULL) names that variable ("serial"). */
+int spec_expand(const char *in, const struct spec_vars *vars, char **ret, const char **reterr_var);
 
 /* Why h is not a host name by RFC 1123 ("has a label that starts or ends
  * with '-'"), or NULL when it is one. */
@@ -422,6 +424,10 @@ bool spec_is_glob(const char *s);
 unsigned spec_raid10_copies(const char *layout);
 const char *spec_part_type_name(enum spec_part_type t);
 const char *spec_fs_type_name(enum spec_fs_type t);
+/* The dm name of device #index of a luks: its name when it stands for one
+ * device, else "<name>-<index>" (crypt0-0 .. crypt0-3): the one place the
+ * per-disk names are made (plan, apply, crypttab, resume). */
+int spec_luks_name(const struct spec_luks *x, unsigned index, char **ret);
 /* The dm name of a swap with encrypt: random: "<on>_crypt" (Debian's
  * spelling, sda5_crypt), /dev/mapper/<that> in fstab. */
 int spec_swap_crypt_name(const struct spec_filesystem *fs, char **ret);

@@ -12,7 +12,9 @@
 #define ALIGN_BYTES (1024u * 1024u)
 #define GPT_BACKUP_SECTORS 33           /* backup header + 32 sectors of entries (512-byte sectors) */
 
-static char last_error[512];
+/* libparted's exception handler has no user data: while partition_disk()
+ * runs, its messages go to that call's err (the last one wins). */
+static struct strbuf *handler_err;
 static bool stderr_muted;       /* while libparted runs: its messages are logged after */
 
 /* libparted runs "udevadm settle" through system() when it commits a table
@@ -46,16 +48,14 @@ static void stderr_restore(int saved) {
         stderr_muted = false;
 }
 
-const char *partition_last_error(void) {
-        return last_error;
-}
 
 /* libparted asks questions through exceptions. kiln answers non-interactively:
  * record the text, log it at debug level, and cancel anything that is an error. */
 static PedExceptionOption exception_handler(PedException *ex) {
-        snprintf(last_error, sizeof last_error, "%s", ex->message ? ex->message : "");
+        const char *m = ex->message ? ex->message : "";
+        (void) strbuf_errorf(handler_err, 0, "%s", m);
         if (!stderr_muted)
-                log_debug("libparted: %s: %s", ped_exception_get_type_string(ex->type), last_error);
+                log_debug("libparted: %s: %s", ped_exception_get_type_string(ex->type), m);
         if (ex->type <= PED_EXCEPTION_WARNING && (ex->options & PED_EXCEPTION_IGNORE))
                 return PED_EXCEPTION_IGNORE;
         if (ex->options & PED_EXCEPTION_CANCEL)
@@ -96,7 +96,8 @@ static int set_type(PedPartition *part, enum spec_part_type type) {
         return ped_partition_set_flag(part, flag, 1) ? 0 : -EIO;
 }
 
-static int write_table(PedDevice *dev, const char *disk, const struct partition_request *req, size_t n) {
+static int write_table(PedDevice *dev, const char *disk, const struct partition_request *req, size_t n,
+                       struct strbuf *err) {
         long long ss = dev->sector_size;
         PedSector align = ALIGN_BYTES / ss;
         /* the backup GPT (entries + header) lives in the last sectors */
@@ -112,9 +113,8 @@ static int write_table(PedDevice *dev, const char *disk, const struct partition_
                 PedSector len = (PedSector) (req[i].size / (uint64_t) ss);
                 if (len <= 0 || start < align || start % align || req[i].start % (uint64_t) ss ||
                     start + len > limit) {
-                        snprintf(last_error, sizeof last_error, "partition %zu ('%s') does not fit on %s",
-                                 i + 1, req[i].name, disk);
-                        return -ENOSPC;
+                        return strbuf_errorf(err, -ENOSPC, "partition %zu ('%s') does not fit on %s",
+                                             i + 1, req[i].name, disk);
                 }
                 const PedFileSystemType *fs = req[i].type == SPEC_PART_SWAP ?
                         ped_file_system_type_get("linux-swap") : NULL;
@@ -139,8 +139,13 @@ static int write_table(PedDevice *dev, const char *disk, const struct partition_
         return 0;
 }
 
-int partition_disk(const char *disk, const struct partition_request *req, size_t n, char ***ret_paths) {
-        last_error[0] = '\0';
+int partition_disk(const char *disk, const struct partition_request *req, size_t n, char ***ret_paths,
+                   struct strbuf *err) {
+        _cleanup_strbuf_ struct strbuf scratch = STRBUF_INIT;
+        if (!err)
+                err = &scratch;
+        strbuf_reset(err);
+        handler_err = err;
         ped_exception_set_handler(exception_handler);
 
         _cleanup_(ped_device_destroyp) PedDevice *dev = ped_device_get(disk);
@@ -148,12 +153,13 @@ int partition_disk(const char *disk, const struct partition_request *req, size_t
                 return -ENODEV;
         int muted = stderr_mute();
         bool opened = ped_device_open(dev);
-        int r = opened ? write_table(dev, disk, req, n) : -EIO;
+        int r = opened ? write_table(dev, disk, req, n, err) : -EIO;
         if (opened)
                 ped_device_close(dev);
         stderr_restore(muted);
-        if (last_error[0])
-                log_debug("libparted: %s", last_error);
+        handler_err = NULL;
+        if (err->len)
+                log_debug("libparted: %s", err->buf);
         if (r < 0)
                 return r;
 

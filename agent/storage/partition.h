@@ -2,6 +2,7 @@
  * is told about the new table and the device nodes are waited for. */
 #pragma once
 #include "spec.h"
+#include "strbuf.h"
 #include "util.h"
 
 struct partition_request {
@@ -13,11 +14,10 @@ struct partition_request {
 /* Replace the disk's table with a fresh GPT holding exactly these partitions
  * (numbers 1..n in order), commit it to the disk and the kernel, and wait
  * for the nodes. *ret_paths (may be NULL) gets the partition paths. Fails
- * with -ENOSPC if a partition is not aligned or does not fit the GPT. */
-int partition_disk(const char *disk, const struct partition_request *req, size_t n, char ***ret_paths);
+ * with -ENOSPC if a partition is not aligned or does not fit the GPT; err
+ * (may be NULL) then says why: that, or the last message libparted raised. */
+int partition_disk(const char *disk, const struct partition_request *req, size_t n, char ***ret_paths,
+                   struct strbuf *err);
 
 /* Wait until every path is a block device. */
 int partition_wait(char *const *paths, uint64_t timeout_usec);
-
-/* The last message libparted raised (for error reports), or "". */
-const char *partition_last_error(void);

@@ -91,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 .ip = "192.0.2.10", .password = PASSWORD,
         };
         struct cs_result res = { 0 };
-        char *err = NULL;
+        struct strbuf err = STRBUF_INIT;
         int r = cs_register_host(&c, &h, &res, &err);
         if (r == 0) {
                 if (!res.host_id || !res.zone_id || !res.pod_id || !res.cluster_id || a.calls < 4)
@@ -100,12 +100,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         } else {
                 if (res.host_id || res.zone_id)
                         __builtin_trap();       /* ret is set only on success */
-                if (!err && r != -ENOMEM)
+                if (!err.len && r != -ENOMEM)
                         __builtin_trap();       /* every refusal says why */
         }
-        if (err && ((strstr(err, SECRET) && !contains(data, size, SECRET)) ||
-                    (strstr(err, PASSWORD) && !contains(data, size, PASSWORD))))
+        if ((strstr(strbuf_str(&err), SECRET) && !contains(data, size, SECRET)) ||
+            (strstr(strbuf_str(&err), PASSWORD) && !contains(data, size, PASSWORD)))
                 __builtin_trap();               /* a secret in the operator's message */
-        free(err);
+        strbuf_release(&err);
         return 0;
 }

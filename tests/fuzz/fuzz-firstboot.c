@@ -22,13 +22,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!text)
                 return 0;
         struct firstboot_conf c = {}, again = {};
-        char *err = NULL;
-        struct strbuf sb = STRBUF_INIT;
+        struct strbuf err = STRBUF_INIT, sb = STRBUF_INIT;
         int r = firstboot_conf_parse(text, &c, &err);
         if (r < 0) {
                 if ((r != -EINVAL && r != -ENOMEM) || c.spec_url || c.spec_sha256 || c.report || c.marker || c.ca || c.ip)
                         __builtin_trap();
-                if (r == -EINVAL && !err)
+                if (r == -EINVAL && !err.len)
                         __builtin_trap();       /* every refusal says why */
         } else {
                 if (!c.spec_url || !hex_valid(c.spec_sha256, 64) || !c.report || !c.marker)
@@ -39,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     !same(c.report, again.report) || !same(c.marker, again.marker) || !same(c.ip, again.ip))
                         __builtin_trap();
         }
-        free(err);
+        strbuf_release(&err);
         strbuf_release(&sb);
         firstboot_conf_done(&c);
         firstboot_conf_done(&again);

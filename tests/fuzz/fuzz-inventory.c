@@ -67,17 +67,18 @@ static void plan_with(const struct spec *spec, const struct inventory *inv) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct inventory *inv = NULL, *again = NULL;
         struct strbuf a = STRBUF_INIT, b = STRBUF_INIT, t = STRBUF_INIT;
-        char *err = NULL, **warn = NULL;
+        struct strbuf err = STRBUF_INIT;
+        char **warn = NULL;
         int r = inventory_from_json_string((const char *) data, size, &inv, &err);
         if (r < 0) {
                 if (inv)
                         __builtin_trap();
-                if ((r == -EBADMSG || r == -EINVAL) && !err)
+                if ((r == -EBADMSG || r == -EINVAL) && !err.len)
                         __builtin_trap();       /* a bad file says where */
-                free(err);
+                strbuf_release(&err);
                 return 0;
         }
-        if (err)
+        if (err.len)
                 __builtin_trap();
         if (inventory_to_json(inv, &a) < 0 || inventory_from_json_string(a.buf, a.len, &again, &err) < 0 ||
             inventory_to_json(again, &b) < 0 || a.len != b.len || memcmp(a.buf, b.buf, a.len) != 0)
@@ -95,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         strbuf_release(&a);
         strbuf_release(&b);
         strbuf_release(&t);
-        free(err);
+        strbuf_release(&err);
         inventory_free(inv);
         inventory_free(again);
         return 0;

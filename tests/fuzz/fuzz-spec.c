@@ -24,13 +24,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (s->hostname) {
                         struct spec_vars v = { "52:54:00:12:34:56", "uuid", "serial", "host" };
                         char *out = NULL;
-                        if (spec_expand(s->hostname, &v, &out) < 0)
+                        if (spec_expand(s->hostname, &v, &out, NULL) < 0)
                                 __builtin_trap();
                         free(out);
                         out = NULL;
                         /* a template that validates expands to a host name when the values are one */
                         struct spec_vars safe = { "52:54:00:12:34:56", "u", "s", "h" };
-                        if (!strstr(s->hostname, "${mac}") && spec_expand(s->hostname, &safe, &out) == 0) {
+                        if (!strstr(s->hostname, "${mac}") && spec_expand(s->hostname, &safe, &out, NULL) == 0) {
                                 if (spec_hostname_problem(out))
                                         __builtin_trap();
                                 free(out);

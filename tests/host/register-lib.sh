@@ -92,6 +92,14 @@ write_report() {
 JSON
 }
 
+# register_expect CODE LOG REPORT WHAT: kiln register with $T/spec.yaml and
+# REPORT must exit CODE (7: the registration failed); its output is in LOG.
+register_expect() {
+  local want=$1 log=$2 report=$3 what=$4 rc=0
+  "$KILN" register --report "$report" --spec "$T/spec.yaml" >"$log" 2>&1 || rc=$?
+  [[ $rc == "$want" ]] || { cat "$log"; fail "$what: exit $rc, not $want"; }
+}
+
 # What the controller recorded: `sql QUERY` on its SQLite database (fast; the
 # full JSON dump is `controller.py --dump DB`, used where bodies are needed).
 sql() { sqlite3 -batch -noheader "$T/ctl/controller.db" "$1"; }

@@ -7,8 +7,7 @@ start_controller --fail-401
 write_spec "$T/spec.yaml"
 write_report "$T/report.json" 10.0.2.15
 
-rc=0; "$KILN" register --report "$T/report.json" --spec "$T/spec.yaml" >"$T/log" 2>&1 || rc=$?
-[[ $rc == 7 ]] || { cat "$T/log"; fail "401: exit $rc, not 7"; }
+register_expect 7 "$T/log" "$T/report.json" 401
 grep -q "error: registration of node '52:54:00:12:34:56' failed: CloudStack refused listZones (HTTP 401, errorcode 401): unable to verify user credentials and/or request signature" "$T/log" \
   || { cat "$T/log"; fail "401: unclear error"; }
 [[ $(sql "SELECT count(*) FROM requests WHERE path = '/client/api'") == 1 ]] || fail "401 was retried: $(sql 'SELECT * FROM requests')"
@@ -21,8 +20,7 @@ stop_controller
 start_controller
 write_spec "$T/spec.yaml" "wrong-secret-key-0123456789"
 write_report "$T/report.json" 10.0.2.15
-rc=0; "$KILN" register --report "$T/report.json" --spec "$T/spec.yaml" >"$T/log2" 2>&1 || rc=$?
-[[ $rc == 7 ]] || { cat "$T/log2"; fail "wrong key: exit $rc, not 7"; }
+register_expect 7 "$T/log2" "$T/report.json" "wrong key"
 grep -q "CloudStack refused listZones (HTTP 401, errorcode 401): unable to verify user credentials and/or request signature" "$T/log2" \
   || { cat "$T/log2"; fail "wrong key: unclear error"; }
 [[ $(sql "SELECT group_concat(reason) FROM requests WHERE path = '/client/api'") == "bad signature" ]] || fail "wrong key: $(sql 'SELECT * FROM requests')"

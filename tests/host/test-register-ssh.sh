@@ -19,8 +19,7 @@ write_spec "$T/spec.yaml"
 sed -i "s|host_password: \"$HOST_PASSWORD\"|host_password: \"$HOST_PASSWORD-wrong\"|" "$T/spec.yaml"
 write_report "$T/report.json" 10.0.2.15
 start=$(date +%s)
-rc=0; "$KILN" register --report "$T/report.json" --spec "$T/spec.yaml" >"$T/log1" 2>&1 || rc=$?
-[[ $rc == 7 ]] || { cat "$T/log1"; fail "wrong password: exit $rc, not 7"; }
+register_expect 7 "$T/log1" "$T/report.json" "wrong password"
 want="registration of node '52:54:00:12:34:56' failed: CloudStack refused addHost (HTTP 530, errorcode 530): Could not add host at [http://10.0.2.15] with zone [$zone], pod [$pod] and cluster [$cluster] due to: [Authentication error]."
 grep -qxF "kiln: error: $want" "$T/log1" || grep -qF "$want" "$T/log1" || { cat "$T/log1"; fail "wrong password: not CloudStack's error"; }
 (( $(date +%s) - start < 30 )) || fail "wrong password: not final (took $(( $(date +%s) - start )) s)"
@@ -32,8 +31,7 @@ grep -qxF "kiln: error: $want" "$T/log1" || grep -qF "$want" "$T/log1" || { cat 
 # An address with no SSH behind it: "Cannot find the server resources", final.
 write_spec "$T/spec.yaml"
 write_report "$T/r2.json" 10.0.2.16
-rc=0; "$KILN" register --report "$T/r2.json" --spec "$T/spec.yaml" >"$T/log2" 2>&1 || rc=$?
-[[ $rc == 7 ]] || { cat "$T/log2"; fail "unreachable host: exit $rc, not 7"; }
+register_expect 7 "$T/log2" "$T/r2.json" "unreachable host"
 grep -qF "failed: CloudStack refused addHost (HTTP 530, errorcode 530): Unable to add the host: Cannot find the server resources at http://10.0.2.16" "$T/log2" \
   || { cat "$T/log2"; fail "unreachable host: not CloudStack's error"; }
 [[ $(sql "SELECT count(*) FROM requests WHERE command = 'addHost'") == 2 ]] || fail "unreachable host: addHost sent again"

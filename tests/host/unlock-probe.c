@@ -27,7 +27,7 @@ static int boot(const char *spec_path, const char *inv_path, struct strbuf *err)
         struct inventory *inv = NULL;
         int r = spec_load(spec_path, &s, &d);
         if (r == 0)
-                r = inventory_load_json(inv_path, &inv);
+                r = inventory_load_json(inv_path, &inv, NULL);
         _cleanup_plan_free_ struct plan *p = NULL;
         if (r == 0)
                 r = plan_build(s, inv, &p, &d);

@@ -33,7 +33,7 @@ static struct spec *load(const char *rel) {
 static struct plan *plan_of(const struct spec *s, struct inventory **ret_inv) {
         _cleanup_free_ char *p = src_path("tests/inventories/qemu-4disk.json");
         struct inventory *inv = NULL;
-        CHECK_INT(inventory_load_json(p, &inv), 0);
+        CHECK_INT(inventory_load_json(p, &inv, NULL), 0);
         struct diags d = {};
         struct plan *pl = NULL;
         if (inv && plan_build(s, inv, &pl, &d) < 0)

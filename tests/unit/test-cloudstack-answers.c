@@ -41,7 +41,7 @@ static int canned_send(const struct http_request *req, const struct delivery_pol
 /* backoff of 1 ms: the looks after an addHost without a verdict cost no time */
 static const struct delivery_policy fast = { 100, 100, 5000, 1, 1, 0, 0, NULL };
 
-static int run_ip(struct canned *c, const char *ip, struct cs_result *res, char **err) {
+static int run_ip(struct canned *c, const char *ip, struct cs_result *res, struct strbuf *err) {
         struct cs_client cl = { .endpoint = "http://127.0.0.1:9/client/api", .api_key = "KEY",
                                 .secret_key = "SECRET-0123456789", .policy = &fast,
                                 .send = canned_send, .send_userdata = c };
@@ -50,7 +50,7 @@ static int run_ip(struct canned *c, const char *ip, struct cs_result *res, char 
         return cs_register_host(&cl, &h, res, err);
 }
 
-static int run(struct canned *c, struct cs_result *res, char **err) {
+static int run(struct canned *c, struct cs_result *res, struct strbuf *err) {
         return run_ip(c, "192.0.2.10", res, err);
 }
 
@@ -60,12 +60,11 @@ static int run(struct canned *c, struct cs_result *res, char **err) {
 
 static void expect(struct canned c, int want_r, const char *want_err, const char *want_commands) {
         struct cs_result res = { 0 };
-        char *err = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         CHECK_INT(run(&c, &res, &err), want_r);
-        CHECK_STR(err, want_err);
+        CHECK_STR(strbuf_str(&err), want_err);
         CHECK_STR(c.commands, want_commands);
         CHECK(res.host_id == NULL);
-        free(err);
         cs_result_done(&res);
 }
 
@@ -74,11 +73,11 @@ int main(void) {
         struct canned ok = { .body = { ZONES, PODS, CLUSTERS, NO_HOSTS,
                 "{\"addhostresponse\":{\"count\":1,\"host\":[{\"id\":\"h-2\",\"name\":\"kvm-2\",\"state\":\"Up\"}]}}" } };
         struct cs_result res = { 0 };
-        char *err = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         CHECK_INT(run(&ok, &res, &err), 0);
         CHECK_STR(res.host_id, "h-2");
         CHECK_STR(res.host_state, "Up");
-        CHECK(res.added && err == NULL);
+        CHECK(res.added && err.len == 0);
         CHECK_STR(ok.commands, "listZones,listPods,listClusters,listHosts,addHost");
         cs_result_done(&res);
 
@@ -118,7 +117,7 @@ int main(void) {
         res = (struct cs_result) { 0 };
         CHECK_INT(run(&exists, &res, &err), 0);
         CHECK_STR(res.host_id, "h-1");
-        CHECK(!res.added && res.found_after_add && res.add_sends == 1 && err == NULL);
+        CHECK(!res.added && res.found_after_add && res.add_sends == 1 && err.len == 0);
         CHECK_STR(exists.commands, "listZones,listPods,listClusters,listHosts,addHost,listHosts");
         cs_result_done(&res);
         /* any other 530: one look, then final with CloudStack's text */

@@ -75,10 +75,10 @@ static void test_urls(void) {
 
         char *buf = NULL;
         size_t len = 0;
-        _cleanup_(fetch_result_done) struct fetch_result res = {};
-        CHECK_INT(fetch_to_buffer_full("ftp://127.0.0.1/x", NULL, 100, NULL, &buf, &len, &res), -EPROTONOSUPPORT);
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        CHECK_INT(fetch_to_buffer("ftp://127.0.0.1/x", NULL, 100, NULL, &buf, &len, NULL, &err), -EPROTONOSUPPORT);
         CHECK(buf == NULL);
-        CHECK_STR(res.error, "unsupported URL scheme (only http, https and file)");
+        CHECK_STR(strbuf_str(&err), "unsupported URL scheme (only http, https and file)");
 }
 
 static void test_digests(void) {
@@ -185,37 +185,40 @@ static void test_file_buffer(void) {
 
         char *buf = NULL;
         size_t len = 0;
-        /* one result through every call: each starts by freeing the last one's error */
-        _cleanup_(fetch_result_done) struct fetch_result res = {};
-        CHECK_INT(fetch_to_buffer(url, NULL, 100, &buf, &len), 0);
+        /* one result and one err through every call: each starts by emptying them */
+        struct fetch_result res = {};
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        CHECK_INT(fetch_to_buffer(url, NULL, 100, NULL, &buf, &len, NULL, NULL), 0);
         CHECK_STR(buf, "hello\n");
         CHECK_INT(len, 6);
         free(buf);
         buf = NULL;
 
         /* the sha256 of "hello\n" */
-        CHECK_INT(fetch_to_buffer_full(url, NULL, 100, "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03",
-                                       &buf, &len, &res), 0);
+        CHECK_INT(fetch_to_buffer(url, NULL, 100, "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03",
+                                  &buf, &len, &res, &err), 0);
         CHECK_STR(res.sha256, "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
-        CHECK(res.error == NULL);
+        CHECK_INT(err.len, 0);
         free(buf);
         buf = NULL;
-        CHECK_INT(fetch_to_buffer_full(url, NULL, 100, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-                                       &buf, &len, &res), -EBADMSG);
+        CHECK_INT(fetch_to_buffer(url, NULL, 100, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+                                  &buf, &len, &res, &err), -EBADMSG);
         CHECK(buf == NULL);
-        CHECK_STR(res.error, "sha256 mismatch: expected e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855, "
+        CHECK_STR(strbuf_str(&err), "sha256 mismatch: expected e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855, "
                              "got 5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
-        CHECK_INT(fetch_to_buffer(url, NULL, 5, &buf, &len), -EFBIG);
+        CHECK_INT(fetch_to_buffer(url, NULL, 5, NULL, &buf, &len, NULL, &err), -EFBIG);
         CHECK(buf == NULL);
-        CHECK_INT(fetch_to_buffer(url, NULL, 6, &buf, &len), 0);
+        CHECK_STR(strbuf_str(&err), "larger than the limit of 5 bytes");
+        CHECK_INT(fetch_to_buffer(url, NULL, 6, NULL, &buf, &len, NULL, &err), 0);
+        CHECK_INT(err.len, 0);
         free(buf);
         buf = NULL;
 
         unlink(path);
         struct fetch_options o = { .no_retry = true };
-        CHECK_INT(fetch_to_buffer_full(url, &o, 100, NULL, &buf, &len, &res), -ENOENT);
+        CHECK_INT(fetch_to_buffer(url, &o, 100, NULL, &buf, &len, &res, &err), -ENOENT);
         CHECK_INT(res.attempts, 1);
-        CHECK(res.error && strstr(res.error, path));
+        CHECK(strstr(strbuf_str(&err), path));
 }
 
 int main(void) {

@@ -10,11 +10,10 @@
 
 static void parse_fails(const char *text, const char *want) {
         struct firstboot_conf c = {};
-        char *err = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         CHECK_INT(firstboot_conf_parse(text, &c, &err), -EINVAL);
-        CHECK_STR(err, want);
+        CHECK_STR(strbuf_str(&err), want);
         CHECK(!c.spec_url && !c.report);        /* set only on success */
-        free(err);
 }
 
 static void test_conf(void) {
@@ -24,7 +23,7 @@ static void test_conf(void) {
                 .ip = (char *) "10.1.0.5",
         }, back = {};
         struct strbuf sb = STRBUF_INIT;
-        char *err = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         CHECK_INT(firstboot_conf_format(&c, &sb), 0);
         CHECK(strstr(strbuf_str(&sb), "\nspec=http://10.0.2.100/specs/52:54:00:12:34:56.yaml\nspec_sha256=" SHA
                                       "\nca=/etc/kiln/ca.pem\nreport=/var/lib/kiln/report.json\n"

@@ -34,10 +34,10 @@ static void test_roundtrip_all(void) {
                 size_t len = 0;
                 CHECK_INT(read_full_file(p, 1 << 24, &text, &len), 0);
                 _cleanup_inventory_free_ struct inventory *inv = NULL;
-                _cleanup_free_ char *err = NULL;
-                int r = inventory_load_json_full(p, &inv, &err);
+                _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+                int r = inventory_load_json(p, &inv, &err);
                 if (r < 0)
-                        fprintf(stderr, "%s: %s\n", de->d_name, err ? err : strerror(-r));
+                        fprintf(stderr, "%s: %s\n", de->d_name, strbuf_why(&err, r));
                 CHECK_INT(r, 0);
                 if (r < 0)
                         continue;
@@ -65,7 +65,7 @@ static void test_roundtrip_all(void) {
 static void test_qemu_fields(void) {
         _cleanup_free_ char *p = src_path("tests/inventories/qemu-4disk-dirty.json");
         _cleanup_inventory_free_ struct inventory *inv = NULL;
-        CHECK_INT(inventory_load(p, &inv), 0);
+        CHECK_INT(inventory_load(p, &inv, NULL), 0);
         if (!inv)
                 return;
         CHECK_INT(inv->n_disks, 5);
@@ -89,7 +89,7 @@ static void test_qemu_fields(void) {
 static void test_junk_fields(void) {
         _cleanup_free_ char *p = src_path("tests/inventories/junk-box.json");
         _cleanup_inventory_free_ struct inventory *inv = NULL;
-        CHECK_INT(inventory_load(p, &inv), 0);
+        CHECK_INT(inventory_load(p, &inv, NULL), 0);
         if (!inv)
                 return;
         unsigned ssd = 0, hdd = 0, usb = 0;
@@ -129,14 +129,14 @@ static void test_bad_json(void) {
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_inventory_free_ struct inventory *inv = NULL;
-                _cleanup_free_ char *err = NULL;
+                _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
                 int r = inventory_from_json_string(cases[i].text, strlen(cases[i].text), &inv, &err);
                 CHECK_INT(r, cases[i].r);
                 CHECK(inv == NULL);
                 if (cases[i].msg)
-                        CHECK_STR(err, cases[i].msg);
+                        CHECK_STR(strbuf_str(&err), cases[i].msg);
                 else
-                        CHECK(err && strncmp(err, "not valid JSON at byte ", 23) == 0);
+                        CHECK(strncmp(strbuf_str(&err), "not valid JSON at byte ", 23) == 0);
         }
 }
 
@@ -144,7 +144,7 @@ static void test_sysroot(void) {
         _cleanup_free_ char *root = src_path("tests/inventories/sysroot-mixed");
         _cleanup_inventory_free_ struct inventory *inv = NULL;
         unsetenv("KILN_INVENTORY_INCLUDE_LOOP");
-        CHECK_INT(inventory_load(root, &inv), 0);
+        CHECK_INT(inventory_load(root, &inv, NULL), 0);
         if (!inv)
                 return;
         CHECK_STR(inv->hostname, "rec-node");
@@ -215,7 +215,7 @@ static void test_sysroot(void) {
         /* loop devices with a size become disks on request */
         setenv("KILN_INVENTORY_INCLUDE_LOOP", "1", 1);
         _cleanup_inventory_free_ struct inventory *withloop = NULL;
-        CHECK_INT(inventory_probe(root, &withloop), 0);
+        CHECK_INT(inventory_probe(root, &withloop, NULL), 0);
         CHECK_INT(withloop ? withloop->n_disks : 0, 6);
         /* or only the ones named, by path or name: never a prefix or a
          * longer name, never an empty one */
@@ -232,7 +232,7 @@ static void test_sysroot(void) {
         for (size_t i = 0; i < ELEMENTSOF(lists); i++) {
                 _cleanup_inventory_free_ struct inventory *some = NULL;
                 setenv("KILN_INVENTORY_INCLUDE_LOOP", lists[i].list, 1);
-                CHECK_INT(inventory_probe(root, &some), 0);
+                CHECK_INT(inventory_probe(root, &some, NULL), 0);
                 CHECK_INT(some ? some->n_disks : 0, lists[i].n_disks);
                 if (some && some->n_disks == 6)
                         CHECK_STR(some->disks[0].name, "loop0");
@@ -280,7 +280,7 @@ static void test_serial_twins(void) {
 
 static void test_missing(void) {
         _cleanup_inventory_free_ struct inventory *inv = NULL;
-        CHECK_INT(inventory_load("/nonexistent/kiln-inventory.json", &inv), -ENOENT);
+        CHECK_INT(inventory_load("/nonexistent/kiln-inventory.json", &inv, NULL), -ENOENT);
         CHECK(inv == NULL);
 }
 

@@ -51,7 +51,7 @@ static struct inventory *load_inv(const char *name) {
                 abort();
         _cleanup_free_ char *p = src_path(rel);
         struct inventory *inv = NULL;
-        if (inventory_load_json(p, &inv) < 0)
+        if (inventory_load_json(p, &inv, NULL) < 0)
                 return NULL;
         return inv;
 }

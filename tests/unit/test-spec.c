@@ -281,43 +281,43 @@ static void test_inline(void) {
 static void test_expand(void) {
         struct spec_vars v = { .mac = "52:54:00:12:34:56", .uuid = "u-1", .serial = "SER1", .hostname = "h" };
         char *out = NULL;
-        CHECK_INT(spec_expand("kvm-${serial}.${hostname}/${mac}/${uuid}", &v, &out), 0);
+        CHECK_INT(spec_expand("kvm-${serial}.${hostname}/${mac}/${uuid}", &v, &out, NULL), 0);
         CHECK_STR(out, "kvm-SER1.h/52:54:00:12:34:56/u-1");
         free(out);
         out = NULL;
-        CHECK_INT(spec_expand("plain $ and $x", &v, &out), 0);
+        CHECK_INT(spec_expand("plain $ and $x", &v, &out, NULL), 0);
         CHECK_STR(out, "plain $ and $x");
         free(out);
         out = NULL;
-        CHECK_INT(spec_expand("", &v, &out), 0);
+        CHECK_INT(spec_expand("", &v, &out, NULL), 0);
         CHECK_STR(out, "");
         free(out);
         out = NULL;
-        CHECK_INT(spec_expand("x${nope}", &v, &out), -EINVAL);
-        CHECK_INT(spec_expand("x${mac", &v, &out), -EINVAL);
+        CHECK_INT(spec_expand("x${nope}", &v, &out, NULL), -EINVAL);
+        CHECK_INT(spec_expand("x${mac", &v, &out, NULL), -EINVAL);
         struct spec_vars none = {};
-        CHECK_INT(spec_expand("x${serial}", &none, &out), -ENODATA);
+        CHECK_INT(spec_expand("x${serial}", &none, &out, NULL), -ENODATA);
         CHECK(out == NULL);
         /* the variable without a value is named (plan shows it, apply refuses with it) */
         const char *missing = NULL;
         struct spec_vars only_mac = { .mac = "52:54:00:12:34:56" };
-        CHECK_INT(spec_expand_full("${mac}-${uuid}-${serial}", &only_mac, &out, &missing), -ENODATA);
+        CHECK_INT(spec_expand("${mac}-${uuid}-${serial}", &only_mac, &out, &missing), -ENODATA);
         CHECK_STR(missing, "uuid");
         CHECK(out == NULL);
         missing = NULL;
-        CHECK_INT(spec_expand_full("${mac}", &only_mac, &out, &missing), 0);
+        CHECK_INT(spec_expand("${mac}", &only_mac, &out, &missing), 0);
         CHECK(missing == NULL);
         CHECK_STR(out, "52:54:00:12:34:56");
         free(out);
         out = NULL;
         /* iPXE's forms of the MAC, the ones a host name can hold */
         struct spec_vars upper = { .mac = "B0:26:28:4F:8A:10" };
-        CHECK_INT(spec_expand("n-${mac:hexhyp}.${mac:hexraw}", &upper, &out), 0);
+        CHECK_INT(spec_expand("n-${mac:hexhyp}.${mac:hexraw}", &upper, &out, NULL), 0);
         CHECK_STR(out, "n-b0-26-28-4f-8a-10.b026284f8a10");
         free(out);
         out = NULL;
         missing = NULL;
-        CHECK_INT(spec_expand_full("${mac:hexraw}", &none, &out, &missing), -ENODATA);
+        CHECK_INT(spec_expand("${mac:hexraw}", &none, &out, &missing), -ENODATA);
         CHECK_STR(missing, "mac");
 }
 
@@ -393,6 +393,47 @@ static void test_match_alternatives(void) {
                         CHECK_INT(r->alts[1].match_mark.line, 9);
                 }
         }
+        diags_clear(&d);
+}
+
+/* luks on a partition of a count: 4 rule: four LUKS2, named NAME-0..NAME-3,
+ * and a raid may take them as members */
+static void test_luks_per_disk(void) {
+        struct diags d = {};
+        _cleanup_spec_free_ struct spec *s = parse(
+                "version: 1\n"
+                "disks: [{id: d, count: 4}]\n"
+                "partitions: [{id: p, on: d, size: rest}]\n"
+                "luks:\n"
+                "  - {id: c, on: p, key: {passphrase: 'lab-passphrase-0815'}}\n"
+                "  - {id: one, name: single, on: md0, key: {passphrase: 'lab-passphrase-0815'}}\n"
+                "raid: [{id: md0, level: 10, layout: f2, members: c}]\n"
+                "filesystems: [{on: one, type: xfs, mount: /}]\n", &d);
+        CHECK(s != NULL);
+        CHECK_INT(d.n, 0);
+        if (s) {
+                CHECK_INT(s->luks[0].count, 4);
+                CHECK_INT(s->luks[1].count, 1);
+                char *n = NULL;
+                CHECK_INT(spec_luks_name(&s->luks[0], 3, &n), 0);
+                CHECK_STR(n, "c-3");
+                free(n);
+                n = NULL;
+                CHECK_INT(spec_luks_name(&s->luks[1], 0, &n), 0);
+                CHECK_STR(n, "single");
+                free(n);
+        }
+        diags_clear(&d);
+        /* a filesystem cannot sit on the four at once */
+        _cleanup_spec_free_ struct spec *bad = parse(
+                "version: 1\n"
+                "disks: [{id: d, count: 4}]\n"
+                "luks: [{id: c, on: d, key: {passphrase: 'lab-passphrase-0815'}}]\n"
+                "filesystems: [{on: c, type: xfs}]\n", &d);
+        CHECK(bad == NULL);
+        CHECK_INT(d.n, 1);
+        if (d.n == 1)
+                CHECK(strstr(d.items[0].message, "stands for 4 devices") != NULL);
         diags_clear(&d);
 }
 
@@ -503,6 +544,7 @@ int main(void) {
         test_expand();
         test_generated_key();
         test_match_alternatives();
+        test_luks_per_disk();
         test_boot_unlock();
         return TEST_DONE();
 }

@@ -7,38 +7,38 @@
 
 static void test_parse_size(void) {
         uint64_t v = 0;
-        CHECK_INT(parse_size("512", &v), 0); CHECK_U64(v, 512);
-        CHECK_INT(parse_size("1K", &v), 0); CHECK_U64(v, 1024);
-        CHECK_INT(parse_size("256K", &v), 0); CHECK_U64(v, 262144);
-        CHECK_INT(parse_size("20G", &v), 0); CHECK_U64(v, 20ull << 30);
-        CHECK_INT(parse_size("1T", &v), 0); CHECK_U64(v, 1ull << 40);
-        CHECK_INT(parse_size("4MiB", &v), 0); CHECK_U64(v, 4ull << 20);
-        CHECK_INT(parse_size("2g", &v), 0); CHECK_U64(v, 2ull << 30);
-        CHECK_INT(parse_size("2GiB", &v), 0); CHECK_U64(v, 2ull << 30);
-        CHECK_INT(parse_size("30GB", &v), 0); CHECK_U64(v, 30000000000ull);
-        CHECK_INT(parse_size("1TB", &v), 0); CHECK_U64(v, 1000000000000ull);
-        CHECK_INT(parse_size("1kB", &v), 0); CHECK_U64(v, 1000);
-        CHECK_INT(parse_size("512B", &v), 0); CHECK_U64(v, 512);
+        CHECK_INT(parse_size("512", &v, NULL), 0); CHECK_U64(v, 512);
+        CHECK_INT(parse_size("1K", &v, NULL), 0); CHECK_U64(v, 1024);
+        CHECK_INT(parse_size("256K", &v, NULL), 0); CHECK_U64(v, 262144);
+        CHECK_INT(parse_size("20G", &v, NULL), 0); CHECK_U64(v, 20ull << 30);
+        CHECK_INT(parse_size("1T", &v, NULL), 0); CHECK_U64(v, 1ull << 40);
+        CHECK_INT(parse_size("4MiB", &v, NULL), 0); CHECK_U64(v, 4ull << 20);
+        CHECK_INT(parse_size("2g", &v, NULL), 0); CHECK_U64(v, 2ull << 30);
+        CHECK_INT(parse_size("2GiB", &v, NULL), 0); CHECK_U64(v, 2ull << 30);
+        CHECK_INT(parse_size("30GB", &v, NULL), 0); CHECK_U64(v, 30000000000ull);
+        CHECK_INT(parse_size("1TB", &v, NULL), 0); CHECK_U64(v, 1000000000000ull);
+        CHECK_INT(parse_size("1kB", &v, NULL), 0); CHECK_U64(v, 1000);
+        CHECK_INT(parse_size("512B", &v, NULL), 0); CHECK_U64(v, 512);
         unsigned fl = 0;
-        CHECK_INT(parse_size_full("512", &v, &fl), 0); CHECK_INT(fl, SIZE_BARE);
-        CHECK_INT(parse_size_full("512B", &v, &fl), 0); CHECK_INT(fl, SIZE_BYTES);
-        CHECK_INT(parse_size_full("5GB", &v, &fl), 0); CHECK_INT(fl, SIZE_DECIMAL);
-        CHECK_INT(parse_size_full("5G", &v, &fl), 0); CHECK_INT(fl, 0);
-        CHECK_INT(parse_size("2gb", &v), -EINVAL);
-        CHECK_INT(parse_size("2Gb", &v), -EINVAL);
-        CHECK_INT(parse_size("2GIB", &v), -EINVAL);
-        CHECK_INT(parse_size("2 G", &v), -EINVAL);
-        CHECK_INT(parse_size("18446744073709551615", &v), 0);
-        CHECK_INT(parse_size("18446745EB", &v), -EINVAL);
-        CHECK_INT(parse_size("18447PB", &v), -ERANGE);
-        CHECK_INT(parse_size("", &v), -EINVAL);
-        CHECK_INT(parse_size("G", &v), -EINVAL);
-        CHECK_INT(parse_size("1X", &v), -EINVAL);
-        CHECK_INT(parse_size("-1G", &v), -EINVAL);
-        CHECK_INT(parse_size("1.5G", &v), -EINVAL);
-        CHECK_INT(parse_size("99999999999999999999", &v), -ERANGE);
-        CHECK_INT(parse_size("16777216T", &v), -ERANGE);
-        CHECK_INT(parse_size("16383P", &v), 0);
+        CHECK_INT(parse_size("512", &v, &fl), 0); CHECK_INT(fl, SIZE_BARE);
+        CHECK_INT(parse_size("512B", &v, &fl), 0); CHECK_INT(fl, SIZE_BYTES);
+        CHECK_INT(parse_size("5GB", &v, &fl), 0); CHECK_INT(fl, SIZE_DECIMAL);
+        CHECK_INT(parse_size("5G", &v, &fl), 0); CHECK_INT(fl, 0);
+        CHECK_INT(parse_size("2gb", &v, NULL), -EINVAL);
+        CHECK_INT(parse_size("2Gb", &v, NULL), -EINVAL);
+        CHECK_INT(parse_size("2GIB", &v, NULL), -EINVAL);
+        CHECK_INT(parse_size("2 G", &v, NULL), -EINVAL);
+        CHECK_INT(parse_size("18446744073709551615", &v, NULL), 0);
+        CHECK_INT(parse_size("18446745EB", &v, NULL), -EINVAL);
+        CHECK_INT(parse_size("18447PB", &v, NULL), -ERANGE);
+        CHECK_INT(parse_size("", &v, NULL), -EINVAL);
+        CHECK_INT(parse_size("G", &v, NULL), -EINVAL);
+        CHECK_INT(parse_size("1X", &v, NULL), -EINVAL);
+        CHECK_INT(parse_size("-1G", &v, NULL), -EINVAL);
+        CHECK_INT(parse_size("1.5G", &v, NULL), -EINVAL);
+        CHECK_INT(parse_size("99999999999999999999", &v, NULL), -ERANGE);
+        CHECK_INT(parse_size("16777216T", &v, NULL), -ERANGE);
+        CHECK_INT(parse_size("16383P", &v, NULL), 0);
 }
 
 static void test_strbuf(void) {
@@ -92,20 +92,31 @@ static void test_strv_pushdup(void) {
         CHECK(v[2] == NULL);
 }
 
-static void test_set_errorf(void) {
-        _cleanup_free_ char *e = NULL;
-        CHECK_INT(set_errorf(&e, -EIO, "cannot read '%s'", "/dev/vda"), -EIO);
-        CHECK_STR(e, "cannot read '/dev/vda'");
+static void test_strbuf_errorf(void) {
+        _cleanup_strbuf_ struct strbuf e = STRBUF_INIT;
+        CHECK_STR(strbuf_why(&e, -EIO), strerror(EIO));       /* the callee said nothing */
+        CHECK_STR(strbuf_why(NULL, -ENOENT), strerror(ENOENT));
+        CHECK_INT(strbuf_errorf(&e, -EIO, "cannot read '%s'", "/dev/vda"), -EIO);
+        CHECK_STR(strbuf_str(&e), "cannot read '/dev/vda'");
+        CHECK_STR(strbuf_why(&e, -EIO), "cannot read '/dev/vda'");
         /* the old message may be part of the new one (ASan sees a use after free) */
-        CHECK_INT(set_errorf(&e, 0, "%s (gave up after %u attempts)", e, 3u), 0);
-        CHECK_STR(e, "cannot read '/dev/vda' (gave up after 3 attempts)");
-        CHECK_INT(set_errorf(&e, -EINVAL, "%s", ""), -EINVAL);
-        CHECK_STR(e, "");
-        CHECK_INT(set_errorf(NULL, -ENOENT, "kept nowhere %d", 1), -ENOENT);
+        CHECK_INT(strbuf_errorf(&e, 0, "%s (gave up after %u attempts)", strbuf_str(&e), 3u), 0);
+        CHECK_STR(strbuf_str(&e), "cannot read '/dev/vda' (gave up after 3 attempts)");
+        CHECK_INT(strbuf_errorf(&e, -EINVAL, "%s", ""), -EINVAL);
+        CHECK_STR(strbuf_str(&e), "");
+        CHECK_INT(e.len, 0);
+        CHECK_INT(strbuf_errorf(NULL, -ENOENT, "kept nowhere %d", 1), -ENOENT);
+        /* a message past the buffer's maximum leaves it empty, not cut */
+        _cleanup_strbuf_ struct strbuf small = { .max = 8 };
+        CHECK_INT(strbuf_errorf(&small, -EIO, "%s", "short"), -EIO);
+        CHECK_STR(strbuf_str(&small), "short");
+        CHECK_INT(strbuf_errorf(&small, -EIO, "%s", "much longer than eight"), -EIO);
+        CHECK_INT(small.len, 0);
+        CHECK_INT(small.max, 8);
 }
 
 int main(void) {
-        test_set_errorf();
+        test_strbuf_errorf();
         test_strv_pushdup();
         test_hex();
         test_parse_size();
