@@ -827,7 +827,7 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
                 return r;
         for (size_t i = 0; i < c->plan->spec->n_lvs; i++) {
                 const struct spec_lv *lv = &c->plan->spec->lvs[i];
-                if (!lv->vg || !streq(lv->vg, vg->id))
+                if (lv->vg_obj != vg)
                         continue;
                 _cleanup_free_ char *node = NULL;
                 if ((r = paths_lv(name, lv->name, &node)) < 0)

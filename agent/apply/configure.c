@@ -117,7 +117,7 @@ static int crypttab_swap(const struct plan *p, const struct plan_step *s, struct
         int r = spec_swap_crypt_name(fs, &name);
         if (r < 0)
                 return r;
-        if (spec_lookup(p->spec, fs->on, NULL) == SPEC_OBJ_PARTITION &&
+        if (fs->on_ref.kind == SPEC_OBJ_PARTITION &&
             (r = configure_partuuid(p, s->device, &partuuid)) < 0)
                 return r;
         return strbuf_addf(out, "%s %s%s /dev/urandom plain,swap,cipher=%s,size=%u\n", name,

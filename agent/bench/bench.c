@@ -4,7 +4,7 @@
 #include "procfs.h"
 
 #include <fcntl.h>
-#include <json-c/json.h>
+#include "json.h"
 #include <libcryptsetup.h>
 #include <libdevmapper.h>
 #include <math.h>
@@ -1139,39 +1139,26 @@ static struct json_object *jsec(double v) {
         return json_object_new_double_s(round(v * 1000) / 1000, buf);
 }
 
-/* v NULL is JSON null (json-c represents null as NULL) */
-static int jadd(struct json_object *o, const char *key, struct json_object *v) {
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 static struct json_object *jio(const struct bench_io *io) {
         if (!io->done)
                 return json_object_new_null();
         struct json_object *o = json_object_new_object();
         if (!o)
                 return NULL;
-        if (jadd(o, "block_size", json_object_new_int64(io->block_size)) < 0 ||
-            jadd(o, "depth", json_object_new_int64(io->depth)) < 0 || jadd(o, "mbps", jdouble(io->mbps)) < 0 ||
-            jadd(o, "iops", jdouble(io->iops)) < 0 || jadd(o, "lat_p50_us", jdouble(io->lat_p50_us)) < 0 ||
-            jadd(o, "lat_p99_us", jdouble(io->lat_p99_us)) < 0 || jadd(o, "lat_max_us", jdouble(io->lat_max_us)) < 0 ||
-            jadd(o, "bytes", json_object_new_uint64(io->bytes)) < 0 || jadd(o, "seconds", jdouble(io->seconds)) < 0 ||
-            jadd(o, "warmup_seconds", jsec(io->warmup_seconds)) < 0 ||
-            jadd(o, "window_seconds", jsec(io->window_seconds)) < 0 ||
-            jadd(o, "window_ios", json_object_new_uint64(io->window_ios)) < 0 ||
-            jadd(o, "prep_seconds", jsec(io->prep_seconds)) < 0 || jadd(o, "drain_seconds", jsec(io->drain_seconds)) < 0 ||
-            jadd(o, "teardown_seconds", jsec(io->teardown_seconds)) < 0) {
+        if (json_add(o, "block_size", json_object_new_int64(io->block_size)) < 0 ||
+            json_add(o, "depth", json_object_new_int64(io->depth)) < 0 || json_add(o, "mbps", jdouble(io->mbps)) < 0 ||
+            json_add(o, "iops", jdouble(io->iops)) < 0 || json_add(o, "lat_p50_us", jdouble(io->lat_p50_us)) < 0 ||
+            json_add(o, "lat_p99_us", jdouble(io->lat_p99_us)) < 0 || json_add(o, "lat_max_us", jdouble(io->lat_max_us)) < 0 ||
+            json_add(o, "bytes", json_object_new_uint64(io->bytes)) < 0 || json_add(o, "seconds", jdouble(io->seconds)) < 0 ||
+            json_add(o, "warmup_seconds", jsec(io->warmup_seconds)) < 0 ||
+            json_add(o, "window_seconds", jsec(io->window_seconds)) < 0 ||
+            json_add(o, "window_ios", json_object_new_uint64(io->window_ios)) < 0 ||
+            json_add(o, "prep_seconds", jsec(io->prep_seconds)) < 0 || json_add(o, "drain_seconds", jsec(io->drain_seconds)) < 0 ||
+            json_add(o, "teardown_seconds", jsec(io->teardown_seconds)) < 0) {
                 json_object_put(o);
                 return NULL;
         }
         return o;
-}
-
-static struct json_object *jstr_or_null(const char *s) {
-        return s ? json_object_new_string(s) : json_object_new_null();
 }
 
 int bench_to_json(const struct bench_result *res, struct strbuf *out) {
@@ -1184,38 +1171,38 @@ int bench_to_json(const struct bench_result *res, struct strbuf *out) {
                         r = -ENOMEM;
                         break;
                 }
-                if ((r = jadd(o, "cipher", json_object_new_string(c->cipher))) < 0 ||
-                    (r = jadd(o, "key_size", json_object_new_int64(c->key_size))) < 0 ||
-                    (r = jadd(o, "sector_size", json_object_new_int64(c->sector_size))) < 0 ||
-                    (r = jadd(o, "no_workqueue", json_object_new_boolean(c->no_workqueue))) < 0 ||
-                    (r = jadd(o, "chosen", json_object_new_boolean(res->chosen == (int) i))) < 0 ||
-                    (r = jadd(o, "write", jio(&c->write))) < 0 || (r = jadd(o, "read", jio(&c->read))) < 0 ||
-                    (r = jadd(o, "kernel_enc_mbps", c->kernel_enc_mbps > 0 ? jdouble(c->kernel_enc_mbps)
+                if ((r = json_add(o, "cipher", json_object_new_string(c->cipher))) < 0 ||
+                    (r = json_add(o, "key_size", json_object_new_int64(c->key_size))) < 0 ||
+                    (r = json_add(o, "sector_size", json_object_new_int64(c->sector_size))) < 0 ||
+                    (r = json_add(o, "no_workqueue", json_object_new_boolean(c->no_workqueue))) < 0 ||
+                    (r = json_add(o, "chosen", json_object_new_boolean(res->chosen == (int) i))) < 0 ||
+                    (r = json_add(o, "write", jio(&c->write))) < 0 || (r = json_add(o, "read", jio(&c->read))) < 0 ||
+                    (r = json_add(o, "kernel_enc_mbps", c->kernel_enc_mbps > 0 ? jdouble(c->kernel_enc_mbps)
                                                                             : json_object_new_null())) < 0 ||
-                    (r = jadd(o, "kernel_dec_mbps", c->kernel_dec_mbps > 0 ? jdouble(c->kernel_dec_mbps)
+                    (r = json_add(o, "kernel_dec_mbps", c->kernel_dec_mbps > 0 ? jdouble(c->kernel_dec_mbps)
                                                                             : json_object_new_null())) < 0 ||
-                    (r = jadd(o, "error", jstr_or_null(c->error))) < 0 || json_object_array_add(arr, o) < 0) {
+                    (r = json_add(o, "error", json_str(c->error))) < 0 || json_object_array_add(arr, o) < 0) {
                         json_object_put(o);
                         r = r < 0 ? r : -ENOMEM;
                 }
         }
-        if (r >= 0 && (r = jadd(root, "ciphers", arr)) >= 0)
+        if (r >= 0 && (r = json_add(root, "ciphers", arr)) >= 0)
                 arr = NULL;
         struct json_object *raw = json_object_new_object(), *enc = json_object_new_object(),
                            *ovh = json_object_new_object();
         if (r >= 0 && (!raw || !enc || !ovh))
                 r = -ENOMEM;
         /* each jadd takes its value; after the first failure the rest are skipped */
-#define JADD(o, k, v) do { if (r >= 0) r = jadd((o), (k), (v)); } while (0)
+#define JADD(o, k, v) do { if (r >= 0) r = json_add((o), (k), (v)); } while (0)
         bool have_ovh = res->crypt_read.done && res->raw_read.done;
-        JADD(root, "kernel_api_missing", jstr_or_null(res->kernel_api_missing));
-        JADD(raw, "device", jstr_or_null(res->device));
+        JADD(root, "kernel_api_missing", json_str(res->kernel_api_missing));
+        JADD(raw, "device", json_str(res->device));
         JADD(raw, "offset", json_object_new_uint64(res->offset));
         JADD(raw, "len", json_object_new_uint64(res->len));
         JADD(raw, "seq_write", jio(&res->raw_write));
         JADD(raw, "seq_read", jio(&res->raw_read));
         JADD(raw, "rand_read", jio(&res->raw_rand));
-        JADD(enc, "device", jstr_or_null(res->crypt_device));
+        JADD(enc, "device", json_str(res->crypt_device));
         JADD(enc, "seq_write", jio(&res->crypt_write));
         JADD(enc, "seq_read", jio(&res->crypt_read));
         JADD(enc, "rand_read", jio(&res->crypt_rand));
@@ -1242,26 +1229,21 @@ int bench_to_json(const struct bench_result *res, struct strbuf *out) {
                         r = -ENOMEM;
                         break;
                 }
-                if ((r = jadd(o, "name", json_object_new_string(res->phases[i].name))) < 0 ||
-                    (r = jadd(o, "start", jsec(res->phases[i].start))) < 0 ||
-                    (r = jadd(o, "seconds", jsec(res->phases[i].seconds))) < 0 || json_object_array_add(phases, o) < 0) {
+                if ((r = json_add(o, "name", json_object_new_string(res->phases[i].name))) < 0 ||
+                    (r = json_add(o, "start", jsec(res->phases[i].start))) < 0 ||
+                    (r = json_add(o, "seconds", jsec(res->phases[i].seconds))) < 0 || json_object_array_add(phases, o) < 0) {
                         json_object_put(o);
                         r = r < 0 ? r : -ENOMEM;
                 }
         }
         if (r >= 0) {
-                r = jadd(root, "phases", phases);
+                r = json_add(root, "phases", phases);
                 phases = NULL;
         }
         json_object_put(phases);
 #undef JADD
-        if (r >= 0) {
-                const char *s = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                                             JSON_C_TO_STRING_NOSLASHESCAPE);
-                r = s ? strbuf_adds(out, s) : -ENOMEM;
-                if (r >= 0)
-                        r = strbuf_adds(out, "\n");
-        }
+        if (r >= 0)
+                r = json_print(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED, true, out);
         json_object_put(arr);
         json_object_put(raw);
         json_object_put(enc);

@@ -4,7 +4,7 @@
  * the JSON form written here is read back by inventory_load_json(). */
 #include "inventory.h"
 
-#include <json-c/json.h>
+#include "json.h"
 
 #define INVENTORY_JSON_MAX (16u * 1024 * 1024)
 
@@ -120,13 +120,35 @@ int inventory_warnings(const struct inventory *inv, char ***ret) {
         return 0;
 }
 
-bool inv_disk_has_signatures(const struct inv_disk *d) {
-        if (d->n_sigs > 0)
-                return true;
+size_t inv_disk_count_signatures(const struct inv_disk *d) {
+        size_t n = d->n_sigs;
         for (size_t i = 0; i < d->n_parts; i++)
-                if (d->parts[i].n_sigs > 0)
-                        return true;
-        return false;
+                n += d->parts[i].n_sigs;
+        return n;
+}
+
+bool inv_disk_has_signatures(const struct inv_disk *d) {
+        return inv_disk_count_signatures(d) > 0;
+}
+
+int inv_disk_holders(const struct inv_disk *d, char ***ret) {
+        _cleanup_strv_free_ char **v = NULL;
+        for (size_t p = 0; p <= d->n_parts; p++) {
+                char **h = p < d->n_parts ? d->parts[p].holders : d->holders;
+                for (size_t i = 0; h && h[i]; i++) {
+                        _cleanup_free_ char *path = strdupf("/dev/%s", h[i]);
+                        if (!path)
+                                return -ENOMEM;
+                        if (strv_contains(v, path))
+                                continue;
+                        int r = strv_push(&v, path);
+                        if (r < 0)
+                                return r;
+                        path = NULL;
+                }
+        }
+        *ret = TAKE_PTR(v);
+        return 0;
 }
 
 bool inv_disk_in_use(const struct inv_disk *d) {
@@ -140,60 +162,13 @@ bool inv_disk_in_use(const struct inv_disk *d) {
 
 /* ---------- JSON out ---------- */
 
-/* The JSON writers below share one error idiom: r starts at 0, and once a
- * call fails it is negative and every later call only frees what it got, so
- * a block of json_put*() calls needs one check at its end. A NULL object or
- * value (allocation failed) is -ENOMEM. */
-static void json_put(struct json_object *o, const char *key, struct json_object *v, int *r) {
-        if (*r < 0 || !o) {
-                json_object_put(v);
-                *r = *r < 0 ? *r : -ENOMEM;
-                return;
-        }
-        if (!v || json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                *r = -ENOMEM;
-        }
-}
-
-/* Appends v to the array a (taken; freed on failure), the same way. */
-static void json_append(struct json_object *a, struct json_object *v, int *r) {
-        if (*r >= 0 && (!a || !v || json_object_array_add(a, v) < 0))
-                *r = -ENOMEM;
-        if (*r < 0)
-                json_object_put(v);
-}
-
-static struct json_object *jstr(const char *s) {
-        return s ? json_object_new_string(s) : NULL;
-}
-
-/* json_put with a NULL value means "null", not failure, for optional strings. */
-static void json_put_str(struct json_object *o, const char *key, const char *s, int *r) {
-        if (*r < 0)
-                return;
-        if (!s) {
-                if (!o || json_object_object_add(o, key, NULL) < 0)
-                        *r = -ENOMEM;
-                return;
-        }
-        json_put(o, key, jstr(s), r);
-}
-
-/* a, or NULL (and a freed) if building it failed */
-static struct json_object *jdone(struct json_object *a, int r) {
-        if (r >= 0)
-                return a;
-        json_object_put(a);
-        return NULL;
-}
-
+/* The JSON writers below use json.h's builders: one sticky error r per document. */
 static struct json_object *jstrv(char *const *v) {
         struct json_object *a = json_object_new_array();
         int r = 0;
         for (size_t i = 0; v && v[i] && r >= 0; i++)
                 json_append(a, json_object_new_string(v[i]), &r);
-        return jdone(a, r);
+        return json_done(a, r);
 }
 
 static struct json_object *jsigs(const struct inv_signature *s, size_t n) {
@@ -201,66 +176,66 @@ static struct json_object *jsigs(const struct inv_signature *s, size_t n) {
         int r = 0;
         for (size_t i = 0; i < n && r >= 0; i++) {
                 struct json_object *o = json_object_new_object();
-                json_put_str(o, "type", s[i].type, &r);
-                json_put_str(o, "usage", s[i].usage, &r);
-                json_put_str(o, "uuid", s[i].uuid, &r);
-                json_put_str(o, "label", s[i].label, &r);
-                json_put(o, "offset", json_object_new_uint64(s[i].offset), &r);
+                json_set_str(o, "type", s[i].type, &r);
+                json_set_str(o, "usage", s[i].usage, &r);
+                json_set_str(o, "uuid", s[i].uuid, &r);
+                json_set_str(o, "label", s[i].label, &r);
+                json_set(o, "offset", json_object_new_uint64(s[i].offset), &r);
                 json_append(a, o, &r);
         }
-        return jdone(a, r);
+        return json_done(a, r);
 }
 
 static struct json_object *jpart(const struct inv_partition *p) {
         struct json_object *o = json_object_new_object();
         int r = 0;
-        json_put_str(o, "name", p->name, &r);
-        json_put_str(o, "path", p->path, &r);
-        json_put(o, "number", json_object_new_uint64(p->number), &r);
-        json_put(o, "start", json_object_new_uint64(p->start), &r);
-        json_put(o, "size", json_object_new_uint64(p->size), &r);
-        json_put(o, "signatures", jsigs(p->sigs, p->n_sigs), &r);
-        json_put(o, "holders", jstrv(p->holders), &r);
-        json_put_str(o, "mountpoint", p->mountpoint, &r);
-        return jdone(o, r);
+        json_set_str(o, "name", p->name, &r);
+        json_set_str(o, "path", p->path, &r);
+        json_set(o, "number", json_object_new_uint64(p->number), &r);
+        json_set(o, "start", json_object_new_uint64(p->start), &r);
+        json_set(o, "size", json_object_new_uint64(p->size), &r);
+        json_set(o, "signatures", jsigs(p->sigs, p->n_sigs), &r);
+        json_set(o, "holders", jstrv(p->holders), &r);
+        json_set_str(o, "mountpoint", p->mountpoint, &r);
+        return json_done(o, r);
 }
 
 static struct json_object *jdisk(const struct inv_disk *d) {
         struct json_object *o = json_object_new_object();
         int r = 0;
-        json_put_str(o, "name", d->name, &r);
-        json_put_str(o, "path", d->path, &r);
-        json_put(o, "by_id", jstrv(d->by_id), &r);
-        json_put(o, "size", json_object_new_uint64(d->size), &r);
-        json_put(o, "logical_sector", json_object_new_uint64(d->logical_sector), &r);
-        json_put(o, "physical_sector", json_object_new_uint64(d->physical_sector), &r);
-        json_put(o, "rotational", json_object_new_boolean(d->rotational), &r);
-        json_put(o, "removable", json_object_new_boolean(d->removable), &r);
-        json_put(o, "readonly", json_object_new_boolean(d->readonly), &r);
-        json_put_str(o, "model", d->model, &r);
-        json_put_str(o, "vendor", d->vendor, &r);
-        json_put_str(o, "serial", d->serial, &r);
-        json_put_str(o, "wwn", d->wwn, &r);
-        json_put_str(o, "transport", d->transport, &r);
-        json_put(o, "signatures", jsigs(d->sigs, d->n_sigs), &r);
-        json_put(o, "holders", jstrv(d->holders), &r);
-        json_put_str(o, "mountpoint", d->mountpoint, &r);
-        json_put(o, "unreadable", json_object_new_boolean(d->unreadable), &r);
+        json_set_str(o, "name", d->name, &r);
+        json_set_str(o, "path", d->path, &r);
+        json_set(o, "by_id", jstrv(d->by_id), &r);
+        json_set(o, "size", json_object_new_uint64(d->size), &r);
+        json_set(o, "logical_sector", json_object_new_uint64(d->logical_sector), &r);
+        json_set(o, "physical_sector", json_object_new_uint64(d->physical_sector), &r);
+        json_set(o, "rotational", json_object_new_boolean(d->rotational), &r);
+        json_set(o, "removable", json_object_new_boolean(d->removable), &r);
+        json_set(o, "readonly", json_object_new_boolean(d->readonly), &r);
+        json_set_str(o, "model", d->model, &r);
+        json_set_str(o, "vendor", d->vendor, &r);
+        json_set_str(o, "serial", d->serial, &r);
+        json_set_str(o, "wwn", d->wwn, &r);
+        json_set_str(o, "transport", d->transport, &r);
+        json_set(o, "signatures", jsigs(d->sigs, d->n_sigs), &r);
+        json_set(o, "holders", jstrv(d->holders), &r);
+        json_set_str(o, "mountpoint", d->mountpoint, &r);
+        json_set(o, "unreadable", json_object_new_boolean(d->unreadable), &r);
         struct json_object *parts = json_object_new_array();
         for (size_t i = 0; i < d->n_parts && r >= 0; i++)
                 json_append(parts, jpart(&d->parts[i]), &r);
-        json_put(o, "partitions", parts, &r);
-        return jdone(o, r);
+        json_set(o, "partitions", parts, &r);
+        return json_done(o, r);
 }
 
 static struct json_object *jnic(const struct inv_nic *n) {
         struct json_object *o = json_object_new_object();
         int r = 0;
-        json_put_str(o, "name", n->name, &r);
-        json_put_str(o, "mac", n->mac, &r);
-        json_put(o, "up", json_object_new_boolean(n->up), &r);
-        json_put(o, "ipv4", jstrv(n->ipv4), &r);
-        return jdone(o, r);
+        json_set_str(o, "name", n->name, &r);
+        json_set_str(o, "mac", n->mac, &r);
+        json_set(o, "up", json_object_new_boolean(n->up), &r);
+        json_set(o, "ipv4", jstrv(n->ipv4), &r);
+        return json_done(o, r);
 }
 
 int inventory_to_json(const struct inventory *inv, struct strbuf *out) {
@@ -268,36 +243,31 @@ int inventory_to_json(const struct inventory *inv, struct strbuf *out) {
         if (!root)
                 return -ENOMEM;
         int r = 0;
-        json_put(root, "version", json_object_new_int(1), &r);
-        json_put_str(root, "hostname", inv->hostname, &r);
-        json_put_str(root, "machine_uuid", inv->machine_uuid, &r);
-        json_put_str(root, "serial", inv->serial, &r);
+        json_set(root, "version", json_object_new_int(1), &r);
+        json_set_str(root, "hostname", inv->hostname, &r);
+        json_set_str(root, "machine_uuid", inv->machine_uuid, &r);
+        json_set_str(root, "serial", inv->serial, &r);
         struct json_object *cpu = json_object_new_object();
-        json_put_str(cpu, "model", inv->cpu_model, &r);
-        json_put(cpu, "count", json_object_new_uint64(inv->cpus), &r);
-        json_put(cpu, "aes", json_object_new_boolean(inv->cpu_aes), &r);
-        json_put(cpu, "vaes", json_object_new_boolean(inv->cpu_vaes), &r);
-        json_put(cpu, "avx2", json_object_new_boolean(inv->cpu_avx2), &r);
-        json_put(root, "cpu", cpu, &r);
+        json_set_str(cpu, "model", inv->cpu_model, &r);
+        json_set(cpu, "count", json_object_new_uint64(inv->cpus), &r);
+        json_set(cpu, "aes", json_object_new_boolean(inv->cpu_aes), &r);
+        json_set(cpu, "vaes", json_object_new_boolean(inv->cpu_vaes), &r);
+        json_set(cpu, "avx2", json_object_new_boolean(inv->cpu_avx2), &r);
+        json_set(root, "cpu", cpu, &r);
         struct json_object *mem = json_object_new_object();
-        json_put(mem, "total", json_object_new_uint64(inv->mem_total), &r);
-        json_put(mem, "available", json_object_new_uint64(inv->mem_available), &r);
-        json_put(root, "memory", mem, &r);
+        json_set(mem, "total", json_object_new_uint64(inv->mem_total), &r);
+        json_set(mem, "available", json_object_new_uint64(inv->mem_available), &r);
+        json_set(root, "memory", mem, &r);
         struct json_object *disks = json_object_new_array();
         for (size_t i = 0; i < inv->n_disks && r >= 0; i++)
                 json_append(disks, jdisk(&inv->disks[i]), &r);
-        json_put(root, "disks", disks, &r);
+        json_set(root, "disks", disks, &r);
         struct json_object *nics = json_object_new_array();
         for (size_t i = 0; i < inv->n_nics && r >= 0; i++)
                 json_append(nics, jnic(&inv->nics[i]), &r);
-        json_put(root, "nics", nics, &r);
-        if (r >= 0) {
-                const char *s = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                                             JSON_C_TO_STRING_NOSLASHESCAPE);
-                r = s ? strbuf_adds(out, s) : -ENOMEM;
-                if (r >= 0)
-                        r = strbuf_adds(out, "\n");
-        }
+        json_set(root, "nics", nics, &r);
+        if (r >= 0)
+                r = json_print(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED, true, out);
         json_object_put(root);
         return r < 0 ? r : 0;
 }

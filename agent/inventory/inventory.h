@@ -98,3 +98,8 @@ const char *inventory_primary_mac(const struct inventory *inv);
 /* True if the disk or any partition has a signature, holder or mount, or could not be read. */
 bool inv_disk_in_use(const struct inv_disk *d);
 bool inv_disk_has_signatures(const struct inv_disk *d);
+/* The signatures on the disk and its partitions (what a wipe removes). */
+size_t inv_disk_count_signatures(const struct inv_disk *d);
+/* The holders of the disk and its partitions as /dev paths ("/dev/md127"),
+ * each once, disk's partitions first; *ret is NULL when there is none. */
+int inv_disk_holders(const struct inv_disk *d, char ***ret);

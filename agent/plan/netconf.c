@@ -10,27 +10,13 @@
 struct nbuild {
         const struct spec *spec;
         const struct inventory *inv;
-        struct diags *diags;
         struct spec_vars vars;
-        unsigned refused, invalid;
+        struct plan_findings f;
         const char **taken_by;          /* per inventory NIC: "bond 'bond0'" / "bridge 'cloudbr0'" (untagged) */
         char **taken_text;              /* owned texts of taken_by */
 };
 
-static int nfinding(struct nbuild *b, bool refusal, struct spec_mark m, const char *fmt, ...) _printf_(4, 5);
-static int nfinding(struct nbuild *b, bool refusal, struct spec_mark m, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        int r = diags_addv(b->diags, b->spec->file, m.line, m.col, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return r;
-        if (refusal)
-                b->refused++;
-        else
-                b->invalid++;
-        return 0;
-}
+#define nfinding(b, refusal, m, ...) plan_finding(&(b)->f, (refusal), (m), __VA_ARGS__)
 
 /* " (this machine has eth0 52:54:00:12:34:56, eth1 ...)" */
 static int nics_text(const struct inventory *inv, struct strbuf *sb) {
@@ -157,7 +143,7 @@ static int build_bridge(struct nbuild *b, const struct spec_bridge *sb, struct n
 int netconf_build(const struct spec *s, const struct inventory *inv, struct netconf **ret, struct diags *diags) {
         const struct spec_network *sn = &s->network;
         _cleanup_(netconf_freep) struct netconf *n = calloc(1, sizeof *n);
-        struct nbuild b = { .spec = s, .inv = inv, .diags = diags };
+        struct nbuild b = { .spec = s, .inv = inv, .f = { diags, s->file } };
         plan_spec_vars(inv, &b.vars);
         _cleanup_free_ const char **taken = calloc(inv->n_nics + 1, sizeof *taken);
         _cleanup_free_ char **texts = calloc(inv->n_nics + 1, sizeof *texts);
@@ -194,12 +180,8 @@ int netconf_build(const struct spec *s, const struct inventory *inv, struct netc
                 r = build_bridge(&b, &sn->bridges[i], &n->bridges[n->n_bridges++]);
         for (size_t i = 0; i < inv->n_nics; i++)
                 free(texts[i]);
-        if (r < 0)
+        if (r < 0 || (r = plan_findings_result(&b.f)) < 0)
                 return r;
-        if (b.invalid)
-                return -EINVAL;
-        if (b.refused)
-                return -EPERM;
         *ret = TAKE_PTR(n);
         return 0;
 }

@@ -7,6 +7,7 @@
  * their references so that any stacking order works, then filesystems,
  * mounts (shallowest first), image, configure, register, finish. */
 #include "plan.h"
+#include "json.h"
 #include "netconf.h"
 #include "paths.h"
 #include "url.h"
@@ -47,7 +48,7 @@ struct builder {
         size_t n_nodes;
         const struct inv_disk **sorted;  /* inventory disks by path */
         size_t n_sorted;
-        unsigned refused, invalid;
+        struct plan_findings f;
         bool allow_signatures;  /* PLAN_ALLOW_SIGNATURES */
 };
 
@@ -109,21 +110,25 @@ static const char *size_exact(uint64_t bytes, char *buf, size_t len) {
 static uint64_t align_down(uint64_t v, uint64_t a) { return v / a * a; }
 static uint64_t align_up(uint64_t v, uint64_t a) { return v > UINT64_MAX - (a - 1) ? align_down(v, a) : (v + a - 1) / a * a; }
 
-/* A finding at a spec position: refusal (-EPERM) or invalid input (-EINVAL). */
-static int finding(struct builder *b, bool refusal, struct spec_mark m, const char *fmt, ...) _printf_(4, 5);
-static int finding(struct builder *b, bool refusal, struct spec_mark m, const char *fmt, ...) {
+int plan_finding(struct plan_findings *f, bool refusal, struct spec_mark m, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        int r = diags_addv(b->diags, b->spec->file, m.line, m.col, fmt, ap);
+        int r = diags_addv(f->diags, f->file, m.line, m.col, fmt, ap);
         va_end(ap);
         if (r < 0)
                 return r;
         if (refusal)
-                b->refused++;
+                f->refused++;
         else
-                b->invalid++;
+                f->invalid++;
         return 0;
 }
+int plan_findings_result(const struct plan_findings *f) {
+        return f->invalid ? -EINVAL : f->refused ? -EPERM : 0;
+}
+
+/* A finding at a spec position: refusal (-EPERM) or invalid input (-EINVAL). */
+#define finding(b, refusal, m, ...) plan_finding(&(b)->f, (refusal), (m), __VA_ARGS__)
 /* A warning at a spec position: the plan stands (kiln plan --strict refuses it). */
 static int warning(struct builder *b, struct spec_mark m, const char *fmt, ...) _printf_(3, 4);
 static int warning(struct builder *b, struct spec_mark m, const char *fmt, ...) {
@@ -292,34 +297,6 @@ static int describe_signatures(const struct inv_disk *d, struct strbuf *sb) {
         return r;
 }
 
-static size_t count_signatures(const struct inv_disk *d) {
-        size_t n = d->n_sigs;
-        for (size_t p = 0; p < d->n_parts; p++)
-                n += d->parts[p].n_sigs;
-        return n;
-}
-
-/* Holders of the disk and its partitions, as /dev paths, without duplicates. */
-static int collect_holders(const struct inv_disk *d, char ***ret) {
-        _cleanup_strv_free_ char **v = NULL;
-        for (size_t p = 0; p <= d->n_parts; p++) {
-                char **h = p < d->n_parts ? d->parts[p].holders : d->holders;
-                for (size_t i = 0; h && h[i]; i++) {
-                        _cleanup_free_ char *path = strdupf("/dev/%s", h[i]);
-                        if (!path)
-                                return -ENOMEM;
-                        if (strv_contains(v, path))
-                                continue;
-                        int r = strv_push(&v, path);
-                        if (r < 0)
-                                return r;
-                        path = NULL;
-                }
-        }
-        *ret = TAKE_PTR(v);
-        return 0;
-}
-
 /* "/dev/vda1 on /boot" for every mounted piece; empty if none. */
 static int describe_mounts(const struct inv_disk *d, struct strbuf *sb) {
         int r = 0;
@@ -333,6 +310,8 @@ static int describe_mounts(const struct inv_disk *d, struct strbuf *sb) {
 }
 
 static int check_selected_disk(struct builder *b, const struct spec_disk *rule, const struct inv_disk *d) {
+        if (!inv_disk_in_use(d) && !d->readonly)
+                return 0;
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
         int r = describe_mounts(d, &sb);
         if (r < 0)
@@ -347,7 +326,7 @@ static int check_selected_disk(struct builder *b, const struct spec_disk *rule, 
                 return refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk rule '%s' selects %s, which is read-only", rule->id, disk_path(d));
 
         _cleanup_strv_free_ char **holders = NULL;
-        r = collect_holders(d, &holders);
+        r = inv_disk_holders(d, &holders);
         if (r < 0)
                 return r;
         if (holders && !rule->wipe) {
@@ -358,7 +337,7 @@ static int check_selected_disk(struct builder *b, const struct spec_disk *rule, 
                 return refuse_disk(b, rule->mark, rule->id, disk_path(d), "disk rule '%s' selects %s, which is in use by %s; set 'wipe: true' to stop %s and wipe the disk",
                               rule->id, disk_path(d), strbuf_str(&sb), holders[1] ? "them" : "it");
         }
-        if (count_signatures(d) > 0 && !rule->wipe && !b->allow_signatures) {
+        if (inv_disk_has_signatures(d) && !rule->wipe && !b->allow_signatures) {
                 strbuf_reset(&sb);
                 if ((r = describe_signatures(d, &sb)) < 0)
                         return r;
@@ -560,7 +539,7 @@ static int select_disks(struct builder *b) {
                 }
                 total += n;
         }
-        if (b->refused)
+        if (b->f.refused)
                 return 0;
 
         b->plan->disks = calloc(total ? total : 1, sizeof *b->plan->disks);
@@ -583,9 +562,10 @@ static int select_disks(struct builder *b) {
 
 /* --- nodes: every block-device object and its predicted paths -------------- */
 
-static struct node *node_find(struct builder *b, const char *id) {
-        for (size_t i = 0; id && i < b->n_nodes; i++)
-                if (streq(b->nodes[i].id, id))
+/* The node of a spec object the parser resolved a reference to. */
+static struct node *node_of(struct builder *b, const void *obj) {
+        for (size_t i = 0; obj && i < b->n_nodes; i++)
+                if (b->nodes[i].obj == obj)
                         return &b->nodes[i];
         return NULL;
 }
@@ -609,12 +589,6 @@ static int node_push_dev(struct node *n, char *dev /* takes */) {
 }
 
 
-static const struct spec_vg *find_vg(const struct spec *s, const char *id) {
-        for (size_t i = 0; id && i < s->n_vgs; i++)
-                if (streq(s->vgs[i].id, id))
-                        return &s->vgs[i];
-        return NULL;
-}
 
 static int make_nodes(struct builder *b) {
         const struct spec *s = b->spec;
@@ -665,7 +639,7 @@ static int make_nodes(struct builder *b) {
         for (size_t i = 0; i < s->n_lvs; i++) {
                 const struct spec_lv *x = &s->lvs[i];
                 struct node *nd = node_add(b, SPEC_OBJ_LV, x->id, x, x->mark);
-                const struct spec_vg *vg = find_vg(s, x->vg);
+                const struct spec_vg *vg = x->vg_obj;
                 if (!vg)
                         return invalid(b, x->vg_mark, "logical volume '%s' refers to unknown volume group '%s'", x->id, x->vg ? x->vg : "");
                 char *dev;
@@ -691,9 +665,9 @@ static int emit_wipes(struct builder *b) {
                 const struct plan_disk *pd = &b->plan->disks[k];
                 const struct inv_disk *d = pd->disk;
                 _cleanup_strv_free_ char **holders = NULL;
-                if ((r = collect_holders(d, &holders)) < 0)
+                if ((r = inv_disk_holders(d, &holders)) < 0)
                         return r;
-                size_t nsig = count_signatures(d);
+                size_t nsig = inv_disk_count_signatures(d);
                 if (!holders && nsig == 0)
                         continue;
                 _cleanup_strbuf_ struct strbuf what = STRBUF_INIT, desc = STRBUF_INIT;
@@ -810,7 +784,7 @@ static int emit_partitions(struct builder *b) {
                         return -ENOMEM;
                 size_t n = 0;
                 for (size_t i = 0; i < s->n_partitions; i++)
-                        if (s->partitions[i].on && streq(s->partitions[i].on, pd->rule->id))
+                        if (s->partitions[i].disk == pd->rule)
                                 parts[n++] = &s->partitions[i];
                 if (n == 0)
                         continue;
@@ -828,7 +802,7 @@ static int emit_partitions(struct builder *b) {
                 r = layout_disk(b, pd->rule, pd->disk, pd->index, parts, n, out);
                 if (r < 0)
                         return r;
-                if (b->refused || b->invalid)
+                if (b->f.refused || b->f.invalid)
                         continue;
                 if ((r = step_text(st, disk_path(pd->disk),
                                    strdupf("partition %s: new GPT with %zu partition%s", disk_path(pd->disk), n, n == 1 ? "" : "s"),
@@ -836,7 +810,7 @@ static int emit_partitions(struct builder *b) {
                         return r;
                 /* the partition nodes: one device per selected disk, in rule order */
                 for (size_t i = 0; i < n; i++) {
-                        struct node *nd = node_find(b, out[i].part->id);
+                        struct node *nd = node_of(b, out[i].part);
                         if (!nd)
                                 continue;
                         if ((r = node_push_dev(nd, strdup(out[i].device))) < 0)
@@ -853,8 +827,9 @@ static int emit_partitions(struct builder *b) {
 static int visit(struct builder *b, struct node *n);
 
 /* Resolves a reference that must stand for exactly one device. */
-static int ref_one(struct builder *b, const char *what, const char *owner, const char *id, struct spec_mark m, struct node **ret) {
-        struct node *n = node_find(b, id);
+static int ref_one(struct builder *b, const char *what, const char *owner, const char *id, struct spec_ref ref,
+                   struct spec_mark m, struct node **ret) {
+        struct node *n = node_of(b, ref.obj);
         if (!n || n->kind == SPEC_OBJ_VG)
                 return invalid(b, m, "%s '%s' refers to unknown device '%s'", what, owner, id ? id : "");
         int r = visit(b, n);
@@ -943,7 +918,7 @@ static int emit_raid(struct builder *b, struct node *n) {
         int r;
         for (size_t i = 0; x->members && x->members[i]; i++) {
                 struct spec_mark mk = x->member_marks ? x->member_marks[i] : x->members_mark;
-                struct node *c = node_find(b, x->members[i]);
+                struct node *c = x->member_refs ? node_of(b, x->member_refs[i].obj) : NULL;
                 if (!c || (c->kind != SPEC_OBJ_DISK && c->kind != SPEC_OBJ_PARTITION && c->kind != SPEC_OBJ_LUKS && c->kind != SPEC_OBJ_LV))
                         return invalid(b, mk, "raid '%s' refers to unknown member '%s'", x->id, x->members[i]);
                 if ((r = visit(b, c)) < 0)
@@ -1086,11 +1061,11 @@ static int emit_luks_one(struct builder *b, struct node *n, const struct node *u
 
 static int emit_luks(struct builder *b, struct node *n) {
         const struct spec_luks *x = n->obj;
-        struct node *under = node_find(b, x->on);
+        struct node *under = node_of(b, x->on_ref.obj);
         if (!under || under->kind == SPEC_OBJ_VG)
                 return invalid(b, x->on_mark, "luks '%s' refers to unknown device '%s'", x->id, x->on ? x->on : "");
         int r = visit(b, under);
-        if (r < 0 || b->invalid)
+        if (r < 0 || b->f.invalid)
                 return r;
         if (under->n_devs == 0 || (under->n_devs > 1 && under->n_devs != x->count))
                 return invalid(b, x->on_mark, "luks '%s' is on '%s', which stands for %zu devices", x->id, x->on,
@@ -1125,9 +1100,9 @@ static int emit_lvs(struct builder *b, struct node *vgn, uint64_t extent) {
         int r;
         for (size_t i = 0; i < s->n_lvs; i++) {
                 const struct spec_lv *x = &s->lvs[i];
-                if (!x->vg || !streq(x->vg, vg->id))
+                if (x->vg_obj != vg)
                         continue;
-                struct node *n = node_find(b, x->id);
+                struct node *n = node_of(b, x);
                 if (!n || n->n_devs != 1)
                         return -EINVAL;
                 uint64_t sz = 0;
@@ -1192,12 +1167,12 @@ static int emit_vg(struct builder *b, struct node *n) {
         n->size = n->size_max = 0;
         for (size_t i = 0; x->pvs && x->pvs[i]; i++) {
                 struct spec_mark mk = x->pv_marks ? x->pv_marks[i] : x->pvs_mark;
-                struct node *c = node_find(b, x->pvs[i]);
+                struct node *c = x->pv_refs ? node_of(b, x->pv_refs[i].obj) : NULL;
                 if (!c || c->kind == SPEC_OBJ_VG)
                         return invalid(b, mk, "volume group '%s' refers to unknown physical volume '%s'", x->id, x->pvs[i]);
                 if ((r = visit(b, c)) < 0)
                         return r;
-                if (b->invalid)
+                if (b->f.invalid)
                         return 0;
                 for (size_t k = 0; k < c->n_devs; k++) {
                         if ((r = strv_pushdup(&pvs, c->devs[k])) < 0)
@@ -1238,10 +1213,10 @@ static int emit_vg(struct builder *b, struct node *n) {
 }
 
 static int visit(struct builder *b, struct node *n) {
-        if (n->state == 2 || b->invalid || b->refused)
+        if (n->state == 2 || b->f.invalid || b->f.refused)
                 return 0;
         if (n->state == 1)
-                return invalid(b, n->mark, "'%s' refers to itself through its devices (a cycle)", n->id);
+                return -ELOOP;  /* spec_parse reports every cycle ("reference cycle"); a plan takes valid specs */
         n->state = 1;
         int r;
         switch (n->kind) {
@@ -1256,7 +1231,7 @@ static int visit(struct builder *b, struct node *n) {
                 break;
         case SPEC_OBJ_LV: {
                 const struct spec_lv *x = n->obj;
-                struct node *vg = node_find(b, x->vg);
+                struct node *vg = node_of(b, x->vg_obj);
                 if (!vg || vg->kind != SPEC_OBJ_VG)
                         return invalid(b, x->vg_mark, "logical volume '%s' refers to unknown volume group '%s'", x->id, x->vg ? x->vg : "");
                 r = visit(b, vg);   /* creates every LV of the VG, this one included */
@@ -1271,7 +1246,7 @@ static int visit(struct builder *b, struct node *n) {
 }
 
 static int emit_graph(struct builder *b) {
-        for (size_t i = 0; i < b->n_nodes && !b->invalid && !b->refused; i++) {
+        for (size_t i = 0; i < b->n_nodes && !b->f.invalid && !b->f.refused; i++) {
                 int r = visit(b, &b->nodes[i]);
                 if (r < 0)
                         return r;
@@ -1287,9 +1262,9 @@ static int emit_mkfs(struct builder *b, const char **devs) {
         for (size_t i = 0; i < s->n_filesystems; i++) {
                 const struct spec_filesystem *f = &s->filesystems[i];
                 struct node *n;
-                if ((r = ref_one(b, "filesystem on", f->on ? f->on : "", f->on, f->on_mark, &n)) < 0)
+                if ((r = ref_one(b, "filesystem on", f->on ? f->on : "", f->on, f->on_ref, f->on_mark, &n)) < 0)
                         return r;
-                if (b->invalid)
+                if (b->f.invalid)
                         return 0;
                 devs[i] = n->devs[0];
                 if (f->encrypt_random) {
@@ -1396,14 +1371,8 @@ int plan_installed_cmdline(const struct spec *s, const char *root_uuid, char **r
                         root = &s->filesystems[i];
         if (!root || !root->on)
                 return -ENOENT;
-        const struct spec_lv *lv = NULL;
-        const struct spec_vg *vg = NULL;
-        for (size_t i = 0; i < s->n_lvs; i++)
-                if (s->lvs[i].id && streq(s->lvs[i].id, root->on))
-                        lv = &s->lvs[i];
-        for (size_t i = 0; lv && lv->vg && i < s->n_vgs; i++)
-                if (s->vgs[i].id && streq(s->vgs[i].id, lv->vg))
-                        vg = &s->vgs[i];
+        const struct spec_lv *lv = root->on_ref.kind == SPEC_OBJ_LV ? root->on_ref.obj : NULL;
+        const struct spec_vg *vg = lv ? lv->vg_obj : NULL;
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
         _cleanup_free_ char *rest = NULL;
         int r;
@@ -1527,9 +1496,9 @@ static int emit_tail(struct builder *b) {
                 const char *dev = NULL;
                 if (im->format == SPEC_IMAGE_RAW) {
                         struct node *n;
-                        if ((r = ref_one(b, "image", "raw", im->target, im->mark, &n)) < 0)
+                        if ((r = ref_one(b, "image", "raw", im->target, im->target_ref, im->mark, &n)) < 0)
                                 return r;
-                        if (b->invalid)
+                        if (b->f.invalid)
                                 return 0;
                         dev = n->devs[0];
                 }
@@ -1690,7 +1659,7 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
                 return -ENOMEM;
         p->spec = spec;
         p->inv = inv;
-        struct builder b = { .spec = spec, .inv = inv, .diags = diags, .plan = p,
+        struct builder b = { .spec = spec, .inv = inv, .diags = diags, .plan = p, .f = { diags, spec->file },
                              .allow_signatures = flags & PLAN_ALLOW_SIGNATURES };
         _cleanup_free_ const char **fsdevs = calloc(spec->n_filesystems ? spec->n_filesystems : 1, sizeof *fsdevs);
         int r = fsdevs ? 0 : -ENOMEM;
@@ -1716,37 +1685,33 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
                 r = netconf_build(spec, inv, &p->net, diags);
                 if (r == -EPERM || r == -EINVAL) {
                         if (r == -EPERM)
-                                b.refused++;
+                                b.f.refused++;
                         else
-                                b.invalid++;
+                                b.f.invalid++;
                         r = 0;
                 }
         }
         if (r >= 0)
                 r = select_disks(&b);
-        if (r >= 0 && !b.refused)
+        if (r >= 0 && !b.f.refused)
                 r = make_nodes(&b);
-        if (r >= 0 && !b.refused && !b.invalid)
+        if (r >= 0 && !b.f.refused && !b.f.invalid)
                 r = emit_wipes(&b);
-        if (r >= 0 && !b.refused && !b.invalid)
+        if (r >= 0 && !b.f.refused && !b.f.invalid)
                 r = emit_partitions(&b);
-        if (r >= 0 && !b.refused && !b.invalid)
+        if (r >= 0 && !b.f.refused && !b.f.invalid)
                 r = emit_graph(&b);
-        if (r >= 0 && !b.refused && !b.invalid)
+        if (r >= 0 && !b.f.refused && !b.f.invalid)
                 r = emit_mkfs(&b, fsdevs);
-        if (r >= 0 && !b.refused && !b.invalid)
+        if (r >= 0 && !b.f.refused && !b.f.invalid)
                 r = emit_mounts(&b, fsdevs);
-        if (r >= 0 && !b.refused && !b.invalid)
+        if (r >= 0 && !b.f.refused && !b.f.invalid)
                 r = emit_tail(&b);
 
         nodes_free(&b);
         free(b.sorted);
-        if (r < 0)
+        if (r < 0 || (r = plan_findings_result(&b.f)) < 0)
                 return r;
-        if (b.invalid)
-                return -EINVAL;
-        if (b.refused)
-                return -EPERM;
         r = plan_fingerprint(p);
         if (r < 0)
                 return r;
@@ -1871,74 +1836,129 @@ int plan_to_text(const struct plan *p, struct strbuf *out) {
         return r;
 }
 
-static int json_kv_str(struct strbuf *out, const char *key, const char *v, bool comma) {
-        int r = strbuf_addf(out, "%s\"%s\":", comma ? "," : "", key);
-        if (r >= 0)
-                r = v ? strbuf_add_json_string(out, v) : strbuf_adds(out, "null");
-        return r;
+static json_object *json_destroyed_item(const char *what, const char *device, int *r) {
+        json_object *o = json_object_new_object();
+        json_set_str(o, "what", what, r);
+        json_set_str(o, "device", device, r);
+        return o;
 }
 
-static int json_destroyed_item(struct strbuf *out, bool *first, const char *what, const char *device) {
-        int r = strbuf_adds(out, *first ? "{" : ",{");
-        *first = false;
-        if (r >= 0)
-                r = json_kv_str(out, "what", what, false);
-        if (r >= 0)
-                r = json_kv_str(out, "device", device, true);
-        return r;
-}
-
-static int json_signature(struct strbuf *out, bool *first, const struct inv_signature *sig, const char *device) {
-        int r = json_destroyed_item(out, first, "signature", device);
-        if (r >= 0)
-                r = json_kv_str(out, "type", sig->type, true);
-        if (r >= 0)
-                r = json_kv_str(out, "usage", sig->usage, true);
-        if (r >= 0)
-                r = strbuf_addf(out, ",\"offset\":%" PRIu64 "}", sig->offset);
-        return r;
+static void json_signature(json_object *a, const struct inv_signature *sig, const char *device, int *r) {
+        json_object *o = json_destroyed_item("signature", device, r);
+        json_set_str(o, "type", sig->type, r);
+        json_set_str(o, "usage", sig->usage, r);
+        json_set(o, "offset", json_object_new_uint64(sig->offset), r);
+        json_append(a, json_done(o, *r), r);
 }
 
 /* What a step destroys, as data (docs/plan.md "JSON"): the signatures a
  * wipe removes (device, type, usage, offset) and the holders it stops, all
  * data on a disk a new GPT replaces, the contents of the devices other steps
  * overwrite. */
-static int json_destroyed(const struct plan *p, const struct plan_step *st, struct strbuf *out) {
-        bool first = true;
-        int r = strbuf_adds(out, ",\"destroyed\":[");
-        if (r < 0 || !st->destroys)
-                return r < 0 ? r : strbuf_adds(out, "]");
+static json_object *json_destroyed(const struct plan *p, const struct plan_step *st, int *r) {
+        json_object *a = json_object_new_array();
+        if (!st->destroys)
+                return a;
         const struct inv_disk *d = NULL;
         for (size_t i = 0; i < p->n_disks; i++)
                 if (st->device && streq(disk_path(p->disks[i].disk), st->device))
                         d = p->disks[i].disk;
         switch (st->kind) {
         case PLAN_WIPE:
-                for (size_t i = 0; r >= 0 && d && i < d->n_sigs; i++)
-                        r = json_signature(out, &first, &d->sigs[i], disk_path(d));
-                for (size_t k = 0; r >= 0 && d && k < d->n_parts; k++)
-                        for (size_t i = 0; r >= 0 && i < d->parts[k].n_sigs; i++)
-                                r = json_signature(out, &first, &d->parts[k].sigs[i],
-                                                   d->parts[k].path ? d->parts[k].path : d->parts[k].name);
-                for (size_t i = 0; r >= 0 && st->inputs && st->inputs[i]; i++)
-                        if ((r = json_destroyed_item(out, &first, "holder", st->inputs[i])) >= 0)
-                                r = strbuf_adds(out, "}");
+                for (size_t i = 0; d && i < d->n_sigs; i++)
+                        json_signature(a, &d->sigs[i], disk_path(d), r);
+                for (size_t k = 0; d && k < d->n_parts; k++)
+                        for (size_t i = 0; i < d->parts[k].n_sigs; i++)
+                                json_signature(a, &d->parts[k].sigs[i], d->parts[k].path ? d->parts[k].path : d->parts[k].name, r);
+                for (size_t i = 0; st->inputs && st->inputs[i]; i++)
+                        json_append(a, json_done(json_destroyed_item("holder", st->inputs[i], r), *r), r);
                 break;
-        case PLAN_PARTITION:
-                if ((r = json_destroyed_item(out, &first, "all-data", st->device)) >= 0)
-                        r = strbuf_addf(out, ",\"size\":%" PRIu64 "}", d ? d->size : st->size);
-                break;
-        case PLAN_MD_CREATE:
-                for (size_t i = 0; r >= 0 && st->inputs && st->inputs[i]; i++)
-                        if ((r = json_destroyed_item(out, &first, "contents", st->inputs[i])) >= 0)
-                                r = strbuf_adds(out, "}");
-                break;
-        default:
-                if ((r = json_destroyed_item(out, &first, "contents", st->device)) >= 0)
-                        r = strbuf_adds(out, "}");
+        case PLAN_PARTITION: {
+                json_object *o = json_destroyed_item("all-data", st->device, r);
+                json_set(o, "size", json_object_new_uint64(d ? d->size : st->size), r);
+                json_append(a, json_done(o, *r), r);
                 break;
         }
-        return r < 0 ? r : strbuf_adds(out, "]");
+        case PLAN_MD_CREATE:
+                for (size_t i = 0; st->inputs && st->inputs[i]; i++)
+                        json_append(a, json_done(json_destroyed_item("contents", st->inputs[i], r), *r), r);
+                break;
+        default:
+                json_append(a, json_done(json_destroyed_item("contents", st->device, r), *r), r);
+                break;
+        }
+        return a;
+}
+
+static json_object *json_disk(const struct plan *p, const struct inv_disk *d, int *r) {
+        const struct plan_disk *pd = plan_disk_of(p, d);
+        json_object *o = json_object_new_object();
+        json_set_str(o, "path", disk_path(d), r);
+        json_set(o, "size", json_object_new_uint64(d->size), r);
+        json_set(o, "selected", json_object_new_boolean(pd != NULL), r);
+        /* its identity, untouched or not: which physical disk this is */
+        json_set_str(o, "model", strempty(d->model) ? NULL : d->model, r);
+        json_set_str(o, "serial", strempty(d->serial) ? NULL : d->serial, r);
+        json_set_str(o, "wwn", strempty(d->wwn) ? NULL : d->wwn, r);
+        json_set_str(o, "transport", strempty(d->transport) ? NULL : d->transport, r);
+        json_set(o, "rotational", json_object_new_boolean(d->rotational), r);
+        if (pd) {
+                json_set_str(o, "rule", pd->rule->id, r);
+                json_set(o, "index", json_object_new_uint64(pd->index), r);
+                json_set(o, "wipe", json_object_new_boolean(pd->rule->wipe), r);
+                if (pd->alt)    /* only for a rule with match alternatives: the one that won */
+                        json_set(o, "match", json_object_new_uint64(pd->alt), r);
+        }
+        return json_done(o, *r);
+}
+
+static json_object *json_step(const struct plan *p, const struct plan_step *st, size_t n, int *r) {
+        json_object *o = json_object_new_object();
+        json_set(o, "n", json_object_new_uint64(n), r);
+        json_set_str(o, "kind", plan_step_kind_name(st->kind), r);
+        json_set_str(o, "id", st->id, r);
+        json_set(o, "index", json_object_new_uint64(st->index), r);
+        json_set_str(o, "device", st->device, r);
+        json_object *inputs = json_object_new_array();
+        for (size_t k = 0; st->inputs && st->inputs[k]; k++)
+                json_append(inputs, json_object_new_string(st->inputs[k]), r);
+        json_set(o, "inputs", inputs, r);
+        if (st->size) {
+                json_set(o, "size", json_object_new_uint64(st->size), r);
+                json_set(o, "size_approx", json_object_new_boolean(st->size_approx), r);
+        }
+        if (st->parts) {
+                json_object *parts = json_object_new_array();
+                for (size_t k = 0; k < st->n_parts; k++) {
+                        const struct plan_part *pp = &st->parts[k];
+                        json_object *x = json_object_new_object();
+                        json_set(x, "number", json_object_new_uint64(pp->number), r);
+                        json_set_str(x, "id", pp->part->id, r);
+                        json_set_str(x, "device", pp->device, r);
+                        json_set_str(x, "type", spec_part_type_name(pp->part->type), r);
+                        json_set_str(x, "name", pp->part->name, r);
+                        json_set(x, "start", json_object_new_uint64(pp->start), r);
+                        json_set(x, "size", json_object_new_uint64(pp->size), r);
+                        json_append(parts, json_done(x, *r), r);
+                }
+                json_set(o, "partitions", parts, r);
+        }
+        if (st->kind == PLAN_SKIP_STAGE)
+                json_set_str(o, "skips", plan_step_kind_name(st->skipped), r);
+        if (st->uuid)
+                json_set_str(o, "uuid", st->uuid, r);
+        if (st->kind == PLAN_LVCREATE) {
+                json_object *lv = json_object_new_object();
+                json_set_str(lv, "vg", st->lv.vg, r);
+                json_set_str(lv, "name", st->lv.name, r);
+                json_set(lv, "bytes", json_object_new_uint64(st->lv.bytes), r);
+                json_set(lv, "percent_free", json_object_new_uint64(st->lv.percent_free), r);
+                json_set(o, "lv", lv, r);
+        }
+        json_set_str(o, "description", st->description, r);
+        json_set_str(o, "destroys", st->destroys, r);
+        json_set(o, "destroyed", json_destroyed(p, st, r), r);
+        return json_done(o, *r);
 }
 
 int plan_to_json(const struct plan *p, struct strbuf *out) {
@@ -1946,115 +1966,20 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
         _cleanup_free_ const struct inv_disk **disks = sorted_disks(p->inv);
         if (!disks)
                 return -ENOMEM;
-        int r = strbuf_adds(out, "{");
-        if (r >= 0)
-                r = json_kv_str(out, "hostname", p->hostname, false);
-        if (r >= 0)
-                r = json_kv_str(out, "hostname_template", s->hostname, true);
-        if (r >= 0)
-                r = json_kv_str(out, "fingerprint", p->fingerprint, true);
-        if (r >= 0)
-                r = json_kv_str(out, "mode", p->resume ? "resume" : "fresh", true);
-        if (r >= 0)
-                r = json_kv_str(out, "mode_why", p->mode_why, true);
-        if (r >= 0)
-                r = strbuf_adds(out, ",\"disks\":[");
-        for (size_t i = 0; r >= 0 && i < p->inv->n_disks; i++) {
-                const struct inv_disk *d = disks[i];
-                const struct plan_disk *pd = plan_disk_of(p, d);
-                r = strbuf_adds(out, i ? ",{" : "{");
-                if (r >= 0)
-                        r = json_kv_str(out, "path", disk_path(d), false);
-                if (r >= 0)
-                        r = strbuf_addf(out, ",\"size\":%" PRIu64 ",\"selected\":%s", d->size, pd ? "true" : "false");
-                /* its identity, untouched or not: which physical disk this is */
-                if (r >= 0)
-                        r = json_kv_str(out, "model", strempty(d->model) ? NULL : d->model, true);
-                if (r >= 0)
-                        r = json_kv_str(out, "serial", strempty(d->serial) ? NULL : d->serial, true);
-                if (r >= 0)
-                        r = json_kv_str(out, "wwn", strempty(d->wwn) ? NULL : d->wwn, true);
-                if (r >= 0)
-                        r = json_kv_str(out, "transport", strempty(d->transport) ? NULL : d->transport, true);
-                if (r >= 0)
-                        r = strbuf_addf(out, ",\"rotational\":%s", d->rotational ? "true" : "false");
-                if (r >= 0 && pd) {
-                        r = json_kv_str(out, "rule", pd->rule->id, true);
-                        if (r >= 0)
-                                r = strbuf_addf(out, ",\"index\":%u,\"wipe\":%s", pd->index, pd->rule->wipe ? "true" : "false");
-                        if (r >= 0 && pd->alt)  /* only for a rule with match alternatives: the one that won */
-                                r = strbuf_addf(out, ",\"match\":%u", pd->alt);
-                }
-                if (r >= 0)
-                        r = strbuf_adds(out, "}");
-        }
-        if (r >= 0)
-                r = strbuf_adds(out, "],\"steps\":[");
-        for (size_t i = 0; r >= 0 && i < p->n_steps; i++) {
-                const struct plan_step *st = &p->steps[i];
-                r = strbuf_addf(out, "%s{\"n\":%zu", i ? "," : "", i + 1);
-                if (r >= 0)
-                        r = json_kv_str(out, "kind", plan_step_kind_name(st->kind), true);
-                if (r >= 0)
-                        r = json_kv_str(out, "id", st->id, true);
-                if (r >= 0)
-                        r = strbuf_addf(out, ",\"index\":%u", st->index);
-                if (r >= 0)
-                        r = json_kv_str(out, "device", st->device, true);
-                if (r >= 0)
-                        r = strbuf_adds(out, ",\"inputs\":[");
-                for (size_t k = 0; r >= 0 && st->inputs && st->inputs[k]; k++) {
-                        if (k)
-                                r = strbuf_adds(out, ",");
-                        if (r >= 0)
-                                r = strbuf_add_json_string(out, st->inputs[k]);
-                }
-                if (r >= 0)
-                        r = strbuf_adds(out, "]");
-                if (r >= 0 && st->size)
-                        r = strbuf_addf(out, ",\"size\":%" PRIu64 ",\"size_approx\":%s", st->size, st->size_approx ? "true" : "false");
-                if (r >= 0 && st->parts) {
-                        r = strbuf_adds(out, ",\"partitions\":[");
-                        for (size_t k = 0; r >= 0 && k < st->n_parts; k++) {
-                                const struct plan_part *pp = &st->parts[k];
-                                r = strbuf_addf(out, "%s{\"number\":%u", k ? "," : "", pp->number);
-                                if (r >= 0)
-                                        r = json_kv_str(out, "id", pp->part->id, true);
-                                if (r >= 0)
-                                        r = json_kv_str(out, "device", pp->device, true);
-                                if (r >= 0)
-                                        r = json_kv_str(out, "type", spec_part_type_name(pp->part->type), true);
-                                if (r >= 0)
-                                        r = json_kv_str(out, "name", pp->part->name, true);
-                                if (r >= 0)
-                                        r = strbuf_addf(out, ",\"start\":%" PRIu64 ",\"size\":%" PRIu64 "}", pp->start, pp->size);
-                        }
-                        if (r >= 0)
-                                r = strbuf_adds(out, "]");
-                }
-                if (r >= 0 && st->kind == PLAN_SKIP_STAGE)
-                        r = json_kv_str(out, "skips", plan_step_kind_name(st->skipped), true);
-                if (r >= 0 && st->uuid)
-                        r = json_kv_str(out, "uuid", st->uuid, true);
-                if (r >= 0 && st->kind == PLAN_LVCREATE) {
-                        r = strbuf_adds(out, ",\"lv\":{");
-                        if (r >= 0)
-                                r = json_kv_str(out, "vg", st->lv.vg, false);
-                        if (r >= 0)
-                                r = json_kv_str(out, "name", st->lv.name, true);
-                        if (r >= 0)
-                                r = strbuf_addf(out, ",\"bytes\":%" PRIu64 ",\"percent_free\":%u}", st->lv.bytes, st->lv.percent_free);
-                }
-                if (r >= 0)
-                        r = json_kv_str(out, "description", st->description, true);
-                if (r >= 0)
-                        r = json_kv_str(out, "destroys", st->destroys, true);
-                if (r >= 0)
-                        r = json_destroyed(p, st, out);
-                if (r >= 0)
-                        r = strbuf_adds(out, "}");
-        }
-        if (r >= 0)
-                r = strbuf_adds(out, "]}\n");
-        return r;
+        _cleanup_json_ json_object *root = json_object_new_object();
+        int r = 0;
+        json_set_str(root, "hostname", p->hostname, &r);
+        json_set_str(root, "hostname_template", s->hostname, &r);
+        json_set_str(root, "fingerprint", p->fingerprint, &r);
+        json_set_str(root, "mode", p->resume ? "resume" : "fresh", &r);
+        json_set_str(root, "mode_why", p->mode_why, &r);
+        json_object *dj = json_object_new_array();
+        for (size_t i = 0; i < p->inv->n_disks; i++)
+                json_append(dj, json_disk(p, disks[i], &r), &r);
+        json_set(root, "disks", dj, &r);
+        json_object *sj = json_object_new_array();
+        for (size_t i = 0; i < p->n_steps; i++)
+                json_append(sj, json_step(p, &p->steps[i], i + 1, &r), &r);
+        json_set(root, "steps", sj, &r);
+        return r < 0 ? r : json_print(root, JSON_C_TO_STRING_PLAIN, true, out);
 }

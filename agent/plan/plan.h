@@ -133,6 +133,17 @@ int plan_build(const struct spec *spec, const struct inventory *inv, struct plan
 int plan_build_full(const struct spec *spec, const struct inventory *inv, unsigned flags, struct plan **ret,
                     struct diags *diags);
 struct plan *plan_free(struct plan *p);
+/* What a planner found wrong with a spec on this machine: the plan and the
+ * network resolution (netconf.c) both report this way. */
+struct plan_findings {
+        struct diags *diags;
+        const char *file;               /* the spec's, for file:line:col */
+        unsigned refused, invalid;      /* refusals (-EPERM), invalid input (-EINVAL) */
+};
+/* Adds a finding at spec position m to f->diags and counts it. */
+int plan_finding(struct plan_findings *f, bool refusal, struct spec_mark m, const char *fmt, ...) _printf_(4, 5);
+/* What the findings make of the run: -EINVAL (invalid input first), -EPERM, or 0. */
+int plan_findings_result(const struct plan_findings *f);
 DEFINE_CLEANUP(plan_free, struct plan *)
 #define _cleanup_plan_free_ _cleanup_(plan_freep)
 

@@ -3,7 +3,7 @@
 
 #include "paths.h"
 
-#include <json-c/json.h>
+#include "json.h"
 #include <limits.h>
 
 #ifndef KILN_VERSION
@@ -78,13 +78,6 @@ int resume_record_to_json(const struct resume_record *rec, struct strbuf *out) {
         return r;
 }
 
-static const char *jstr(json_object *o, const char *key) {
-        json_object *v;
-        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-                return NULL;
-        return json_object_get_string(v);
-}
-
 int resume_record_from_json(const char *text, size_t len, struct resume_record *ret) {
         if (len > RESUME_RECORD_MAX_BYTES || len > INT_MAX)
                 return -EFBIG;
@@ -109,7 +102,7 @@ int resume_record_from_json(const char *text, size_t len, struct resume_record *
         if (!ok || !json_object_is_type(root, json_type_object) ||
             !json_object_object_get_ex(root, "kiln_progress", &fmt) || !json_object_is_type(fmt, json_type_int) ||
             json_object_get_int(fmt) != RESUME_RECORD_FORMAT ||
-            !(fp = jstr(root, "fingerprint")) || strlen(fp) != 64 || !hex_valid(fp, 64) ||
+            !(fp = json_get_str(root, "fingerprint")) || strlen(fp) != 64 || !hex_valid(fp, 64) ||
             !json_object_object_get_ex(root, "stages_done", &stages) || !json_object_is_type(stages, json_type_array) ||
             !json_object_object_get_ex(root, "complete", &complete) || !json_object_is_type(complete, json_type_boolean))
                 goto out;
@@ -127,9 +120,9 @@ int resume_record_from_json(const char *text, size_t len, struct resume_record *
         }
         rec.complete = json_object_get_boolean(complete);
         r = -ENOMEM;
-        version = jstr(root, "version");
-        run_id = jstr(root, "run_id");
-        reinstall = jstr(root, "reinstall");
+        version = json_get_str(root, "version");
+        run_id = json_get_str(root, "run_id");
+        reinstall = json_get_str(root, "reinstall");
         if ((version && !(rec.version = strdup(version))) || (run_id && !(rec.run_id = strdup(run_id))) ||
             (reinstall && !(rec.reinstall = strdup(reinstall))))
                 goto out;

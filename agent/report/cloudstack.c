@@ -1,4 +1,5 @@
 #include "cloudstack.h"
+#include "json.h"
 #include "backoff.h"
 #include "url.h"
 
@@ -14,11 +15,6 @@
 #define CS_MAX_ADD_SENDS 5      /* addHost sends without a verdict before kiln gives up */
 #define CS_MAX_EXISTS_LOOKS 5   /* looks after "already in the database" that find nothing */
 
-static void json_object_putp(json_object **o) {
-        if (*o)
-                json_object_put(*o);
-}
-#define _cleanup_json_ _cleanup_(json_object_putp)
 
 int cs_encode_value(const char *v, struct strbuf *out) {
         static const char hex[] = "0123456789ABCDEF";
@@ -134,24 +130,9 @@ static json_object *response_object(json_object *root) {
         return NULL;
 }
 
-static const char *jstr(json_object *o, const char *key) {
-        json_object *v;
-        if (!o || !json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
-                return NULL;
-        return json_object_get_string(v);
-}
-
 static json_object *parse_json(const struct strbuf *sb) {
-        json_tokener *tok = json_tokener_new();
-        if (!tok)
-                return NULL;
-        json_object *o = json_tokener_parse_ex(tok, strbuf_str(sb), (int) sb->len);
-        if (json_tokener_get_error(tok) != json_tokener_success && o) {
-                json_object_put(o);
-                o = NULL;
-        }
-        json_tokener_free(tok);
-        return o;
+        json_object *o = NULL;
+        return json_parse(strbuf_str(sb), sb->len, &o) < 0 ? NULL : o;
 }
 
 /* What CloudStack said to one request, beyond the answer object. */
@@ -171,7 +152,7 @@ static void cs_answer_done(struct cs_answer *a) {
  * the host ...") is not a fault on the way, and sending again changes nothing. */
 static bool cs_body_is_verdict(const struct http_response *resp) {
         json_object *root = parse_json(&resp->body);
-        bool v = jstr(response_object(root), "errorcode") != NULL;
+        bool v = json_get_text(response_object(root), "errorcode") != NULL;
         if (root)
                 json_object_put(root);
         return v;
@@ -182,6 +163,7 @@ static int cs_request(const struct cs_client *c, const char *command, const stru
         static const struct delivery_policy def = DELIVERY_POLICY_DEFAULT;
         _cleanup_strbuf_ struct strbuf body = STRBUF_INIT;
         _cleanup_(http_response_done) struct http_response resp = { 0 };
+        _cleanup_strbuf_ struct strbuf last = STRBUF_INIT;     /* the transport's word on the last attempt */
         _cleanup_json_ json_object *root = NULL;
         int r;
 
@@ -198,10 +180,10 @@ static int cs_request(const struct cs_client *c, const char *command, const stru
         };
         struct delivery_policy p = policy ? *policy : c->policy ? *c->policy : def;
         p.is_final = cs_body_is_verdict;
-        r = c->send ? c->send(&req, &p, &resp, c->send_userdata) : delivery_send(&req, &p, &resp);
+        r = c->send ? c->send(&req, &p, &resp, &last, c->send_userdata) : delivery_send(&req, &p, &resp, &last);
         root = parse_json(&resp.body);
         json_object *o = response_object(root);
-        const char *code = jstr(o, "errorcode"), *text = jstr(o, "errortext");
+        const char *code = json_get_text(o, "errorcode"), *text = json_get_text(o, "errortext");
         if (ans) {
                 ans->status = resp.status;
                 ans->verdict = code != NULL;
@@ -216,9 +198,9 @@ static int cs_request(const struct cs_client *c, const char *command, const stru
                                              command, resp.status, code ? code : "?", text);
                 if (r == -ETIMEDOUT || r == -EAGAIN)
                         return strbuf_errorf(err, r, "CloudStack at '%s' did not answer %s in time after %u attempts (last: %s)",
-                                             shown, command, resp.attempts, resp.error[0] ? resp.error : "timeout");
+                                             shown, command, resp.attempts, last.len ? last.buf : "timeout");
                 return strbuf_errorf(err, r, "CloudStack request %s to '%s' failed: %s", command, shown,
-                                     resp.error[0] ? resp.error : strerror(-r));
+                                     strbuf_why(&last, r));
         }
         if (!o)
                 return strbuf_errorf(err, -EBADMSG, "CloudStack answered %s with something that is not its JSON (HTTP %ld)",
@@ -247,7 +229,7 @@ static json_object *find_by(json_object *items, const char *field, const char *v
         size_t n = items ? json_object_array_length(items) : 0;
         for (size_t i = 0; i < n; i++) {
                 json_object *it = json_object_array_get_idx(items, i);
-                const char *v = jstr(it, field);
+                const char *v = json_get_text(it, field);
                 if (v && streq(v, value))
                         return it;
         }
@@ -258,7 +240,7 @@ static int names_of(json_object *items, struct strbuf *out) {
         size_t n = items ? json_object_array_length(items) : 0;
         int r = 0;
         for (size_t i = 0; r >= 0 && i < n; i++) {
-                const char *v = jstr(json_object_array_get_idx(items, i), "name");
+                const char *v = json_get_text(json_object_array_get_idx(items, i), "name");
                 r = strbuf_addf(out, "%s'%s'", i ? ", " : "", v ? v : "?");
         }
         if (r >= 0 && n == 0)
@@ -275,7 +257,7 @@ static int resolve(const struct cs_client *c, const char *command, const char *k
                 return r;
         json_object *items = list_items(resp, key);
         json_object *it = find_by(items, "name", name);
-        const char *id = jstr(it, "id");
+        const char *id = json_get_text(it, "id");
         if (!id) {
                 _cleanup_strbuf_ struct strbuf known = STRBUF_INIT;
                 (void) names_of(items, &known);
@@ -302,7 +284,7 @@ void cs_result_done(struct cs_result *r) {
 }
 
 static int take_host(json_object *host, struct cs_result *res) {
-        const char *id = jstr(host, "id"), *name = jstr(host, "name"), *state = jstr(host, "state");
+        const char *id = json_get_text(host, "id"), *name = json_get_text(host, "name"), *state = json_get_text(host, "state");
         if (!id)
                 return -EBADMSG;
         res->host_id = strdup(id);
@@ -399,7 +381,7 @@ static int find_host(const struct cs_client *c, const struct cs_address *addr, j
                 for (size_t i = 0; i < n; i++) {
                         json_object *it = json_object_array_get_idx(items, i);
                         struct cs_address a;
-                        if (cs_host_address(jstr(it, "ipaddress"), &a) >= 0 && cs_address_equal(&a, addr)) {
+                        if (cs_host_address(json_get_text(it, "ipaddress"), &a) >= 0 && cs_address_equal(&a, addr)) {
                                 *ret = json_object_get(it);
                                 return 1;
                         }
@@ -515,7 +497,7 @@ int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct 
                 if (r < 0)
                         return r;
                 if (found) {
-                        const char *zone = jstr(found, "zoneid"), *state = jstr(found, "state"), *id = jstr(found, "id");
+                        const char *zone = json_get_text(found, "zoneid"), *state = json_get_text(found, "state"), *id = json_get_text(found, "id");
                         if (zone && !streq(zone, res.zone_id))
                                 return strbuf_errorf(err, -EEXIST, "CloudStack already has host %s (id %s) in another zone (id %s), not in zone '%s'",
                                                      addr.text, id ? id : "?", zone, h->zone);

@@ -1,4 +1,5 @@
 #include "register.h"
+#include "json.h"
 #include "cloudstack.h"
 #include "firstboot.h"
 #include "webhook.h"
@@ -13,10 +14,6 @@ void register_options_default(struct register_options *o) {
         };
 }
 
-static void json_putp(json_object **o) {
-        if (*o)
-                json_object_put(*o);
-}
 
 static void on_event(struct report *r, const char *kind, json_object *event, void *userdata) {
         struct register_events *ev = userdata;
@@ -61,7 +58,6 @@ void register_events_done(struct register_events *ev) {
         ev->last_error = NULL;
 }
 
-static json_object *jstr(const char *s) { return s ? json_object_new_string(s) : NULL; }
 /* A URL as the report and its events show it (url.h). */
 static json_object *jurl(const char *s) {
         char shown[URL_DISPLAY_MAX];
@@ -72,29 +68,29 @@ static int register_cloudstack(const struct spec *spec, struct report *r, const 
                                struct strbuf *err) {
         const struct spec_cloudstack *c = &spec->cloudstack;
         _cleanup_(cs_result_done) struct cs_result res = { 0 };
-        _cleanup_(json_putp) json_object *rec = json_object_new_object();
+        _cleanup_json_ json_object *rec = json_object_new_object();
         const char *ip = report_node_field(r, "ip");
         int k;
 
         if (!rec)
                 return -ENOMEM;
         json_object_object_add(rec, "endpoint", jurl(c->endpoint));
-        json_object_object_add(rec, "zone", jstr(c->zone));
-        json_object_object_add(rec, "pod", jstr(c->pod));
-        json_object_object_add(rec, "cluster", jstr(c->cluster));
-        json_object_object_add(rec, "ip", jstr(ip));
+        json_object_object_add(rec, "zone", json_str(c->zone));
+        json_object_object_add(rec, "pod", json_str(c->pod));
+        json_object_object_add(rec, "cluster", json_str(c->cluster));
+        json_object_object_add(rec, "ip", json_str(ip));
         if (report_get_result(r) == REPORT_FAIL) {
                 /* A node whose install failed is reported, never offered as a hypervisor. */
-                json_object_object_add(rec, "result", jstr("SKIPPED"));
-                json_object_object_add(rec, "message", jstr("the run failed; host not added"));
+                json_object_object_add(rec, "result", json_str("SKIPPED"));
+                json_object_object_add(rec, "message", json_str("the run failed; host not added"));
                 return report_set_registration(r, "cloudstack", TAKE_PTR(rec));
         }
         if (o->cloudstack_firstboot) {
                 /* addHost logs in to the host over SSH: only the running host can take it */
-                json_object_object_add(rec, "result", jstr(FIRSTBOOT_RESULT));
-                json_object_object_add(rec, "message", jstr("left to the installed system's first boot: " FIRSTBOOT_UNIT_NAME
+                json_object_object_add(rec, "result", json_str(FIRSTBOOT_RESULT));
+                json_object_object_add(rec, "message", json_str("left to the installed system's first boot: " FIRSTBOOT_UNIT_NAME
                                                             " runs kiln register once the network and sshd are up"));
-                json_object_object_add(rec, "unit", jstr(FIRSTBOOT_UNIT_NAME));
+                json_object_object_add(rec, "unit", json_str(FIRSTBOOT_UNIT_NAME));
                 return report_set_registration(r, "cloudstack", TAKE_PTR(rec));
         }
         struct cs_client cl = {
@@ -112,16 +108,16 @@ static int register_cloudstack(const struct spec *spec, struct report *r, const 
         if (k == -EADDRNOTAVAIL)
                 strbuf_errorf(err, k, "the report names no IP address for this node; CloudStack finds hosts by IP");
         if (k < 0) {
-                json_object_object_add(rec, "result", jstr("FAIL"));
-                json_object_object_add(rec, "error", jstr(err->len ? err->buf : NULL));
+                json_object_object_add(rec, "result", json_str("FAIL"));
+                json_object_object_add(rec, "error", json_str(err->len ? err->buf : NULL));
         } else {
-                json_object_object_add(rec, "result", jstr("SUCCESS"));
-                json_object_object_add(rec, "zone_id", jstr(res.zone_id));
-                json_object_object_add(rec, "pod_id", jstr(res.pod_id));
-                json_object_object_add(rec, "cluster_id", jstr(res.cluster_id));
-                json_object_object_add(rec, "host_id", jstr(res.host_id));
-                json_object_object_add(rec, "host_name", jstr(res.host_name));
-                json_object_object_add(rec, "host_state", jstr(res.host_state));
+                json_object_object_add(rec, "result", json_str("SUCCESS"));
+                json_object_object_add(rec, "zone_id", json_str(res.zone_id));
+                json_object_object_add(rec, "pod_id", json_str(res.pod_id));
+                json_object_object_add(rec, "cluster_id", json_str(res.cluster_id));
+                json_object_object_add(rec, "host_id", json_str(res.host_id));
+                json_object_object_add(rec, "host_name", json_str(res.host_name));
+                json_object_object_add(rec, "host_state", json_str(res.host_state));
                 json_object_object_add(rec, "added", json_object_new_boolean(res.added));
                 if (res.found_after_add)
                         json_object_object_add(rec, "found_after_addhost", json_object_new_boolean(true));
@@ -156,7 +152,7 @@ static int register_webhook(const struct spec *spec, struct report *r, const str
         if (!rec)
                 return -ENOMEM;
         json_object_object_add(rec, "url", jurl(w->url));
-        json_object_object_add(rec, "result", jstr("SUCCESS"));
+        json_object_object_add(rec, "result", json_str("SUCCESS"));
         /* Recorded before sending, so the report the controller gets says where it went. */
         k = report_set_registration(r, "webhook", rec);
         if (k < 0)
@@ -175,8 +171,8 @@ static int register_webhook(const struct spec *spec, struct report *r, const str
         struct webhook_target t = { .url = w->url, .hmac_key = w->hmac_key, .ca_file = ca_file, .policy = policy };
         k = webhook_post(&t, "report", report_run_id(r), report_node_field(r, "id"), delivery, strbuf_str(&body), err);
         if (k < 0) {
-                json_object_object_add(rec, "result", jstr("FAIL"));
-                json_object_object_add(rec, "error", jstr(err->len ? err->buf : NULL));
+                json_object_object_add(rec, "result", json_str("FAIL"));
+                json_object_object_add(rec, "error", json_str(err->len ? err->buf : NULL));
         }
         return k;
 }

@@ -1,4 +1,5 @@
 #include "report.h"
+#include "json.h"
 #include "log.h"
 #include "url.h"
 
@@ -43,16 +44,11 @@ static json_object *jstr_new(const char *s) {
         return json_object_new_string(c);
 }
 
-static int jset(json_object *o, const char *key, json_object *v) {
-        /* json-c takes ownership of v even on failure in 0.16; NULL stores JSON null. */
-        return json_object_object_add(o, key, v) < 0 ? -ENOMEM : 0;
-}
-
 static int jset_str(json_object *o, const char *key, const char *s) {
         json_object *v = jstr_new(s);
         if (s && !v)
                 return -ENOMEM;
-        return jset(o, key, v);
+        return json_add(o, key, v);
 }
 
 static int jset_time(json_object *o, const char *key, uint64_t usec) {
@@ -61,22 +57,12 @@ static int jset_time(json_object *o, const char *key, uint64_t usec) {
         return jset_str(o, key, buf);
 }
 
-static json_object *jget(json_object *o, const char *key) {
-        json_object *v;
-        return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
-static const char *jget_str(json_object *o, const char *key) {
-        json_object *v = jget(o, key);
-        return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 static json_object *jget_or_add(json_object *o, const char *key, json_type t) {
-        json_object *v = jget(o, key);
+        json_object *v = json_get(o, key);
         if (v && json_object_is_type(v, t))
                 return v;
         v = t == json_type_array ? json_object_new_array() : json_object_new_object();
-        if (!v || jset(o, key, v) < 0)
+        if (!v || json_add(o, key, v) < 0)
                 return NULL;
         return v;
 }
@@ -101,13 +87,13 @@ int report_new(struct report **ret) {
                 return -ENOMEM;
         r->start_mono = now_usec();
         uint64_t t = realtime_usec();
-        if (jset(r->root, "kiln_report", json_object_new_int(1)) < 0 ||
+        if (json_add(r->root, "kiln_report", json_object_new_int(1)) < 0 ||
             jset_str(r->root, "run_id", run_id) < 0 ||
-            jset(r->root, "node", json_object_new_object()) < 0 ||
+            json_add(r->root, "node", json_object_new_object()) < 0 ||
             jset_time(r->root, "started", t) < 0 ||
-            jset(r->root, "started_usec", json_object_new_int64((int64_t) t)) < 0 ||
-            jset(r->root, "result", NULL) < 0 ||
-            jset(r->root, "stages", json_object_new_array()) < 0)
+            json_add(r->root, "started_usec", json_object_new_int64((int64_t) t)) < 0 ||
+            json_add(r->root, "result", NULL) < 0 ||
+            json_add(r->root, "stages", json_object_new_array()) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(r);
         return 0;
@@ -126,16 +112,16 @@ void report_set_event_hook(struct report *r, report_event_fn fn, void *userdata)
         r->hook_userdata = userdata;
 }
 
-const char *report_run_id(const struct report *r) { return jget_str(r->root, "run_id"); }
+const char *report_run_id(const struct report *r) { return json_get_str(r->root, "run_id"); }
 
 const char *report_node_field(const struct report *r, const char *field) {
-        return jget_str(jget(r->root, "node"), field);
+        return json_get_str(json_get(r->root, "node"), field);
 }
 
-json_object *report_get(const struct report *r, const char *key) { return jget(r->root, key); }
+json_object *report_get(const struct report *r, const char *key) { return json_get(r->root, key); }
 
 enum report_result report_get_result(const struct report *r) {
-        const char *s = jget_str(r->root, "result");
+        const char *s = json_get_str(r->root, "result");
         if (!s)
                 return REPORT_NONE;
         for (enum report_result i = REPORT_SUCCESS; i <= REPORT_FAIL; i++)
@@ -153,9 +139,9 @@ int report_set_node_field(struct report *r, const char *field, const char *value
                 return k;
         /* The id follows uuid, else mac. */
         if (!streq(field, "id")) {
-                const char *id = jget_str(node, "uuid");
+                const char *id = json_get_str(node, "uuid");
                 if (!id)
-                        id = jget_str(node, "mac");
+                        id = json_get_str(node, "mac");
                 if (id) {
                         _cleanup_free_ char *c = strdup(id);
                         if (!c)
@@ -213,13 +199,13 @@ int report_set_node(struct report *r, const struct inventory *inv, const char *h
                 }
 
         json_object *s = json_object_new_object();
-        if (!s || jset(r->root, "inventory", s) < 0)
+        if (!s || json_add(r->root, "inventory", s) < 0)
                 return -ENOMEM;
         if (jset_str(s, "cpu_model", inv->cpu_model) < 0 ||
-            jset(s, "cpus", json_object_new_int((int32_t) inv->cpus)) < 0 ||
-            jset(s, "cpu_aes", json_object_new_boolean(inv->cpu_aes)) < 0 ||
-            jset(s, "cpu_vaes", json_object_new_boolean(inv->cpu_vaes)) < 0 ||
-            jset(s, "memory_bytes", json_object_new_int64((int64_t) inv->mem_total)) < 0)
+            json_add(s, "cpus", json_object_new_int((int32_t) inv->cpus)) < 0 ||
+            json_add(s, "cpu_aes", json_object_new_boolean(inv->cpu_aes)) < 0 ||
+            json_add(s, "cpu_vaes", json_object_new_boolean(inv->cpu_vaes)) < 0 ||
+            json_add(s, "memory_bytes", json_object_new_int64((int64_t) inv->mem_total)) < 0)
                 return -ENOMEM;
         json_object *disks = jget_or_add(s, "disks", json_type_array);
         json_object *nics = jget_or_add(s, "nics", json_type_array);
@@ -231,10 +217,10 @@ int report_set_node(struct report *r, const struct inventory *inv, const char *h
                 if (!o || json_object_array_add(disks, o) < 0)
                         return -ENOMEM;
                 if (jset_str(o, "name", d->name) < 0 || jset_str(o, "path", d->path) < 0 ||
-                    jset(o, "size", json_object_new_int64((int64_t) d->size)) < 0 ||
+                    json_add(o, "size", json_object_new_int64((int64_t) d->size)) < 0 ||
                     jset_str(o, "model", d->model) < 0 || jset_str(o, "serial", d->serial) < 0 ||
                     jset_str(o, "transport", d->transport) < 0 ||
-                    jset(o, "rotational", json_object_new_boolean(d->rotational)) < 0)
+                    json_add(o, "rotational", json_object_new_boolean(d->rotational)) < 0)
                         return -ENOMEM;
         }
         for (size_t i = 0; i < inv->n_nics; i++) {
@@ -243,20 +229,20 @@ int report_set_node(struct report *r, const struct inventory *inv, const char *h
                 if (!o || json_object_array_add(nics, o) < 0)
                         return -ENOMEM;
                 if (jset_str(o, "name", n->name) < 0 || jset_str(o, "mac", n->mac) < 0 ||
-                    jset(o, "up", json_object_new_boolean(n->up)) < 0 ||
-                    jset(o, "ipv4", strv_to_json(n->ipv4)) < 0)
+                    json_add(o, "up", json_object_new_boolean(n->up)) < 0 ||
+                    json_add(o, "ipv4", strv_to_json(n->ipv4)) < 0)
                         return -ENOMEM;
         }
         return 0;
 }
 
 static json_object *find_open_stage(struct report *r, const char *stage) {
-        json_object *stages = jget(r->root, "stages");
+        json_object *stages = json_get(r->root, "stages");
         size_t n = stages ? json_object_array_length(stages) : 0;
         for (size_t i = n; i > 0; i--) {
                 json_object *s = json_object_array_get_idx(stages, i - 1);
-                const char *name = jget_str(s, "name");
-                if (name && streq(name, stage) && !jget(s, "finished"))
+                const char *name = json_get_str(s, "name");
+                if (name && streq(name, stage) && !json_get(s, "finished"))
                         return s;
         }
         return NULL;
@@ -274,14 +260,14 @@ static void emit(struct report *r, const char *kind, json_object *stage) {
         if (stage) {
                 json_object_object_foreach(stage, k, v) {
                         if (!streq(k, "started_usec"))
-                                jset(ev, streq(k, "name") ? "stage" : k, json_object_get(v));
+                                json_add(ev, streq(k, "name") ? "stage" : k, json_object_get(v));
                 }
         }
         jset_str(ev, "type", kind);
         jset_str(ev, "run_id", report_run_id(r));
         jset_str(ev, "node_id", node);
         jset_str(ev, "hostname", report_node_field(r, "hostname"));
-        jset(ev, "seq", json_object_new_int((int32_t) r->seq));
+        json_add(ev, "seq", json_object_new_int((int32_t) r->seq));
         jset_time(ev, "time", realtime_usec());
         r->hook(r, kind, ev, r->hook_userdata);
         json_object_put(ev);
@@ -308,18 +294,26 @@ int report_stage_begin(struct report *r, const char *stage) {
                 return -ENOMEM;
         }
         if (jset_str(s, "name", stage) < 0 || jset_time(s, "started", t) < 0 ||
-            jset(s, "started_usec", json_object_new_int64((int64_t) t)) < 0)
+            json_add(s, "started_usec", json_object_new_int64((int64_t) t)) < 0)
                 return -ENOMEM;
         emit(r, "stage-begin", s);
         return 0;
 }
 
+/* When O started, for its duration up to NOW. A loaded report is input: a
+ * start missing, before the epoch or after now counts as now (a duration of
+ * 0), so the subtraction cannot overflow. */
+static int64_t started_usec(json_object *o, uint64_t now) {
+        json_object *st = json_get(o, "started_usec");
+        int64_t start = st ? json_object_get_int64(st) : -1;
+        return start < 0 || (uint64_t) start > now ? (int64_t) now : start;
+}
+
 static int close_stage(json_object *s, enum report_result result, const char *message) {
         uint64_t t = realtime_usec();
-        json_object *st = jget(s, "started_usec");
-        int64_t start = st ? json_object_get_int64(st) : (int64_t) t;
+        int64_t start = started_usec(s, t);
         if (jset_time(s, "finished", t) < 0 ||
-            jset(s, "duration_ms", json_object_new_int64(((int64_t) t - start) / 1000)) < 0 ||
+            json_add(s, "duration_ms", json_object_new_int64(((int64_t) t - start) / 1000)) < 0 ||
             jset_str(s, "result", report_result_name(result) ? report_result_name(result) : "FAIL") < 0 ||
             (message && jset_str(s, "message", message) < 0))
                 return -ENOMEM;
@@ -362,11 +356,11 @@ int report_add_storage(struct report *r, const char *kind, const char *id, const
 int report_set_image(struct report *r, const char *url, const char *sha256, uint64_t bytes, double seconds) {
         char shown[URL_DISPLAY_MAX];
         json_object *o = json_object_new_object();
-        if (!o || jset(r->root, "image", o) < 0)
+        if (!o || json_add(r->root, "image", o) < 0)
                 return -ENOMEM;
         if (jset_str(o, "url", url ? url_display(url, shown) : NULL) < 0 || jset_str(o, "sha256", sha256) < 0 ||
-            jset(o, "bytes", json_object_new_int64((int64_t) bytes)) < 0 ||
-            jset(o, "seconds", json_object_new_double(seconds)) < 0)
+            json_add(o, "bytes", json_object_new_int64((int64_t) bytes)) < 0 ||
+            json_add(o, "seconds", json_object_new_double(seconds)) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -375,7 +369,7 @@ int report_set_bench(struct report *r, const char *name, double value) {
         json_object *b = jget_or_add(r->root, "bench", json_type_object);
         if (!b)
                 return -ENOMEM;
-        return jset(b, name, json_object_new_double(value));
+        return json_add(b, name, json_object_new_double(value));
 }
 
 int report_set_bench_text(struct report *r, const char *name, const char *value) {
@@ -400,28 +394,27 @@ int report_set_registration(struct report *r, const char *key, json_object *valu
                 json_object_put(value);
                 return -ENOMEM;
         }
-        return jset(g, key, value);
+        return json_add(g, key, value);
 }
 
 int report_set_member(struct report *r, const char *key, json_object *value) {
-        return jset(r->root, key, value);
+        return json_add(r->root, key, value);
 }
 
 int report_finish(struct report *r, enum report_result result, const char *failed_stage, const char *error) {
         uint64_t t = realtime_usec();
-        json_object *st = jget(r->root, "started_usec");
-        int64_t start = st ? json_object_get_int64(st) : (int64_t) t;
+        int64_t start = started_usec(r->root, t);
 
         /* A stage still open when the run fails is where it failed: it ends
          * here, and its end goes out like any other. A run that succeeds
          * leaves open stages open: they are what finishes it (the
          * registration that delivers this report, the finish step) and end
          * on their own, so every stage-begin gets exactly one stage-end. */
-        json_object *stages = jget(r->root, "stages");
+        json_object *stages = json_get(r->root, "stages");
         size_t n = result == REPORT_FAIL && stages ? json_object_array_length(stages) : 0;
         for (size_t i = 0; i < n; i++) {
                 json_object *s = json_object_array_get_idx(stages, i);
-                if (!jget(s, "finished")) {
+                if (!json_get(s, "finished")) {
                         int k = close_stage(s, REPORT_FAIL, error);
                         if (k < 0)
                                 return k;
@@ -429,7 +422,7 @@ int report_finish(struct report *r, enum report_result result, const char *faile
                 }
         }
         if (jset_time(r->root, "finished", t) < 0 ||
-            jset(r->root, "duration_ms", json_object_new_int64(((int64_t) t - start) / 1000)) < 0 ||
+            json_add(r->root, "duration_ms", json_object_new_int64(((int64_t) t - start) / 1000)) < 0 ||
             jset_str(r->root, "result", report_result_name(result)) < 0)
                 return -ENOMEM;
         if (result == REPORT_FAIL) {
@@ -447,7 +440,7 @@ int report_finish(struct report *r, enum report_result result, const char *faile
                 jset_str(ev, "failed_stage", failed_stage);
         if (error)
                 jset_str(ev, "error", error);
-        jset(ev, "duration_ms", json_object_new_int64(((int64_t) t - start) / 1000));
+        json_add(ev, "duration_ms", json_object_new_int64(((int64_t) t - start) / 1000));
         emit(r, "run-end", ev);
         json_object_put(ev);
         return 0;
@@ -490,11 +483,11 @@ int report_from_json(const char *text, size_t len, struct report **ret) {
                 end++;
         if (ok && end < len)
                 return -ENOTEMPTY;
-        if (!ok || !json_object_is_type(r->root, json_type_object) || !jget(r->root, "kiln_report") ||
+        if (!ok || !json_object_is_type(r->root, json_type_object) || !json_get(r->root, "kiln_report") ||
             !report_run_id(r))
                 return -EBADMSG;
         /* The stages are read and extended in place: a list of objects or none. */
-        json_object *stages = jget(r->root, "stages");
+        json_object *stages = json_get(r->root, "stages");
         if (stages && !json_object_is_type(stages, json_type_array))
                 return -EBADMSG;
         size_t n = stages ? json_object_array_length(stages) : 0;

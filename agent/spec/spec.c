@@ -2515,6 +2515,7 @@ static void cross_check(struct ctx *c) {
                 struct spec_partition *p = &s->partitions[i];
                 snprintf(where, sizeof where, "partition '%s'", p->id ? q(p->id, t) : "?");
                 struct obj *d = resolve(c, "on", where, p->on, p->on_mark, KIND_BIT(SPEC_OBJ_DISK));
+                p->disk = d ? d->ptr : NULL;
                 consume(c, d, p, SPEC_OBJ_PARTITION, where, true, p->on_mark);
                 struct obj *self = p->id ? find_obj(c, p->id) : NULL;
                 if (d && self && self->ptr == p)
@@ -2524,12 +2525,9 @@ static void cross_check(struct ctx *c) {
                 const char *rest = NULL;
                 unsigned pct = 0;
                 bool over = false;
-                struct obj *self = s->disks[i].id ? find_obj(c, s->disks[i].id) : NULL;
-                if (!self || self->ptr != &s->disks[i])
-                        continue;
                 for (size_t j = 0; j < s->n_partitions; j++) {
                         struct spec_partition *p = &s->partitions[j];
-                        if (!p->on || !streq(p->on, s->disks[i].id))
+                        if (p->disk != &s->disks[i])
                                 continue;
                         if (rest)
                                 emit(c, p->mark.line, p->mark.col, "partition '%s' follows 'rest' partition '%s' on disk '%s'",
@@ -2588,10 +2586,16 @@ static void cross_check(struct ctx *c) {
                 snprintf(where, sizeof where, "raid '%s'", a->id ? q(a->id, t) : "?");
                 unsigned devices = 0;
                 bool all = a->members != NULL;
+                if (a->members && !(a->member_refs = calloc(strv_length(a->members), sizeof *a->member_refs))) {
+                        c->error = -ENOMEM;
+                        return;
+                }
                 for (size_t j = 0; a->members && a->members[j]; j++) {
                         struct obj *o = resolve(c, "members", where, a->members[j], a->member_marks[j],
                                                 KIND_BIT(SPEC_OBJ_DISK) | KIND_BIT(SPEC_OBJ_PARTITION) |
                                                 KIND_BIT(SPEC_OBJ_LUKS));
+                        if (o)
+                                a->member_refs[j] = (struct spec_ref) { o->kind, o->ptr };
                         if (!o) {
                                 all = false;
                                 continue;
@@ -2622,30 +2626,35 @@ static void cross_check(struct ctx *c) {
                 struct spec_luks *x = &s->luks[i];
                 snprintf(where, sizeof where, "luks '%s'", x->id ? q(x->id, t) : "?");
                 struct obj *o = resolve(c, "on", where, x->on, x->on_mark, BLOCK_KINDS);
+                x->on_ref = o ? (struct spec_ref) { o->kind, o->ptr } : (struct spec_ref) {};
                 /* on N devices (a disk rule with count N, a partition on one): one LUKS2 on each */
                 consume(c, o, x, SPEC_OBJ_LUKS, where, false, x->on_mark);
         }
         for (size_t i = 0; i < s->n_vgs; i++) {
                 struct spec_vg *g = &s->vgs[i];
                 snprintf(where, sizeof where, "volume group '%s'", g->id ? q(g->id, t) : "?");
+                if (g->pvs && !(g->pv_refs = calloc(strv_length(g->pvs), sizeof *g->pv_refs))) {
+                        c->error = -ENOMEM;
+                        return;
+                }
                 for (size_t j = 0; g->pvs && g->pvs[j]; j++) {
                         struct obj *o = resolve(c, "pvs", where, g->pvs[j], g->pv_marks[j], BLOCK_KINDS & ~KIND_BIT(SPEC_OBJ_LV));
+                        if (o)
+                                g->pv_refs[j] = (struct spec_ref) { o->kind, o->ptr };
                         consume(c, o, g, SPEC_OBJ_VG, where, false, g->pv_marks[j]);
                 }
         }
         for (size_t i = 0; i < s->n_lvs; i++) {
                 struct spec_lv *lv = &s->lvs[i];
                 snprintf(where, sizeof where, "volume '%s'", lv->id ? q(lv->id, t) : "?");
-                (void) resolve(c, "vg", where, lv->vg, lv->vg_mark, KIND_BIT(SPEC_OBJ_VG));
+                struct obj *o = resolve(c, "vg", where, lv->vg, lv->vg_mark, KIND_BIT(SPEC_OBJ_VG));
+                lv->vg_obj = o ? o->ptr : NULL;
         }
         for (size_t i = 0; i < s->n_vgs; i++) {
                 const char *all = NULL;
-                struct obj *self = s->vgs[i].id ? find_obj(c, s->vgs[i].id) : NULL;
-                if (!self || self->ptr != &s->vgs[i])
-                        continue;
                 for (size_t j = 0; j < s->n_lvs; j++) {
                         struct spec_lv *lv = &s->lvs[j];
-                        if (!lv->vg || !streq(lv->vg, s->vgs[i].id))
+                        if (lv->vg_obj != &s->vgs[i])
                                 continue;
                         if (all)
                                 emit(c, lv->mark.line, lv->mark.col,
@@ -2665,6 +2674,7 @@ static void cross_check(struct ctx *c) {
                 else
                         snprintf(where, sizeof where, "filesystem #%zu", i + 1);
                 struct obj *o = resolve(c, "on", where, fs->on, fs->on_mark, BLOCK_KINDS);
+                fs->on_ref = o ? (struct spec_ref) { o->kind, o->ptr } : (struct spec_ref) {};
                 single_device(c, o, "on", where, fs->on_mark);
                 consume(c, o, fs, SPEC_OBJ_NONE, where, false, fs->on_mark);
                 /* crypttab overwrites the device at every boot: it must be named by
@@ -2695,6 +2705,7 @@ static void cross_check(struct ctx *c) {
 
         if (s->image.present && s->image.format == SPEC_IMAGE_RAW && s->image.target) {
                 struct obj *o = resolve(c, "target", "image", s->image.target, s->image.mark, BLOCK_KINDS);
+                s->image.target_ref = o ? (struct spec_ref) { o->kind, o->ptr } : (struct spec_ref) {};
                 single_device(c, o, "target", "image", s->image.mark);
                 consume(c, o, &s->image, SPEC_OBJ_NONE, "image", false, s->image.mark);
         }
@@ -2923,7 +2934,7 @@ struct spec *spec_free(struct spec *s) {
         for (size_t i = 0; i < s->n_raids; i++) {
                 struct spec_raid *a = &s->raids[i];
                 free(a->id); free(a->name); free(a->layout); free(a->metadata); free(a->bitmap);
-                strv_free(a->members); free(a->member_marks);
+                strv_free(a->members); free(a->member_marks); free(a->member_refs);
         }
         free(s->raids);
         for (size_t i = 0; i < s->n_luks; i++) {
@@ -2938,7 +2949,7 @@ struct spec *spec_free(struct spec *s) {
         }
         free(s->luks);
         for (size_t i = 0; i < s->n_vgs; i++) {
-                free(s->vgs[i].id); free(s->vgs[i].name); strv_free(s->vgs[i].pvs); free(s->vgs[i].pv_marks);
+                free(s->vgs[i].id); free(s->vgs[i].name); strv_free(s->vgs[i].pvs); free(s->vgs[i].pv_marks); free(s->vgs[i].pv_refs);
         }
         free(s->vgs);
         for (size_t i = 0; i < s->n_lvs; i++) {
@@ -3063,7 +3074,7 @@ const char *spec_part_type_name(enum spec_part_type t) {
 int spec_luks_name(const struct spec_luks *x, unsigned index, char **ret) {
         if (!x)
                 return -EINVAL;
-        const char *name = x->name ? x->name : x->id;
+        const char *name = x->name;
         if (!name)
                 return -EINVAL;
         char *n = x->count > 1 ? strdupf("%s-%u", name, index) : strdup(name);

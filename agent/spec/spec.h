@@ -34,6 +34,25 @@ struct spec_size {
 #define SPEC_LUKS_CIPHER "aes-xts-plain64"
 #define SPEC_LUKS_KEY_SIZE 512u
 
+/* What kind of object an id names (spec_lookup, and the references the
+ * parser resolves). */
+enum spec_obj_kind {
+        SPEC_OBJ_NONE = 0,
+        SPEC_OBJ_DISK,
+        SPEC_OBJ_PARTITION,
+        SPEC_OBJ_RAID,
+        SPEC_OBJ_LUKS,
+        SPEC_OBJ_VG,
+        SPEC_OBJ_LV,
+};
+
+/* A reference by id, resolved once by the parser (cross_check): the object
+ * and its kind; downstream compares pointers and never looks an id up. */
+struct spec_ref {
+        enum spec_obj_kind kind;
+        const void *obj;
+};
+
 /* disks: which physical disks to use. One entry may select several ("count"). */
 struct spec_disk {
         char *id;
@@ -81,6 +100,7 @@ struct spec_partition {
         char *id;
         struct spec_mark mark;
         char *on;               /* disk id */
+        const struct spec_disk *disk;   /* on, resolved */
         struct spec_mark on_mark;
         struct spec_size size;
         enum spec_part_type type;
@@ -101,6 +121,7 @@ struct spec_raid {
         char *metadata;         /* "1.2" unless given ("1.0", "1.1", "0.90"; always set) */
         char *bitmap;           /* "internal" or "none"; NULL = mdadm default */
         char **members;         /* NULL-terminated ids */
+        struct spec_ref *member_refs;   /* members, resolved (one each) */
         struct spec_mark *member_marks;
         struct spec_mark members_mark;
         unsigned spares;        /* the last N expanded members become spares */
@@ -125,6 +146,7 @@ struct spec_luks {
         char *id;
         struct spec_mark mark;
         char *on;               /* id of a disk, partition, raid or lv */
+        struct spec_ref on_ref; /* on, resolved */
         struct spec_mark on_mark;
         char *name;             /* dm name: /dev/mapper/NAME; the id unless given (always set) */
         unsigned count;         /* devices it stands for: 1, or N when 'on' stands for N (a disk rule
@@ -174,6 +196,7 @@ struct spec_vg {
         struct spec_mark mark;
         char *name;             /* VG name; the id unless given (always set) */
         char **pvs;             /* ids of disks, partitions, raids or luks */
+        struct spec_ref *pv_refs;       /* pvs, resolved (one each) */
         struct spec_mark *pv_marks;
         struct spec_mark pvs_mark;
         uint64_t extent_size;   /* 0 = lvm default */
@@ -183,6 +206,7 @@ struct spec_lv {
         char *id;
         struct spec_mark mark;
         char *vg;               /* vg id */
+        const struct spec_vg *vg_obj;   /* vg, resolved */
         struct spec_mark vg_mark;
         char *name;             /* LV name; the id unless given (always set) */
         struct spec_size size;
@@ -198,6 +222,7 @@ enum spec_fs_type {
 struct spec_filesystem {
         struct spec_mark mark;
         char *on;               /* id of any block-device object */
+        struct spec_ref on_ref; /* on, resolved */
         struct spec_mark on_mark;
         enum spec_fs_type type;
         char *label;
@@ -228,6 +253,7 @@ struct spec_image {
         char *sha256;
         enum spec_image_format format;
         char *target;           /* raw: id of the block device to write */
+        struct spec_ref target_ref;     /* target, resolved */
         uint64_t max_size;      /* refuse more bytes than this; 0 = default limit */
 };
 
@@ -381,15 +407,6 @@ DEFINE_CLEANUP(spec_free, struct spec *)
 int spec_register_secrets(const struct spec *s);
 
 /* What kind of object an id names, and its position; SPEC_OBJ_NONE if unknown. */
-enum spec_obj_kind {
-        SPEC_OBJ_NONE = 0,
-        SPEC_OBJ_DISK,
-        SPEC_OBJ_PARTITION,
-        SPEC_OBJ_RAID,
-        SPEC_OBJ_LUKS,
-        SPEC_OBJ_VG,
-        SPEC_OBJ_LV,
-};
 enum spec_obj_kind spec_lookup(const struct spec *s, const char *id, const void **ret_obj);
 
 /* Expand ${mac} ${mac:hexhyp} ${mac:hexraw} ${uuid} ${serial} ${hostname} in a string. Unknown variables

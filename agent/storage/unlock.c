@@ -3,7 +3,7 @@
 #include "exec.h"
 #include "paths.h"
 
-#include <json-c/json.h>
+#include "json.h"
 #include <libcryptsetup.h>
 
 #define UNLOCK_PASS_MAX 4096u           /* what clevis luks pass may print: its keys are ~54 bytes */
@@ -11,8 +11,6 @@
 
 static void crypt_freep(struct crypt_device **cd) { if (*cd) crypt_free(*cd); }
 #define _cleanup_crypt_free_ _cleanup_(crypt_freep)
-static void json_putp(json_object **o) { if (*o) json_object_put(*o); }
-#define _cleanup_json_ _cleanup_(json_putp)
 
 int unlock_clevis_config(const struct spec_luks *l, const char **ret_pin, char **ret_config) {
         if (l->unlock.n_tang == 0)

@@ -16,8 +16,11 @@
 # cryptsetup-initramfs, clevis (luks, initramfs: Tang unlock in the
 # initramfs), xfsprogs, e2fsprogs, GRUB for BIOS and UEFI (grub-pc-bin,
 # grub-efi-amd64-bin), openssh-server and iproute2; plus a unit that, once
-# multi-user is reached, writes what the installed system sees to the second
-# serial port and powers off (boot/kiln-report). kiln's boot-loader step
+# multi-user is reached (and the first-boot registration has run), writes
+# what the installed system sees to the second serial port and powers off
+# (boot/kiln-report), and a stub /usr/bin/cloudstack-setup-agent
+# (cloudstack-agent is not in Debian) that records how CloudStack's
+# management server ran it over SSH. kiln's boot-loader step
 # makes the node's initramfs and installs GRUB after the image is unpacked.
 #
 # Cached in /var/cache/kiln (or $KILN_CACHE) in two layers, each under a
@@ -56,7 +59,8 @@ pkgs=(
   openssh-server iproute2
 )
 # Text nobody reads in a test guest, and every kernel module but what a
-# QEMU guest with virtio disks and NIC and kiln's storage stack load: the
+# QEMU guest with virtio disks and NIC, kiln's storage stack and its host
+# network (bridge, VLAN, bond) load: the
 # kernel package alone is 400 MB unpacked, its modules 396 MB (dpkg matches
 # the package's own paths, /lib/..., and the last matching pattern wins).
 # Files, not directories, are excluded: dpkg cannot make a directory below
@@ -75,6 +79,9 @@ includes=(
   "$m/drivers/scsi/scsi_mod.ko" "$m/drivers/scsi/scsi_common.ko" "$m/drivers/scsi/sd_mod.ko"
   "$m/drivers/scsi/virtio_scsi.ko" "$m/drivers/net/virtio_net.ko" "$m/drivers/net/net_failover.ko"
   "$m/net/core/*" "$m/net/packet/*"
+  # the host network kiln writes (systemd-networkd): bridges (cloudbr0),
+  # VLANs and bonds, with what they load
+  "$m/net/bridge/*" "$m/net/802/*" "$m/net/llc/*" "$m/net/8021q/*" "$m/net/tls/*" "$m/drivers/net/bonding/*"
   "$m/fs/xfs/*" "$m/fs/ext4/*" "$m/fs/jbd2/*" "$m/fs/mbcache.ko" "$m/fs/fat/*" "$m/fs/nls/*"
   "$m/fs/efivarfs/*" "$m/fs/autofs/*" "$m/fs/binfmt_misc.ko"
 )
@@ -124,8 +131,10 @@ if [[ ! -s $img ]]; then
   stage=$(mktemp -d "$cache/boot-stage.XXXXXX")
   o=$stage/overlay
   install -D -m 0755 "$here/boot/kiln-report" "$o/usr/local/sbin/kiln-report"
+  install -D -m 0755 "$here/boot/cloudstack-setup-agent" "$o/usr/bin/cloudstack-setup-agent"
   install -D -m 0644 "$here/boot/kiln-report.service" "$o/etc/systemd/system/kiln-report.service"
   install -D -m 0644 "$here/boot/ssh-keygen.conf" "$o/etc/systemd/system/ssh.service.d/kiln-keygen.conf"
+  install -D -m 0644 "$here/boot/journald-persistent.conf" "$o/etc/systemd/journald.conf.d/kiln-test-image.conf"
   install -D -m 0644 "$here/boot/initramfs-test.conf" "$o/etc/initramfs-tools/conf.d/kiln-test-image.conf"
   install -D -m 0644 "$here/boot/initramfs-test.modules" "$o/usr/share/initramfs-tools/modules.d/kiln-test-image"
   mkdir -p "$o/etc/systemd/system/multi-user.target.wants"

@@ -13,6 +13,7 @@
 #   rig_expect_exit 0
 #   rig_boot_image; rig_tang_start      # the bootable image, Tang on loopback
 #   rig_boot_disk [--uefi] [--without 0] # boot the installed system from its disks
+#   rig_ssh_forward; rig_controller_ssh 10.0.2.15  # the guest's sshd for the stand-in's addHost
 #
 # Assertions only look at the guest report (written by /init to the second
 # serial port, see initramfs/init), never at kiln's own log.
@@ -209,6 +210,27 @@ rig_ctl_config() {  # one string field of the controller's config.json
 # reports), as JSON
 rig_controller_dump() {
   python3 "$SRC/tests/controller/controller.py" --dump "$RIG_CTL_DIR/controller.db" >"$1"
+}
+
+# rig_ssh_forward: the guest's port 22 reachable on 127.0.0.1 (a QEMU
+# hostfwd on a free port, added to RIG_NET_EXTRA: both rig_boot and
+# rig_boot_disk use it; the guest's own address is QEMU's first DHCP
+# address, 10.0.2.15). Sets RIG_SSH_PORT. With the stand-in controller
+# running, `rig_controller_ssh ADDRESS` maps the node's address to it.
+rig_ssh_forward() {
+  RIG_SSH_PORT=$(rig_free_port) || rig_die "no free port"
+  RIG_NET_EXTRA+=",hostfwd=tcp:127.0.0.1:$RIG_SSH_PORT-:22"
+  rig_log "the guest's ssh (port 22) on 127.0.0.1:$RIG_SSH_PORT"
+}
+# rig_controller_ssh ADDRESS [TIMEOUT]: the stand-in's addHost logs in to
+# ADDRESS over SSH through the hostfwd of rig_ssh_forward (every other
+# address is unreachable), with TIMEOUT seconds (default 60: sshd under
+# emulation is slow) for the connection, the login and the command.
+rig_controller_ssh() {
+  local body
+  body=$(printf '{"ssh": {"hosts": {"%s": %s}, "required": true, "timeout": %s}}' "$1" "$RIG_SSH_PORT" "${2:-60}")
+  curl -fsS -o /dev/null -X POST --data-binary "$body" "http://127.0.0.1:$RIG_CTL_PORT/kiln/admin" \
+    || rig_die "the stand-in controller did not take the SSH map"
 }
 
 # rig_small_image: the small base image (initramfs/base-image/build-small.sh)
@@ -564,6 +586,17 @@ rig_report_section() {
     on { print }' "$RIG_REPORT"
 }
 rig_report_sections() { sed -n 's/^--- //p' "$RIG_REPORT"; }
+# rig_last_report: one power-on may write several reports on ttyS1 (the kiln
+# initramfs' /init, then, after kiln boots the installed system by kexec,
+# the installed system's kiln-report): RIG_REPORT keeps the last one, the
+# whole stream stays in RIG_REPORT.all. Sets RIG_REPORTS (how many began).
+rig_last_report() {
+  RIG_REPORTS=$(grep -c '^=== kiln-report begin' "$RIG_REPORT" || true)
+  cp "$RIG_REPORT" "$RIG_REPORT.all"
+  if ((RIG_REPORTS > 1)); then
+    awk -v n="$RIG_REPORTS" '/^=== kiln-report begin/ { i++ } i == n' "$RIG_REPORT.all" >"$RIG_REPORT"
+  fi
+}
 # rig_section_has NAME REGEX: a line of the section matches (grep -E). The
 # section is read whole first: `rig_report_section | grep -q` lets grep quit
 # at the first match, awk dies of SIGPIPE, and under pipefail a match reads

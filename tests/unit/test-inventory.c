@@ -198,7 +198,23 @@ static void test_sysroot(void) {
                 CHECK_STR(vda->parts[1].mountpoint, "/mnt/old root");
         }
         CHECK(inv_disk_in_use(vda));
+        /* the holders as the plan's wipe step stops them: /dev paths, each once */
+        char **held = NULL;
+        CHECK_INT(inv_disk_holders(vda, &held), 0);
+        CHECK_INT(strv_length(held), 1);
+        CHECK_STR(held ? held[0] : NULL, "/dev/md0");
+        strv_free(held);
+        held = NULL;
+        CHECK_INT(inv_disk_holders(nv, &held), 0);
+        CHECK_STR(held ? held[0] : NULL, "/dev/dm-0");
+        strv_free(held);
+        held = (char **) 1;
+        CHECK_INT(inv_disk_holders(sda, &held), 0);
+        CHECK(held == NULL);
         CHECK_INT(vdb->n_sigs, 1);
+        CHECK_INT(inv_disk_count_signatures(vdb), 1);
+        CHECK(inv_disk_has_signatures(vdb));
+        CHECK_INT(inv_disk_count_signatures(sda), 0);
         if (vdb->n_sigs == 1) {
                 CHECK_STR(vdb->sigs[0].type, "swap");
                 CHECK_STR(vdb->sigs[0].usage, "other");
