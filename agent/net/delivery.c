@@ -39,7 +39,7 @@ static bool curl_code_retryable(CURLcode c) {
 }
 
 static int curl_once(const struct http_request *req, unsigned connect_ms, unsigned timeout_ms,
-                     struct http_response *resp, CURLcode *ret_code) {
+                     struct http_response *resp, struct strbuf *err, CURLcode *ret_code) {
         _cleanup_(curl_easy_cleanupp) CURL *c = curl_easy_init();
         _cleanup_(curl_slist_free_allp) struct curl_slist *hdrs = NULL;
         char errbuf[CURL_ERROR_SIZE] = "";
@@ -94,8 +94,7 @@ static int curl_once(const struct http_request *req, unsigned connect_ms, unsign
                 /* curl's text may quote the URL (a redirect's target): shown without its credentials */
                 const char *e = errbuf[0] ? errbuf : curl_easy_strerror(cc);
                 _cleanup_strbuf_ struct strbuf shown = STRBUF_INIT;
-                snprintf(resp->error, sizeof resp->error, "%s",
-                         url_scrub(e, strlen(e), &shown) >= 0 ? strbuf_str(&shown) : "(error text not shown)");
+                strbuf_errorf(err, 0, "%s", url_scrub(e, strlen(e), &shown) >= 0 ? strbuf_str(&shown) : "(error text not shown)");
                 if (cc == CURLE_URL_MALFORMAT || cc == CURLE_UNSUPPORTED_PROTOCOL)
                         return -EINVAL;
                 if (cc == CURLE_WRITE_ERROR)
@@ -103,10 +102,12 @@ static int curl_once(const struct http_request *req, unsigned connect_ms, unsign
                 return curl_code_retryable(cc) ? -EAGAIN : -EIO;
         }
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
-        resp->error[0] = 0;
-        if (resp->status >= 200 && resp->status < 300)
+        if (resp->status >= 200 && resp->status < 300) {
+                if (err)
+                        strbuf_reset(err);
                 return 0;
-        snprintf(resp->error, sizeof resp->error, "HTTP status %ld", resp->status);
+        }
+        strbuf_errorf(err, 0, "HTTP status %ld", resp->status);
         if (resp->status >= 500)
                 return -EAGAIN;
         if (resp->status == 401 || resp->status == 403)
@@ -115,7 +116,7 @@ static int curl_once(const struct http_request *req, unsigned connect_ms, unsign
 }
 
 int delivery_send(const struct http_request *req, const struct delivery_policy *policy,
-                  struct http_response *resp) {
+                  struct http_response *resp, struct strbuf *err) {
         static const struct delivery_policy def = DELIVERY_POLICY_DEFAULT;
         const struct delivery_policy *p = policy ? policy : &def;
         struct backoff b = BACKOFF_INIT(p->backoff_base_ms, p->backoff_cap_ms, 0);
@@ -125,7 +126,8 @@ int delivery_send(const struct http_request *req, const struct delivery_policy *
                 return -EINVAL;
         if (p->deadline_usec)
                 limit = p->deadline_usec <= start ? 0 : (p->deadline_usec - start < limit ? p->deadline_usec - start : limit);
-        resp->error[0] = 0;
+        if (err)
+                strbuf_reset(err);
         resp->attempts = 0;
         for (;;) {
                 uint64_t used = now_usec() - start;
@@ -138,7 +140,7 @@ int delivery_send(const struct http_request *req, const struct delivery_policy *
                 unsigned connect = p->connect_timeout_ms < timeout ? p->connect_timeout_ms : timeout;
                 CURLcode cc;
                 resp->attempts++;
-                int r = curl_once(req, connect, timeout, resp, &cc);
+                int r = curl_once(req, connect, timeout, resp, err, &cc);
                 if (r != -EAGAIN)
                         return r;
                 if (resp->status >= 500 && p->is_final && p->is_final(resp))

@@ -43,7 +43,6 @@ struct http_response {
         long status;                    /* last HTTP status, 0 if none arrived */
         struct strbuf body;             /* last answer's body */
         unsigned attempts;
-        char error[256];                /* what went wrong with the last attempt, "" if nothing */
 };
 
 /* Returns 0 for a 2xx answer. Otherwise:
@@ -52,11 +51,13 @@ struct http_response {
  *   -EREMOTEIO  a 5xx that policy->is_final calls final
  *   -EAGAIN     max_attempts used up on a failure that would have been retried:
  *               no answer (resp->status 0: timeout, refused, reset) or a 5xx
- *   -ETIMEDOUT  the total limit or the deadline ran out (last failure in
- *               resp->error; attempts may be 0 if the deadline had passed)
+ *   -ETIMEDOUT  the total limit or the deadline ran out (attempts may be
+ *               0 if the deadline had passed)
  *   -EINVAL     bad URL or request
  * resp is always filled with what was seen last; release it with
- * http_response_done(). */
+ * http_response_done(). err (may be NULL; emptied first) says what went
+ * wrong with the last attempt ("HTTP status 503", curl's text), empty after
+ * a 2xx answer. */
 int delivery_send(const struct http_request *req, const struct delivery_policy *policy,
-                  struct http_response *resp);
+                  struct http_response *resp, struct strbuf *err);
 void http_response_done(struct http_response *resp);

@@ -182,6 +182,7 @@ static int cs_request(const struct cs_client *c, const char *command, const stru
         static const struct delivery_policy def = DELIVERY_POLICY_DEFAULT;
         _cleanup_strbuf_ struct strbuf body = STRBUF_INIT;
         _cleanup_(http_response_done) struct http_response resp = { 0 };
+        _cleanup_strbuf_ struct strbuf last = STRBUF_INIT;     /* the transport's word on the last attempt */
         _cleanup_json_ json_object *root = NULL;
         int r;
 
@@ -198,7 +199,7 @@ static int cs_request(const struct cs_client *c, const char *command, const stru
         };
         struct delivery_policy p = policy ? *policy : c->policy ? *c->policy : def;
         p.is_final = cs_body_is_verdict;
-        r = c->send ? c->send(&req, &p, &resp, c->send_userdata) : delivery_send(&req, &p, &resp);
+        r = c->send ? c->send(&req, &p, &resp, &last, c->send_userdata) : delivery_send(&req, &p, &resp, &last);
         root = parse_json(&resp.body);
         json_object *o = response_object(root);
         const char *code = jstr(o, "errorcode"), *text = jstr(o, "errortext");
@@ -216,9 +217,9 @@ static int cs_request(const struct cs_client *c, const char *command, const stru
                                              command, resp.status, code ? code : "?", text);
                 if (r == -ETIMEDOUT || r == -EAGAIN)
                         return strbuf_errorf(err, r, "CloudStack at '%s' did not answer %s in time after %u attempts (last: %s)",
-                                             shown, command, resp.attempts, resp.error[0] ? resp.error : "timeout");
+                                             shown, command, resp.attempts, last.len ? last.buf : "timeout");
                 return strbuf_errorf(err, r, "CloudStack request %s to '%s' failed: %s", command, shown,
-                                     resp.error[0] ? resp.error : strerror(-r));
+                                     strbuf_why(&last, r));
         }
         if (!o)
                 return strbuf_errorf(err, -EBADMSG, "CloudStack answered %s with something that is not its JSON (HTTP %ld)",

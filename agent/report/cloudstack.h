@@ -31,7 +31,7 @@ struct cs_param {
 /* How a request travels: delivery_send() unless a test or a fuzzer puts its
  * own transport here (tests/fuzz/fuzz-cloudstack.c answers from its input). */
 typedef int (*cs_send_fn)(const struct http_request *req, const struct delivery_policy *policy,
-                          struct http_response *resp, void *userdata);
+                          struct http_response *resp, struct strbuf *err, void *userdata);
 
 struct cs_client {
         const char *endpoint;   /* http(s)://host:8080/client/api */

@@ -314,10 +314,18 @@ int report_stage_begin(struct report *r, const char *stage) {
         return 0;
 }
 
+/* When O started, for its duration up to NOW. A loaded report is input: a
+ * start missing, before the epoch or after now counts as now (a duration of
+ * 0), so the subtraction cannot overflow. */
+static int64_t started_usec(json_object *o, uint64_t now) {
+        json_object *st = jget(o, "started_usec");
+        int64_t start = st ? json_object_get_int64(st) : -1;
+        return start < 0 || (uint64_t) start > now ? (int64_t) now : start;
+}
+
 static int close_stage(json_object *s, enum report_result result, const char *message) {
         uint64_t t = realtime_usec();
-        json_object *st = jget(s, "started_usec");
-        int64_t start = st ? json_object_get_int64(st) : (int64_t) t;
+        int64_t start = started_usec(s, t);
         if (jset_time(s, "finished", t) < 0 ||
             jset(s, "duration_ms", json_object_new_int64(((int64_t) t - start) / 1000)) < 0 ||
             jset_str(s, "result", report_result_name(result) ? report_result_name(result) : "FAIL") < 0 ||
@@ -409,8 +417,7 @@ int report_set_member(struct report *r, const char *key, json_object *value) {
 
 int report_finish(struct report *r, enum report_result result, const char *failed_stage, const char *error) {
         uint64_t t = realtime_usec();
-        json_object *st = jget(r->root, "started_usec");
-        int64_t start = st ? json_object_get_int64(st) : (int64_t) t;
+        int64_t start = started_usec(r->root, t);
 
         /* A stage still open when the run fails is where it failed: it ends
          * here, and its end goes out like any other. A run that succeeds

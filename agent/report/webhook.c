@@ -28,6 +28,7 @@ int webhook_post(const struct webhook_target *t, const char *event, const char *
                  const char *delivery, const char *json_body, struct strbuf *err) {
         _cleanup_free_ char *body = strdup(json_body ? json_body : "{}");
         _cleanup_(http_response_done) struct http_response resp = { 0 };
+        _cleanup_strbuf_ struct strbuf last = STRBUF_INIT;     /* delivery's word on the last attempt */
         char hdr[5][256], sig[WEBHOOK_SIG_HEX_LEN + 1];
         char *headers[6] = { 0 };
         size_t nh = 0;
@@ -65,15 +66,15 @@ int webhook_post(const struct webhook_target *t, const char *event, const char *
                 .headers = headers,
                 .ca_file = t->ca_file,
         };
-        r = delivery_send(&req, t->policy, &resp);
+        r = delivery_send(&req, t->policy, &resp, &last);
         if (r < 0) {
                 char shown[URL_DISPLAY_MAX];
                 url_display(t->url, shown);
                 if (r == -ETIMEDOUT)
                         return strbuf_errorf(err, r, "webhook '%s' did not take the %s event in time after %u attempts (last: %s)",
-                                             shown, event, resp.attempts, resp.error[0] ? resp.error : "timeout");
+                                             shown, event, resp.attempts, last.len ? last.buf : "timeout");
                 return strbuf_errorf(err, r, "webhook '%s' refused the %s event: %s", shown, event,
-                                     resp.error[0] ? resp.error : strerror(-r));
+                                     strbuf_why(&last, r));
         }
         return r;
 }

@@ -24,7 +24,7 @@ struct answers {
 };
 
 static int fake_send(const struct http_request *req, const struct delivery_policy *policy,
-                     struct http_response *resp, void *userdata) {
+                     struct http_response *resp, struct strbuf *err, void *userdata) {
         struct answers *a = userdata;
         a->calls++;
         if (a->calls > a->limit)
@@ -34,7 +34,7 @@ static int fake_send(const struct http_request *req, const struct delivery_polic
         strbuf_reset(&resp->body);
         if (a->pos >= a->size) {
                 resp->status = 0;
-                snprintf(resp->error, sizeof resp->error, "Connection refused");
+                strbuf_errorf(err, 0, "Connection refused");
                 return -ETIMEDOUT;
         }
         const uint8_t *p = a->data + a->pos, *end = memchr(p, 0x1e, a->size - a->pos);
@@ -55,12 +55,12 @@ static int fake_send(const struct http_request *req, const struct delivery_polic
                 return -EREMOTEIO;
         case '5':
                 resp->status = 503;
-                snprintf(resp->error, sizeof resp->error, "HTTP 503");
+                strbuf_errorf(err, 0, "HTTP 503");
                 return -ETIMEDOUT;
         case '0':
                 resp->status = 0;
                 strbuf_reset(&resp->body);
-                snprintf(resp->error, sizeof resp->error, "Couldn't connect to server");
+                strbuf_errorf(err, 0, "Couldn't connect to server");
                 return -ETIMEDOUT;
         default:
                 resp->status = 200;

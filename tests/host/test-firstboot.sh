@@ -14,7 +14,8 @@
 #     authorized_keys (0700/0600, its owner), sudo rights, the sshd drop-in;
 #     no secret of the spec in any file under the target;
 #   - `kiln register --firstboot` (as the unit runs it, --root for the
-#     directory) fetches the spec again, adds the host once, writes the
+#     directory) fetches the spec again, adds the host once (at the static
+#     address the spec gives the installed system's bridge), writes the
 #     marker; a second run adds nothing;
 #   - a spec changed on the server is refused with both hashes named and
 #     nothing sent, no marker, the report unchanged; a bad config is exit 64;
@@ -41,9 +42,11 @@ http_start "$T/www" || fail "nginx did not start"
 INV=$SRC/tests/inventories/qemu-4disk.json
 KEY="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEk3c2tpbG4tdGVzdC1tYW5hZ2VtZW50LXNlcnZlcg mgmt@cloudstack"
 
-# write_fb_spec USER [password|key|both]
+# write_fb_spec USER password|key|both [STATIC_ADDRESS]
 write_fb_spec() {
-  local auth=""
+  local auth="" net=""
+  [[ -n ${3:-} ]] && net=$'network:\n  bridges:\n    - {name: cloudbr0, nic: {boot: true}, address: '"$3/24"$', gateway: 10.1.0.1}\n'
+
   [[ $2 == password || $2 == both ]] && auth+=$'\n'"    host_password: \"$HOST_PASSWORD\""
   [[ $2 == key || $2 == both ]] && auth+=$'\n'"    host_authorized_key: \"$KEY\""
   cat >"$T/www/spec.yaml" <<YAML
@@ -55,7 +58,7 @@ partitions:
   - {id: root, on: d, size: rest, type: linux}
 filesystems:
   - {on: root, type: ext4, mount: /}
-register:
+${net}register:
   cloudstack:
     endpoint: "$URL/client/api"
     zone: lab
@@ -85,7 +88,7 @@ no_secrets_under() { # DIR
 }
 
 # ---- 1. the install run: account cloudadmin with password and key -----------
-write_fb_spec cloudadmin both
+write_fb_spec cloudadmin both 10.1.0.5      # the installed system's static address: the one CloudStack gets
 SPEC_SHA=$(sha256sum "$T/www/spec.yaml" | cut -d' ' -f1)
 install_run "$T/install.log"; rc=$?
 [[ $rc == 0 ]] && ok "install run exit 0" || { cat "$T/install.log"; fail "install run exit $rc"; }
@@ -134,9 +137,10 @@ spec=http://127.0.0.1:$HTTP_PORT/spec.yaml
 spec_sha256=$SPEC_SHA
 report=/var/lib/kiln/report.json
 marker=/var/lib/kiln/registered
+ip=10.1.0.5
 CONF
 diff -u "$T/conf.want" "$R/etc/kiln/firstboot.conf" && [[ $(stat -c %a "$R/etc/kiln/firstboot.conf") == 600 ]] \
-  && ok "firstboot.conf: URL, sha256, report, marker; 0600" || bad "firstboot.conf differs or is not 0600"
+  && ok "firstboot.conf: URL, sha256, report, marker, the bridge's static address; 0600" || bad "firstboot.conf differs or is not 0600"
 [[ ! -e $R/var/lib/kiln/registered ]] && ok "no marker yet" || bad "a marker before the first boot"
 
 grep -q '^cloudadmin:x:[0-9]*:[0-9]*::/home/cloudadmin:/bin/bash$' "$R/etc/passwd" && ok "useradd made cloudadmin" \
@@ -167,8 +171,8 @@ assert_no_secrets "$T/install.log" "$T/run/report.json"
 [[ $rc == 0 ]] && ok "first-boot register exit 0" || { cat "$T/fb1.log"; bad "first-boot register exit $rc"; }
 grep -qF "fetched spec 'http://127.0.0.1:$HTTP_PORT/spec.yaml' again: sha256 $SPEC_SHA as pinned by $R/etc/kiln/firstboot.conf" "$T/fb1.log" \
   && ok "the spec was fetched again and matched its pin" || bad "no refetch line: $(cat "$T/fb1.log")"
-[[ $(sql "SELECT ipaddress || ' ' || username || ' ' || password_given FROM hosts") == "10.0.2.15 cloudadmin 1" ]] \
-  && ok "one host added from the running host, as cloudadmin" || bad "hosts: $(sql 'SELECT * FROM hosts')"
+[[ $(sql "SELECT ipaddress || ' ' || username || ' ' || password_given FROM hosts") == "10.1.0.5 cloudadmin 1" ]] \
+  && ok "one host added from the running host at its static address, as cloudadmin" || bad "hosts: $(sql 'SELECT * FROM hosts')"
 [[ $(sql "SELECT count(*) FROM requests WHERE command = 'addHost'") == 1 ]] && ok "one addHost" || bad "addHost count"
 grep -q '^registered .* run ' "$R/var/lib/kiln/registered" 2>/dev/null && ok "the marker is written" || bad "no marker"
 [[ $(jq -r .registration.cloudstack.result "$R/var/lib/kiln/report.json") == SUCCESS ]] && ok "the target's report says SUCCESS" \

@@ -14,7 +14,7 @@ struct canned {
 };
 
 static int canned_send(const struct http_request *req, const struct delivery_policy *policy,
-                       struct http_response *resp, void *userdata) {
+                       struct http_response *resp, struct strbuf *err, void *userdata) {
         struct canned *c = userdata;
         unsigned i = c->calls++;
         const char *cmd = strstr(req->body, "command=");
@@ -25,7 +25,7 @@ static int canned_send(const struct http_request *req, const struct delivery_pol
         strbuf_reset(&resp->body);
         if (i >= 10 || !c->body[i]) {
                 resp->status = 0;
-                snprintf(resp->error, sizeof resp->error, "Connection refused");
+                strbuf_errorf(err, 0, "Connection refused");
                 return -ETIMEDOUT;
         }
         resp->status = c->status[i] < 0 ? 0 : c->status[i] ? c->status[i] : 200;   /* -1: no answer */

@@ -104,6 +104,26 @@ static void test_load_hostile(void) {
         CHECK_INT(report_to_json(r, &sb), 0);
         report_free(r);
 
+        /* starts before the epoch or in the future (found by test-fuzz as
+         * a signed overflow under UBSan) finish with a duration of 0 */
+        static const char *const starts[] = {
+                "{\"kiln_report\":1,\"run_id\":\"x\",\"started_usec\":-9223372036854775808,"
+                "\"stages\":[{\"name\":\"image\",\"started_usec\":-9223372036854775808}]}",
+                "{\"kiln_report\":1,\"run_id\":\"x\",\"started_usec\":9223372036854775807,"
+                "\"stages\":[{\"name\":\"image\",\"started_usec\":9223372036854775807}]}",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(starts); i++) {
+                _cleanup_strbuf_ struct strbuf d = STRBUF_INIT;
+                r = NULL;
+                CHECK_INT(report_from_json(starts[i], strlen(starts[i]), &r), 0);
+                if (!r)
+                        continue;
+                CHECK_INT(report_finish(r, REPORT_FAIL, "image", "refused"), 0);
+                CHECK_INT(report_to_json(r, &d), 0);
+                CHECK(d.buf && strstr(d.buf, "\"duration_ms\":0") != NULL);
+                report_free(r);
+        }
+
         /* one document and nothing after it but white space: what was
          * saved loads with a newline after it, not with anything else */
 #define TAIL(s) s, sizeof(s) - 1
