@@ -10,20 +10,28 @@
 # of the encrypted KVM host template (md RAID1 /boot, md RAID10 far 2, LUKS2
 # bound to a Tang server on 127.0.0.1, LVM, XFS; tests/rig/specs/demo.yaml),
 # streams the image onto, benchmarks through dm-crypt, makes bootable (GRUB
-# on every disk) and registers with the stand-in CloudStack controller
-# (tests/controller/, on 127.0.0.1). While the node runs it prints kiln's
-# progress from the node's console, then what the node's kernel reports
-# (disks, md, LUKS, LVs, mounts) and what the controller holds. Last, the
-# node boots from its own disks (SeaBIOS; the installed system's initramfs
-# asks Tang for the LUKS key, nobody types a passphrase) and the installed
-# system reports what it sees from its own kernel.
+# on every disk), gives the CloudStack bridge cloudbr0 and the first-boot
+# registration unit, and reports "installed" to the stand-in CloudStack
+# controller's webhook (tests/controller/, on 127.0.0.1). While the node runs
+# it prints kiln's progress from the node's console, then what the node's
+# kernel reports (disks, md, LUKS, LVs, mounts) and what the controller
+# holds. Then the node PXE-boots again, as a node left network-first does:
+# kiln finds its finished install, changes nothing and boots the installed
+# system (kexec); its initramfs asks Tang for the LUKS key (nobody types a
+# passphrase), cloudbr0 comes up with the node's address, and its first-boot
+# unit registers with the controller, whose addHost logs in to the node over
+# SSH (a QEMU hostfwd on 127.0.0.1) with the spec's host password and runs
+# the image's stub cloudstack-setup-agent. Last, what the installed system
+# reports from its own kernel and what the controller recorded from the
+# running host (the SSH login, the agent's arguments, the host Up).
 #
 # Takes 10-15 minutes (the first run also downloads the Debian kernel
 # package, builds the initramfs and, in about 4 minutes, the bootable
 # image). Everything it starts (QEMU, nginx, the
 # controller) is stopped, and its temp dir removed, when it ends, fails or
 # is interrupted (Ctrl-C); RIG_KEEP=1 keeps the temp dir. Exit 0 when the
-# node was provisioned and registered.
+# node was provisioned, booted its installed system and the controller
+# holds it Up after one SSH login.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 cd "$SRC"
@@ -34,15 +42,18 @@ trap 'echo "demo: failed at line $LINENO of tests/demo.sh: $BASH_COMMAND" >&2' E
 
 cat <<'EOF'
 kiln demo: one QEMU node netboots, is provisioned from four blank disks, and
-boots from them
+joins the cloud as a running KVM host
   1. dependencies (apt-get), 2. build kiln, 3. build the netboot initramfs,
   4. the bootable image, nginx (spec, image), Tang and the stand-in
      CloudStack controller on 127.0.0.1,
-  5. the node PXE-boots; kiln fetches its spec, builds RAID1 /boot + RAID10
-     f2 -> LUKS2 (Tang-bound) -> LVM -> XFS, benchmarks dm-crypt, streams the
-     image, installs GRUB on every disk, registers, stops the storage,
+  5. boot 1: the node PXE-boots; kiln fetches its spec, builds RAID1 /boot +
+     RAID10 f2 -> LUKS2 (Tang-bound) -> LVM -> XFS, benchmarks dm-crypt,
+     streams the image, installs GRUB on every disk, writes cloudbr0 and the
+     first-boot unit, reports "installed", stops the storage,
   6. what the node's kernel and the controller report,
-  7. the node boots its own disks: what the installed system reports.
+  7. boot 2: PXE first again: kiln boots the installed system, which
+     registers; the controller logs in over SSH and sets the agent up,
+  8. what the installed system reports, and what the controller recorded.
 EOF
 
 step "dependencies (tests/deps.sh)"
@@ -69,6 +80,7 @@ rig_disks 4 2G
 rig_boot_image
 rig_tang_start
 rig_controller
+rig_ssh_forward     # the node's sshd on 127.0.0.1, for the controller's addHost
 RIG_VAR_PASSPHRASE=$(rig_secret demo-)
 RIG_VAR_HOST_PASSWORD=$(rig_secret demo-host-)
 # tests/rig/specs/demo.yaml: the template's storage with /boot on RAID1, the
@@ -117,7 +129,7 @@ follow_console() {  # follow_console FILE
   follow_log "$1" 'kiln-init: (network|kiln boot|error|done)|fetched spec|step [0-9]+/[0-9]+ .* done in|error|benchmark gate|registered with|applied [0-9]+ step'
 }
 
-step "the node PXE-boots and kiln provisions it (QEMU under TCG: a few minutes)"
+step "boot 1: the node PXE-boots and kiln provisions it (QEMU under TCG: a few minutes)"
 follow_console "$RIG_TMP/serial-1.log" &
 follower=$!
 RIG_PIDS+=("$follower")
@@ -169,25 +181,27 @@ jq -r '
 
 booted_rc=$rc boot1_seconds=$RIG_BOOT_SECONDS
 
-step "the node boots from its own disks (SeaBIOS, -boot c; Tang on 127.0.0.1 unlocks LUKS)"
+step "boot 2: PXE first again; kiln finds the finished install and boots it, which registers (a few minutes)"
+rig_controller_ssh 10.0.2.15   # the controller's addHost reaches the node's sshd through the hostfwd
 tang_before=$(rig_tang_requests)
-follow_installed() {  # the installed system's console: the lines that tell the story
-  follow_log "$1" 'Linux version|Unlocked .* with clevis|Please unlock|Reached target.*(Multi-User|Local File)|kiln test image|Power-Off'
+follow_installed() {  # kiln's and the installed system's console: the lines that tell the story
+  follow_log "$1" 'kiln-init: (started|network|kiln boot|error|done)|installed system is loaded|Linux version|Unlocked .* with clevis|Please unlock|Reached target.*(Multi-User|Local File|Network)|kiln-register|cloudbr0: .*forwarding|kiln test image|Power-Off'
 }
 follow_installed "$RIG_TMP/serial-$((RIG_BOOT_N + 1)).log" &
 follower=$!
 RIG_PIDS+=("$follower")
 installed=0
-if [[ $booted_rc == 0 ]]; then rig_boot_disk && installed=1; else echo "    (skipped: provisioning failed)"; fi
+if [[ $booted_rc == 0 ]]; then rig_boot --pxe && installed=1; else echo "    (skipped: provisioning failed)"; fi
 sleep 2.5
 kill "$follower" 2>/dev/null || true
+rig_last_report
 
 step "what the installed system reports, from its own kernel"
 if ((installed == 0)); then
   echo "the installed system sent no report; its console:"; tail -40 "$RIG_SERIAL"
 else
   show "system:" system .
-  show "kernel command line (GRUB, with the spec's boot.cmdline):" cmdline .
+  show "kernel command line (the installed one, as kiln handed over):" cmdline .
   show "what / sits on (lsblk -s):" root-stack .
   show "what /boot sits on:" boot-stack .
   show "md arrays (/proc/mdstat):" mdstat 'md|blocks'
@@ -195,15 +209,35 @@ else
   show "clevis pins on the LUKS volume (clevis luks list):" clevis .
   show "/etc/crypttab (no key in it):" crypttab .
   show "mounted filesystems:" findmnt .
+  show "addresses (ip -br addr; cloudbr0 holds the node's):" ip-addr .
+  show "sshd:" ssh .
+  show "the first-boot registration (kiln-register.service):" registration .
+  show "what the management server ran on the host (the stub's log):" setup-agent .
   printf '\nTang (127.0.0.1) answered %s recovery request(s) during this boot:\n    %s\n' \
     "$(( $(rig_tang_requests) - tang_before ))" "$(grep 'POST /rec/' "$RIG_TANG_LOG" | tail -1)"
 fi
 
+step "what the controller recorded from the running host"
+rig_controller_dump "$RIG_TMP/controller-2.json" || true
+jq -r '
+  "    hosts: \(.hosts | length)",
+  (.hosts[] | "      \(.name // "-")  ip \(.ipaddress)  \(.hypervisor)  state \(.state)  guid \(.guid)"),
+  "    SSH logins (addHost, as CloudStack does it): \(.logins | length)",
+  (.logins[] | "      \(.time)  \(.username)@\(.address) via 127.0.0.1:\(.port): \(.result), exit \(.exit_status // "-")",
+               "        ran: \(.command // "-" | gsub("  +"; " "))"),
+  "    addHost calls: \([.requests[] | select(.command == "addHost")] | length), answered \([.requests[] | select(.command == "addHost") | .status] | map(tostring) | join(", "))",
+  "    run reports: \(.reports | length)",
+  (.reports[] | .body | "      run \(.run_id[0:8])…  result \(.result)  cloudstack \(.registration.cloudstack.result // "-")\(if .registration.cloudstack.host_id then " (host \(.registration.cloudstack.host_id))" else "" end)")' \
+  "$RIG_TMP/controller-2.json" || echo "    (could not read the controller's database)"
+up=$(jq -r '[.hosts[] | select(.state == "Up" and .ipaddress == "10.0.2.15")] | length' "$RIG_TMP/controller-2.json" 2>/dev/null || echo 0)
+logins=$(jq -r '[.logins[] | select(.result == "ok")] | length' "$RIG_TMP/controller-2.json" 2>/dev/null || echo 0)
+
 cat <<EOF
 
-kiln boot exit code: $booted_rc $( ((booted_rc == 0)) && echo '(success)' || echo '(failed: the console lines above say where)')
+kiln boot exit code (boot 1): $booted_rc $( ((booted_rc == 0)) && echo '(success)' || echo '(failed: the console lines above say where)')
 initramfs: $RIG_INITRD_SIZE bytes ($(awk "BEGIN{printf \"%.1f\", $RIG_INITRD_SIZE/1048576}") MiB); /init at ${RIG_INIT_SECONDS:-?} s of guest uptime; provisioning boot $boot1_seconds s
-installed system: $( ((installed == 1)) && echo "booted from its disks and reported after $RIG_BOOT_SECONDS s" || echo "did not report" )
+boot 2: $( ((installed == 1)) && echo "kiln handed over to the installed system, which registered and reported after $RIG_BOOT_SECONDS s" || echo "the installed system did not report" )
+controller: $up host(s) Up at 10.0.2.15, $logins SSH login(s) that set the agent up
 demo: $(( $(date +%s) - T0 )) s in all$( [[ ${RIG_KEEP:-0} == 1 ]] && echo "; kept: $RIG_TMP" )
 EOF
-((booted_rc == 0 && installed == 1))
+((booted_rc == 0 && installed == 1 && up == 1 && logins == 1))
