@@ -48,34 +48,29 @@ void resume_record_done(struct resume_record *rec) {
 }
 
 int resume_record_to_json(const struct resume_record *rec, struct strbuf *out) {
-        int r = strbuf_addf(out, "{\n  \"kiln_progress\": %d,\n  \"fingerprint\": ", RESUME_RECORD_FORMAT);
-        if (r >= 0)
-                r = strbuf_add_json_string(out, rec->fingerprint);
-        if (r >= 0)
-                r = strbuf_adds(out, ",\n  \"version\": ");
-        if (r >= 0)
-                r = strbuf_add_json_string(out, rec->version ? rec->version : KILN_VERSION);
-        if (r >= 0 && rec->run_id) {
-                r = strbuf_adds(out, ",\n  \"run_id\": ");
-                if (r >= 0)
-                        r = strbuf_add_json_string(out, rec->run_id);
+        int r = 0;
+        json_object *o = json_object_new_object(), *done = json_object_new_array();
+        if (!o || !done) {
+                json_object_put(o);
+                json_object_put(done);
+                return -ENOMEM;
         }
-        if (r >= 0 && rec->reinstall) {
-                r = strbuf_adds(out, ",\n  \"reinstall\": ");
-                if (r >= 0)
-                        r = strbuf_add_json_string(out, rec->reinstall);
-        }
-        if (r >= 0)
-                r = strbuf_adds(out, ",\n  \"stages_done\": [");
-        bool first = true;
-        for (int s = 0; r >= 0 && s < _RESUME_STAGE_MAX; s++)
-                if (rec->stages & (1u << s)) {
-                        r = strbuf_addf(out, "%s\"%s\"", first ? "" : ", ", stage_names[s]);
-                        first = false;
-                }
-        if (r >= 0)
-                r = strbuf_addf(out, "],\n  \"complete\": %s\n}\n", rec->complete ? "true" : "false");
-        return r;
+        json_set(o, "kiln_progress", json_object_new_int(RESUME_RECORD_FORMAT), &r);
+        json_set_str(o, "fingerprint", rec->fingerprint, &r);
+        json_set_str(o, "version", rec->version ? rec->version : KILN_VERSION, &r);
+        if (rec->run_id)
+                json_set_str(o, "run_id", rec->run_id, &r);
+        if (rec->reinstall)
+                json_set_str(o, "reinstall", rec->reinstall, &r);
+        for (int s = 0; s < _RESUME_STAGE_MAX; s++)
+                if (rec->stages & (1u << s))
+                        json_append(done, json_str(stage_names[s]), &r);
+        json_set(o, "stages_done", done, &r);
+        json_set(o, "complete", json_object_new_boolean(rec->complete), &r);
+        _cleanup_json_ json_object *doc = json_done(o, r);
+        if (!doc)
+                return r < 0 ? r : -ENOMEM;
+        return json_print(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED, true, out);
 }
 
 int resume_record_from_json(const char *text, size_t len, struct resume_record *ret) {
