@@ -109,6 +109,6 @@ rig_ok "secrets checked against console, guest report and controller"
 rig_boot --direct --append kiln.reinstall=kvm-full-second-run || rig_die "the second run did not finish"
 rig_expect_exit 0
 rig_controller_dump "$RIG_TMP/dump-2.json" || rig_die "no controller dump"
-rig_check "a second run adds no host either" jq -e '.hosts | length == 0 and ([.requests[] | select(.command == "addHost")] | length) == 0' "$RIG_TMP/dump-2.json"
+rig_check "a second run adds no host either" jq -e '(.hosts | length) == 0 and ([.requests[] | select(.command == "addHost")] | length) == 0' "$RIG_TMP/dump-2.json"
 rig_check "the second run reported too" jq -e '.reports | length == 2' "$RIG_TMP/dump-2.json"
 rig_done
