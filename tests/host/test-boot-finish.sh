@@ -20,19 +20,14 @@ source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/lib/image-fixtures.sh"
 source "$SRC/tests/lib/loop.sh"
 loop_init boot-finish
-CTL_PID=
-on_exit() {
-  [[ -n $CTL_PID ]] && kill "$CTL_PID" 2>/dev/null && wait "$CTL_PID" 2>/dev/null
-  http_stop
-}
+source "$SRC/tests/lib/controller.sh"
+on_exit() { controller_stop; http_stop; }
 
 small_image
 mkdir -p "$T/www"
 cp "$SMALL_DIR/small.tar.zst" "$T/www/"
 http_start "$T/www"
-"$SRC/tests/controller/start.sh" "$T/ctl" >/dev/null || exit 1
-CTL_PID=$(cat "$T/ctl/pid")
-CTL="http://127.0.0.1:$(cat "$T/ctl/port")"
+controller_start "$T/ctl" || exit 1
 HMAC_KEY=$(jq -r .hmac_key "$T/ctl/config.json")
 truncate -s 256M "$T/a.img"
 attach "$T/a.img"

@@ -12,13 +12,12 @@ set -euo pipefail
 . "$SRC/tests/lib/http.sh"
 for c in python3 sqlite3 curl; do command -v $c >/dev/null || { echo "SKIP: no $c"; exit 77; }; done
 http_test_init enlist
-on_exit() { [[ -n ${CTL_PID:-} ]] && kill "$CTL_PID" 2>/dev/null; wait "${CTL_PID:-}" 2>/dev/null || true; }
+. "$SRC/tests/lib/controller.sh"
+on_exit() { controller_stop; }
 
 mkdir -p "$T/www/specs" "$T/run" "$T/target"
 http_start "$T/www"
-"$SRC/tests/controller/start.sh" "$T/ctl" >/dev/null
-CTL_PID=$(cat "$T/ctl/pid")
-CTL="http://127.0.0.1:$(cat "$T/ctl/port")"
+controller_start "$T/ctl"
 (umask 077; python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["hmac_key"])' "$T/ctl/config.json" >"$T/enlist.key")
 KEY=$(cat "$T/enlist.key")
 INV=$SRC/tests/inventories/qemu-4disk.json
