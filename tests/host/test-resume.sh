@@ -161,7 +161,7 @@ boot 0 "$T/spec.yaml" kiln.fresh
 sed 's/label: root,/label: root2,/' "$T/spec.yaml" >"$T/other.yaml"
 otherfp=$("$KILN" plan "$T/other.yaml" 2>/dev/null | sed -n 's/^fingerprint: //p')
 boot 3 "$T/other.yaml"
-want3="error: refusing to apply 'http://127.0.0.1:$HTTP_PORT/spec.yaml' on $LOOP: the disks hold a finished install of another plan ($recfp), this spec makes plan $otherfp, and no new reinstall token was given (none); nothing was written (to install it on purpose, give a new reinstall token: docs/reinstall.md)"
+want3="error: refusing to apply 'http://127.0.0.1:$HTTP_PORT/spec.yaml' on $LOOP: the disks hold a finished install of another plan ($recfp), this spec makes plan $otherfp, and no new reinstall token was given (none); nothing was written; to reinstall on purpose, boot with kiln.reinstall=NEW-TOKEN or give the spec a new 'reinstall:' (docs/reinstall.md)"
 grep -qxF "$want3" <(sed 's/^\[ *[0-9.]*\] //' "$T/berr") && ok "another plan over a finished install: refused (exit 3)" \
   || fail "another plan: $(tail -2 "$T/berr")"
 [[ $(disk_sum) == "$SUM" ]] || fail "the refused plan changed the disk"
