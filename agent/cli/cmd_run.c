@@ -79,7 +79,7 @@ static int inspect(const struct spec *spec, struct cmd_run *run, const char *tok
                 int q = apply_inspect_end(&in);
                 return r != KILN_EXIT_OK ? r : q < 0 ? KILN_EXIT_STORAGE : KILN_EXIT_OK;
         }
-        if (v == PLAN_VERDICT_RUN && in.why)
+        if (in.why)     /* no record read: say why, whatever decides next (the marks, or a resume) */
                 log_info("looked read-only at the disks: %s", in.why);
         if (apply_inspect_end(&in) < 0)
                 return KILN_EXIT_STORAGE;       /* said which step */

@@ -217,7 +217,9 @@ sum0=$(sums)
 sed 's/wipe: true/wipe: false/' "$T/www/layout-b.yaml" >"$T/www/nowipe.yaml"
 sum0=$(sums)
 boot_spec nowipe kiln.reinstall=finish-test-nowipe
-[[ $RC == 3 ]] || { cat "$T/err"; fail "wipe: false over the mark: rc=$RC, expected 3"; }
+# (the disk holds signatures: plan_build's refusal, before any look at the mark)
+[[ $RC == 3 ]] && grep -q "disk rule 'a' selects $LOOP, which holds signatures (.*); set 'wipe: true' to destroy them" "$T/err" \
+  && ok "wipe: false with a new token over the mark: refused (exit 3)" || { cat "$T/err"; fail "wipe: false over the mark: rc=$RC, expected 3"; }
 [[ $(sums) == "$sum0" ]] || fail "wipe: false over the mark changed a disk"
 # a new token: the operator's act; the new install's mark carries the new token
 boot_spec layout-b kiln.reinstall=finish-test-b
@@ -237,6 +239,13 @@ boot_spec spec kiln.reinstall=finish-test-int
 boot_spec layout-b
 [[ $RC == 0 ]] && ok "after an interrupted run, another layout needs no token" || { cat "$T/err"; fail "layout B after the interrupted run: rc=$RC"; }
 [[ $(ptuuid "$LOOP") =~ ^6b696c6e-f15d-8100- ]] || fail "the install without a token: PTUUID '$(ptuuid "$LOOP")'"
+umount -R "$T/target" 2>/dev/null
+# kiln apply --yes is the operator's act: it installs over the mark, and says so
+write_spec reboot
+"$KILN" apply --yes "$T/www/spec.yaml" >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc == 0 ]] && grep -qF "$LOOP holds a finished kiln install; --yes: applying '$T/www/spec.yaml' all the same" "$T/err" \
+  && ok "kiln apply --yes installs over the mark" || { tail -5 "$T/err"; fail "kiln apply --yes over the mark: rc=$rc"; }
+[[ $(lsblk -nro NAME "$LOOP" | wc -l) == 2 ]] || fail "kiln apply --yes: $LOOP has not layout A's one partition"
 umount -R "$T/target" 2>/dev/null
 
 loop_done
