@@ -58,6 +58,8 @@ rec="$T/target/var/lib/kiln/progress.json"
 [[ $(jq -c .stages_done "$rec") == '["storage"]' && $(jq .complete "$rec") == false ]] \
   || fail "progress record: $(cat "$rec")"
 [[ $(report .resumed) == false ]] || fail "first run's report says resumed: $(report .resumed)"
+[[ $(blkid -p -s PTUUID -o value "$LOOP") != 6b696c6e-f15d-* ]] \
+  || fail "the interrupted run left the finished-install mark: $(blkid -p -s PTUUID -o value "$LOOP")"
 BEFORE=$(uuids)
 [[ $(wc -w <<<"$BEFORE") == 4 ]] || fail "expected 2 PARTUUIDs and 2 UUIDs, got: $BEFORE"
 # a half-written root, as an interrupted image leaves it
@@ -119,7 +121,9 @@ done
 [[ $(jq .complete "$rec") == true && $(jq -c .stages_done "$rec") == '["storage","image","configure"]' ]] \
   || fail "progress record after the resumed run: $(cat "$rec")"
 grep -q "UUID=$(blkid -o value -s UUID "${LOOP}p2") / ext4" "$T/target/etc/fstab" || fail "fstab not written"
-((FAILS == 0)) && ok "second run resumed"
+[[ $(blkid -p -s PTUUID -o value "$LOOP") =~ ^6b696c6e-f15d-8100- ]] \
+  || fail "the resumed run that finished left no finished-install mark: $(blkid -p -s PTUUID -o value "$LOOP")"
+((FAILS == 0)) && ok "second run resumed (and marked the disk as a finished install)"
 umount -R "$T/target"
 
 # 4. kiln boot over a finished install (docs/reinstall.md): looked at
