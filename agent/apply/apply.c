@@ -13,6 +13,7 @@
 #include "inventory.h"
 #include "log.h"
 #include "luks.h"
+#include "mark.h"
 #include "lvm.h"
 #include "md.h"
 #include "mkfs.h"
@@ -29,6 +30,7 @@
 #include <inttypes.h>
 #include <libcryptsetup.h>
 #include <limits.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -553,6 +555,25 @@ static void save_report(const struct apply_ctx *c) {
  * stage-begin gets its stage-end. */
 static int step_finish(struct apply_ctx *c, const struct plan_step *s) {
         enum spec_finish f = c->plan->spec->finish;
+        /* the finished-install mark on every disk the plan partitioned (its
+         * inputs; docs/reinstall.md), with the token this install answers */
+        for (char **d = s->inputs; d && *d && !c->opts->skip_storage; d++) {
+                uint8_t rnd[MARK_RANDOM_LEN];
+                char uuid[MARK_UUID_LEN + 1], what[64];
+                struct mark m;
+                _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+                if (getrandom(rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd)
+                        return strbuf_adds(&c->why, "no random bytes for the finished-install mark"), -errno;
+                int r = mark_encode(c->rec.reinstall, rnd, uuid);
+                if (r < 0)
+                        return r;
+                r = partition_set_disk_guid(*d, uuid, &err);
+                if (r < 0)
+                        return strbuf_addf(&c->why, "cannot mark %s as a finished install: %s", *d, strbuf_str(&err)), r;
+                (void) mark_decode(uuid, &m);
+                log_info("marked %s as a finished kiln install: GPT disk GUID %s (%s)", *d, uuid,
+                         mark_describe(&m, what, sizeof what));
+        }
         sync();
         if (f != SPEC_FINISH_NONE && !c->opts->finish)
                 log_info("finish: '%s' is left to boot mode", f == SPEC_FINISH_REBOOT ? "reboot" : "poweroff");

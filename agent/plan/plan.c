@@ -1544,9 +1544,24 @@ static int emit_tail(struct builder *b) {
                            strdupf("report to webhook %s%s", url_display(s->webhook.url, shown),
                                    s->webhook.hmac_key ? " (HMAC signed)" : ""), NULL)) < 0)
                 return r;
-        return step_emit(b, PLAN_FINISH, NULL, s, 0, NULL, 0, false, NULL,
-                         strdup(s->finish == SPEC_FINISH_REBOOT ? "reboot" :
-                                s->finish == SPEC_FINISH_POWEROFF ? "power off" : "stay up (finish: none)"), NULL);
+        /* the finished-install mark (mark.h) on every disk this plan partitions: its inputs */
+        _cleanup_strv_free_ char **marked = NULL;
+        _cleanup_strbuf_ struct strbuf disks = STRBUF_INIT;
+        for (size_t i = 0; i < b->plan->n_steps; i++) {
+                const struct plan_step *st = &b->plan->steps[i];
+                if (st->kind == PLAN_PARTITION && st->device &&
+                    ((r = strv_pushdup(&marked, st->device)) < 0 ||
+                     (r = strbuf_addf(&disks, "%s%s", disks.len ? " " : "", st->device)) < 0))
+                        return r;
+        }
+        const char *fin = s->finish == SPEC_FINISH_REBOOT ? "reboot" :
+                          s->finish == SPEC_FINISH_POWEROFF ? "power off" : "stay up (finish: none)";
+        if ((r = step_emit(b, PLAN_FINISH, NULL, s, 0, NULL, 0, false, NULL,
+                           marked ? strdupf("mark %s as a finished kiln install (GPT disk GUID), then %s",
+                                            strbuf_str(&disks), fin) : strdup(fin), NULL)) < 0)
+                return r;
+        b->plan->steps[b->plan->n_steps - 1].inputs = TAKE_PTR(marked);
+        return 0;
 }
 
 /* --- fingerprint ------------------------------------------------------------ */

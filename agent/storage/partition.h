@@ -21,3 +21,13 @@ int partition_disk(const char *disk, const struct partition_request *req, size_t
 
 /* Wait until every path is a block device. */
 int partition_wait(char *const *paths, uint64_t timeout_usec);
+
+/* Set the GPT disk GUID (blkid's PTUUID) of a disk to uuid (text form),
+ * in the primary header (LBA 1) and the backup (its AlternateLBA), each
+ * with its header CRC32; nothing else changes (the entries and their CRC,
+ * the protective MBR), so it may run while the partitions are in use (the
+ * kernel keeps no disk GUID). Both headers are checked before either is
+ * written: -EBADMSG (err says which and why) when one is missing, damaged
+ * or names another GUID than the other, then nothing is written. What
+ * marks a finished install (plan/mark.h). */
+int partition_set_disk_guid(const char *disk, const char *uuid, struct strbuf *err);

@@ -35,13 +35,25 @@ already in the zone answers 530 "Skipping host A because G is already in the
 database for resource G-LibvirtComputingResource with ID U". The host row is
 made at once in state Connecting (so two concurrent addHosts for one address
 give one host), then, when the config's "ssh" says so, the controller logs in
-to the host over SSH with the given username and password (paramiko), runs
-"cloudstack-setup-agent -m MGMT -z ZONE -p POD -c CLUSTER -g GUID -a -s ..."
-(with sudo unless root), and only then sets the host Up. A failed login answers
-530 "Could not add host at [URL] with zone [Z], pod [P] and cluster [C] due to:
-[Authentication error]."; an address it cannot reach, or a setup command that
-fails, 530 "Unable to add the host: Cannot find the server resources at URL".
-Either way the host row is removed again. listHosts pages as CloudStack does:
+to the host over SSH (paramiko) as the LibvirtServerDiscoverer of CloudStack
+4.18 and later does: first with the management server's own key pair
+(CloudStack's "ssh.privatekey"; here an RSA key made on first use beside the
+database, management_key (0600) and management_key.pub, also served by GET
+/kiln/management-key), then, on the same connection, with addHost's password
+when it has one. It runs "cloudstack-setup-agent -m MGMT -z ZONE -p POD -c
+CLUSTER -g GUID -a -s ..." there, for a user other than root as "sudo
+cloudstack-setup-agent ..." (CloudStack's exact command: no -n, and no
+terminal, so sudo can only succeed where no password is asked), and only then
+sets the host Up. The 530 texts are that discoverer's, inside
+ResourceManagerImpl's "Could not add host at [URL] with zone [Z], pod [P] and
+cluster [C] due to: [CAUSE].": the key refused and no password, CAUSE
+"Authentication error with ssh private key"; the password refused too,
+"Authentication error with host password"; the setup command failing,
+"CloudStack Agent setup through command [CMD] with parameters [ARGS] failed.".
+An address it cannot reach answers 530 "Unable to add the host: Cannot find
+the server resources at URL". Either way the host row is removed again. The
+logins table keeps each login: user, auth (publickey or password), result,
+the command, its exit status and its stderr. listHosts pages as CloudStack does:
 page and pagesize, at most 500 a page (more: 431), 500 when not given, and
 "count" is the number of all hosts that match.
 
@@ -121,7 +133,8 @@ CREATE TABLE IF NOT EXISTS hosts (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT
                                   hypervisor TEXT, state TEXT, zone_id TEXT, pod_id TEXT, cluster_id TEXT,
                                   guid TEXT, created TEXT);
 CREATE TABLE IF NOT EXISTS logins (id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT, address TEXT, port INTEGER,
-                                   username TEXT, result TEXT, command TEXT, exit_status INTEGER);
+                                   username TEXT, auth TEXT, result TEXT, command TEXT, exit_status INTEGER,
+                                   stderr TEXT);
 CREATE TABLE IF NOT EXISTS roles (id TEXT PRIMARY KEY, name TEXT UNIQUE NOT NULL, type TEXT NOT NULL,
                                   description TEXT);
 CREATE TABLE IF NOT EXISTS role_permissions (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,
@@ -200,6 +213,9 @@ class State:
         self.db = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
         self.db.executescript(SCHEMA)
         self.config = config
+        self.key_path = os.path.join(os.path.dirname(os.path.abspath(db_path)), "management_key")
+        self.key_lock = threading.Lock()
+        self.key = None
         self.fail_503 = 0
         self.fail_command = None
         self.fail_401 = False
@@ -213,6 +229,26 @@ class State:
         self.seed(config.get("zones", []))
         self.keys = {}          # api key -> (account name, secret key); kept in memory only
         self.seed_accounts(config)
+
+    def management_key(self):
+        """The management server's key pair (paramiko.RSAKey): read from
+        key_path, or made there on first use (RSA 2048, as CloudStack makes
+        its own). The private key is 0600 from its first byte and never
+        leaves that file but for the SSH login."""
+        with self.key_lock:
+            if self.key is None:
+                import paramiko
+                if not os.path.exists(self.key_path):
+                    key = paramiko.RSAKey.generate(2048)
+                    tmp = "%s.tmp.%d" % (self.key_path, os.getpid())
+                    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), "w") as f:
+                        key.write_private_key(f)
+                    with open(tmp + ".pub", "w") as f:
+                        f.write("%s %s cloud@kiln-stand-in\n" % (key.get_name(), key.get_base64()))
+                    os.rename(tmp + ".pub", self.key_path + ".pub")
+                    os.rename(tmp, self.key_path)
+                self.key = paramiko.RSAKey.from_private_key_file(self.key_path)
+            return self.key
 
     def set_ssh(self, ssh):
         ssh = dict(ssh or {})
@@ -416,6 +452,16 @@ class Handler(BaseHTTPRequestHandler):
             return
         if url.path.startswith("/kiln/enlisted") and self.command == "GET":
             self.enlisted(url.path[len("/kiln/enlisted"):].lstrip("/"))
+            return
+        if url.path == "/kiln/management-key" and self.command == "GET":
+            self.state.management_key()
+            with open(self.state.key_path + ".pub", "rb") as f:
+                data = f.read()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
             return
         if url.path == "/kiln/dump":
             with self.state.lock:
@@ -725,8 +771,11 @@ def seed_hosts(st, req):
 
 
 def ssh_setup_agent(st, address, username, password, command):
-    """Log in as LibvirtServerDiscoverer does and run the agent setup. Returns
-    None when the host took it, else the 530 text's cause: "auth" or "unreachable"."""
+    """Log in as LibvirtServerDiscoverer does (the management server's key,
+    then the password if there is one, on one connection) and run the agent
+    setup. Returns None when the host took it, else the cause: "key" (the key
+    refused, no password), "password" (both refused), "setup" (the command
+    failed) or "unreachable"."""
     port = st.ssh["hosts"].get(address)
     if port is None:
         st.execute("INSERT INTO logins (time, address, port, username, result) VALUES (?,?,?,?,?)",
@@ -734,14 +783,24 @@ def ssh_setup_agent(st, address, username, password, command):
         return "unreachable"
     import paramiko     # only tests that log in need it (tests/deps.sh installs python3-paramiko)
     timeout = float(st.ssh.get("timeout", 10))
+    key = st.management_key()
     client = paramiko.SSHClient()
     client.set_missing_host_key_policy(paramiko.AutoAddPolicy())   # CloudStack checks no host key either
-    result, status = None, None
+    auth, result, status, err = None, None, None, None
     try:
-        client.connect("127.0.0.1", port=port, username=username, password=password or "", timeout=timeout,
-                       auth_timeout=timeout, banner_timeout=timeout, look_for_keys=False, allow_agent=False)
-        _, out, _ = client.exec_command(command, timeout=timeout)
+        try:
+            client.connect("127.0.0.1", port=port, username=username, pkey=key, timeout=timeout,
+                           auth_timeout=timeout, banner_timeout=timeout, look_for_keys=False, allow_agent=False)
+            auth = "publickey"
+        except paramiko.AuthenticationException:
+            if not password:
+                raise
+            # "Failed to authenticate with ssh key, retrying with password": the same connection
+            client.get_transport().auth_password(username, password)
+            auth = "password"
+        _, out, errs = client.exec_command(command, timeout=timeout)
         status = out.channel.recv_exit_status()
+        err = errs.read(4096).decode("utf-8", "replace")
         result = "ok" if status == 0 else "setup command failed"
     except paramiko.AuthenticationException:
         result = "authentication failed"
@@ -749,11 +808,13 @@ def ssh_setup_agent(st, address, username, password, command):
         result = "unreachable: %s" % type(e).__name__
     finally:
         client.close()
-    st.execute("INSERT INTO logins (time, address, port, username, result, command, exit_status) "
-               "VALUES (?,?,?,?,?,?,?)", (now_iso(), address, port, username, result, command, status))
+    st.execute("INSERT INTO logins (time, address, port, username, auth, result, command, exit_status, stderr) "
+               "VALUES (?,?,?,?,?,?,?,?,?)", (now_iso(), address, port, username, auth, result, command, status, err))
     if result == "ok":
         return None
-    return "auth" if result == "authentication failed" else "unreachable"
+    if result == "authentication failed":
+        return "password" if password else "key"
+    return "setup" if result == "setup command failed" else "unreachable"
 
 
 def add_host(st, p, command):
@@ -790,18 +851,24 @@ def add_host(st, p, command):
             if r[1].lower().startswith(guid):
                 raise CloudStackError(530, "Skipping host %s because %s is already in the database for resource "
                                       "%s with ID %s" % (address, guid, r[1], r[0]), 4250)
-        hid = insert_host(st, address, url, username, 1 if p.get("password") else 0, "Connecting",
+        # password_given: the parameter is there at all (an empty one counts: CloudStack would
+        # take it as none, but a client that means "no password" should not send it)
+        hid = insert_host(st, address, url, username, 1 if "password" in p else 0, "Connecting",
                           zoneid, podid, clusterid)
     try:
         if st.ssh:
             mgmt = st.config.get("management_address", "127.0.0.1")
             setup = "cloudstack-setup-agent " if username == "root" else "sudo cloudstack-setup-agent "
-            setup += (" -m %s -z %s -p %s -c %s -g %s -a -s  --pubNic=cloudbr0 --prvNic=cloudbr0 "
-                      "--guestNic=cloudbr0 --hypervisor=kvm" % (mgmt, zoneid, podid, clusterid, guid))
-            why = ssh_setup_agent(st, address, username, p.get("password"), setup)
-            if why == "auth":
+            args = (" -m %s -z %s -p %s -c %s -g %s -a -s  --pubNic=cloudbr0 --prvNic=cloudbr0 "
+                    "--guestNic=cloudbr0 --hypervisor=kvm" % (mgmt, zoneid, podid, clusterid, guid))
+            why = ssh_setup_agent(st, address, username, p.get("password"), setup + args)
+            cause = {"key": "Authentication error with ssh private key",
+                     "password": "Authentication error with host password",
+                     "setup": "CloudStack Agent setup through command [%s] with parameters [%s] failed."
+                              % (setup, args)}.get(why)
+            if cause:
                 raise CloudStackError(530, "Could not add host at [%s] with zone [%s], pod [%s] and cluster [%s] "
-                                      "due to: [Authentication error]." % (url, zoneid, podid, clusterid), 4250)
+                                      "due to: [%s]." % (url, zoneid, podid, clusterid, cause), 4250)
             if why:
                 raise not_found
         if st.addhost_ms:

@@ -11,7 +11,7 @@
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}" "${BUILD:?}"
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
-for t in losetup mkfs.ext4 findmnt jq zstd python3 sqlite3 unshare; do
+for t in losetup mkfs.ext4 findmnt jq zstd python3 sqlite3 unshare blkid sfdisk sha256sum; do
   command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
 done
 # Never run kiln's reboot outside a PID namespace of its own.
@@ -104,6 +104,21 @@ rc=$?
 [[ $rc == 0 ]] || { cat "$T/out"; fail "kiln boot --no-finish exited $rc"; }
 [[ $(cat "$T/run/finish" 2>/dev/null) == reboot ]] || fail "RUN_DIR/finish: '$(cat "$T/run/finish" 2>/dev/null)', expected reboot"
 check_events "--no-finish"
+# the finished-install mark (docs/reinstall.md): the disk's GPT disk GUID,
+# with the identity of the run's token (sha256, first 4 bytes), set while
+# the root was still mounted; the GPT is still sound, both headers
+mark_of() { # TOKEN -> the prefix a mark of a run with that token has
+  local id
+  id=$(printf %s "$1" | sha256sum | cut -c1-8)
+  echo "6b696c6e-f15d-8101-[89ab][0-9a-f]${id:0:2}-${id:2:6}[0-9a-f]{6}"
+}
+ptuuid() { blkid -p -s PTUUID -o value "$1"; }
+[[ $(ptuuid "$LOOP") =~ ^$(mark_of finish-test-$N)$ ]] && ok "the finished disk carries the mark of its token: $(ptuuid "$LOOP")" \
+  || fail "PTUUID of $LOOP after the run: '$(ptuuid "$LOOP")', expected a mark of finish-test-$N"
+grep -q "marked $LOOP as a finished kiln install: GPT disk GUID $(ptuuid "$LOOP") (installed with the reinstall token #" "$T/out" \
+  || fail "kiln did not log the mark: $(grep -i mark "$T/out")"
+sfdisk --verify "$LOOP" >"$T/verify" 2>&1 && grep -q "No errors detected" "$T/verify" \
+  && ok "sfdisk --verify: the GPT with the mark has no errors" || { cat "$T/verify"; fail "sfdisk --verify after the mark"; }
 
 # 4. the same token again over the finished install: boot-installed, exactly
 # one webhook event ("boot-installed", no stage event, no report), nothing

@@ -3,7 +3,7 @@
 # addHost belongs"). `kiln boot --skip-storage` installs into a plain
 # directory that holds a real Debian root (mmdebstrap minbase, cached:
 # tests/lib/rootfs.sh), the spec served by nginx, the stand-in controller
-# taking the calls:
+# taking the calls (tests/host/firstboot-lib.sh):
 #   - the install run sends no CloudStack call at all; the webhook gets the
 #     report, whose registration.cloudstack says FIRSTBOOT;
 #   - the target has kiln (a copy of the binary that ran), the report, the
@@ -21,71 +21,17 @@
 #     nothing sent, no marker, the report unchanged; a bad config is exit 64;
 #   - root with only a key: PermitRootLogin prohibit-password, the key in
 #     /root/.ssh, no sudoers file left from the account before;
+#   - root with a password, through the node's sshd (firstboot-lib.sh: this
+#     host's OpenSSH over the target's passwd, shadow and drop-in, sessions
+#     chrooted into the target): the stand-in's key is not offered a login
+#     (password only), its password login is checked by sshd against kiln's
+#     hash, the stub runs as root with no sudo, the host is Up; cloudadmin is
+#     not in AllowUsers;
 #   - kiln apply without --spec-url refuses before writing anything.
-set -uo pipefail
-: "${KILN:?}" "${SRC:?}"
-[[ $(id -u) == 0 ]] || { echo "SKIP: needs root (useradd in a chroot of the target)"; exit 77; }
-command -v nginx >/dev/null || { echo "SKIP: nginx not installed"; exit 77; }
-ROOTFS=$(bash "$SRC/tests/lib/rootfs.sh" minbase) || { echo "SKIP: no minbase rootfs (mmdebstrap)"; exit 77; }
-source "$SRC/tests/lib/http.sh"
-source "$SRC/tests/host/register-lib.sh"
-set +e
-trap 'http_stop; cleanup' EXIT
-FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
-ok() { echo "ok: $*"; }
-
-start_controller
-mkdir -p "$T/www" "$T/target"
-tar -xf "$ROOTFS" -C "$T/target" || fail "cannot unpack $ROOTFS"
-http_start "$T/www" || fail "nginx did not start"
-INV=$SRC/tests/inventories/qemu-4disk.json
+# The key-only login, and a user other than root through sudo:
+# test-firstboot-ssh.sh (the same preamble, firstboot-lib.sh).
+source "$(dirname "$0")/firstboot-lib.sh"
 KEY="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEk3c2tpbG4tdGVzdC1tYW5hZ2VtZW50LXNlcnZlcg mgmt@cloudstack"
-
-# write_fb_spec USER password|key|both [STATIC_ADDRESS]
-write_fb_spec() {
-  local auth="" net=""
-  [[ -n ${3:-} ]] && net=$'network:\n  bridges:\n    - {name: cloudbr0, nic: {boot: true}, address: '"$3/24"$', gateway: 10.1.0.1}\n'
-
-  [[ $2 == password || $2 == both ]] && auth+=$'\n'"    host_password: \"$HOST_PASSWORD\""
-  [[ $2 == key || $2 == both ]] && auth+=$'\n'"    host_authorized_key: \"$KEY\""
-  cat >"$T/www/spec.yaml" <<YAML
-version: 1
-hostname: kvm-fb
-disks:
-  - {id: d, match: {path: /dev/vda}, wipe: true}
-partitions:
-  - {id: root, on: d, size: rest, type: linux}
-filesystems:
-  - {on: root, type: ext4, mount: /}
-${net}register:
-  cloudstack:
-    endpoint: "$URL/client/api"
-    zone: lab
-    pod: p1
-    cluster: c1
-    api_key: "$API_KEY"
-    secret_key: "$SECRET_KEY"
-    host_username: $1$auth
-  webhook:
-    url: "$URL/kiln/webhook"
-    hmac_key: "$HMAC_KEY"
-finish: none
-YAML
-}
-echo "kiln.spec=http://127.0.0.1:$HTTP_PORT/spec.yaml" >"$T/cmdline"
-install_run() { # LOG
-  KILN_TARGET=$T/target KILN_RUN_DIR=$T/run "$KILN" boot --cmdline "$T/cmdline" --inventory "$INV" \
-    --skip-storage --no-finish </dev/null >"$1" 2>&1
-}
-cs_calls() { sql "SELECT count(*) FROM requests WHERE path = '/client/api'"; }
-no_secrets_under() { # DIR
-  local s found=""
-  for s in "$SECRET_KEY" "$HOST_PASSWORD" "$HMAC_KEY"; do
-    found+=$(grep -rlF -- "$s" "$1" 2>/dev/null)
-  done
-  [[ -z $found ]] && ok "no secret of the spec in any file under the target" || bad "a secret is in: $found"
-}
 
 # ---- 1. the install run: account cloudadmin with password and key -----------
 write_fb_spec cloudadmin both 10.1.0.5      # the installed system's static address: the one CloudStack gets
@@ -97,7 +43,6 @@ install_run "$T/install.log"; rc=$?
 [[ $(sql "SELECT body FROM reports" | jq -r .registration.cloudstack.result) == FIRSTBOOT ]] \
   && ok "the webhook got the report, registration.cloudstack FIRSTBOOT" \
   || bad "webhook report: $(sql 'SELECT body FROM reports' | jq -c .registration)"
-R=$T/target
 [[ $(jq -r '.registration.cloudstack.result + " " + .registration.cloudstack.unit' "$R/var/lib/kiln/report.json") == "FIRSTBOOT kiln-register.service" ]] \
   && ok "the target's report says the first boot registers" || bad "target report: $(jq -c .registration "$R/var/lib/kiln/report.json")"
 cmp -s "$KILN" "$R/usr/local/sbin/kiln" && [[ -x $R/usr/local/sbin/kiln ]] && ok "kiln copied to /usr/local/sbin/kiln" \
@@ -167,7 +112,7 @@ no_secrets_under "$R"
 assert_no_secrets "$T/install.log" "$T/run/report.json"
 
 # ---- 2. the first boot: kiln register as the unit runs it --------------------
-"$KILN" register --firstboot "$R/etc/kiln/firstboot.conf" --root "$R" >"$T/fb1.log" 2>&1; rc=$?
+firstboot_run "$T/fb1.log"; rc=$?
 [[ $rc == 0 ]] && ok "first-boot register exit 0" || { cat "$T/fb1.log"; bad "first-boot register exit $rc"; }
 grep -qF "fetched spec 'http://127.0.0.1:$HTTP_PORT/spec.yaml' again: sha256 $SPEC_SHA as pinned by $R/etc/kiln/firstboot.conf" "$T/fb1.log" \
   && ok "the spec was fetched again and matched its pin" || bad "no refetch line: $(cat "$T/fb1.log")"
@@ -178,7 +123,7 @@ grep -q '^registered .* run ' "$R/var/lib/kiln/registered" 2>/dev/null && ok "th
 [[ $(jq -r .registration.cloudstack.result "$R/var/lib/kiln/report.json") == SUCCESS ]] && ok "the target's report says SUCCESS" \
   || bad "target report after first boot: $(jq -c .registration.cloudstack "$R/var/lib/kiln/report.json")"
 assert_no_secrets "$T/fb1.log" "$R/var/lib/kiln/report.json"
-"$KILN" register --firstboot "$R/etc/kiln/firstboot.conf" --root "$R" >"$T/fb2.log" 2>&1; rc=$?
+firstboot_run "$T/fb2.log"; rc=$?
 [[ $rc == 0 && $(sql "SELECT count(*) FROM hosts") == 1 && $(sql "SELECT count(*) FROM requests WHERE command = 'addHost'") == 1 ]] \
   && ok "a second run adds nothing" || { cat "$T/fb2.log"; bad "second run: rc $rc, $(sql 'SELECT count(*) FROM hosts') hosts"; }
 
@@ -188,7 +133,7 @@ echo "# changed" >>"$T/www/spec.yaml"
 NEW_SHA=$(sha256sum "$T/www/spec.yaml" | cut -d' ' -f1)
 before=$(sql "SELECT count(*) FROM requests")
 rep_before=$(sha256sum <"$R/var/lib/kiln/report.json")
-"$KILN" register --firstboot "$R/etc/kiln/firstboot.conf" --root "$R" >"$T/fb3.log" 2>&1; rc=$?
+firstboot_run "$T/fb3.log"; rc=$?
 want="spec 'http://127.0.0.1:$HTTP_PORT/spec.yaml' fetched at first boot has sha256 $NEW_SHA, not $SPEC_SHA, the spec this node was installed with ($R/etc/kiln/firstboot.conf): refusing to register; nothing was sent"
 [[ $rc == 8 ]] && grep -qF -- "$want" "$T/fb3.log" && ok "a changed spec: exit 8, both hashes named" \
   || { cat "$T/fb3.log"; bad "changed spec: rc $rc"; }
@@ -218,64 +163,37 @@ install_run "$T/install2.log"; rc=$?
 [[ $(sql "SELECT count(*) FROM requests WHERE command = 'addHost'") == 1 ]] && ok "still no addHost from an install run" || bad "install run 2 sent addHost"
 
 # ---- 5. root with a password, and the stand-in's SSH login through it --------
-# The node's sshd: Debian's OpenSSH on 127.0.0.1, in a mount namespace where
-# /etc/shadow is the target's (the hash kiln wrote) and /etc/passwd the
-# target's plus the host's sshd privilege-separation user, with kiln's drop-in
-# first in its config; /usr/local/sbin holds the stub cloudstack-setup-agent.
-if [[ -x /usr/sbin/sshd ]] && /usr/bin/python3 -c 'import paramiko' 2>/dev/null; then
-  stop_controller
-  start_controller
-  write_fb_spec root password
-  install_run "$T/install3.log" || { cat "$T/install3.log"; bad "install run 3 failed"; }
-  d=$T/sshd
-  mkdir -p "$d" "$T/sbin"
-  install -m 0755 "$SRC/tests/controller/cloudstack-setup-agent-stub" "$T/sbin/cloudstack-setup-agent"
-  ssh-keygen -q -t ed25519 -N '' -f "$d/host_key"
-  { cat "$R/etc/passwd"; grep -E '^sshd:' /etc/passwd; } >"$d/passwd"
-  SSH_PORT=$(free_port)
-  cat >"$d/sshd_config" <<CFG
-Include $R/etc/ssh/sshd_config.d/*.conf
-Port $SSH_PORT
-ListenAddress 127.0.0.1
-HostKey $d/host_key
-PidFile $d/pid
-UsePAM no
-AuthorizedKeysFile none
-LogLevel VERBOSE
-CFG
-  unshare --mount --propagation private /bin/sh -c '
-    d=$1 t=$2 r=$3
-    mount --bind "$d/passwd" /etc/passwd && mount --bind "$r/etc/shadow" /etc/shadow &&
-    mount --bind "$t/sbin" /usr/local/sbin && mount -t tmpfs tmpfs /run && mkdir -m 0755 /run/sshd &&
-    exec /usr/sbin/sshd -D -e -f "$d/sshd_config"' sh "$d" "$T" "$R" >"$d/log" 2>&1 &
-  SSHD_PID=$!
-  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$SSH_PORT") 2>/dev/null && break; sleep 0.05; done
-  admin "{\"ssh\": {\"hosts\": {\"10.0.2.15\": $SSH_PORT}, \"required\": true}}"
-  rm -f "$R/var/lib/kiln/registered"
-  "$KILN" register --firstboot "$R/etc/kiln/firstboot.conf" --root "$R" >"$T/fb6.log" 2>&1; rc=$?
-  [[ $rc == 0 ]] && ok "first boot with root's password: registered" || { cat "$T/fb6.log" "$d/log"; bad "first boot 3: rc $rc"; }
-  [[ $(sql "SELECT username || ' ' || result FROM logins") == "root ok" ]] && grep -q "Accepted password for root from 127.0.0.1" "$d/log" \
-    && ok "the stand-in logged in as root with the spec's password, checked by sshd against kiln's hash" \
-    || bad "logins: $(sql 'SELECT * FROM logins'); sshd: $(tail -5 "$d/log")"
-  [[ -s $T/sbin/setup-agent.calls && $(sql "SELECT state FROM hosts") == Up ]] && ok "the agent setup ran, the host is Up" \
-    || bad "setup calls: $(cat "$T/sbin/setup-agent.calls" 2>&1), hosts: $(sql 'SELECT * FROM hosts')"
-  # any other login is refused by the drop-in's AllowUsers (cloudadmin still has the password from part 1)
-  printf '%s' "$HOST_PASSWORD" | /usr/bin/python3 -c '
-import sys, paramiko
-c = paramiko.SSHClient(); c.set_missing_host_key_policy(paramiko.AutoAddPolicy())
-try:
-    c.connect("127.0.0.1", port=int(sys.argv[1]), username="cloudadmin", password=sys.stdin.read(), timeout=10,
-              look_for_keys=False, allow_agent=False)
-except paramiko.AuthenticationException:
-    sys.exit(3)
-sys.exit(0)' "$SSH_PORT"; rc=$?
-  [[ $rc == 3 ]] && grep -q "User cloudadmin from 127.0.0.1 not allowed because not listed in AllowUsers" "$d/log" \
-    && ok "a login as cloudadmin is refused: not listed in AllowUsers" || bad "cloudadmin login: rc $rc; sshd: $(tail -5 "$d/log")"
-  kill "$SSHD_PID" 2>/dev/null; wait "$SSHD_PID" 2>/dev/null; SSHD_PID=
-  assert_no_secrets "$T/fb6.log" "$d/log"
-else
-  echo "skip: no /usr/sbin/sshd or python3-paramiko for the SSH login part"
-fi
+# The node's sshd (start_target_sshd, firstboot-lib.sh): Debian's OpenSSH with
+# the target's passwd, shadow (the hash kiln wrote) and authorized_keys, kiln's
+# drop-in first, every session chrooted into the target. The stand-in tries
+# its own key first, as CloudStack does; the drop-in of a password-only spec
+# offers no key login, so the password logs in.
+stop_controller
+start_controller
+write_fb_spec root password
+install_run "$T/install3.log" || { cat "$T/install3.log"; bad "install run 3 failed"; }
+start_target_sshd
+d=$T/sshd
+admin "{\"ssh\": {\"hosts\": {\"10.0.2.15\": $SSH_PORT}, \"required\": true}}"
+rm -f "$R/var/lib/kiln/registered"
+firstboot_run "$T/fb6.log"; rc=$?
+[[ $rc == 0 ]] && ok "first boot with root's password: registered" || { cat "$T/fb6.log" "$d/log"; bad "first boot 3: rc $rc"; }
+[[ $(sql "SELECT username || ' ' || auth || ' ' || result FROM logins") == "root password ok" ]] && grep -q "Accepted password for root from 127.0.0.1" "$d/log" \
+  && ok "the stand-in logged in as root with the spec's password, checked by sshd against kiln's hash" \
+  || bad "logins: $(sql 'SELECT * FROM logins'); sshd: $(tail -5 "$d/log")"
+got=$(ssh_try root publickey "$T/ctl/management_key")
+[[ $got == "refused; the server allows: password" ]] \
+  && ok "root logs in by password only: sshd offers no key login (the drop-in), so the management server's key was refused" \
+  || bad "root with the management key: $got"
+[[ $(cat "$T/sbin/setup-agent.users" 2>&1) == "uid=0 user=root sudo_user=" && -s $T/sbin/setup-agent.calls && $(sql "SELECT state FROM hosts") == Up ]] \
+  && ok "the agent setup ran as root (no sudo), the host is Up" \
+  || bad "setup: $(cat "$T/sbin/setup-agent.users" "$T/sbin/setup-agent.calls" 2>&1), hosts: $(sql 'SELECT * FROM hosts')"
+# any other login is refused by the drop-in's AllowUsers (cloudadmin still has the password from part 1)
+got=$(printf '%s' "$HOST_PASSWORD" | ssh_try cloudadmin password)
+[[ $got == refused ]] && grep -q "User cloudadmin from 127.0.0.1 not allowed because not listed in AllowUsers" "$d/log" \
+  && ok "a login as cloudadmin is refused: not listed in AllowUsers" || bad "cloudadmin login: $got; sshd: $(tail -5 "$d/log")"
+stop_target_sshd
+assert_no_secrets "$T/fb6.log" "$d/log"
 
 # ---- 6. kiln apply needs --spec-url with register.cloudstack ------------------
 # (planned on a recorded disk whose device no machine has: were the refusal
@@ -287,5 +205,4 @@ KILN_TARGET=$T/t2 KILN_RUN_DIR=$T/run2 "$KILN" apply "$T/apply.yaml" --inventory
 [[ $rc == 64 ]] && grep -qF "spec '$T/apply.yaml' registers with CloudStack at the installed system's first boot, which fetches the spec again: give --spec-url URL (where the node fetches this same file; its sha256 is pinned); nothing was written" "$T/apply.log" \
   && [[ ! -e $T/t2 && ! -e $T/run2 ]] && ok "kiln apply without --spec-url: exit 64, nothing written" || { cat "$T/apply.log"; bad "apply without --spec-url: rc $rc"; }
 
-((FAILS == 0)) || { echo "$FAILS check(s) failed"; exit 1; }
-echo "all checks passed"
+fb_done

@@ -20,7 +20,7 @@ sed -i "s|host_password: \"$HOST_PASSWORD\"|host_password: \"$HOST_PASSWORD-wron
 write_report "$T/report.json" 10.0.2.15
 start=$(date +%s)
 register_expect 7 "$T/log1" "$T/report.json" "wrong password"
-want="registration of node '52:54:00:12:34:56' failed: CloudStack refused addHost (HTTP 530, errorcode 530): Could not add host at [http://10.0.2.15] with zone [$zone], pod [$pod] and cluster [$cluster] due to: [Authentication error]."
+want="registration of node '52:54:00:12:34:56' failed: CloudStack refused addHost (HTTP 530, errorcode 530): Could not add host at [http://10.0.2.15] with zone [$zone], pod [$pod] and cluster [$cluster] due to: [Authentication error with host password]."
 grep -qxF "kiln: error: $want" "$T/log1" || grep -qF "$want" "$T/log1" || { cat "$T/log1"; fail "wrong password: not CloudStack's error"; }
 (( $(date +%s) - start < 30 )) || fail "wrong password: not final (took $(( $(date +%s) - start )) s)"
 [[ $(sql "SELECT count(*) FROM requests WHERE command = 'addHost'") == 1 ]] || fail "wrong password: addHost sent again"

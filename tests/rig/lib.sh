@@ -639,3 +639,43 @@ rig_done() {
   if ((RIG_FAILS)); then rig_log "$RIG_FAILS check(s) failed"; exit 1; fi
   exit 0
 }
+
+# --- the layout tests' four disks and a spare (raid10 far 2 over four) -------
+# rig_disks_and_spare: four blank 2 GiB disks, then a fifth of 512 MiB that
+# the specs do not select, with 4 MiB of random data on it (something to
+# keep): RIG_SPARE is its image, RIG_SPARE_SUM its sha256 now.
+rig_disks_and_spare() {
+  rig_disks 4 2G
+  rig_disk spare 512M
+  RIG_SPARE=${RIG_DISK[4]}
+  dd if=/dev/urandom of="$RIG_SPARE" bs=1M count=4 conv=notrunc status=none
+  RIG_SPARE_SUM=$(rig_sha256 "$RIG_SPARE")
+}
+# rig_expect_raid10_f2: the guest's mdstat and mdadm --detail show one md
+# raid10, far 2, 256K chunks, with 4 of 4 members active
+rig_expect_raid10_f2() {
+  rig_expect_section mdstat '^md[0-9]+ : active raid10 ' "md array is raid10"
+  rig_expect_section mdstat '\[4/4\] \[UUUU\]' "all four members active"
+  rig_expect_section mdadm-detail 'Raid Level : raid10' "mdadm: raid10"
+  rig_expect_section mdadm-detail 'Layout : far=2' "mdadm: layout far=2"
+  rig_expect_section mdadm-detail 'Chunk Size : 256K' "mdadm: 256K chunk"
+  rig_expect_section mdadm-detail 'Active Devices : 4' "mdadm: 4 active devices"
+}
+# rig_expect_kvm_vg: VG kvm_vg with one PV and the two LVs, root (1 GiB) and
+# images, both xfs, mounted at /target and /target/var/lib/libvirt/images
+rig_expect_kvm_vg() {
+  rig_expect_section vgs '^ *kvm_vg\|1\|2\|' "VG kvm_vg with one PV and two LVs"
+  rig_expect_section lvs '^ *kvm_vg\|root\|1073741824B\|active' "LV root, 1 GiB, active"
+  rig_expect_section lvs '^ *kvm_vg\|images\|[0-9]+B\|active' "LV images, active"
+  rig_expect_section mounts '^/dev/(mapper/kvm_vg-root|kvm_vg/root) /target xfs ' "root LV mounted on /target as xfs"
+  rig_expect_section mounts '^/dev/(mapper/kvm_vg-images|kvm_vg/images) /target/var/lib/libvirt/images xfs .*noatime' "images LV mounted as xfs, noatime"
+}
+# rig_spare_done: the spare (/dev/vde in the guest) is no md member, carries
+# no signature and its image is unchanged; then the timings and rig_done
+rig_spare_done() {
+  rig_expect_no_section mdadm-detail '/dev/vde' "the spare disk is not an md member"
+  rig_expect_no_section blkid '^/dev/vde' "the spare disk carries no signature"
+  rig_check "the fifth (unselected) disk is unchanged" test "$RIG_SPARE_SUM" = "$(rig_sha256 "$RIG_SPARE")"
+  echo "# initramfs ${RIG_INITRD_SIZE:-?} bytes, /init at ${RIG_INIT_SECONDS}s guest uptime, guest run ${RIG_BOOT_SECONDS}s"
+  rig_done
+}

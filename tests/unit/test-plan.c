@@ -329,7 +329,10 @@ static void test_lvm_then_luks(void) {
         CHECK_STR(p->steps[11].description, "mkfs ext4 on /dev/mapper/root");
         CHECK_STR(p->steps[12].description, "mkswap swap on /dev/vg0/swap");
         CHECK_STR(p->steps[13].description, "mount /dev/mapper/root on /target (defaults)");
-        CHECK_STR(p->steps[16].description, "stay up (finish: none)");
+        CHECK_STR(p->steps[16].description, "mark /dev/vda /dev/vdb /dev/vdc /dev/vdd as a finished kiln install "
+                                            "(GPT disk GUID), then stay up (finish: none)");
+        /* the disks it marks are the finish step's inputs: the disks partitioned */
+        CHECK(p->steps[16].inputs && strv_length(p->steps[16].inputs) == 4);
         CHECK(find_step(p, PLAN_BENCH_RAW, NULL) == SIZE_MAX);
 }
 
