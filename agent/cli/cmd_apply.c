@@ -10,6 +10,7 @@
 #include "inventory.h"
 #include "log.h"
 #include "plan.h"
+#include "resume.h"
 #include "spec.h"
 #include "url.h"
 
@@ -65,8 +66,20 @@ static int apply_check(struct cmd_run *run, void *userdata) {
         const struct plan *plan = run->plan;
         if (run->dry_run)
                 return KILN_EXIT_OK;
-        if (chk->yes)
+        if (chk->yes) {
+                /* --yes is the operator's act: a finished install is installed over (docs/apply.md) */
+                _cleanup_free_ struct plan_mark *m = NULL;
+                size_t n = 0;
+                if (plan_marks(plan->inv, &m, &n) == 0)
+                        for (size_t i = 0; i < n; i++)
+                                log_info("%s holds a finished kiln install; --yes: applying '%s' all the same",
+                                         m[i].disk->path, chk->spec_path);
                 return apply_check_firstboot(chk);
+        }
+        /* a finished install: the same refusal as kiln boot's, before the one about --yes */
+        int k = cmd_run_marks(run, plan_reinstall_token(chk->spec, NULL));
+        if (k != KILN_EXIT_OK)
+                return k;
         /* what exists now, per disk; not the devices the run would make and format */
         _cleanup_strbuf_ struct strbuf lost = STRBUF_INIT;
         bool destroys = !run->unwiped && plan->n_disks > 0;

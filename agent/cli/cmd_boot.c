@@ -402,7 +402,7 @@ int cmd_boot(int argc, char **argv) {
         struct boot_run b = { .spec = spec, .inv = inv, .no_finish = no_finish, .no_kexec = no_kexec || dry_run };
         _cleanup_(cmd_run_done) struct cmd_run run = {
                 .subject = shown, .dry_run = dry_run, .fresh = cl.fresh, .ca_file = fo.ca_file, .ca_in_dry_run = true,
-                .inspect = !inv_path, .reinstall = cl.reinstall, .installed = boot_installed,
+                .inspect = !inv_path, .reinstall = cl.reinstall, .marks = true, .installed = boot_installed,
                 .prepare = boot_prepare, .userdata = &b,
         };
         struct apply_options ao = {

@@ -10,6 +10,7 @@
 #include "resume.h"
 #include "spec.h"
 #include <getopt.h>
+#include <json-c/json.h>
 
 static void usage(FILE *f) {
         fprintf(f, "usage: kiln plan SPEC [--inventory FILE | --sysroot DIR] [--json] [--fresh] [--strict]\n"
@@ -61,6 +62,39 @@ static int print_refusal(int exit_code, const struct diags *d) {
         fputs(out.buf, stdout);
         fflush(stdout);
         return exit_code;
+}
+
+/* kiln plan --json over marked disks: the plan's object gets
+ * "finished_install": {"marked": [{"disk", "mark"}], "verdict", "why"} */
+static int marks_json(struct strbuf *out, const struct plan_mark *m, size_t n, enum plan_verdict v, const char *why) {
+        json_object *o = json_tokener_parse(strbuf_str(out));
+        json_object *f = json_object_new_object(), *list = json_object_new_array();
+        int r = o && f && list ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                char what[64];
+                json_object *e = json_object_new_object();
+                if (!e) {
+                        r = -ENOMEM;
+                        break;
+                }
+                json_object_object_add(e, "disk", json_object_new_string(m[i].disk->path));
+                json_object_object_add(e, "mark", json_object_new_string(mark_describe(&m[i].mark, what, sizeof what)));
+                json_object_array_add(list, e);
+        }
+        if (r < 0) {
+                json_object_put(o);
+                json_object_put(f);
+                json_object_put(list);
+                return r;
+        }
+        json_object_object_add(f, "marked", list);
+        json_object_object_add(f, "verdict", json_object_new_string(plan_verdict_name(v)));
+        json_object_object_add(f, "why", json_object_new_string(why));
+        json_object_object_add(o, "finished_install", f);
+        strbuf_reset(out);
+        r = strbuf_addf(out, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
+        return r;
 }
 
 int cmd_plan(int argc, char **argv) {
@@ -122,6 +156,23 @@ int cmd_plan(int argc, char **argv) {
         const struct plan *shown = resume ? resume : plan;
         _cleanup_strbuf_ struct strbuf out = STRBUF_INIT;
         r = json ? plan_to_json(shown, &out) : plan_to_text(shown, &out);
+        if (r < 0) {
+                log_error_errno(r, "failed to format the plan of '%s': %m", spec_path);
+                return KILN_EXIT_FAILURE;
+        }
+        /* a finished install on this machine's disks (any of them): what kiln boot would decide */
+        _cleanup_free_ struct plan_mark *marks = NULL;
+        size_t n_marks = 0;
+        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+        enum plan_verdict v = PLAN_VERDICT_RUN;
+        if (r >= 0 && (r = plan_marks(inv, &marks, &n_marks)) >= 0 && n_marks > 0)
+                r = plan_verdict(plan, NULL, plan_reinstall_token(spec, NULL), &v, &why);
+        if (r >= 0 && n_marks > 0)
+                r = json ? marks_json(&out, marks, n_marks, v, strbuf_str(&why))
+                         : strbuf_addf(&out, "finished install: %s\nverdict: %s (kiln boot %s; kiln apply without --yes "
+                                       "refuses it, --yes installs over it)\n", strbuf_str(&why), plan_verdict_name(v),
+                                       v == PLAN_VERDICT_REFUSE ? "refuses this plan, exit 3, nothing written" :
+                                       "reinstalls: a fresh install");
         if (r < 0) {
                 log_error_errno(r, "failed to format the plan of '%s': %m", spec_path);
                 return KILN_EXIT_FAILURE;

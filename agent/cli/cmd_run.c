@@ -25,6 +25,34 @@ static int disks_text(const struct plan *p, struct strbuf *out) {
         return r;
 }
 
+/* A verdict that is not boot-installed, acted on (one wording for each,
+ * whichever way it was made): REFUSE stops the run, REINSTALL drops the
+ * resume candidate (a fresh install) unless the spec may not wipe. */
+static int verdict_act(struct cmd_run *run, enum plan_verdict v, const char *why) {
+        _cleanup_strbuf_ struct strbuf disks = STRBUF_INIT;
+        if (disks_text(run->plan, &disks) < 0)
+                return log_error_errno(-ENOMEM, "failed to decide on '%s': %m", run->subject), KILN_EXIT_FAILURE;
+        run->verdict = v;
+        switch (v) {
+        case PLAN_VERDICT_REFUSE:
+                return log_error("refusing to apply '%s' on %s: %s; nothing was written; to reinstall on purpose, boot with "
+                                 "kiln.reinstall=NEW-TOKEN or give the spec a new 'reinstall:' (docs/reinstall.md)",
+                                 run->subject, disks.len ? strbuf_str(&disks) : "no disk", why), KILN_EXIT_REFUSED;
+        case PLAN_VERDICT_REINSTALL:
+                if (run->unwiped)
+                        return log_error("refusing to reinstall '%s' on %s: %s, but the spec does not allow wiping "
+                                         "these disks (wipe: true); nothing was written", run->subject, strbuf_str(&disks),
+                                         why), KILN_EXIT_REFUSED;
+                log_info("reinstall: %s; installing fresh on %s", why, strbuf_str(&disks));
+                run->resume = plan_free(run->resume);
+                free(run->plan->mode_why);
+                run->plan->mode_why = strdupf("reinstall: %s", why);
+                return KILN_EXIT_OK;
+        default:
+                return KILN_EXIT_OK;
+        }
+}
+
 /* The resume candidate's stack brought up read-only, its record read, the
  * verdict made (plan_verdict(), pure) and acted on; KILN_EXIT_OK with
  * run->verdict set to go on (RUN, REINSTALL: run->resume dropped) or
@@ -51,28 +79,20 @@ static int inspect(const struct spec *spec, struct cmd_run *run, const char *tok
                 int q = apply_inspect_end(&in);
                 return r != KILN_EXIT_OK ? r : q < 0 ? KILN_EXIT_STORAGE : KILN_EXIT_OK;
         }
-        if (v == PLAN_VERDICT_RUN && in.why)
+        if (in.why)     /* no record read: say why, whatever decides next (the marks, or a resume) */
                 log_info("looked read-only at the disks: %s", in.why);
         if (apply_inspect_end(&in) < 0)
                 return KILN_EXIT_STORAGE;       /* said which step */
-        switch (v) {
-        case PLAN_VERDICT_REFUSE:
-                return log_error("refusing to apply '%s' on %s: %s; nothing was written (to install it on purpose, give "
-                                 "a new reinstall token: docs/reinstall.md)", run->subject, strbuf_str(&disks),
-                                 strbuf_str(&why)), KILN_EXIT_REFUSED;
-        case PLAN_VERDICT_REINSTALL:
-                if (run->unwiped)
-                        return log_error("refusing to reinstall '%s' on %s: %s, but the spec does not allow wiping "
-                                         "these disks (wipe: true); nothing was written", run->subject, strbuf_str(&disks),
-                                         strbuf_str(&why)), KILN_EXIT_REFUSED;
-                log_info("reinstall: %s; installing fresh on %s", strbuf_str(&why), strbuf_str(&disks));
-                run->resume = plan_free(run->resume);
-                free(run->plan->mode_why);
-                run->plan->mode_why = strdupf("reinstall: %s", strbuf_str(&why));
-                return KILN_EXIT_OK;
-        default:
-                return KILN_EXIT_OK;
-        }
+        run->inspected = true;
+        return verdict_act(run, v, strbuf_str(&why));
+}
+
+int cmd_run_marks(struct cmd_run *run, const char *token) {
+        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+        enum plan_verdict v;
+        if (plan_verdict(run->plan, NULL, token, &v, &why) < 0)
+                return log_error_errno(-ENOMEM, "failed to decide on '%s': %m", run->subject), KILN_EXIT_FAILURE;
+        return verdict_act(run, v, strbuf_str(&why));
 }
 
 int cmd_run_spec(const struct spec *spec, const struct inventory *inv, struct cmd_run *run, struct apply_options *ao) {
@@ -128,6 +148,10 @@ int cmd_run_spec(const struct spec *spec, const struct inventory *inv, struct cm
                 return r;
         if (run->verdict == PLAN_VERDICT_BOOT_INSTALLED)
                 return KILN_EXIT_OK;
+        /* nothing looked at (no candidate: another layout, or a recorded
+         * inventory): a disk with the finished-install mark still stops it */
+        if (run->marks && !run->inspected && (r = cmd_run_marks(run, token)) != KILN_EXIT_OK)
+                return r;
         if (run->prepare && (r = run->prepare(run, ao, run->userdata)) != KILN_EXIT_OK)
                 return r;
         ao->reinstall = token;

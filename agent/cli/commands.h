@@ -59,6 +59,8 @@ struct cmd_run {
         bool inspect;           /* this machine's disks (no recorded inventory): a resume candidate is
                                  * looked at read-only first (apply_inspect(): a finished node?) */
         const char *reinstall;  /* kiln.reinstall= or --reinstall (beats the spec's reinstall:) */
+        bool marks;             /* a disk with the finished-install mark stops the run unless a new reinstall
+                                 * token is given (kiln boot; kiln apply checks it itself without --yes) */
         /* the disks hold a finished run of this plan (PLAN_VERDICT_BOOT_INSTALLED): what the
          * command does instead of a run, with the stack still up read-only (in); an exit code */
         int (*installed)(struct cmd_run *run, struct apply_inspection *in, const char *why, void *userdata);
@@ -76,9 +78,14 @@ struct cmd_run {
         const char *run_ca;     /* the CA file of the run (spec_ca or ca_file) */
         enum plan_step_kind failed;
         enum plan_verdict verdict;
+        bool inspected;         /* the verdict was made from a read-only look (marks included) */
 };
 int cmd_run_spec(const struct spec *spec, const struct inventory *inv, struct cmd_run *run, struct apply_options *ao);
 void cmd_run_done(struct cmd_run *run);
+/* The verdict of the finished-install marks on run->plan's inventory
+ * (plan_verdict() without a record), acted on: KILN_EXIT_REFUSED with the
+ * refusal logged, or KILN_EXIT_OK (RUN; REINSTALL: the resume dropped). */
+int cmd_run_marks(struct cmd_run *run, const char *token);
 /* A spec from memory (kiln boot: fetched), checked as cmd_load_spec() checks
  * a file: problems printed sorted, secrets registered. name: how messages
  * name it. */

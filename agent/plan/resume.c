@@ -585,12 +585,75 @@ const char *plan_reinstall_token(const struct spec *spec, const char *cmdline_to
         return cmdline_token ? cmdline_token : spec ? spec->reinstall : NULL;
 }
 
-int plan_verdict(const struct plan *fresh, const struct resume_record *rec, const char *token, enum plan_verdict *ret,
-                 struct strbuf *why) {
-        if (!rec || !rec->complete) {
+int plan_marks(const struct inventory *inv, struct plan_mark **ret, size_t *ret_n) {
+        struct plan_mark *m = NULL;
+        size_t n = 0;
+        for (size_t i = 0; inv && i < inv->n_disks; i++) {
+                const struct inv_disk *d = &inv->disks[i];
+                struct mark mk;
+                size_t k = 0;
+                /* the PTUUID of its GPT (the primary and the backup header name the same) */
+                while (k < d->n_sigs && !(d->sigs[k].type && streq(d->sigs[k].type, "gpt") && mark_decode(d->sigs[k].uuid, &mk) > 0))
+                        k++;
+                if (k == d->n_sigs)
+                        continue;
+                struct plan_mark *nm = realloc(m, (n + 1) * sizeof *nm);
+                if (!nm) {
+                        free(m);
+                        return -ENOMEM;
+                }
+                m = nm;
+                m[n++] = (struct plan_mark) { .disk = d, .mark = mk };
+        }
+        *ret = m;
+        *ret_n = n;
+        return 0;
+}
+
+/* No finished record of any plan was read: the marks decide. */
+static int verdict_of_marks(const struct plan *fresh, const char *token, enum plan_verdict *ret, struct strbuf *why) {
+        _cleanup_free_ struct plan_mark *m = NULL;
+        size_t n = 0;
+        int r = plan_marks(fresh->inv, &m, &n);
+        if (r < 0)
+                return r;
+        if (n == 0) {
                 *ret = PLAN_VERDICT_RUN;
                 return 0;
         }
+        /* the token is new only when no mark carries it: an older disk of the
+         * node may still carry the token the operator now presents again */
+        const struct plan_mark *same = NULL;
+        for (size_t i = 0; i < n && !same; i++)
+                if (mark_has_token(&m[i].mark, token))
+                        same = &m[i];
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = strbuf_addf(why, "%s%s", i ? ", " : "", m[i].disk->path);
+        char what[64];
+        const struct plan_mark *shown = same ? same : &m[0];
+        if (r >= 0)
+                r = strbuf_addf(why, " %s a finished kiln install (%s", n == 1 ? "holds" : "hold",
+                                mark_describe(&shown->mark, what, sizeof what));
+        if (r < 0)
+                return r;
+        if (token && !same) {
+                *ret = PLAN_VERDICT_REINSTALL;
+                return strbuf_addf(why, "), and the reinstall token '%s' is not the one it was installed with", token);
+        }
+        *ret = PLAN_VERDICT_REFUSE;
+        if (token)
+                return strbuf_addf(why, "; the reinstall token '%s' is the one it was installed with)", token);
+        return strbuf_adds(why, "; no reinstall token was given)");
+}
+
+int plan_verdict(const struct plan *fresh, const struct resume_record *rec, const char *token, enum plan_verdict *ret,
+                 struct strbuf *why) {
+        if (rec && !rec->complete && streq(rec->fingerprint, fresh->fingerprint)) {
+                *ret = PLAN_VERDICT_RUN;        /* this plan's interrupted run: resume it */
+                return 0;
+        }
+        if (!rec || !rec->complete)
+                return verdict_of_marks(fresh, token, ret, why);
         bool same = streq(rec->fingerprint, fresh->fingerprint);
         bool new_token = token && (!rec->reinstall || !streq(token, rec->reinstall));
         if (new_token) {

@@ -11,6 +11,7 @@
  * the fresh plan, after undoing what it assembled, opened and mounted, when
  * the record is missing, names another plan, or says the run finished. */
 #pragma once
+#include "mark.h"
 #include "plan.h"
 #include "strbuf.h"
 
@@ -91,9 +92,25 @@ const char *plan_verdict_name(enum plan_verdict v);
  * spec's `reinstall:`, else NULL. */
 const char *plan_reinstall_token(const struct spec *spec, const char *cmdline_token);
 
+/* A disk of the inventory whose GPT disk GUID is the finished-install mark
+ * (mark.h): a finished kiln install, recognised without a key. */
+struct plan_mark {
+        const struct inv_disk *disk;
+        struct mark mark;
+};
+/* Every disk of the inventory, not only the ones a plan selects (a spec that
+ * takes only the data disks of a finished node must not wipe those either).
+ * *ret (free it) is NULL when none is marked. */
+int plan_marks(const struct inventory *inv, struct plan_mark **ret, size_t *ret_n);
+
 /* Pure. rec: the record on the disks, NULL when there is none (or it could
  * not be read); token: plan_reinstall_token(). A finished node is installed
  * again only when token is set and differs from the one in its record.
- * *why (appended) says why, naming both fingerprints where they differ. */
+ * *why (appended) says why, naming both fingerprints where they differ.
+ * Without a finished record, and unless rec is this plan's interrupted run,
+ * the marks of fresh->inv decide (plan_marks()): none, RUN; a marked disk,
+ * REFUSE, unless token is set and is not the token of any mark: REINSTALL.
+ * Then *why begins with the marked disks ("/dev/vda holds a finished kiln
+ * install (...)"). */
 int plan_verdict(const struct plan *fresh, const struct resume_record *rec, const char *token, enum plan_verdict *ret,
                  struct strbuf *why);

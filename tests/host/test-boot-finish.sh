@@ -11,7 +11,7 @@
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}" "${BUILD:?}"
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
-for t in losetup mkfs.ext4 findmnt jq zstd python3 sqlite3 unshare blkid sfdisk sha256sum; do
+for t in losetup mkfs.ext4 findmnt jq zstd python3 sqlite3 unshare blkid sfdisk sha256sum lsblk; do
   command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
 done
 # Never run kiln's reboot outside a PID namespace of its own.
@@ -32,6 +32,9 @@ HMAC_KEY=$(jq -r .hmac_key "$T/ctl/config.json")
 truncate -s 256M "$T/a.img"
 attach "$T/a.img"
 LOOP=$ATTACHED
+truncate -s 64M "$T/b.img"     # blank, in the inventory; only step 5 puts a spec on it
+attach "$T/b.img"
+LOOPB=$ATTACHED
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
 
 write_spec() { # FINISH
@@ -141,5 +144,108 @@ new=$(sql "SELECT type FROM events WHERE id > $before ORDER BY id" | tr '\n' ' '
 [[ ! -e $T/run/report.json && ! -e $T/run/finish ]] || fail "boot-installed wrote a run report or a finish"
 sync; [[ $(sha256sum <"$T/a.img") == "$SUM" ]] && ok "boot-installed: the disk's sha256 unchanged" || fail "boot-installed changed the disk"
 findmnt "$T/target" >/dev/null && fail "boot-installed left the target mounted"
+
+# 5. the mark recognises the finished install whatever layout the new spec
+# makes (docs/reinstall.md): another layout on the same disk, or only the
+# blank disk beside it, with wipe: true and no new token: refused (exit 3),
+# nothing written (both images hash the same), no event, no report
+TOK=finish-test-$N      # the token of the last install (step 3)
+write_layout() { # NAME DISK: spec NAME.yaml, two partitions on DISK
+  cat >"$T/www/$1.yaml" <<YAML
+version: 1
+hostname: kiln-finish-test
+disks:
+  - {id: a, match: {path: $2}, wipe: true}
+partitions:
+  - {id: root, on: a, size: 40M, type: linux}
+  - {id: data, on: a, size: rest, type: linux}
+filesystems:
+  - {on: root, type: ext4, label: root, mount: /}
+  - {on: data, type: ext4, label: data, mount: /data}
+image: {url: "http://127.0.0.1:$HTTP_PORT/${3:-small.tar.zst}", sha256: "$SMALL_SUM"}
+register:
+  webhook: {url: "$CTL/kiln/webhook", hmac_key: "$HMAC_KEY"}
+finish: reboot
+YAML
+}
+sums() { sync; sha256sum "$T/a.img" "$T/b.img" | cut -c1-64 | tr '\n' ' '; }
+boot_spec() { # NAME [CMDLINE...]: kiln boot --no-finish of spec NAME, stdout/stderr in $T/out $T/err, rc in RC
+  local name=$1; shift
+  echo "kiln.spec=http://127.0.0.1:$HTTP_PORT/$name.yaml $*" >"$T/cmdline"
+  umount -R "$T/target" 2>/dev/null
+  rm -f "$T/run/finish" "$T/run/report.json"
+  "$KILN" boot --no-finish --cmdline "$T/cmdline" >"$T/out" 2>"$T/err"; RC=$?
+}
+refused() { # WHAT NAME ON WHY [CMDLINE...]: exit 3 with exactly this message, nothing written
+  local what=$1 name=$2 on=$3 why=$4; shift 4
+  local sum0 ev0 want
+  sum0=$(sums); ev0=$(sql "SELECT coalesce(max(id), 0) FROM events")
+  boot_spec "$name" "$@"
+  want="error: refusing to apply 'http://127.0.0.1:$HTTP_PORT/$name.yaml' on $on: $why; nothing was written; to reinstall on purpose, boot with kiln.reinstall=NEW-TOKEN or give the spec a new 'reinstall:' (docs/reinstall.md)"
+  [[ $RC == 3 ]] && grep -qxF "$want" <(sed 's/^\[ *[0-9.]*\] //' "$T/err") && ok "$what: refused (exit 3)" \
+    || { cat "$T/err"; fail "$what: rc=$RC, expected 3 and: $want"; }
+  [[ $(sums) == "$sum0" ]] && ok "$what: both disk images' sha256 unchanged" || fail "$what: a disk image changed"
+  [[ $(sql "SELECT coalesce(max(id), 0) FROM events") == "$ev0" ]] || fail "$what: the webhook got events: $(sql "SELECT type FROM events WHERE id > $ev0")"
+  [[ ! -e $T/run/report.json && ! -e $T/run/finish ]] || fail "$what: a run report or a finish was written"
+}
+id_of() { printf %s "$1" | sha256sum | cut -c1-8; }
+write_layout layout-b "$LOOP"
+write_layout only-b "$LOOPB"
+"$KILN" plan "$T/www/layout-b.yaml" >"$T/plan" 2>&1
+grep -qxF "finished install: $LOOP holds a finished kiln install (installed with the reinstall token #$(id_of $TOK); no reinstall token was given)" "$T/plan" \
+  && grep -qx "verdict: refuse (kiln boot refuses this plan, exit 3, nothing written; .*" "$T/plan" \
+  && ok "kiln plan shows the marked disk and the verdict" || { cat "$T/plan"; fail "kiln plan over the marked disk"; }
+"$KILN" plan --json "$T/www/layout-b.yaml" 2>/dev/null | jq -e --arg d "$LOOP" \
+  '.finished_install.verdict == "refuse" and .finished_install.marked[0].disk == $d' >/dev/null \
+  || fail "kiln plan --json: no finished_install: $("$KILN" plan --json "$T/www/layout-b.yaml" 2>&1 | jq -c .finished_install)"
+refused "another layout, no token" layout-b "$LOOP" \
+  "$LOOP holds a finished kiln install (installed with the reinstall token #$(id_of $TOK); no reinstall token was given)"
+refused "another layout, the install's own token" layout-b "$LOOP" \
+  "$LOOP holds a finished kiln install (installed with the reinstall token #$(id_of $TOK); the reinstall token '$TOK' is the one it was installed with)" \
+  "kiln.reinstall=$TOK"
+refused "only the blank disk beside the finished one" only-b "$LOOPB" \
+  "$LOOP holds a finished kiln install (installed with the reinstall token #$(id_of $TOK); no reinstall token was given)"
+refused "another layout, kiln.fresh" layout-b "$LOOP" \
+  "$LOOP holds a finished kiln install (installed with the reinstall token #$(id_of $TOK); no reinstall token was given)" kiln.fresh
+# kiln apply: without --yes the same refusal; --yes is the operator's act (docs/apply.md)
+sum0=$(sums)
+"$KILN" apply "$T/www/layout-b.yaml" >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc == 3 ]] && grep -qF "refusing to apply '$T/www/layout-b.yaml' on $LOOP: $LOOP holds a finished kiln install" "$T/err" \
+  && ok "kiln apply without --yes: refused by the mark" || { cat "$T/err"; fail "kiln apply without --yes over the mark: rc=$rc"; }
+[[ $(sums) == "$sum0" ]] || fail "kiln apply without --yes changed a disk"
+# a spec that may not wipe, with a new token: refused, nothing written
+sed 's/wipe: true/wipe: false/' "$T/www/layout-b.yaml" >"$T/www/nowipe.yaml"
+sum0=$(sums)
+boot_spec nowipe kiln.reinstall=finish-test-nowipe
+# (the disk holds signatures: plan_build's refusal, before any look at the mark)
+[[ $RC == 3 ]] && grep -q "disk rule 'a' selects $LOOP, which holds signatures (.*); set 'wipe: true' to destroy them" "$T/err" \
+  && ok "wipe: false with a new token over the mark: refused (exit 3)" || { cat "$T/err"; fail "wipe: false over the mark: rc=$RC, expected 3"; }
+[[ $(sums) == "$sum0" ]] || fail "wipe: false over the mark changed a disk"
+# a new token: the operator's act; the new install's mark carries the new token
+boot_spec layout-b kiln.reinstall=finish-test-b
+[[ $RC == 0 ]] && ok "another layout with a new token: installed" || { cat "$T/err"; fail "layout B with a new token: rc=$RC"; }
+[[ $(lsblk -nro NAME "$LOOP" | wc -l) == 3 ]] || fail "layout B: $LOOP has not two partitions: $(lsblk -nro NAME "$LOOP" | tr '\n' ' ')"
+[[ $(ptuuid "$LOOP") =~ ^$(mark_of finish-test-b)$ ]] && ok "the new install's mark carries the new token" \
+  || fail "PTUUID after the reinstall: '$(ptuuid "$LOOP")', expected a mark of finish-test-b"
+[[ -z $(ptuuid "$LOOPB") ]] || fail "the blank disk got a partition table: $(ptuuid "$LOOPB")"
+# an interrupted run leaves no mark: layout A (a new token to get past B's
+# mark), the image missing; then layout B without a token is not refused
+write_spec reboot
+sed -i "s|/small.tar.zst\"|/missing.tar.zst\"|" "$T/www/spec.yaml"
+boot_spec spec kiln.reinstall=finish-test-int
+[[ $RC == 5 ]] || { tail -3 "$T/err"; fail "the interrupted run: rc=$RC, expected 5 (image)"; }
+[[ $(ptuuid "$LOOP") != 6b696c6e-f15d-* && -n $(ptuuid "$LOOP") ]] && ok "an interrupted run leaves no mark ($(ptuuid "$LOOP"))" \
+  || fail "PTUUID after the interrupted run: '$(ptuuid "$LOOP")'"
+boot_spec layout-b
+[[ $RC == 0 ]] && ok "after an interrupted run, another layout needs no token" || { cat "$T/err"; fail "layout B after the interrupted run: rc=$RC"; }
+[[ $(ptuuid "$LOOP") =~ ^6b696c6e-f15d-8100- ]] || fail "the install without a token: PTUUID '$(ptuuid "$LOOP")'"
+umount -R "$T/target" 2>/dev/null
+# kiln apply --yes is the operator's act: it installs over the mark, and says so
+write_spec reboot
+"$KILN" apply --yes "$T/www/spec.yaml" >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc == 0 ]] && grep -qF "$LOOP holds a finished kiln install; --yes: applying '$T/www/spec.yaml' all the same" "$T/err" \
+  && ok "kiln apply --yes installs over the mark" || { tail -5 "$T/err"; fail "kiln apply --yes over the mark: rc=$rc"; }
+[[ $(lsblk -nro NAME "$LOOP" | wc -l) == 2 ]] || fail "kiln apply --yes: $LOOP has not layout A's one partition"
+umount -R "$T/target" 2>/dev/null
 
 loop_done

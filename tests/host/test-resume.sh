@@ -58,6 +58,8 @@ rec="$T/target/var/lib/kiln/progress.json"
 [[ $(jq -c .stages_done "$rec") == '["storage"]' && $(jq .complete "$rec") == false ]] \
   || fail "progress record: $(cat "$rec")"
 [[ $(report .resumed) == false ]] || fail "first run's report says resumed: $(report .resumed)"
+[[ $(blkid -p -s PTUUID -o value "$LOOP") != 6b696c6e-f15d-* ]] \
+  || fail "the interrupted run left the finished-install mark: $(blkid -p -s PTUUID -o value "$LOOP")"
 BEFORE=$(uuids)
 [[ $(wc -w <<<"$BEFORE") == 4 ]] || fail "expected 2 PARTUUIDs and 2 UUIDs, got: $BEFORE"
 # a half-written root, as an interrupted image leaves it
@@ -119,7 +121,9 @@ done
 [[ $(jq .complete "$rec") == true && $(jq -c .stages_done "$rec") == '["storage","image","configure"]' ]] \
   || fail "progress record after the resumed run: $(cat "$rec")"
 grep -q "UUID=$(blkid -o value -s UUID "${LOOP}p2") / ext4" "$T/target/etc/fstab" || fail "fstab not written"
-((FAILS == 0)) && ok "second run resumed"
+[[ $(blkid -p -s PTUUID -o value "$LOOP") =~ ^6b696c6e-f15d-8100- ]] \
+  || fail "the resumed run that finished left no finished-install mark: $(blkid -p -s PTUUID -o value "$LOOP")"
+((FAILS == 0)) && ok "second run resumed (and marked the disk as a finished install)"
 umount -R "$T/target"
 
 # 4. kiln boot over a finished install (docs/reinstall.md): looked at
@@ -161,7 +165,7 @@ boot 0 "$T/spec.yaml" kiln.fresh
 sed 's/label: root,/label: root2,/' "$T/spec.yaml" >"$T/other.yaml"
 otherfp=$("$KILN" plan "$T/other.yaml" 2>/dev/null | sed -n 's/^fingerprint: //p')
 boot 3 "$T/other.yaml"
-want3="error: refusing to apply 'http://127.0.0.1:$HTTP_PORT/spec.yaml' on $LOOP: the disks hold a finished install of another plan ($recfp), this spec makes plan $otherfp, and no new reinstall token was given (none); nothing was written (to install it on purpose, give a new reinstall token: docs/reinstall.md)"
+want3="error: refusing to apply 'http://127.0.0.1:$HTTP_PORT/spec.yaml' on $LOOP: the disks hold a finished install of another plan ($recfp), this spec makes plan $otherfp, and no new reinstall token was given (none); nothing was written; to reinstall on purpose, boot with kiln.reinstall=NEW-TOKEN or give the spec a new 'reinstall:' (docs/reinstall.md)"
 grep -qxF "$want3" <(sed 's/^\[ *[0-9.]*\] //' "$T/berr") && ok "another plan over a finished install: refused (exit 3)" \
   || fail "another plan: $(tail -2 "$T/berr")"
 [[ $(disk_sum) == "$SUM" ]] || fail "the refused plan changed the disk"

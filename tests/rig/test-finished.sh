@@ -11,7 +11,10 @@
 #           and the installed system reports from its own kernel (its
 #           kiln-report unit) with the command line kiln gave it;
 #   boot 4  another plan (the root LV 1G instead of 2G): refused, exit 3,
-#           every disk's sha256 unchanged.
+#           every disk's sha256 unchanged;
+#   boot 5  another layout (other partitions, wipe: true, no token): refused
+#           by the finished-install mark on the disks, exit 3, every disk's
+#           sha256 unchanged.
 # The operator's act (kiln.reinstall=) reinstalling a finished node is boot 4
 # of tests/rig/test-whole-job.sh, which installs the same storage: one
 # install fewer here (about 4 min under TCG on a quiet machine).
@@ -79,6 +82,22 @@ rig_expect_exit 3
 rig_check "boot 4: the console names the refusal" grep -aq 'refusing to apply .*a finished install of another plan' "$RIG_SERIAL"
 rig_check "boot 4: nothing assembled, opened or mounted" nothing_up
 rig_check "boot 4: every member disk's sha256 unchanged" test "$(disks_sum)" = "$SUM3"
+
+# --- boot 5: another layout, wipe: true, no token: refused by the mark ------------
+# (/boot's partitions 192M instead of 256M: the disks no longer hold this
+# plan's GPT, so nothing is looked at; the GPT disk GUID every member disk
+# got at the end of boot 1, the finished-install mark, stops it)
+sed 's/{id: boot, on: d, size: 256M, type: raid}/{id: boot, on: d, size: 192M, type: raid}/' \
+  "$RIG_TMP/spec-orig.yaml" >"$SPEC_SERVED"
+rig_check "boot 5: the served spec is another layout" eval '! cmp -s "$SPEC_SERVED" "$RIG_TMP/spec-orig.yaml"'
+SUM4=$(disks_sum)
+rig_boot --pxe || rig_not_ok "boot 5: no report"
+T+=("boot 5 (netboot, another layout): $RIG_BOOT_SECONDS s")
+rig_expect_exit 3
+rig_check "boot 5: the console names the marked disks and the refusal" \
+  grep -aq 'refusing to apply .*/dev/vda, /dev/vdb, /dev/vdc, /dev/vdd hold a finished kiln install (installed without a reinstall token; no reinstall token was given); nothing was written; to reinstall on purpose, boot with kiln.reinstall=NEW-TOKEN' "$RIG_SERIAL"
+rig_check "boot 5: nothing assembled, opened or mounted" nothing_up
+rig_check "boot 5: every member disk's sha256 unchanged" test "$(disks_sum)" = "$SUM4"
 
 rig_log "times under TCG:"; printf 'rig:   %s\n' "${T[@]}" >&2
 rig_done

@@ -693,8 +693,138 @@ static void test_reinstall_token(void) {
         spec_free(s);
 }
 
+/* The finished-install marks (plan_marks(), mark.h) in the verdict: every
+ * combination of marks on the disks, the record read (none, finished of
+ * this or another plan, interrupted of this or another plan), the token
+ * presented (none, the one of the install, a new one) and the spec's wipe. */
+static void set_ptuuid(struct inventory *inv, const char *disk, const char *uuid) {
+        struct inv_disk *d = disk_at(inv, disk);
+        CHECK(d);
+        if (!d)
+                return;
+        for (size_t i = 0; i < d->n_sigs; i++)
+                if (d->sigs[i].type && streq(d->sigs[i].type, "gpt")) {
+                        free(d->sigs[i].uuid);
+                        d->sigs[i].uuid = uuid ? strdup(uuid) : NULL;
+                        return;
+                }
+        if (uuid)
+                add_sig(&d->sigs, &d->n_sigs, sig("gpt", uuid));
+}
+
+static void test_verdict_marks(void) {
+        _cleanup_free_ char *text = template_text();
+        _cleanup_(second_boot_done) struct second_boot b = {};
+        if (!second_boot(text, &b))
+                return;
+        _cleanup_free_ char *other_text = replaced(text, "key_size: 512", "key_size: 256");
+        _cleanup_spec_free_ struct spec *s2 = other_text ? load_spec_text(other_text) : NULL;
+        _cleanup_plan_free_ struct plan *p2 = s2 ? plan_of(s2, b.inv) : NULL;
+        CHECK(p2);
+        if (!p2)
+                return;
+        static const uint8_t rnd[MARK_RANDOM_LEN] = { 1, 2, 3, 4 };
+        char no_token[MARK_UUID_LEN + 1], t1[MARK_UUID_LEN + 1];
+        CHECK_INT(mark_encode(NULL, rnd, no_token), 0);
+        CHECK_INT(mark_encode("T1", rnd, t1), 0);
+        const char *tokens[] = { NULL, "T1", "T2" };
+        enum { M_NONE, M_VDA, M_VDE_T1, M_BOTH, M_FOREIGN, _M_MAX };
+        enum { R_NONE, R_DONE_SAME, R_DONE_OTHER, R_HALF_SAME, R_HALF_OTHER, _R_MAX };
+        const enum plan_verdict RUN = PLAN_VERDICT_RUN, BOOT = PLAN_VERDICT_BOOT_INSTALLED,
+                                REIN = PLAN_VERDICT_REINSTALL, REF = PLAN_VERDICT_REFUSE;
+        /* [marks][record][token] */
+        static const enum plan_verdict want[_M_MAX][_R_MAX][3] = {
+                /* no mark: as before the marks */
+                [M_NONE] = { [R_NONE] = { RUN, RUN, RUN }, [R_DONE_SAME] = { BOOT, BOOT, REIN },
+                             [R_DONE_OTHER] = { REF, REF, REIN }, [R_HALF_SAME] = { RUN, RUN, RUN },
+                             [R_HALF_OTHER] = { RUN, RUN, RUN } },
+                /* /dev/vda (selected) installed without a token: any token is new */
+                [M_VDA] = { [R_NONE] = { REF, REIN, REIN }, [R_DONE_SAME] = { BOOT, BOOT, REIN },
+                            [R_DONE_OTHER] = { REF, REF, REIN }, [R_HALF_SAME] = { RUN, RUN, RUN },
+                            [R_HALF_OTHER] = { REF, REIN, REIN } },
+                /* /dev/vde, a disk the spec does not select, installed with T1 */
+                [M_VDE_T1] = { [R_NONE] = { REF, REF, REIN }, [R_DONE_SAME] = { BOOT, BOOT, REIN },
+                               [R_DONE_OTHER] = { REF, REF, REIN }, [R_HALF_SAME] = { RUN, RUN, RUN },
+                               [R_HALF_OTHER] = { REF, REF, REIN } },
+                /* both: T1 is on one of them, so it is not new */
+                [M_BOTH] = { [R_NONE] = { REF, REF, REIN }, [R_DONE_SAME] = { BOOT, BOOT, REIN },
+                             [R_DONE_OTHER] = { REF, REF, REIN }, [R_HALF_SAME] = { RUN, RUN, RUN },
+                             [R_HALF_OTHER] = { REF, REF, REIN } },
+                /* a PTUUID that is not a mark (a foreign UUIDv8): no mark */
+                [M_FOREIGN] = { [R_NONE] = { RUN, RUN, RUN }, [R_DONE_SAME] = { BOOT, BOOT, REIN },
+                                [R_DONE_OTHER] = { REF, REF, REIN }, [R_HALF_SAME] = { RUN, RUN, RUN },
+                                [R_HALF_OTHER] = { RUN, RUN, RUN } },
+        };
+        /* wipe: false (the plan made with the signatures allowed, never run fresh): the same verdicts;
+         * kiln boot then refuses a REINSTALL (the spec may not wipe; tests/host/test-boot-finish.sh) */
+        _cleanup_free_ char *unwiped_text = replaced(text, "wipe: true", "wipe: false");
+        _cleanup_spec_free_ struct spec *su = unwiped_text ? load_spec_text(unwiped_text) : NULL;
+        CHECK(su);
+        for (int mk = 0; mk < _M_MAX; mk++) {
+                set_ptuuid(b.inv, "/dev/vda", mk == M_VDA || mk == M_BOTH ? no_token :
+                                              mk == M_FOREIGN ? "12345678-9abc-8def-8123-456789abcdef" : NULL);
+                set_ptuuid(b.inv, "/dev/vde", mk == M_VDE_T1 || mk == M_BOTH ? t1 : NULL);
+                _cleanup_free_ struct plan_mark *m = NULL;
+                size_t n = 9;
+                CHECK_INT(plan_marks(b.inv, &m, &n), 0);
+                CHECK_INT(n, mk == M_NONE || mk == M_FOREIGN ? 0 : mk == M_BOTH ? 2 : 1);
+                _cleanup_plan_free_ struct plan *uf = NULL, *ur = NULL;
+                bool unwiped = false;
+                struct diags d = {};
+                CHECK_INT(su ? plan_decide(su, b.inv, false, &d, &uf, &ur, &unwiped) : -EINVAL, 0);
+                diags_clear(&d);
+                CHECK(unwiped);
+                for (int rc = 0; rc < _R_MAX; rc++)
+                        for (int t = 0; t < 3; t++) {
+                                struct resume_record rec = { .complete = rc == R_DONE_SAME || rc == R_DONE_OTHER,
+                                                             .reinstall = (char *) "T1" };
+                                memcpy(rec.fingerprint, rc == R_DONE_OTHER || rc == R_HALF_OTHER ? p2->fingerprint :
+                                                        b.fresh->fingerprint, 65);
+                                for (int w = 0; w < 2; w++) {
+                                        const struct plan *p = w ? uf : b.fresh;
+                                        enum plan_verdict v = 99;
+                                        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+                                        if (!p)
+                                                continue;
+                                        CHECK_INT(plan_verdict(p, rc == R_NONE ? NULL : &rec, tokens[t], &v, &why), 0);
+                                        if (v != want[mk][rc][t])
+                                                fprintf(stderr, "marks %d record %d token %s wipe %s: %s (%s)\n", mk, rc,
+                                                        tokens[t] ? tokens[t] : "none", w ? "false" : "true",
+                                                        plan_verdict_name(v), strbuf_str(&why));
+                                        CHECK_INT(v, want[mk][rc][t]);
+                                }
+                        }
+        }
+        /* the words, naming the disks */
+        set_ptuuid(b.inv, "/dev/vda", no_token);
+        set_ptuuid(b.inv, "/dev/vde", NULL);
+        enum plan_verdict v;
+        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+        CHECK_INT(plan_verdict(b.fresh, NULL, NULL, &v, &why), 0);
+        CHECK_STR(strbuf_str(&why), "/dev/vda holds a finished kiln install (installed without a reinstall token; "
+                                    "no reinstall token was given)");
+        strbuf_reset(&why);
+        CHECK_INT(plan_verdict(b.fresh, NULL, "T2", &v, &why), 0);
+        CHECK_STR(strbuf_str(&why), "/dev/vda holds a finished kiln install (installed without a reinstall token), "
+                                    "and the reinstall token 'T2' is not the one it was installed with");
+        set_ptuuid(b.inv, "/dev/vde", t1);
+        strbuf_reset(&why);
+        CHECK_INT(plan_verdict(b.fresh, NULL, "T1", &v, &why), 0);
+        char id[MARK_TOKEN_ID_LEN * 2 + 1];
+        uint8_t raw[MARK_TOKEN_ID_LEN];
+        CHECK_INT(mark_token_id("T1", raw), 0);
+        hex_encode(raw, sizeof raw, id);
+        _cleanup_free_ char *want_why = NULL;
+        CHECK(asprintf(&want_why, "/dev/vda, /dev/vde hold a finished kiln install (installed with the reinstall token #%s; "
+                       "the reinstall token 'T1' is the one it was installed with)", id) > 0);
+        CHECK_STR(strbuf_str(&why), want_why);
+        set_ptuuid(b.inv, "/dev/vda", NULL);
+        set_ptuuid(b.inv, "/dev/vde", NULL);
+}
+
 int main(void) {
         test_verdict();
+        test_verdict_marks();
         test_reinstall_token();
         test_fingerprint();
         test_record();
