@@ -137,6 +137,9 @@ installed_checks() {  # installed_checks BOOT-NAME
       awk '/kiln-init: done: booting the installed system \(kexec\)/ { handed = 1 } handed && /Linux version/ { found = 1 } END { exit !found }' "$RIG_SERIAL"
     rig_check "$b: two reports on ttyS1: kiln's initramfs' (exit 0), then the installed system's" \
       eval '[[ $RIG_REPORTS == 2 ]] && awk "/^--- exit/ { getline; print; exit }" "$RIG_REPORT.all" | grep -qx 0' 
+    rig_expect_section cmdline '^root=[^ ]+ ro console=tty0 console=ttyS0,115200n8' \
+      "$b: the installed kernel got kiln's command line (root= as GRUB's, then boot.cmdline)"
+    rig_expect_no_section cmdline 'BOOT_IMAGE=' "$b: no GRUB in this boot (GRUB passes BOOT_IMAGE=)"
   fi
   rig_expect_section ip-addr "^cloudbr0 +UP +$NODE_IP/" "$b: cloudbr0 is up with the node's address $NODE_IP"
   rig_expect_section bridge-ports 'cloudbr0' "$b: the NIC is a port of cloudbr0"
