@@ -40,6 +40,18 @@ if ((${#missing[@]})); then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   echo "deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # No package starts its service while it installs (nginx on port 80 of
+  # every address, sshd, tangd's socket): the tests and the demo start their
+  # own servers, on 127.0.0.1 only. invoke-rc.d and deb-systemd-invoke ask
+  # policy-rc.d; where the machine has none, one that says no (101) is in
+  # place until this script ends. (The units stay enabled, as the packages
+  # leave them: on a machine that reboots, disable them.)
+  policy=/usr/sbin/policy-rc.d
+  if [[ ! -e $policy ]]; then
+    trap 'rm -f "$policy"' EXIT
+    printf '#!/bin/sh\n# tests/deps.sh: no service starts while it installs packages\nexit 101\n' >"$policy"
+    chmod 0755 "$policy"
+  fi
   apt-get -o DPkg::Lock::Timeout=600 update -qq
   apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

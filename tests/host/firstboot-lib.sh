@@ -11,7 +11,8 @@
 #   cs_calls              how many CloudStack calls the controller saw
 #   no_secrets_under DIR  no secret of the spec in any file under DIR
 #   target_add_sudo       Debian's sudo package installed into $R (dpkg --root)
-#   start_target_sshd / stop_target_sshd   the node's sshd (below)
+#   start_target_sshd / stop_target_sshd   the node's sshd (below); have_sshd:
+#                         sshd and paramiko (the stand-in's login) are here; need_sshd: else skip (77)
 #   fb_done               the verdict: exit 1 with the count of failed checks
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}"
@@ -115,9 +116,10 @@ target_add_sudo() {
 #     cloudstack-setup-agent, which records in $T/sbin/setup-agent.calls and
 #     .users) over its /usr/local/sbin.
 # Nothing outside the namespace changes. Log: $T/sshd/log.
+have_sshd() { [[ -x /usr/sbin/sshd ]] && /usr/bin/python3 -c 'import paramiko' 2>/dev/null; }
+need_sshd() { have_sshd || { echo "SKIP: no /usr/sbin/sshd (openssh-server) or python3-paramiko"; exit 77; }; }
 start_target_sshd() {
-  [[ -x /usr/sbin/sshd ]] || { echo "SKIP: no /usr/sbin/sshd (openssh-server)"; exit 77; }
-  /usr/bin/python3 -c 'import paramiko' 2>/dev/null || { echo "SKIP: no python3-paramiko"; exit 77; }
+  need_sshd
   local d=$T/sshd
   mkdir -p "$d" "$T/sbin"
   install -m 0755 "$SRC/tests/controller/cloudstack-setup-agent-stub" "$T/sbin/cloudstack-setup-agent"

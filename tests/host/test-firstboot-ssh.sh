@@ -30,6 +30,7 @@
 #   no secret of the spec, and no line of the management private key, under
 #   the target, in kiln's output or in sshd's log.
 source "$(dirname "$0")/firstboot-lib.sh"
+need_sshd
 
 MKEY=$(curl -sf "$URL/kiln/management-key")
 [[ $MKEY == "ssh-rsa "*" cloud@kiln-stand-in" && $(stat -c %a "$T/ctl/management_key") == 600 ]] \
