@@ -76,10 +76,13 @@ static int apply_check(struct cmd_run *run, void *userdata) {
                                          m[i].disk->path, chk->spec_path);
                 return apply_check_firstboot(chk);
         }
-        /* a finished install: the same refusal as kiln boot's, before the one about --yes */
-        int k = cmd_run_marks(run, plan_reinstall_token(chk->spec, NULL));
-        if (k != KILN_EXIT_OK)
-                return k;
+        /* a finished install: the same refusal as kiln boot's, before the one about --yes
+         * (a reinstall verdict changes nothing here: --yes is still needed) */
+        const char *token = plan_reinstall_token(chk->spec, NULL);
+        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+        enum plan_verdict v = PLAN_VERDICT_RUN;
+        if (plan_verdict(plan, NULL, token, &v, &why) >= 0 && v == PLAN_VERDICT_REFUSE)
+                return cmd_run_marks(run, token);
         /* what exists now, per disk; not the devices the run would make and format */
         _cleanup_strbuf_ struct strbuf lost = STRBUF_INIT;
         bool destroys = !run->unwiped && plan->n_disks > 0;
