@@ -26,8 +26,9 @@
 # reports from its own kernel and what the controller recorded from the
 # running host (the SSH login, the agent's arguments, the host Up).
 #
-# Takes 13-15 minutes with the caches warm under TCG on a shared 2-core
-# machine (README, "Two commands": measured); the first run also builds
+# Takes 13 minutes at load 1-9, 21-23 minutes at load 10-15, with the
+# caches warm, under TCG on a shared 2-core machine (README, "Two
+# commands": measured); the first run also builds
 # the static libraries from Debian's sources (about 4.5 min), downloads the
 # Debian kernel package, builds the initramfs and the bootable image (about
 # 3 min). Everything it starts (QEMU, nginx, Tang, the controller) is
@@ -164,7 +165,7 @@ follow_console() {  # follow_console FILE
 }
 
 T_SERVERS=$(since "$t")
-step "boot 1: the node PXE-boots and kiln provisions it (QEMU under TCG: 8-9 min, most of it the target's update-initramfs in the boot-loader step)"
+step "boot 1: the node PXE-boots and kiln provisions it (QEMU under TCG: 9-18 min by the load, most of it the target's update-initramfs in the boot-loader step)"
 follow_console "$RIG_TMP/serial-1.log" &
 follower=$!
 RIG_PIDS+=("$follower")
@@ -217,7 +218,7 @@ jq -r '
 booted_rc=$rc
 
 T_BOOT1=$RIG_BOOT_SECONDS
-step "boot 2: PXE first again; kiln finds the finished install and boots it, which registers (about 3.5 min)"
+step "boot 2: PXE first again; kiln finds the finished install and boots it, which registers (about 4 min)"
 follow_installed() {  # kiln's and the installed system's console: the lines that tell the story
   follow_log "$1" 'kiln-init: (started|network|kiln boot|error|done)|installed system is loaded|Linux version|Unlocked .* with clevis|Please unlock|Reached target.*(Multi-User|Local File|Network)|kiln-register|cloudbr0: .*forwarding|kiln test image|Power-Off'
 }
