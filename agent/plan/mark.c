@@ -4,6 +4,7 @@
 
 #include <openssl/evp.h>
 #include <stdio.h>
+#include <uuid/uuid.h>
 
 static const uint8_t magic[MARK_MAGIC_LEN] = { 0x6b, 0x69, 0x6c, 0x6e, 0xf1, 0x5d };
 
@@ -18,42 +19,6 @@ int mark_token_id(const char *token, uint8_t ret[MARK_TOKEN_ID_LEN]) {
         return 0;
 }
 
-static void uuid_text(const uint8_t b[16], char ret[MARK_UUID_LEN + 1]) {
-        char hex[33];
-        hex_encode(b, 16, hex);
-        snprintf(ret, MARK_UUID_LEN + 1, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16, hex + 20);
-}
-
-static int hexval(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
-/* 8-4-4-4-12 hex digits, either case; 0 and the bytes, or -EINVAL */
-static int uuid_parse(const char *s, uint8_t ret[16]) {
-        if (!s || strlen(s) != MARK_UUID_LEN)
-                return -EINVAL;
-        size_t n = 0;
-        for (size_t i = 0; i < MARK_UUID_LEN; i++) {
-                if (i == 8 || i == 13 || i == 18 || i == 23) {
-                        if (s[i] != '-')
-                                return -EINVAL;
-                        continue;
-                }
-                int hi = hexval(s[i]), lo = hexval(s[i + 1]);
-                if (hi < 0 || lo < 0)
-                        return -EINVAL;
-                ret[n++] = (uint8_t) (hi << 4 | lo);
-                i++;
-        }
-        return n == 16 ? 0 : -EINVAL;
-}
-
 int mark_encode(const char *token, const uint8_t random[MARK_RANDOM_LEN], char ret[MARK_UUID_LEN + 1]) {
         uint8_t b[16] = {};
         memcpy(b, magic, MARK_MAGIC_LEN);
@@ -66,13 +31,13 @@ int mark_encode(const char *token, const uint8_t random[MARK_RANDOM_LEN], char r
                         return r;
         }
         memcpy(b + 13, random + 1, 3);
-        uuid_text(b, ret);
+        uuid_unparse_lower(b, ret);
         return 0;
 }
 
 int mark_decode(const char *uuid, struct mark *ret) {
         uint8_t b[16];
-        if (uuid_parse(uuid, b) < 0 || memcmp(b, magic, MARK_MAGIC_LEN) != 0 || (b[6] >> 4) != 8 || (b[8] >> 6) != 2)
+        if (!uuid || uuid_parse(uuid, b) < 0 || memcmp(b, magic, MARK_MAGIC_LEN) != 0 || (b[6] >> 4) != 8 || (b[8] >> 6) != 2)
                 return 0;
         struct mark m = { .format = b[6] & 0x0f };
         if (m.format == MARK_FORMAT) {

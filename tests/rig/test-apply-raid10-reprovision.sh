@@ -4,7 +4,10 @@
 #          mounted; a fifth disk that the spec does not select keeps its hash;
 #  boot 2: the same disks with that whole layout brought up before kiln runs
 #          (array assembled, LUKS open, VG active: see kiln-pre-init below);
-#          the spec says wipe, so kiln tears it down and builds it anew.
+#          the spec says wipe and the boot carries the operator's reinstall
+#          act (kiln.reinstall=: boot 1 left a finished install, which is
+#          otherwise refused, docs/reinstall.md), so kiln tears it down and
+#          builds it anew.
 # Assertions read what the guest's kernel reports (mdstat, mdadm --detail,
 # luksDump, lvs, blkid, mounts), never kiln's own log.
 . "$SRC/tests/rig/lib.sh"
@@ -78,7 +81,7 @@ PRE
 chmod 755 "$RIG_TMP/pre/kiln-pre-init"
 rig_add_initrd_segment "$RIG_TMP/pre" zstd -q -3
 RIG_VAR_WIPE=true rig_spec specs/apply-raid10-luks-lvm.yaml
-rig_boot --append "rdinit=/kiln-pre-init" || rig_not_ok "boot 2: the guest did not finish"
+rig_boot --append "rdinit=/kiln-pre-init kiln.reinstall=reprovision-boot-2" || rig_not_ok "boot 2: the guest did not finish"
 pre=$(grep '^pre-init:' "$RIG_SERIAL")
 rig_check "boot 2: the old array was assembled before kiln ran" grep -Eq 'active raid10' <<<"$pre"
 rig_check "boot 2: the old LUKS mapping was open before kiln ran" grep -q 'pre-init: dm crypt0' <<<"$pre"
