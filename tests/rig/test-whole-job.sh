@@ -38,30 +38,15 @@ set -uo pipefail
 : "${RIG_TIMEOUT:=1500}"
 . "$SRC/tests/rig/lib.sh"
 rig_init
-command -v jq >/dev/null || rig_skip "no jq"
-/usr/bin/python3 -c 'import paramiko' 2>/dev/null || rig_skip "no python3-paramiko (bash tests/deps.sh)"
-rig_boot_image
-rig_tang_start
-rig_controller
-rig_ssh_forward
-RIG_VAR_PASSPHRASE=$(rig_secret wj-luks-)
-RIG_VAR_HOST_PASSWORD=$(rig_secret wj-host-)
-rig_disks 4 2G
+# the image, Tang, the controller, the node's sshd on loopback, the secrets,
+# four disks and the spec: the same for the demo (tests/demo.sh)
+rig_job_setup specs/whole-job.yaml wj-
 rig_disk needles 1M            # the secrets check's patterns (boot 3 only)
 chmod 0600 "$RIG_TMP/needles.img"
-rig_spec specs/whole-job.yaml
-"$KILN" validate "$RIG_SPEC" >/dev/null || rig_die "the spec does not validate"
-NODE_IP=10.0.2.15              # QEMU's user network gives the node this address
+NODE_IP=$RIG_JOB_NODE_IP       # QEMU's user network gives the node this address
+BOOT_FROM=()                   # boots 2 and 3: PXE first (kiln hands over), or the disks
+[[ ${RIG_WJ_DISKBOOT:-0} == 1 ]] && BOOT_FROM=(--disk)
 T=()                           # "what took how long" lines for the summary
-
-# The secrets, one per line, for grep -F -f <(secrets): printf is a builtin,
-# so they reach no argv
-secrets() {
-  printf '%s\n' "$RIG_VAR_PASSPHRASE" "$RIG_VAR_HOST_PASSWORD" "$RIG_VAR_SECRET_KEY" "$RIG_VAR_HMAC_KEY"
-}
-no_secret_in() {  # no_secret_in FILE...: none of the secrets in any FILE
-  ! grep -a -q -F -f <(secrets) "$@"
-}
 
 # The storage's UUIDs from the kiln initramfs' blkid (boot 1 and 4): one line
 # "md-member UUID" per md member partition, "luks UUID", "fs TYPE UUID"
@@ -119,12 +104,11 @@ rig_check "boot 1: which leaves CloudStack to the first boot ($(jqc 1 '.reports[
   test "$(jqc 1 '.reports[-1].body.registration.cloudstack | "\(.result) \(.unit)"')" = "FIRSTBOOT kiln-register.service"
 
 # --- boot 2: PXE first again: kiln boots the installed system, which registers
-rig_controller_ssh "$NODE_IP"       # addHost logs in through the hostfwd to the guest's sshd
-tang_before=$(rig_tang_requests)
-if [[ ${RIG_WJ_DISKBOOT:-0} == 1 ]]; then rig_boot_disk; else rig_boot --pxe; fi \
+# addHost logs in through the hostfwd to the guest's sshd
+rig_job_boot_installed "$NODE_IP" "${BOOT_FROM[@]}" \
   || rig_not_ok "boot 2: the installed system did not report (see its console above)"
 T+=("boot 2 (PXE, kiln hands over, first boot registers): $RIG_BOOT_SECONDS s")
-rig_last_report
+tang_before=$RIG_TANG_BEFORE
 installed_checks() {  # installed_checks BOOT-NAME
   local b=$1
   rig_expect_section system '^multi-user active' "$b: the installed system reached multi-user"
@@ -179,7 +163,7 @@ rig_check "boot 2: the installed system sees the UUIDs boot 1 made" test "$UUIDS
 [[ $UUIDS2 == "$UUIDS1" ]] || diff <(echo "$UUIDS1") <(echo "$UUIDS2") | sed 's/^/# /'
 rig_check "boot 2: the progress record is boot 1's run ($RUN2)" test "$RUN2" = "$RUN1"
 rig_check "boot 2: no secret on the console, in the reports or in the controller's records" \
-  no_secret_in "$RIG_SERIAL" "$RIG_REPORT.all" "$RIG_TMP/dump-2.json"
+  rig_no_secret_in "$RIG_SERIAL" "$RIG_REPORT.all" "$RIG_TMP/dump-2.json"
 
 # --- boot 3: PXE first again: nothing changes; then the secrets check -------------
 # the needles: label, secret; the canaries are what the search must find
@@ -193,12 +177,11 @@ luks_uuid=$(awk '$1 == "luks" {print $2}' <<<"$UUIDS1")
   printf 'canary-initramfs %s\n' "$luks_uuid"
   printf 'canary-journal %s\n' "_HOSTNAME=kvm-$RIG_SMBIOS_SERIAL"
 } | dd of="$RIG_TMP/needles.img" conv=notrunc status=none
-if [[ ${RIG_WJ_DISKBOOT:-0} == 1 ]]; then rig_boot_disk; else rig_boot --pxe; fi \
+rig_job_boot_installed "$NODE_IP" "${BOOT_FROM[@]}" \
   || rig_not_ok "boot 3: the installed system did not report (see its console above)"
 T+=("boot 3 (PXE, kiln hands over, secrets check): $RIG_BOOT_SECONDS s")
 # the needles go at once
 dd if=/dev/zero of="$RIG_TMP/needles.img" bs=1M count=1 conv=notrunc status=none
-rig_last_report
 installed_checks "boot 3"
 UUIDS3=$(uuids_from_lsblk)
 rig_check "boot 3: md, LUKS, PV and filesystem UUIDs unchanged" test "$UUIDS3" = "$UUIDS1"
@@ -219,11 +202,11 @@ done
 rig_expect_no_section secrets-grep '^found .*(luks-passphrase|host-password|api-secret|hmac-key)' \
   "boot 3: no secret in the installed system's files, its initramfs or its journal"
 rig_report_section secrets-grep | grep -E '^(searched|initramfs|journal|matches|seconds)' | sed 's/^/# /'
-raw_hits=$(for i in 0 1 2 3; do grep -a -c -F -f <(secrets) "${RIG_DISK[$i]}"; done | paste -sd+ | bc)
+raw_hits=$(for i in 0 1 2 3; do grep -a -c -F -f <(rig_job_secrets) "${RIG_DISK[$i]}"; done | paste -sd+ | bc)
 rig_check "boot 3: no secret in the raw member disks (/boot, ESPs, headers: $raw_hits matching blocks)" test "$raw_hits" = 0
 ctl_dump 3
 rig_check "boot 3: no secret on the console, in the reports or in the controller's records" \
-  no_secret_in "$RIG_SERIAL" "$RIG_REPORT.all" "$RIG_TMP/dump-3.json"
+  rig_no_secret_in "$RIG_SERIAL" "$RIG_REPORT.all" "$RIG_TMP/dump-3.json"
 
 # --- boot 4: the operator's reinstall act: a fresh install -------------------------
 REINSTALL=wj-$(od -An -tx1 -N4 /dev/urandom | tr -d ' \n')
