@@ -1,9 +1,8 @@
 /* Host spec v1: YAML tree (spec_yaml.c) -> struct spec, with every problem
  * collected as "file:line:col: message". The reference is docs/spec.md. */
-#include "spec.h"
+#include "spec_internal.h"
 
 #include "log.h"
-#include "spec_yaml.h"
 #include "strbuf.h"
 #include "url.h"
 
@@ -11,43 +10,6 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
-
-#define ID_MAX 64
-#define SPEC_MAX_DIAGS 1000u    /* per file; a garbage file should not print a million lines */
-#define QUOTE_MAX 48
-
-/* Every object that has an id, for references, duplicates, consumers and cycles. */
-struct obj {
-        const char *id;
-        enum spec_obj_kind kind;
-        const void *ptr;
-        unsigned line, col;
-        unsigned mult;          /* how many block devices this id stands for */
-        char *used_by;          /* first consumer, e.g. "raid 'md0'" */
-        const void *user;       /* identity of the first consumer */
-        enum spec_obj_kind user_kind;   /* its kind; SPEC_OBJ_NONE for filesystems and the image */
-        unsigned used_line;     /* where the first consumer refers to it */
-        bool used_shared;       /* the consumer is a partition (several may share a disk) */
-        int color;              /* cycle search: 0 new, 1 on stack, 2 done */
-};
-
-struct ctx {
-        const char *file;
-        struct diags *d;
-        int error;              /* first allocation failure */
-        size_t n_emitted;
-        struct spec *s;
-        struct obj *objs;
-        size_t n_objs;
-        struct obj **index;     /* first object of each id, sorted by id */
-        size_t n_index;
-};
-
-/* Where a field lives, for messages: "'pbkdf.type' of luks 'c'". */
-struct loc {
-        const char *where;      /* NULL: top level */
-        const char *prefix;     /* "" or "pbkdf." */
-};
 
 static const struct {
         enum spec_obj_kind kind;
@@ -61,21 +23,13 @@ static const struct {
         { SPEC_OBJ_LV, "volume" },
 };
 
-static const char *kind_name(enum spec_obj_kind k) {
+const char *spec_kind_name(enum spec_obj_kind k) {
         for (size_t i = 0; i < ELEMENTSOF(kind_names); i++)
                 if (kind_names[i].kind == k)
                         return kind_names[i].name;
         return "object";
 }
-
-#define KIND_BIT(k) (1u << (k))
-#define BLOCK_KINDS (KIND_BIT(SPEC_OBJ_DISK) | KIND_BIT(SPEC_OBJ_PARTITION) | KIND_BIT(SPEC_OBJ_RAID) | \
-                     KIND_BIT(SPEC_OBJ_LUKS) | KIND_BIT(SPEC_OBJ_LV))
-
-/* ---- messages ---------------------------------------------------------- */
-
-static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...) _printf_(4, 5);
-static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...) {
+void spec_emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...) {
         if (c->n_emitted >= SPEC_MAX_DIAGS) {
                 if (c->n_emitted++ == SPEC_MAX_DIAGS && diags_add(c->d, c->file, 0, 0,
                                 "more than %u problems; only the first %u are shown",
@@ -91,10 +45,7 @@ static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ..
         if (r < 0 && c->error == 0)
                 c->error = r;
 }
-
-/* A warning (docs/spec.md "Warnings"): shown, the spec stands unless --strict. */
-static void warn(struct ctx *c, const struct ynode *n, const char *fmt, ...) _printf_(3, 4);
-static void warn(struct ctx *c, const struct ynode *n, const char *fmt, ...) {
+void spec_warn(struct ctx *c, const struct ynode *n, const char *fmt, ...) {
         if (c->n_emitted >= SPEC_MAX_DIAGS)
                 return;
         c->n_emitted++;
@@ -106,16 +57,8 @@ static void warn(struct ctx *c, const struct ynode *n, const char *fmt, ...) {
                 c->error = r;
 }
 
-/* At a node; nothing more is said about a refused alias (no cascades). */
-#define emitn(c, n, ...)                                                                        \
-        do {                                                                                    \
-                const struct ynode *_n = (n);                                                   \
-                if (!_n || !_n->alias)                                                          \
-                        emit((c), _n ? _n->line : 0, _n ? _n->col : 0, __VA_ARGS__);            \
-        } while (0)
-
 /* Quote user text safely: printable ASCII only, bounded length. */
-static const char *q(const char *s, char buf[static QUOTE_MAX + 4]) {
+const char *spec_quote(const char *s, char buf[static QUOTE_MAX + 4]) {
         size_t i = 0;
         for (; s && s[i] && i < QUOTE_MAX; i++)
                 buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
@@ -128,7 +71,7 @@ static const char *q(const char *s, char buf[static QUOTE_MAX + 4]) {
 }
 
 /* "'key' of where" or "'key'" at top level */
-static const char *fld(const struct loc *l, const char *key, char buf[static 256]) {
+const char *spec_field(const struct loc *l, const char *key, char buf[static 256]) {
         if (l->where)
                 snprintf(buf, 256, "'%s%s' of %s", l->prefix, key, l->where);
         else
@@ -136,13 +79,13 @@ static const char *fld(const struct loc *l, const char *key, char buf[static 256
         return buf;
 }
 
-static const char *describe(const struct ynode *n, char buf[static QUOTE_MAX + 8]) {
+const char *spec_describe(const struct ynode *n, char buf[static QUOTE_MAX + 8]) {
         if (n->kind == YNODE_SEQ)
                 return "a list";
         if (n->kind == YNODE_MAP)
                 return "a mapping";
         char t[QUOTE_MAX + 4];
-        snprintf(buf, QUOTE_MAX + 8, "'%s'", q(n->value, t));
+        snprintf(buf, QUOTE_MAX + 8, "'%s'", spec_quote(n->value, t));
         return buf;
 }
 
@@ -171,7 +114,7 @@ static unsigned edit_distance(const char *a, const char *b) {
         return d[la][lb];
 }
 
-static bool close_enough(const char *word, const char *cand, unsigned *best) {
+bool spec_close_enough(const char *word, const char *cand, unsigned *best) {
         unsigned dist = edit_distance(word, cand);
         size_t lw = strlen(word);
         if (dist > 2 || dist >= lw || dist >= strlen(cand) || dist >= *best)
@@ -180,18 +123,18 @@ static bool close_enough(const char *word, const char *cand, unsigned *best) {
         return true;
 }
 
-static const char *suggest(const char *word, const char *const *cands) {
+const char *spec_suggest(const char *word, const char *const *cands) {
         const char *pick = NULL;
         unsigned best = UINT32_MAX;
         for (size_t i = 0; cands[i]; i++)
-                if (close_enough(word, cands[i], &best))
+                if (spec_close_enough(word, cands[i], &best))
                         pick = cands[i];
         return pick;
 }
 
 /* ---- mapping access ---------------------------------------------------- */
 
-static const struct ynode *map_get(const struct ynode *m, const char *key) {
+const struct ynode *spec_map_get(const struct ynode *m, const char *key) {
         if (!m || m->kind != YNODE_MAP)
                 return NULL;
         for (size_t i = 0; i + 1 < m->n; i += 2) {
@@ -202,7 +145,7 @@ static const struct ynode *map_get(const struct ynode *m, const char *key) {
         return NULL;
 }
 
-static const struct ynode *map_key_node(const struct ynode *m, const char *key) {
+const struct ynode *spec_map_key(const struct ynode *m, const char *key) {
         if (!m || m->kind != YNODE_MAP)
                 return NULL;
         for (size_t i = 0; i + 1 < m->n; i += 2) {
@@ -213,27 +156,27 @@ static const struct ynode *map_key_node(const struct ynode *m, const char *key) 
         return NULL;
 }
 
-static const char *const disk_keys[] = {
+const char *const spec_disk_keys[] = {
         "id", "match", "count", "wipe",
         "path", "by_id", "serial", "wwn", "model", "transport", "min_size", "max_size", "rotational", "vendor", "size", NULL,
 };
 
-static const char *const partition_keys[] = { "id", "on", "size", "type", "name", NULL };
+const char *const spec_partition_keys[] = { "id", "on", "size", "type", "name", NULL };
 
-static const char *const raid_keys[] = {
+const char *const spec_raid_keys[] = {
         "id", "name", "level", "layout", "chunk", "metadata", "bitmap", "members", "spares", "assume_clean", NULL,
 };
 
-static const char *const luks_keys[] = {
+const char *const spec_luks_keys[] = {
         "id", "on", "name", "cipher", "key_size", "sector_size", "label", "pbkdf", "perf", "discard", "key",
         "unlock", NULL,
 };
 
-static const char *const vg_keys[] = { "id", "name", "pvs", "extent_size", NULL };
+const char *const spec_vg_keys[] = { "id", "name", "pvs", "extent_size", NULL };
 
-static const char *const lv_keys[] = { "id", "vg", "name", "size", NULL };
+const char *const spec_lv_keys[] = { "id", "vg", "name", "size", NULL };
 
-static const char *const fs_keys[] = { "on", "type", "label", "mkfs_options", "mount", "mount_options", "encrypt", NULL };
+const char *const spec_fs_keys[] = { "on", "type", "label", "mkfs_options", "mount", "mount_options", "encrypt", NULL };
 
 /* The keys of each object kind: a key of one kind written under another
  * ("level" under a luks) is named as such instead of getting a near miss. */
@@ -241,12 +184,12 @@ static const struct {
         const char *kind;
         const char *const *keys;
 } object_keys[] = {
-        { "disk", disk_keys }, { "partition", partition_keys }, { "raid", raid_keys }, { "luks", luks_keys },
-        { "volume group", vg_keys }, { "volume", lv_keys }, { "filesystem", fs_keys },
+        { "disk", spec_disk_keys }, { "partition", spec_partition_keys }, { "raid", spec_raid_keys }, { "luks", spec_luks_keys },
+        { "volume group", spec_vg_keys }, { "volume", spec_lv_keys }, { "filesystem", spec_fs_keys },
 };
 
 /* Reports unknown and duplicate keys; only known keys are read later. */
-static void check_keys(struct ctx *c, const struct ynode *m, const struct loc *l, const char *const *keys) {
+void spec_check_keys(struct ctx *c, const struct ynode *m, const struct loc *l, const char *const *keys) {
         char t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
         for (size_t i = 0; i + 1 < m->n; i += 2) {
                 const struct ynode *k = m->items[i];
@@ -263,10 +206,10 @@ static void check_keys(struct ctx *c, const struct ynode *m, const struct loc *l
                         if (o->kind == YNODE_SCALAR && streq(o->value, k->value)) {
                                 if (l->where)
                                         emitn(c, k, "duplicate key '%s%s' in %s (first at line %u)",
-                                              l->prefix, q(k->value, t), l->where, o->line);
+                                              l->prefix, spec_quote(k->value, t), l->where, o->line);
                                 else
                                         emitn(c, k, "duplicate top-level key '%s' (first at line %u)",
-                                              q(k->value, t), o->line);
+                                              spec_quote(k->value, t), o->line);
                                 dup = true;
                                 break;
                         }
@@ -279,7 +222,7 @@ static void check_keys(struct ctx *c, const struct ynode *m, const struct loc *l
                                 known = true;
                 if (known)
                         continue;
-                const char *sug = suggest(k->value, keys);
+                const char *sug = spec_suggest(k->value, keys);
                 char hint[160] = "";
                 /* a key of another object kind: say whose it is, not a near miss */
                 _cleanup_strbuf_ struct strbuf owners = STRBUF_INIT;
@@ -298,40 +241,40 @@ static void check_keys(struct ctx *c, const struct ynode *m, const struct loc *l
                                 (void) strbuf_addf(&owners, "%s%s", seen++ == 0 ? "" : j == last ? " and " : ", ",
                                                    object_keys[j].kind);
                 if (n_owners)
-                        snprintf(hint, sizeof hint, " ('%s' is a key of %s, not of %s)", q(k->value, t2),
+                        snprintf(hint, sizeof hint, " ('%s' is a key of %s, not of %s)", spec_quote(k->value, t2),
                                  strbuf_str(&owners), own_kind);
                 else if (sug)
-                        snprintf(hint, sizeof hint, " (did you mean '%s%s'?)", l->prefix, q(sug, t2));
+                        snprintf(hint, sizeof hint, " (did you mean '%s%s'?)", l->prefix, spec_quote(sug, t2));
                 if (l->where)
-                        emitn(c, k, "unknown key '%s%s' in %s%s", l->prefix, q(k->value, t), l->where, hint);
+                        emitn(c, k, "unknown key '%s%s' in %s%s", l->prefix, spec_quote(k->value, t), l->where, hint);
                 else
-                        emitn(c, k, "unknown top-level key '%s'%s", q(k->value, t), hint);
+                        emitn(c, k, "unknown top-level key '%s'%s", spec_quote(k->value, t), hint);
         }
 }
 
 /* ---- typed values: return 1 set, 0 absent, -1 invalid (reported) ------- */
 
-static int want_scalar(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *expect) {
+int spec_want_scalar(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *expect) {
         char f[256], t[QUOTE_MAX + 8];
         if (v->kind != YNODE_SCALAR) {
-                emitn(c, v, "%s must be %s, not %s", fld(l, key, f), expect, describe(v, t));
+                emitn(c, v, "%s must be %s, not %s", spec_field(l, key, f), expect, spec_describe(v, t));
                 return -1;
         }
         if (ynode_is_null(v)) {
-                emitn(c, v, "%s is empty", fld(l, key, f));
+                emitn(c, v, "%s is empty", spec_field(l, key, f));
                 return -1;
         }
         if (v->len != strlen(v->value)) {
-                emitn(c, v, "%s contains a NUL character", fld(l, key, f));
+                emitn(c, v, "%s contains a NUL character", spec_field(l, key, f));
                 return -1;
         }
         return 1;
 }
 
-static int get_str(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, char **ret) {
+int spec_get_str(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, char **ret) {
         if (!v)
                 return 0;
-        if (want_scalar(c, l, key, v, "a string") < 0)
+        if (spec_want_scalar(c, l, key, v, "a string") < 0)
                 return -1;
         char *s = strdup(v->value);
         if (!s) {
@@ -343,11 +286,11 @@ static int get_str(struct ctx *c, const struct loc *l, const char *key, const st
         return 1;
 }
 
-static int get_bool(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, bool *ret) {
+int spec_get_bool(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, bool *ret) {
         char f[256], t[QUOTE_MAX + 8];
         if (!v)
                 return 0;
-        if (want_scalar(c, l, key, v, "true or false") < 0)
+        if (spec_want_scalar(c, l, key, v, "true or false") < 0)
                 return -1;
         if (v->plain && (streq(v->value, "true") || streq(v->value, "True") || streq(v->value, "TRUE"))) {
                 *ret = true;
@@ -359,54 +302,54 @@ static int get_bool(struct ctx *c, const struct loc *l, const char *key, const s
         }
         if (!v->plain && (strcasecmp(v->value, "true") == 0 || strcasecmp(v->value, "false") == 0))
                 emitn(c, v, "%s must be true or false, not the quoted string %s (write it without quotes)",
-                      fld(l, key, f), describe(v, t));
+                      spec_field(l, key, f), spec_describe(v, t));
         else
-                emitn(c, v, "%s must be true or false, not %s", fld(l, key, f), describe(v, t));
+                emitn(c, v, "%s must be true or false, not %s", spec_field(l, key, f), spec_describe(v, t));
         return -1;
 }
 
-static int get_uint(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
+int spec_get_uint(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
                     uint64_t min, uint64_t max, uint64_t *ret) {
         char f[256], t[QUOTE_MAX + 8];
         if (!v)
                 return 0;
-        if (want_scalar(c, l, key, v, "an integer") < 0)
+        if (spec_want_scalar(c, l, key, v, "an integer") < 0)
                 return -1;
         uint64_t x;
         int r = v->plain ? safe_atou64(v->value, &x) : -EINVAL;
         if (r == -EINVAL && !v->plain && safe_atou64(v->value, &x) >= 0) {
                 emitn(c, v, "%s must be an integer, not the quoted string %s (write it without quotes)",
-                      fld(l, key, f), describe(v, t));
+                      spec_field(l, key, f), spec_describe(v, t));
                 return -1;
         }
         if (r == -EINVAL) {
-                emitn(c, v, "%s must be an integer, not %s", fld(l, key, f), describe(v, t));
+                emitn(c, v, "%s must be an integer, not %s", spec_field(l, key, f), spec_describe(v, t));
                 return -1;
         }
         if (r < 0 || x < min || x > max) {
-                emitn(c, v, "%s must be between %llu and %llu, not %s", fld(l, key, f),
-                      (unsigned long long) min, (unsigned long long) max, describe(v, t));
+                emitn(c, v, "%s must be between %llu and %llu, not %s", spec_field(l, key, f),
+                      (unsigned long long) min, (unsigned long long) max, spec_describe(v, t));
                 return -1;
         }
         *ret = x;
         return 1;
 }
 
-static int get_unsigned(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
+int spec_get_unsigned(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
                         unsigned min, unsigned max, unsigned *ret) {
         uint64_t x;
-        int r = get_uint(c, l, key, v, min, max, &x);
+        int r = spec_get_uint(c, l, key, v, min, max, &x);
         if (r > 0)
                 *ret = (unsigned) x;
         return r;
 }
 
-static int get_double(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
+int spec_get_double(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
                       double min, double max, double *ret) {
         char f[256], t[QUOTE_MAX + 8];
         if (!v)
                 return 0;
-        if (want_scalar(c, l, key, v, "a number") < 0)
+        if (spec_want_scalar(c, l, key, v, "a number") < 0)
                 return -1;
         bool ok = v->plain && v->len > 0 && v->len < 32;
         for (size_t i = 0; ok && i < v->len; i++)
@@ -420,11 +363,11 @@ static int get_double(struct ctx *c, const struct loc *l, const char *key, const
                 ok = end && *end == 0 && errno == 0 && isfinite(x);
         }
         if (!ok) {
-                emitn(c, v, "%s must be a number, not %s", fld(l, key, f), describe(v, t));
+                emitn(c, v, "%s must be a number, not %s", spec_field(l, key, f), spec_describe(v, t));
                 return -1;
         }
         if (x < min || x > max) {
-                emitn(c, v, "%s must be between %g and %g, not %s", fld(l, key, f), min, max, describe(v, t));
+                emitn(c, v, "%s must be between %g and %g, not %s", spec_field(l, key, f), min, max, spec_describe(v, t));
                 return -1;
         }
         *ret = x;
@@ -440,7 +383,7 @@ static int parse_bytes_value(struct ctx *c, const struct loc *l, const char *key
         unsigned flags = 0;
         int r = parse_size(v->value, &x, &flags);
         if (r == -ERANGE) {
-                emitn(c, v, "%s is too large: %s", fld(l, key, f), describe(v, t));
+                emitn(c, v, "%s is too large: %s", spec_field(l, key, f), spec_describe(v, t));
                 return -1;
         }
         if (r < 0) {
@@ -454,11 +397,11 @@ static int parse_bytes_value(struct ctx *c, const struct loc *l, const char *key
                         snprintf(hint, sizeof hint, " (write '%.*s%cB' for powers of 1000 or '%.*s%c' / '%.*s%ciB' for powers of 1024)",
                                  n, v->value, L, n, v->value, L, n, v->value, L);
                 }
-                emitn(c, v, "%s must be %s, not %s%s", fld(l, key, f), expect, describe(v, t), hint);
+                emitn(c, v, "%s must be %s, not %s%s", spec_field(l, key, f), expect, spec_describe(v, t), hint);
                 return -1;
         }
         if (x == 0) {
-                emitn(c, v, "%s must not be 0", fld(l, key, f));
+                emitn(c, v, "%s must not be 0", spec_field(l, key, f));
                 return -1;
         }
         if (flags & SIZE_BARE) {
@@ -469,38 +412,34 @@ static int parse_bytes_value(struct ctx *c, const struct loc *l, const char *key
                         y /= 1024;
                         u++;
                 }
-                q(v->value, t2);
+                spec_quote(v->value, t2);
                 if (u > 0)
-                        emitn(c, v, "%s has no unit: write '%" PRIu64 "%c' (%s bytes) or '%sB'", fld(l, key, f), y,
+                        emitn(c, v, "%s has no unit: write '%" PRIu64 "%c' (%s bytes) or '%sB'", spec_field(l, key, f), y,
                               units[u - 1], t2, t2);
                 else
                         emitn(c, v, "%s has no unit: write '%sM' (MiB), '%sMB' (10^6 bytes) or '%sB' (bytes)",
-                              fld(l, key, f), t2, t2, t2);
+                              spec_field(l, key, f), t2, t2, t2);
                 return -1;
         }
         *ret = x;
         return 1;
 }
 
-static int get_bytes(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, uint64_t *ret) {
+int spec_get_bytes(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, uint64_t *ret) {
         if (!v)
                 return 0;
-        if (want_scalar(c, l, key, v, "a size") < 0)
+        if (spec_want_scalar(c, l, key, v, "a size") < 0)
                 return -1;
         return parse_bytes_value(c, l, key, v, "a size like 512M, 20G, 30GB or 1TiB", ret);
 }
 
-static bool is_pow2(uint64_t x) {
-        return x && !(x & (x - 1));
-}
-
 /* Partition sizes: bytes, "N%" of the disk, "rest". Volume sizes: bytes, "N%FREE", "100%FREE", "rest". */
-static int get_spec_size(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
+int spec_get_size(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
                          bool lv, struct spec_size *ret) {
         char f[256], t[QUOTE_MAX + 8];
         if (!v)
                 return 0;
-        if (want_scalar(c, l, key, v, "a size") < 0)
+        if (spec_want_scalar(c, l, key, v, "a size") < 0)
                 return -1;
         struct spec_size sz = { .mark = { v->line, v->col } };
         const char *s = v->value;
@@ -519,10 +458,10 @@ static int get_spec_size(struct ctx *c, const struct loc *l, const char *key, co
                 }
                 ok = ok && (lv ? streq(pct, "%FREE") : streq(pct, "%"));
                 if (!ok || p < 1 || p > 100) {
-                        emitn(c, v, "%s must be %s, not %s", fld(l, key, f),
+                        emitn(c, v, "%s must be %s, not %s", spec_field(l, key, f),
                               lv ? "a size like 20G, 'N%FREE' (1-100) or '100%FREE'"
                                  : "a size like 20G, a percentage of the disk (1%-100%) or 'rest'",
-                              describe(v, t));
+                              spec_describe(v, t));
                         return -1;
                 }
                 if (lv && p == 100)
@@ -543,12 +482,12 @@ static int get_spec_size(struct ctx *c, const struct loc *l, const char *key, co
         return 1;
 }
 
-static int get_enum(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
+int spec_get_enum(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
                     const char *const *names, int *ret) {
         char f[256], t[QUOTE_MAX + 8], t2[QUOTE_MAX + 4];
         if (!v)
                 return 0;
-        if (want_scalar(c, l, key, v, "a string") < 0)
+        if (spec_want_scalar(c, l, key, v, "a string") < 0)
                 return -1;
         for (size_t i = 0; names[i]; i++)
                 if (streq(names[i], v->value)) {
@@ -558,16 +497,16 @@ static int get_enum(struct ctx *c, const struct loc *l, const char *key, const s
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
         for (size_t i = 0; names[i]; i++)
                 (void) strbuf_addf(&sb, "%s%s", i ? ", " : "", names[i]);
-        const char *sug = suggest(v->value, names);
+        const char *sug = spec_suggest(v->value, names);
         char hint[128] = "";
         if (sug)
-                snprintf(hint, sizeof hint, " (did you mean '%s'?)", q(sug, t2));
-        emitn(c, v, "%s must be one of %s, not %s%s", fld(l, key, f), strbuf_str(&sb), describe(v, t), hint);
+                snprintf(hint, sizeof hint, " (did you mean '%s'?)", spec_quote(sug, t2));
+        emitn(c, v, "%s must be one of %s, not %s%s", spec_field(l, key, f), strbuf_str(&sb), spec_describe(v, t), hint);
         return -1;
 }
 
 /* A list of strings; with allow_single, one plain string counts as a list of one. */
-static int get_strv(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
+int spec_get_strv(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
                     bool allow_single, char ***ret, struct spec_mark **ret_marks) {
         char f[256], t[QUOTE_MAX + 8];
         if (!v)
@@ -582,14 +521,14 @@ static int get_strv(struct ctx *c, const struct loc *l, const char *key, const s
                 n = 1;
         } else {
                 if (ynode_is_null(v))
-                        emitn(c, v, "%s is empty", fld(l, key, f));
+                        emitn(c, v, "%s is empty", spec_field(l, key, f));
                 else
-                        emitn(c, v, "%s must be a list%s, not %s", fld(l, key, f),
-                              allow_single ? " or a single id" : " of strings", describe(v, t));
+                        emitn(c, v, "%s must be a list%s, not %s", spec_field(l, key, f),
+                              allow_single ? " or a single id" : " of strings", spec_describe(v, t));
                 return -1;
         }
         if (n == 0) {
-                emitn(c, v, "%s is an empty list", fld(l, key, f));
+                emitn(c, v, "%s is an empty list", spec_field(l, key, f));
                 return -1;
         }
         _cleanup_strv_free_ char **sv = calloc(n + 1, sizeof *sv);
@@ -602,8 +541,8 @@ static int get_strv(struct ctx *c, const struct loc *l, const char *key, const s
         for (size_t i = 0; i < n; i++) {
                 const struct ynode *it = items[i];
                 if (it->kind != YNODE_SCALAR || ynode_is_null(it) || it->len != strlen(it->value)) {
-                        emitn(c, it, "%s must list strings, not %s", fld(l, key, f),
-                              it->kind == YNODE_SCALAR ? "an empty value" : describe(it, t));
+                        emitn(c, it, "%s must list strings, not %s", spec_field(l, key, f),
+                              it->kind == YNODE_SCALAR ? "an empty value" : spec_describe(it, t));
                         bad = true;
                         sv[i] = strdup("");
                 } else
@@ -625,15 +564,15 @@ static int get_strv(struct ctx *c, const struct loc *l, const char *key, const s
         return 1;
 }
 
-static int want_map(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v) {
+int spec_want_map(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v) {
         char f[256], t[QUOTE_MAX + 8];
         if (!v)
                 return 0;
         if (v->kind != YNODE_MAP) {
                 if (ynode_is_null(v))
-                        emitn(c, v, "%s is empty", fld(l, key, f));
+                        emitn(c, v, "%s is empty", spec_field(l, key, f));
                 else
-                        emitn(c, v, "%s must be a mapping, not %s", fld(l, key, f), describe(v, t));
+                        emitn(c, v, "%s must be a mapping, not %s", spec_field(l, key, f), spec_describe(v, t));
                 return -1;
         }
         return 1;
@@ -652,7 +591,7 @@ static bool valid_id(const char *s) {
 }
 
 /* md, dm, VG and LV names: letters, digits, "_.+-", not starting with '-' or '.' */
-static void check_name(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
+void spec_check_name(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
                        const char *name, size_t max) {
         char f[256], t[QUOTE_MAX + 4];
         bool ok = *name && *name != '-' && *name != '.' && strlen(name) <= max;
@@ -661,7 +600,7 @@ static void check_name(struct ctx *c, const struct loc *l, const char *key, cons
                         ok = false;
         if (!ok)
                 emitn(c, v, "%s must be a name of at most %zu letters, digits, '_', '.', '+', '-', not '%s'",
-                      fld(l, key, f), max, q(name, t));
+                      spec_field(l, key, f), max, spec_quote(name, t));
 }
 
 /* ${mac:hexhyp} and ${mac:hexraw} are iPXE's spellings of the MAC without
@@ -670,12 +609,12 @@ static const char *const spec_vars[] = { "mac", "mac:hexhyp", "mac:hexraw", "uui
 #define SPEC_VARS_TEXT "${mac}, ${mac:hexhyp}, ${mac:hexraw}, ${uuid}, ${serial}, ${hostname}"
 
 /* ${mac} ${uuid} ${serial} ${hostname} (and the ${mac} forms) are the only variables. */
-static bool check_vars(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *s) {
+bool spec_check_vars(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *s) {
         char f[256], t[QUOTE_MAX + 4];
         for (const char *p = s; (p = strstr(p, "${")); ) {
                 const char *e = strchr(p + 2, '}');
                 if (!e) {
-                        emitn(c, v, "%s has an unterminated '${'", fld(l, key, f));
+                        emitn(c, v, "%s has an unterminated '${'", spec_field(l, key, f));
                         return false;
                 }
                 char name[32];
@@ -694,7 +633,7 @@ static bool check_vars(struct ctx *c, const struct loc *l, const char *key, cons
                         memcpy(raw, p + 2, rn);
                         raw[rn] = 0;
                         emitn(c, v, "%s uses unknown variable '${%s}' (known: " SPEC_VARS_TEXT ")",
-                              fld(l, key, f), q(raw, t));
+                              spec_field(l, key, f), spec_quote(raw, t));
                         return false;
                 }
                 p = e + 1;
@@ -766,7 +705,7 @@ static void check_hostname(struct ctx *c, const struct ynode *v, const char *h) 
         }
         const char *why = spec_hostname_problem(strbuf_str(&sb));
         if (why)
-                emitn(c, v, "'hostname' must be a host name (RFC 1123), but '%s' %s", q(h, t), why);
+                emitn(c, v, "'hostname' must be a host name (RFC 1123), but '%s' %s", spec_quote(h, t), why);
 }
 
 /* Values cheap boards and some hypervisors put in SMBIOS instead of a real
@@ -811,7 +750,7 @@ static void check_url(struct ctx *c, const struct loc *l, const char *key, const
         const char *sep = strstr(url, "://");
         url_display(url, shown);        /* errors quote it without userinfo or query string */
         if (!sep) {
-                emitn(c, v, "%s is not a url: '%s'", fld(l, key, f), q(shown, t));
+                emitn(c, v, "%s is not a url: '%s'", spec_field(l, key, f), spec_quote(shown, t));
                 return;
         }
         size_t n = (size_t) (sep - url);
@@ -822,49 +761,49 @@ static void check_url(struct ctx *c, const struct loc *l, const char *key, const
                 size_t sn = n < QUOTE_MAX ? n : QUOTE_MAX;
                 memcpy(scheme, url, sn);
                 scheme[sn] = 0;
-                emitn(c, v, "%s uses scheme '%s'; use %s", fld(l, key, f), q(scheme, t),
+                emitn(c, v, "%s uses scheme '%s'; use %s", spec_field(l, key, f), spec_quote(scheme, t),
                       allow_file ? "http, https or file" : "http or https");
                 return;
         }
         const char *rest = sep + 3;
         if (http && (!*rest || *rest == '/')) {
-                emitn(c, v, "%s has no host: '%s'", fld(l, key, f), q(shown, t));
+                emitn(c, v, "%s has no host: '%s'", spec_field(l, key, f), spec_quote(shown, t));
                 return;
         }
         if (file && *rest != '/') {
-                emitn(c, v, "%s must name an absolute path: '%s'", fld(l, key, f), q(shown, t));
+                emitn(c, v, "%s must name an absolute path: '%s'", spec_field(l, key, f), spec_quote(shown, t));
                 return;
         }
         for (const char *p = url; *p; p++)
                 if ((unsigned char) *p <= 0x20 || *p == 0x7f) {
-                        emitn(c, v, "%s contains a space or control character", fld(l, key, f));
+                        emitn(c, v, "%s contains a space or control character", spec_field(l, key, f));
                         return;
                 }
-        check_vars(c, l, key, v, url);
+        spec_check_vars(c, l, key, v, url);
 }
 
-static int get_url(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
+int spec_get_url(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
                    bool allow_file, char **ret) {
-        int r = get_str(c, l, key, v, ret);
+        int r = spec_get_str(c, l, key, v, ret);
         if (r > 0)
                 check_url(c, l, key, v, *ret, allow_file);
         return r;
 }
 
-static int get_sha256(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, char **ret) {
+int spec_get_sha256(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, char **ret) {
         char f[256];
-        int r = get_str(c, l, key, v, ret);
+        int r = spec_get_str(c, l, key, v, ret);
         if (r <= 0)
                 return r;
         bool ok = hex_valid(*ret, 64);
         for (char *p = *ret; ok && *p; p++)
                 *p = (char) tolower((unsigned char) *p);
         if (!ok) {
-                emitn(c, v, "%s must be 64 hexadecimal digits", fld(l, key, f));
+                emitn(c, v, "%s must be 64 hexadecimal digits", spec_field(l, key, f));
                 return -1;
         }
         if (strspn(*ret, "0") == 64)
-                warn(c, v, "%s is all zeros, a placeholder: no download will match it", fld(l, key, f));
+                spec_warn(c, v, "%s is all zeros, a placeholder: no download will match it", spec_field(l, key, f));
         return 1;
 }
 
@@ -883,21 +822,21 @@ static bool secret_is_placeholder(const char *s) {
 }
 
 /* A secret: any string, long enough that the log filter can redact it. Never echoed. */
-static int get_secret(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, char **ret) {
+int spec_get_secret(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, char **ret) {
         char f[256];
-        int r = get_str(c, l, key, v, ret);
+        int r = spec_get_str(c, l, key, v, ret);
         if (r > 0 && strlen(*ret) < 8) {
-                emitn(c, v, "%s is too short (at least 8 characters)", fld(l, key, f));
+                emitn(c, v, "%s is too short (at least 8 characters)", spec_field(l, key, f));
                 return -1;
         }
         /* never echo it, not even the word that matched */
         if (r > 0 && secret_is_placeholder(*ret))
-                warn(c, v, "%s looks like a placeholder: put the real secret in before a node uses this spec",
-                     fld(l, key, f));
+                spec_warn(c, v, "%s looks like a placeholder: put the real secret in before a node uses this spec",
+                     spec_field(l, key, f));
         return r;
 }
 
-static void missing(struct ctx *c, const struct ynode *m, const char *where, const char *key) {
+void spec_missing(struct ctx *c, const struct ynode *m, const char *where, const char *key) {
         if (where)
                 emitn(c, m, "%s has no '%s'", where, key);
         else
@@ -906,35 +845,35 @@ static void missing(struct ctx *c, const struct ynode *m, const char *where, con
 
 /* A required reference ("on", "vg"): the string and its mark, or a
  * "missing" diagnostic when the key is absent. > 0 when it was read. */
-static int get_ref(struct ctx *c, const struct ynode *m, const struct loc *l, const char *where, const char *key,
+int spec_get_ref(struct ctx *c, const struct ynode *m, const struct loc *l, const char *where, const char *key,
                    char **ret, struct spec_mark *ret_mark) {
-        const struct ynode *v = map_get(m, key);
-        int r = get_str(c, l, key, v, ret);
+        const struct ynode *v = spec_map_get(m, key);
+        int r = spec_get_str(c, l, key, v, ret);
         if (r > 0)
                 *ret_mark = (struct spec_mark) { v->line, v->col };
         else if (!v)
-                missing(c, m, where, key);
+                spec_missing(c, m, where, key);
         return r;
 }
 
 /* ---- objects ----------------------------------------------------------- */
 
 /* Reads "id" and sets where to "KIND 'ID'" (or "KIND #N" without a usable id). */
-static void get_id(struct ctx *c, const struct ynode *m, const char *kind, size_t idx, char **ret,
+void spec_get_id(struct ctx *c, const struct ynode *m, const char *kind, size_t idx, char **ret,
                    char where[static 128]) {
         char t[QUOTE_MAX + 4];
-        const struct ynode *v = map_get(m, "id");
+        const struct ynode *v = spec_map_get(m, "id");
         snprintf(where, 128, "%s #%zu", kind, idx + 1);
         struct loc l = { where, "" };
         if (!v) {
-                missing(c, m, where, "id");
+                spec_missing(c, m, where, "id");
                 return;
         }
-        if (get_str(c, &l, "id", v, ret) <= 0)
+        if (spec_get_str(c, &l, "id", v, ret) <= 0)
                 return;
         if (!valid_id(*ret)) {
                 emitn(c, v, "invalid id '%s' in %s (letters, digits, '_', '.', '-'; starts with a letter or digit; at most %d)",
-                      q(*ret, t), where, ID_MAX);
+                      spec_quote(*ret, t), where, ID_MAX);
                 free(*ret);
                 *ret = NULL;
                 return;
@@ -942,14 +881,14 @@ static void get_id(struct ctx *c, const struct ynode *m, const char *kind, size_
         snprintf(where, 128, "%s '%s'", kind, *ret);
 }
 
-static const struct ynode *entry_map(struct ctx *c, const struct ynode *it, const char *kind, size_t idx) {
+const struct ynode *spec_entry_map(struct ctx *c, const struct ynode *it, const char *kind, size_t idx) {
         char t[QUOTE_MAX + 8];
         if (it->kind == YNODE_MAP)
                 return it;
         if (ynode_is_null(it))
                 emitn(c, it, "%s #%zu is empty", kind, idx + 1);
         else
-                emitn(c, it, "%s #%zu must be a mapping, not %s", kind, idx + 1, describe(it, t));
+                emitn(c, it, "%s #%zu must be a mapping, not %s", kind, idx + 1, spec_describe(it, t));
         return NULL;
 }
 
@@ -966,43 +905,43 @@ static void parse_disk_criteria(struct ctx *c, const struct ynode *m, const stru
         const struct ynode *vals[ELEMENTSOF(disk_match_keys)] = {};
         const struct loc *locs[ELEMENTSOF(disk_match_keys)] = {};
         for (size_t i = 0; disk_match_keys[i]; i++) {
-                const struct ynode *a = map_get(m, disk_match_keys[i]), *b = map_get(match, disk_match_keys[i]);
+                const struct ynode *a = spec_map_get(m, disk_match_keys[i]), *b = spec_map_get(match, disk_match_keys[i]);
                 if (a && b)
-                        emitn(c, map_key_node(m, disk_match_keys[i]), "%s is given both directly and under 'match'",
-                              fld(l, disk_match_keys[i], f));
+                        emitn(c, spec_map_key(m, disk_match_keys[i]), "%s is given both directly and under 'match'",
+                              spec_field(l, disk_match_keys[i], f));
                 vals[i] = b ?: a;
                 locs[i] = b ? lm : l;
         }
-        if (get_str(c, locs[0], "path", vals[0], &d->path) > 0 && strncmp(d->path, "/dev/", 5) != 0)
-                emitn(c, vals[0], "%s must start with '/dev/', not '%s'", fld(locs[0], "path", f), q(d->path, t));
-        (void) get_str(c, locs[1], "by_id", vals[1], &d->by_id);
+        if (spec_get_str(c, locs[0], "path", vals[0], &d->path) > 0 && strncmp(d->path, "/dev/", 5) != 0)
+                emitn(c, vals[0], "%s must start with '/dev/', not '%s'", spec_field(locs[0], "path", f), spec_quote(d->path, t));
+        (void) spec_get_str(c, locs[1], "by_id", vals[1], &d->by_id);
         if (d->by_id && strchr(d->by_id, '/') && strncmp(d->by_id, "/dev/disk/by-id/", 16) != 0)
-                emitn(c, vals[1], "%s must be a name under /dev/disk/by-id, not '%s'", fld(locs[1], "by_id", f), q(d->by_id, t));
-        (void) get_str(c, locs[2], "serial", vals[2], &d->serial);
-        (void) get_str(c, locs[3], "wwn", vals[3], &d->wwn);
-        (void) get_str(c, locs[4], "model", vals[4], &d->model);
-        if (get_str(c, locs[5], "transport", vals[5], &d->transport) > 0)
+                emitn(c, vals[1], "%s must be a name under /dev/disk/by-id, not '%s'", spec_field(locs[1], "by_id", f), spec_quote(d->by_id, t));
+        (void) spec_get_str(c, locs[2], "serial", vals[2], &d->serial);
+        (void) spec_get_str(c, locs[3], "wwn", vals[3], &d->wwn);
+        (void) spec_get_str(c, locs[4], "model", vals[4], &d->model);
+        if (spec_get_str(c, locs[5], "transport", vals[5], &d->transport) > 0)
                 for (char *p = d->transport; *p; p++)
                         *p = (char) tolower((unsigned char) *p);
-        (void) get_bytes(c, locs[6], "min_size", vals[6], &d->min_size);
-        (void) get_bytes(c, locs[7], "max_size", vals[7], &d->max_size);
+        (void) spec_get_bytes(c, locs[6], "min_size", vals[6], &d->min_size);
+        (void) spec_get_bytes(c, locs[7], "max_size", vals[7], &d->max_size);
         bool rot;
-        if (get_bool(c, locs[8], "rotational", vals[8], &rot) > 0)
+        if (spec_get_bool(c, locs[8], "rotational", vals[8], &rot) > 0)
                 d->rotational = rot;
-        (void) get_str(c, locs[9], "vendor", vals[9], &d->vendor);
+        (void) spec_get_str(c, locs[9], "vendor", vals[9], &d->vendor);
         static const char *const picks[] = { [SPEC_PICK_NONE] = "-", [SPEC_PICK_LARGEST] = "largest",
                                              [SPEC_PICK_SMALLEST] = "smallest", NULL };
         int pk;
-        if (vals[10] && want_scalar(c, locs[10], "size", vals[10], "largest or smallest") > 0) {
+        if (vals[10] && spec_want_scalar(c, locs[10], "size", vals[10], "largest or smallest") > 0) {
                 if (streq(vals[10]->value, "largest") || streq(vals[10]->value, "smallest")) {
-                        (void) get_enum(c, locs[10], "size", vals[10], picks, &pk);
+                        (void) spec_get_enum(c, locs[10], "size", vals[10], picks, &pk);
                         d->pick = pk;
                 } else
                         emitn(c, vals[10], "%s must be 'largest' or 'smallest' (for a size bound use "
-                              "'min_size' and 'max_size'), not '%s'", fld(locs[10], "size", f), q(vals[10]->value, t));
+                              "'min_size' and 'max_size'), not '%s'", spec_field(locs[10], "size", f), spec_quote(vals[10]->value, t));
         }
         if (d->min_size && d->max_size && d->min_size > d->max_size && vals[7])
-                emitn(c, vals[7], "%s is smaller than 'min_size'", fld(locs[7], "max_size", f));
+                emitn(c, vals[7], "%s is smaller than 'min_size'", spec_field(locs[7], "max_size", f));
 }
 
 /* Fill what an alternative leaves open from the criteria written directly
@@ -1036,18 +975,18 @@ static void parse_disk_alts(struct ctx *c, const struct ynode *m, const struct y
         char f[256], t[QUOTE_MAX + 8];
         if (match->n == 0) {
                 emitn(c, match, "%s is an empty list (give one mapping of criteria, or a list of them to try in order)",
-                      fld(l, "match", f));
+                      spec_field(l, "match", f));
                 return;
         }
         if (match->n > SPEC_DISK_MAX_ALTS) {
-                emitn(c, match, "%s lists %zu alternatives; at most %u are allowed", fld(l, "match", f), match->n,
+                emitn(c, match, "%s lists %zu alternatives; at most %u are allowed", spec_field(l, "match", f), match->n,
                       SPEC_DISK_MAX_ALTS);
                 return;
         }
         for (size_t k = 0; k < match->n; k++)
                 if (match->items[k]->kind != YNODE_MAP) {
                         emitn(c, match->items[k], "alternative #%zu of %s must be a mapping of criteria, not %s", k + 1,
-                              fld(l, "match", f), describe(match->items[k], t));
+                              spec_field(l, "match", f), spec_describe(match->items[k], t));
                         return;
                 }
         parse_disk_criteria(c, m, l, NULL, NULL, d);    /* the criteria common to every alternative */
@@ -1068,38 +1007,38 @@ static void parse_disk_alts(struct ctx *c, const struct ynode *m, const struct y
                         c->error = -ENOMEM;
                         return;
                 }
-                check_keys(c, am, &la, disk_match_keys);
+                spec_check_keys(c, am, &la, disk_match_keys);
                 for (size_t i = 0; disk_match_keys[i]; i++)
-                        if (map_get(m, disk_match_keys[i]) && map_get(am, disk_match_keys[i]))
-                                emitn(c, map_key_node(m, disk_match_keys[i]), "%s is given both directly and under "
-                                      "alternative #%zu of 'match'", fld(l, disk_match_keys[i], f), k + 1);
+                        if (spec_map_get(m, disk_match_keys[i]) && spec_map_get(am, disk_match_keys[i]))
+                                emitn(c, spec_map_key(m, disk_match_keys[i]), "%s is given both directly and under "
+                                      "alternative #%zu of 'match'", spec_field(l, disk_match_keys[i], f), k + 1);
                 parse_disk_criteria(c, NULL, &la, am, &la, a);
                 if (disk_criteria_merge(a, d) < 0) {
                         c->error = -ENOMEM;
                         return;
                 }
                 if (a->min_size && a->max_size && a->min_size > a->max_size &&
-                    !(map_get(am, "max_size") && map_get(am, "min_size")) && !(map_get(m, "max_size") && map_get(m, "min_size")))
+                    !(spec_map_get(am, "max_size") && spec_map_get(am, "min_size")) && !(spec_map_get(m, "max_size") && spec_map_get(m, "min_size")))
                         emitn(c, am, "alternative #%zu of %s has 'max_size' below 'min_size' (one given directly, "
-                              "one in the alternative)", k + 1, fld(l, "match", f));
+                              "one in the alternative)", k + 1, spec_field(l, "match", f));
         }
 }
 
-static void parse_disk(struct ctx *c, const struct ynode *m, size_t idx, struct spec_disk *d) {
+void spec_parse_disk(struct ctx *c, const struct ynode *m, size_t idx, struct spec_disk *d) {
         char where[128], f[256];
         d->mark = (struct spec_mark) { m->line, m->col };
         d->match_mark = d->mark;
         d->rotational = -1;
         d->count = 1;
-        get_id(c, m, "disk", idx, &d->id, where);
+        spec_get_id(c, m, "disk", idx, &d->id, where);
         struct loc l = { where, "" }, lm = { where, "match." };
-        check_keys(c, m, &l, disk_keys);
+        spec_check_keys(c, m, &l, spec_disk_keys);
 
-        if (get_unsigned(c, &l, "count", map_get(m, "count"), 1, 256, &d->count) < 0)
+        if (spec_get_unsigned(c, &l, "count", spec_map_get(m, "count"), 1, 256, &d->count) < 0)
                 d->count = 0;   /* unknown: nothing downstream counts its devices (no cascades) */
-        (void) get_bool(c, &l, "wipe", map_get(m, "wipe"), &d->wipe);
+        (void) spec_get_bool(c, &l, "wipe", spec_map_get(m, "wipe"), &d->wipe);
 
-        const struct ynode *match = map_get(m, "match");
+        const struct ynode *match = spec_map_get(m, "match");
         if (match && match->kind == YNODE_SEQ) {
                 d->match_mark = (struct spec_mark) { match->line, match->col };
                 parse_disk_alts(c, m, match, &l, d);
@@ -1107,10 +1046,10 @@ static void parse_disk(struct ctx *c, const struct ynode *m, size_t idx, struct 
                 if (match && match->kind != YNODE_MAP && !ynode_is_null(match)) {
                         char t[QUOTE_MAX + 8];
                         emitn(c, match, "%s must be a mapping of criteria or a list of them, not %s",
-                              fld(&l, "match", f), describe(match, t));
+                              spec_field(&l, "match", f), spec_describe(match, t));
                         match = NULL;
-                } else if (want_map(c, &l, "match", match) > 0) {
-                        check_keys(c, match, &lm, disk_match_keys);
+                } else if (spec_want_map(c, &l, "match", match) > 0) {
+                        spec_check_keys(c, match, &lm, disk_match_keys);
                         d->match_mark = (struct spec_mark) { match->line, match->col };
                 } else
                         match = NULL;
@@ -1122,7 +1061,7 @@ static void parse_disk(struct ctx *c, const struct ynode *m, size_t idx, struct 
                 for (size_t k = 0; !one && k < d->n_alts; k++)
                         one = disk_names_one(&d->alts[k]);
                 if (one)
-                        emitn(c, map_get(m, "count"), "%s must be 1 when '%s' names a single disk", fld(&l, "count", f), one);
+                        emitn(c, spec_map_get(m, "count"), "%s must be 1 when '%s' names a single disk", spec_field(&l, "count", f), one);
         }
 }
 
@@ -1131,28 +1070,28 @@ static const char *const part_types[] = {
         [SPEC_PART_BIOS_GRUB] = "bios_grub", [SPEC_PART_ESP] = "esp", [SPEC_PART_SWAP] = "swap", NULL,
 };
 
-static void parse_partition(struct ctx *c, const struct ynode *m, size_t idx, struct spec_partition *p) {
+void spec_parse_partition(struct ctx *c, const struct ynode *m, size_t idx, struct spec_partition *p) {
         char where[128], f[256], t[QUOTE_MAX + 4];
         p->mark = (struct spec_mark) { m->line, m->col };
-        get_id(c, m, "partition", idx, &p->id, where);
+        spec_get_id(c, m, "partition", idx, &p->id, where);
         struct loc l = { where, "" };
-        check_keys(c, m, &l, partition_keys);
-        (void) get_ref(c, m, &l, where, "on", &p->on, &p->on_mark);
+        spec_check_keys(c, m, &l, spec_partition_keys);
+        (void) spec_get_ref(c, m, &l, where, "on", &p->on, &p->on_mark);
         const struct ynode *v;
-        if (!(v = map_get(m, "size")))
-                missing(c, m, where, "size");
-        if (get_spec_size(c, &l, "size", v, false, &p->size) > 0 && p->size.kind == SPEC_SIZE_BYTES &&
+        if (!(v = spec_map_get(m, "size")))
+                spec_missing(c, m, where, "size");
+        if (spec_get_size(c, &l, "size", v, false, &p->size) > 0 && p->size.kind == SPEC_SIZE_BYTES &&
             p->size.bytes < (1u << 20)) {
                 char sz[32];
                 emitn(c, v, "%s is %s; a partition is at least 1M (partitions are aligned to 1 MiB)",
-                      fld(&l, "size", f), format_size(p->size.bytes, sz, sizeof sz));
+                      spec_field(&l, "size", f), format_size(p->size.bytes, sz, sizeof sz));
         }
         int e;
-        if (get_enum(c, &l, "type", map_get(m, "type"), part_types, &e) > 0)
+        if (spec_get_enum(c, &l, "type", spec_map_get(m, "type"), part_types, &e) > 0)
                 p->type = e;
-        v = map_get(m, "name");
-        if (get_str(c, &l, "name", v, &p->name) > 0 && strlen(p->name) > 36)
-                emitn(c, v, "%s '%s' is longer than 36 characters", fld(&l, "name", f), q(p->name, t));
+        v = spec_map_get(m, "name");
+        if (spec_get_str(c, &l, "name", v, &p->name) > 0 && strlen(p->name) > 36)
+                emitn(c, v, "%s '%s' is longer than 36 characters", spec_field(&l, "name", f), spec_quote(p->name, t));
         if (!p->name && p->id && !(p->name = strdup(p->id)))
                 c->error = -ENOMEM;
 }
@@ -1164,76 +1103,76 @@ static const char *const raid5_layouts[] = {
 static const char *const md_metadata[] = { "1.2", "1.1", "1.0", "0.90", NULL };
 static const char *const md_bitmaps[] = { "internal", "none", NULL };
 
-static void parse_raid(struct ctx *c, const struct ynode *m, size_t idx, struct spec_raid *a) {
+void spec_parse_raid(struct ctx *c, const struct ynode *m, size_t idx, struct spec_raid *a) {
         char where[128], f[256], t[QUOTE_MAX + 8];
         a->mark = (struct spec_mark) { m->line, m->col };
-        get_id(c, m, "raid", idx, &a->id, where);
+        spec_get_id(c, m, "raid", idx, &a->id, where);
         struct loc l = { where, "" };
-        check_keys(c, m, &l, raid_keys);
+        spec_check_keys(c, m, &l, spec_raid_keys);
 
-        const struct ynode *v = map_get(m, "level");
+        const struct ynode *v = spec_map_get(m, "level");
         bool level_ok = false;
         if (!v)
-                missing(c, m, where, "level");
-        else if (want_scalar(c, &l, "level", v, "a raid level") > 0) {
+                spec_missing(c, m, where, "level");
+        else if (spec_want_scalar(c, &l, "level", v, "a raid level") > 0) {
                 a->level_mark = (struct spec_mark) { v->line, v->col };
                 unsigned lv;
                 if (v->plain && safe_atou(v->value, &lv) == 0 && (lv == 0 || lv == 1 || lv == 5 || lv == 6 || lv == 10)) {
                         a->level = lv;
                         level_ok = true;
                 } else
-                        emitn(c, v, "%s must be one of 0, 1, 5, 6, 10, not %s", fld(&l, "level", f), describe(v, t));
+                        emitn(c, v, "%s must be one of 0, 1, 5, 6, 10, not %s", spec_field(&l, "level", f), spec_describe(v, t));
         }
 
-        v = map_get(m, "layout");
-        if (get_str(c, &l, "layout", v, &a->layout) > 0) {
+        v = spec_map_get(m, "layout");
+        if (spec_get_str(c, &l, "layout", v, &a->layout) > 0) {
                 a->layout_mark = (struct spec_mark) { v->line, v->col };
                 bool r10 = strv_contains((char **) raid10_layouts, a->layout);
                 bool r5 = strv_contains((char **) raid5_layouts, a->layout);
                 if (!r10 && !r5) {
-                        const char *sug = suggest(a->layout, raid10_layouts) ?: suggest(a->layout, raid5_layouts);
+                        const char *sug = spec_suggest(a->layout, raid10_layouts) ?: spec_suggest(a->layout, raid5_layouts);
                         char hint[128] = "", t2[QUOTE_MAX + 4];
                         if (sug)
                                 snprintf(hint, sizeof hint, " (did you mean '%s'?)", sug);
                         emitn(c, v, "%s must be one of n2, f2, o2, n3, f3, o3 (level 10) or left-symmetric, right-symmetric, left-asymmetric, right-asymmetric, parity-first, parity-last (level 5 and 6), not '%s'%s",
-                              fld(&l, "layout", f), q(a->layout, t2), hint);
+                              spec_field(&l, "layout", f), spec_quote(a->layout, t2), hint);
                 } else if (level_ok && r10 && a->level != 10)
                         emitn(c, v, "layout '%s' of %s is only valid for level 10, not level %u", a->layout, where, a->level);
                 else if (level_ok && r5 && a->level != 5 && a->level != 6)
                         emitn(c, v, "layout '%s' of %s is only valid for level 5 or 6, not level %u", a->layout, where, a->level);
         }
 
-        v = map_get(m, "chunk");
-        if (get_bytes(c, &l, "chunk", v, &a->chunk) > 0) {
-                if (!is_pow2(a->chunk) || a->chunk < 4096)
-                        emitn(c, v, "%s must be a power of two of at least 4K, not %s", fld(&l, "chunk", f), describe(v, t));
+        v = spec_map_get(m, "chunk");
+        if (spec_get_bytes(c, &l, "chunk", v, &a->chunk) > 0) {
+                if (!spec_is_pow2(a->chunk) || a->chunk < 4096)
+                        emitn(c, v, "%s must be a power of two of at least 4K, not %s", spec_field(&l, "chunk", f), spec_describe(v, t));
                 else if (level_ok && a->level == 1)
-                        emitn(c, v, "%s has no meaning for level 1", fld(&l, "chunk", f));
+                        emitn(c, v, "%s has no meaning for level 1", spec_field(&l, "chunk", f));
         }
 
         int e;
-        if (get_enum(c, &l, "metadata", map_get(m, "metadata"), md_metadata, &e) > 0)
+        if (spec_get_enum(c, &l, "metadata", spec_map_get(m, "metadata"), md_metadata, &e) > 0)
                 a->metadata = strdup(md_metadata[e]);
         else
                 a->metadata = strdup("1.2");
         if (!a->metadata)
                 c->error = -ENOMEM;
-        if (get_enum(c, &l, "bitmap", map_get(m, "bitmap"), md_bitmaps, &e) > 0 && !(a->bitmap = strdup(md_bitmaps[e])))
+        if (spec_get_enum(c, &l, "bitmap", spec_map_get(m, "bitmap"), md_bitmaps, &e) > 0 && !(a->bitmap = strdup(md_bitmaps[e])))
                 c->error = -ENOMEM;
 
-        v = map_get(m, "members");
+        v = spec_map_get(m, "members");
         if (!v)
-                missing(c, m, where, "members");
-        else if (get_strv(c, &l, "members", v, true, &a->members, &a->member_marks) > 0)
+                spec_missing(c, m, where, "members");
+        else if (spec_get_strv(c, &l, "members", v, true, &a->members, &a->member_marks) > 0)
                 a->members_mark = (struct spec_mark) { v->line, v->col };
-        (void) get_unsigned(c, &l, "spares", map_get(m, "spares"), 0, 64, &a->spares);
-        (void) get_bool(c, &l, "assume_clean", map_get(m, "assume_clean"), &a->assume_clean);
+        (void) spec_get_unsigned(c, &l, "spares", spec_map_get(m, "spares"), 0, 64, &a->spares);
+        (void) spec_get_bool(c, &l, "assume_clean", spec_map_get(m, "assume_clean"), &a->assume_clean);
         if (level_ok && a->level == 0 && a->spares > 0)
-                emitn(c, map_get(m, "spares"), "%s of level 0 cannot have spares", where);
+                emitn(c, spec_map_get(m, "spares"), "%s of level 0 cannot have spares", where);
 
-        v = map_get(m, "name");
-        if (get_str(c, &l, "name", v, &a->name) > 0)
-                check_name(c, &l, "name", v, a->name, 32);
+        v = spec_map_get(m, "name");
+        if (spec_get_str(c, &l, "name", v, &a->name) > 0)
+                spec_check_name(c, &l, "name", v, a->name, 32);
         if (!a->name && a->id && !(a->name = strdup(a->id)))
                 c->error = -ENOMEM;
 }
@@ -1247,7 +1186,7 @@ static void parse_luks_key(struct ctx *c, const struct ynode *m, const char *whe
         static const char *const keys[] = { "passphrase", "url", "sha256", "generate", NULL };
         char f[256];
         struct loc lk = { where, "key." };
-        const struct ynode *k = map_get(m, "key");
+        const struct ynode *k = spec_map_get(m, "key");
         if (!k) {
                 emitn(c, m, "%s has no 'key' (give 'passphrase', 'url' with 'sha256', or 'generate: true')", where);
                 return;
@@ -1258,9 +1197,9 @@ static void parse_luks_key(struct ctx *c, const struct ynode *m, const char *whe
                 return;
         }
         x->key.mark = (struct spec_mark) { k->line, k->col };
-        check_keys(c, k, &lk, keys);
-        const struct ynode *pass = map_get(k, "passphrase"), *url = map_get(k, "url"),
-                           *sha = map_get(k, "sha256"), *gen = map_get(k, "generate");
+        spec_check_keys(c, k, &lk, keys);
+        const struct ynode *pass = spec_map_get(k, "passphrase"), *url = spec_map_get(k, "url"),
+                           *sha = spec_map_get(k, "sha256"), *gen = spec_map_get(k, "generate");
         const char *given[3];
         size_t n = 0;
         if (pass)
@@ -1278,27 +1217,27 @@ static void parse_luks_key(struct ctx *c, const struct ynode *m, const char *whe
                 return;
         }
         if (pass) {
-                if (get_secret(c, &lk, "passphrase", pass, &x->key.passphrase) > 0)
+                if (spec_get_secret(c, &lk, "passphrase", pass, &x->key.passphrase) > 0)
                         x->key.source = SPEC_KEY_PASSPHRASE;
                 if (sha)
-                        emitn(c, map_key_node(k, "sha256"), "%s is only used with 'url'", fld(&lk, "sha256", f));
+                        emitn(c, spec_map_key(k, "sha256"), "%s is only used with 'url'", spec_field(&lk, "sha256", f));
         } else if (url) {
                 if (!sha)
                         emitn(c, k, "'key' of %s has 'url' but no 'sha256'", where);
-                int r1 = get_url(c, &lk, "url", url, true, &x->key.url);
-                int r2 = get_sha256(c, &lk, "sha256", sha, &x->key.sha256);
+                int r1 = spec_get_url(c, &lk, "url", url, true, &x->key.url);
+                int r2 = spec_get_sha256(c, &lk, "sha256", sha, &x->key.sha256);
                 if (r1 > 0 && r2 > 0)
                         x->key.source = SPEC_KEY_URL;
         } else {
                 bool g = false;
-                if (get_bool(c, &lk, "generate", gen, &g) > 0) {
+                if (spec_get_bool(c, &lk, "generate", gen, &g) > 0) {
                         if (g)
                                 x->key.source = SPEC_KEY_GENERATE;
                         else
-                                emitn(c, gen, "%s must be true when given", fld(&lk, "generate", f));
+                                emitn(c, gen, "%s must be true when given", spec_field(&lk, "generate", f));
                 }
                 if (sha)
-                        emitn(c, map_key_node(k, "sha256"), "%s is only used with 'url'", fld(&lk, "sha256", f));
+                        emitn(c, spec_map_key(k, "sha256"), "%s is only used with 'url'", spec_field(&lk, "sha256", f));
         }
 }
 
@@ -1324,27 +1263,27 @@ static void parse_luks_unlock(struct ctx *c, const struct ynode *u, const char *
         static const char *const tang_keys[] = { "url", "thp", NULL };
         char f[256], t[QUOTE_MAX + 8], tw[192];
         struct loc l = { where, "" }, lu = { where, "unlock." };
-        if (want_map(c, &l, "unlock", u) <= 0)
+        if (spec_want_map(c, &l, "unlock", u) <= 0)
                 return;
         x->unlock.mark = (struct spec_mark) { u->line, u->col };
-        check_keys(c, u, &lu, keys);
-        if (map_get(u, "tpm2"))
-                emitn(c, map_key_node(u, "tpm2"), "%s is not supported yet (only 'tang' pins)", fld(&lu, "tpm2", f));
-        const struct ynode *tv = map_get(u, "tang");
+        spec_check_keys(c, u, &lu, keys);
+        if (spec_map_get(u, "tpm2"))
+                emitn(c, spec_map_key(u, "tpm2"), "%s is not supported yet (only 'tang' pins)", spec_field(&lu, "tpm2", f));
+        const struct ynode *tv = spec_map_get(u, "tang");
         if (!tv) {
                 emitn(c, u, "'unlock' of %s has no 'tang' (a list of {url, thp})", where);
                 return;
         }
         if (tv->kind == YNODE_SEQ && tv->n == 0) {
-                emitn(c, tv, "%s is an empty list (give at least one {url, thp})", fld(&lu, "tang", f));
+                emitn(c, tv, "%s is an empty list (give at least one {url, thp})", spec_field(&lu, "tang", f));
                 return;
         }
         if (tv->kind != YNODE_SEQ) {
-                emitn(c, tv, "%s must be a list of {url, thp}, not %s", fld(&lu, "tang", f), describe(tv, t));
+                emitn(c, tv, "%s must be a list of {url, thp}, not %s", spec_field(&lu, "tang", f), spec_describe(tv, t));
                 return;
         }
         if (tv->n > SPEC_TANG_MAX) {
-                emitn(c, tv, "%s has %zu servers, at most %u are allowed", fld(&lu, "tang", f), tv->n, SPEC_TANG_MAX);
+                emitn(c, tv, "%s has %zu servers, at most %u are allowed", spec_field(&lu, "tang", f), tv->n, SPEC_TANG_MAX);
                 return;
         }
         x->unlock.tang = calloc(tv->n, sizeof *x->unlock.tang);
@@ -1357,146 +1296,146 @@ static void parse_luks_unlock(struct ctx *c, const struct ynode *u, const char *
                 snprintf(tw, sizeof tw, "tang server #%zu of %s", i + 1, where);
                 struct loc lt = { tw, "" };
                 if (e->kind != YNODE_MAP) {
-                        emitn(c, e, "%s must be a mapping with 'url' and 'thp', not %s", tw, describe(e, t));
+                        emitn(c, e, "%s must be a mapping with 'url' and 'thp', not %s", tw, spec_describe(e, t));
                         continue;
                 }
                 struct spec_tang *tg = &x->unlock.tang[x->unlock.n_tang++];
                 tg->mark = (struct spec_mark) { e->line, e->col };
-                check_keys(c, e, &lt, tang_keys);
-                const struct ynode *v = map_get(e, "url");
+                spec_check_keys(c, e, &lt, tang_keys);
+                const struct ynode *v = spec_map_get(e, "url");
                 if (!v)
-                        missing(c, e, tw, "url");
-                else if (get_url(c, &lt, "url", v, false, &tg->url) > 0 && strstr(tg->url, "${"))
-                        emitn(c, v, "%s must not use variables (clevis keeps the url as written)", fld(&lt, "url", f));
-                v = map_get(e, "thp");
+                        spec_missing(c, e, tw, "url");
+                else if (spec_get_url(c, &lt, "url", v, false, &tg->url) > 0 && strstr(tg->url, "${"))
+                        emitn(c, v, "%s must not use variables (clevis keeps the url as written)", spec_field(&lt, "url", f));
+                v = spec_map_get(e, "thp");
                 if (!v)
-                        missing(c, e, tw, "thp");
-                else if (get_str(c, &lt, "thp", v, &tg->thp) > 0 && !valid_thp(tg->thp))
+                        spec_missing(c, e, tw, "thp");
+                else if (spec_get_str(c, &lt, "thp", v, &tg->thp) > 0 && !valid_thp(tg->thp))
                         emitn(c, v, "%s must be a key thumbprint as 'jose jwk thp' prints it (43 characters of base64url), not %s",
-                              fld(&lt, "thp", f), describe(v, t));
+                              spec_field(&lt, "thp", f), spec_describe(v, t));
         }
         x->unlock.threshold = 1;
-        const struct ynode *th = map_get(u, "threshold");
-        if (get_unsigned(c, &lu, "threshold", th, 1, SPEC_TANG_MAX, &x->unlock.threshold) > 0 &&
+        const struct ynode *th = spec_map_get(u, "threshold");
+        if (spec_get_unsigned(c, &lu, "threshold", th, 1, SPEC_TANG_MAX, &x->unlock.threshold) > 0 &&
             x->unlock.threshold > tv->n)
-                emitn(c, th, "%s is %u, but only %zu pins are given", fld(&lu, "threshold", f), x->unlock.threshold, tv->n);
+                emitn(c, th, "%s is %u, but only %zu pins are given", spec_field(&lu, "threshold", f), x->unlock.threshold, tv->n);
 }
 
-static void parse_luks(struct ctx *c, const struct ynode *m, size_t idx, struct spec_luks *x) {
+void spec_parse_luks(struct ctx *c, const struct ynode *m, size_t idx, struct spec_luks *x) {
         static const char *const pbkdf_keys[] = { "type", "time_ms", "max_memory", "iterations", "parallel", NULL };
         static const char *const perf_keys[] = { "no_read_workqueue", "no_write_workqueue", NULL };
         char where[128], f[256], t[QUOTE_MAX + 8];
         x->mark = (struct spec_mark) { m->line, m->col };
         x->count = 1;
-        get_id(c, m, "luks", idx, &x->id, where);
+        spec_get_id(c, m, "luks", idx, &x->id, where);
         struct loc l = { where, "" };
-        check_keys(c, m, &l, luks_keys);
+        spec_check_keys(c, m, &l, spec_luks_keys);
 
-        (void) get_ref(c, m, &l, where, "on", &x->on, &x->on_mark);
+        (void) spec_get_ref(c, m, &l, where, "on", &x->on, &x->on_mark);
 
-        const struct ynode *v = map_get(m, "cipher");
-        if (get_str(c, &l, "cipher", v, &x->cipher) > 0) {
+        const struct ynode *v = spec_map_get(m, "cipher");
+        if (spec_get_str(c, &l, "cipher", v, &x->cipher) > 0) {
                 bool ok = strchr(x->cipher, '-') && strlen(x->cipher) < 64;
                 for (const char *p = x->cipher; ok && *p; p++)
                         if (!islower((unsigned char) *p) && !isdigit((unsigned char) *p) && !strchr("-_,", *p))
                                 ok = false;
                 if (!ok)
-                        emitn(c, v, "%s must look like 'aes-xts-plain64', not %s", fld(&l, "cipher", f), describe(v, t));
+                        emitn(c, v, "%s must look like 'aes-xts-plain64', not %s", spec_field(&l, "cipher", f), spec_describe(v, t));
         }
         if (!x->cipher && !(x->cipher = strdup(SPEC_LUKS_CIPHER)))
                 c->error = -ENOMEM;
-        v = map_get(m, "key_size");
+        v = spec_map_get(m, "key_size");
         x->key_size = SPEC_LUKS_KEY_SIZE;
-        if (get_unsigned(c, &l, "key_size", v, 128, 1024, &x->key_size) > 0 && x->key_size % 8)
-                emitn(c, v, "%s must be a multiple of 8 bits, not %s", fld(&l, "key_size", f), describe(v, t));
-        v = map_get(m, "sector_size");
+        if (spec_get_unsigned(c, &l, "key_size", v, 128, 1024, &x->key_size) > 0 && x->key_size % 8)
+                emitn(c, v, "%s must be a multiple of 8 bits, not %s", spec_field(&l, "key_size", f), spec_describe(v, t));
+        v = spec_map_get(m, "sector_size");
         uint64_t ss;
-        if (get_uint(c, &l, "sector_size", v, 0, UINT64_MAX, &ss) > 0) {
+        if (spec_get_uint(c, &l, "sector_size", v, 0, UINT64_MAX, &ss) > 0) {
                 if (ss == 512 || ss == 1024 || ss == 2048 || ss == 4096)
                         x->sector_size = (unsigned) ss;
                 else
-                        emitn(c, v, "%s must be 512, 1024, 2048 or 4096, not %s", fld(&l, "sector_size", f), describe(v, t));
+                        emitn(c, v, "%s must be 512, 1024, 2048 or 4096, not %s", spec_field(&l, "sector_size", f), spec_describe(v, t));
         }
-        v = map_get(m, "label");
-        if (get_str(c, &l, "label", v, &x->label) > 0 && strlen(x->label) > 47)
-                emitn(c, v, "%s is longer than 47 characters", fld(&l, "label", f));
+        v = spec_map_get(m, "label");
+        if (spec_get_str(c, &l, "label", v, &x->label) > 0 && strlen(x->label) > 47)
+                emitn(c, v, "%s is longer than 47 characters", spec_field(&l, "label", f));
 
-        const struct ynode *pb = map_get(m, "pbkdf");
-        if (want_map(c, &l, "pbkdf", pb) > 0) {
+        const struct ynode *pb = spec_map_get(m, "pbkdf");
+        if (spec_want_map(c, &l, "pbkdf", pb) > 0) {
                 struct loc lp = { where, "pbkdf." };
-                check_keys(c, pb, &lp, pbkdf_keys);
+                spec_check_keys(c, pb, &lp, pbkdf_keys);
                 int e;
-                if (get_enum(c, &lp, "type", map_get(pb, "type"), pbkdf_types, &e) > 0)
+                if (spec_get_enum(c, &lp, "type", spec_map_get(pb, "type"), pbkdf_types, &e) > 0)
                         x->pbkdf.type = e;
-                (void) get_unsigned(c, &lp, "time_ms", map_get(pb, "time_ms"), 1, 600000, &x->pbkdf.time_ms);
-                v = map_get(pb, "max_memory");
-                if (get_bytes(c, &lp, "max_memory", v, &x->pbkdf.max_memory) > 0 &&
+                (void) spec_get_unsigned(c, &lp, "time_ms", spec_map_get(pb, "time_ms"), 1, 600000, &x->pbkdf.time_ms);
+                v = spec_map_get(pb, "max_memory");
+                if (spec_get_bytes(c, &lp, "max_memory", v, &x->pbkdf.max_memory) > 0 &&
                     (x->pbkdf.max_memory < 32 * 1024 || x->pbkdf.max_memory > 4ull << 30))
-                        emitn(c, v, "%s must be between 32K and 4G, not %s", fld(&lp, "max_memory", f), describe(v, t));
-                v = map_get(pb, "iterations");
-                if (get_unsigned(c, &lp, "iterations", v, 1000, UINT32_MAX, &x->pbkdf.iterations) > 0 &&
+                        emitn(c, v, "%s must be between 32K and 4G, not %s", spec_field(&lp, "max_memory", f), spec_describe(v, t));
+                v = spec_map_get(pb, "iterations");
+                if (spec_get_unsigned(c, &lp, "iterations", v, 1000, UINT32_MAX, &x->pbkdf.iterations) > 0 &&
                     x->pbkdf.type != SPEC_PBKDF_PBKDF2)
-                        emitn(c, v, "%s is only for type pbkdf2", fld(&lp, "iterations", f));
+                        emitn(c, v, "%s is only for type pbkdf2", spec_field(&lp, "iterations", f));
                 bool argon = x->pbkdf.type != SPEC_PBKDF_PBKDF2;
-                if (!argon && map_get(pb, "max_memory"))
-                        emitn(c, map_get(pb, "max_memory"), "%s is only for argon2 types", fld(&lp, "max_memory", f));
-                v = map_get(pb, "parallel");
-                if (get_unsigned(c, &lp, "parallel", v, 1, 64, &x->pbkdf.parallel) > 0 && !argon)
-                        emitn(c, v, "%s is only for argon2 types", fld(&lp, "parallel", f));
+                if (!argon && spec_map_get(pb, "max_memory"))
+                        emitn(c, spec_map_get(pb, "max_memory"), "%s is only for argon2 types", spec_field(&lp, "max_memory", f));
+                v = spec_map_get(pb, "parallel");
+                if (spec_get_unsigned(c, &lp, "parallel", v, 1, 64, &x->pbkdf.parallel) > 0 && !argon)
+                        emitn(c, v, "%s is only for argon2 types", spec_field(&lp, "parallel", f));
         }
-        const struct ynode *pf = map_get(m, "perf");
-        if (want_map(c, &l, "perf", pf) > 0) {
+        const struct ynode *pf = spec_map_get(m, "perf");
+        if (spec_want_map(c, &l, "perf", pf) > 0) {
                 struct loc lp = { where, "perf." };
-                check_keys(c, pf, &lp, perf_keys);
-                (void) get_bool(c, &lp, "no_read_workqueue", map_get(pf, "no_read_workqueue"), &x->no_read_workqueue);
-                (void) get_bool(c, &lp, "no_write_workqueue", map_get(pf, "no_write_workqueue"), &x->no_write_workqueue);
+                spec_check_keys(c, pf, &lp, perf_keys);
+                (void) spec_get_bool(c, &lp, "no_read_workqueue", spec_map_get(pf, "no_read_workqueue"), &x->no_read_workqueue);
+                (void) spec_get_bool(c, &lp, "no_write_workqueue", spec_map_get(pf, "no_write_workqueue"), &x->no_write_workqueue);
         }
-        (void) get_bool(c, &l, "discard", map_get(m, "discard"), &x->discard);
+        (void) spec_get_bool(c, &l, "discard", spec_map_get(m, "discard"), &x->discard);
         parse_luks_key(c, m, where, x);
-        parse_luks_unlock(c, map_get(m, "unlock"), where, x);
+        parse_luks_unlock(c, spec_map_get(m, "unlock"), where, x);
 
-        v = map_get(m, "name");
-        if (get_str(c, &l, "name", v, &x->name) > 0)
-                check_name(c, &l, "name", v, x->name, 127);
+        v = spec_map_get(m, "name");
+        if (spec_get_str(c, &l, "name", v, &x->name) > 0)
+                spec_check_name(c, &l, "name", v, x->name, 127);
         if (!x->name && x->id && !(x->name = strdup(x->id)))
                 c->error = -ENOMEM;
 }
 
-static void parse_vg(struct ctx *c, const struct ynode *m, size_t idx, struct spec_vg *g) {
+void spec_parse_vg(struct ctx *c, const struct ynode *m, size_t idx, struct spec_vg *g) {
         char where[128], f[256], t[QUOTE_MAX + 8];
         g->mark = (struct spec_mark) { m->line, m->col };
-        get_id(c, m, "volume group", idx, &g->id, where);
+        spec_get_id(c, m, "volume group", idx, &g->id, where);
         struct loc l = { where, "" };
-        check_keys(c, m, &l, vg_keys);
-        const struct ynode *v = map_get(m, "pvs");
+        spec_check_keys(c, m, &l, spec_vg_keys);
+        const struct ynode *v = spec_map_get(m, "pvs");
         if (!v)
-                missing(c, m, where, "pvs");
-        else if (get_strv(c, &l, "pvs", v, true, &g->pvs, &g->pv_marks) > 0)
+                spec_missing(c, m, where, "pvs");
+        else if (spec_get_strv(c, &l, "pvs", v, true, &g->pvs, &g->pv_marks) > 0)
                 g->pvs_mark = (struct spec_mark) { v->line, v->col };
-        v = map_get(m, "extent_size");
-        if (get_bytes(c, &l, "extent_size", v, &g->extent_size) > 0 && (!is_pow2(g->extent_size) || g->extent_size < 4096))
-                emitn(c, v, "%s must be a power of two of at least 4K, not %s", fld(&l, "extent_size", f), describe(v, t));
-        v = map_get(m, "name");
-        if (get_str(c, &l, "name", v, &g->name) > 0)
-                check_name(c, &l, "name", v, g->name, 127);
+        v = spec_map_get(m, "extent_size");
+        if (spec_get_bytes(c, &l, "extent_size", v, &g->extent_size) > 0 && (!spec_is_pow2(g->extent_size) || g->extent_size < 4096))
+                emitn(c, v, "%s must be a power of two of at least 4K, not %s", spec_field(&l, "extent_size", f), spec_describe(v, t));
+        v = spec_map_get(m, "name");
+        if (spec_get_str(c, &l, "name", v, &g->name) > 0)
+                spec_check_name(c, &l, "name", v, g->name, 127);
         if (!g->name && g->id && !(g->name = strdup(g->id)))
                 c->error = -ENOMEM;
 }
 
-static void parse_lv(struct ctx *c, const struct ynode *m, size_t idx, struct spec_lv *lv) {
+void spec_parse_lv(struct ctx *c, const struct ynode *m, size_t idx, struct spec_lv *lv) {
         char where[128];
         lv->mark = (struct spec_mark) { m->line, m->col };
-        get_id(c, m, "volume", idx, &lv->id, where);
+        spec_get_id(c, m, "volume", idx, &lv->id, where);
         struct loc l = { where, "" };
-        check_keys(c, m, &l, lv_keys);
-        (void) get_ref(c, m, &l, where, "vg", &lv->vg, &lv->vg_mark);
+        spec_check_keys(c, m, &l, spec_lv_keys);
+        (void) spec_get_ref(c, m, &l, where, "vg", &lv->vg, &lv->vg_mark);
         const struct ynode *v;
-        if (!(v = map_get(m, "size")))
-                missing(c, m, where, "size");
-        (void) get_spec_size(c, &l, "size", v, true, &lv->size);
-        v = map_get(m, "name");
-        if (get_str(c, &l, "name", v, &lv->name) > 0)
-                check_name(c, &l, "name", v, lv->name, 127);
+        if (!(v = spec_map_get(m, "size")))
+                spec_missing(c, m, where, "size");
+        (void) spec_get_size(c, &l, "size", v, true, &lv->size);
+        v = spec_map_get(m, "name");
+        if (spec_get_str(c, &l, "name", v, &lv->name) > 0)
+                spec_check_name(c, &l, "name", v, lv->name, 127);
         if (!lv->name && lv->id && !(lv->name = strdup(lv->id)))
                 c->error = -ENOMEM;
 }
@@ -1523,61 +1462,61 @@ static bool valid_mount(const char *p) {
         return true;
 }
 
-static void parse_fs(struct ctx *c, const struct ynode *m, size_t idx, struct spec_filesystem *fs) {
+void spec_parse_fs(struct ctx *c, const struct ynode *m, size_t idx, struct spec_filesystem *fs) {
         static const size_t label_max[] = { [SPEC_FS_XFS] = 12, [SPEC_FS_EXT4] = 16, [SPEC_FS_SWAP] = 15, [SPEC_FS_VFAT] = 11 };
         char where[128], f[256], t[QUOTE_MAX + 4];
         fs->mark = (struct spec_mark) { m->line, m->col };
         snprintf(where, sizeof where, "filesystem #%zu", idx + 1);
         struct loc l = { where, "" };
-        if (get_ref(c, m, &l, where, "on", &fs->on, &fs->on_mark) > 0)
-                snprintf(where, sizeof where, "filesystem on '%s'", q(fs->on, t));
-        check_keys(c, m, &l, fs_keys);
+        if (spec_get_ref(c, m, &l, where, "on", &fs->on, &fs->on_mark) > 0)
+                snprintf(where, sizeof where, "filesystem on '%s'", spec_quote(fs->on, t));
+        spec_check_keys(c, m, &l, spec_fs_keys);
         const struct ynode *v;
         int e;
         bool typed = false;
-        if (!(v = map_get(m, "type")))
-                missing(c, m, where, "type");
-        else if (get_enum(c, &l, "type", v, fs_types, &e) > 0) {
+        if (!(v = spec_map_get(m, "type")))
+                spec_missing(c, m, where, "type");
+        else if (spec_get_enum(c, &l, "type", v, fs_types, &e) > 0) {
                 fs->type = e;
                 typed = true;
         }
-        v = map_get(m, "label");
-        if (get_str(c, &l, "label", v, &fs->label) > 0 && typed && strlen(fs->label) > label_max[fs->type])
-                emitn(c, v, "%s is longer than %zu characters (the limit of %s)", fld(&l, "label", f),
+        v = spec_map_get(m, "label");
+        if (spec_get_str(c, &l, "label", v, &fs->label) > 0 && typed && strlen(fs->label) > label_max[fs->type])
+                emitn(c, v, "%s is longer than %zu characters (the limit of %s)", spec_field(&l, "label", f),
                       label_max[fs->type], fs_types[fs->type]);
-        (void) get_strv(c, &l, "mkfs_options", map_get(m, "mkfs_options"), false, &fs->mkfs_options, NULL);
-        v = map_get(m, "mount");
-        if (get_str(c, &l, "mount", v, &fs->mount) > 0) {
+        (void) spec_get_strv(c, &l, "mkfs_options", spec_map_get(m, "mkfs_options"), false, &fs->mkfs_options, NULL);
+        v = spec_map_get(m, "mount");
+        if (spec_get_str(c, &l, "mount", v, &fs->mount) > 0) {
                 fs->mount_mark = (struct spec_mark) { v->line, v->col };
                 if (typed && fs->type == SPEC_FS_SWAP)
-                        emitn(c, v, "%s is not allowed for swap", fld(&l, "mount", f));
+                        emitn(c, v, "%s is not allowed for swap", spec_field(&l, "mount", f));
                 else if (!valid_mount(fs->mount))
                         emitn(c, v, "%s must be an absolute path without '.', '..', '//' or a trailing '/', not '%s'",
-                              fld(&l, "mount", f), q(fs->mount, t));
+                              spec_field(&l, "mount", f), spec_quote(fs->mount, t));
         }
         static const char *const encrypts[] = { "random", NULL };
-        v = map_get(m, "encrypt");
-        if (get_enum(c, &l, "encrypt", v, encrypts, &e) > 0) {
+        v = spec_map_get(m, "encrypt");
+        if (spec_get_enum(c, &l, "encrypt", v, encrypts, &e) > 0) {
                 fs->encrypt_random = true;
                 fs->encrypt_mark = (struct spec_mark) { v->line, v->col };
                 if (typed && fs->type != SPEC_FS_SWAP)
                         emitn(c, v, "%s is only for swap: a random key is made again at every boot, so a %s filesystem "
                               "on it would be lost at each one (to encrypt it, put it on a luks with a key)",
-                              fld(&l, "encrypt", f), fs_types[fs->type]);
+                              spec_field(&l, "encrypt", f), fs_types[fs->type]);
                 if (fs->label)
-                        emitn(c, map_get(m, "label"), "%s is not kept with 'encrypt: random': the swap is made again "
-                              "at every boot, without a label", fld(&l, "label", f));
+                        emitn(c, spec_map_get(m, "label"), "%s is not kept with 'encrypt: random': the swap is made again "
+                              "at every boot, without a label", spec_field(&l, "label", f));
                 if (fs->mkfs_options)
-                        emitn(c, map_get(m, "mkfs_options"), "%s is not used with 'encrypt: random': kiln runs no "
-                              "mkswap (the installed system's cryptsetup does, at every boot)", fld(&l, "mkfs_options", f));
+                        emitn(c, spec_map_get(m, "mkfs_options"), "%s is not used with 'encrypt: random': kiln runs no "
+                              "mkswap (the installed system's cryptsetup does, at every boot)", spec_field(&l, "mkfs_options", f));
         }
-        v = map_get(m, "mount_options");
-        if (get_str(c, &l, "mount_options", v, &fs->mount_options) > 0) {
+        v = spec_map_get(m, "mount_options");
+        if (spec_get_str(c, &l, "mount_options", v, &fs->mount_options) > 0) {
                 if (!fs->mount)
-                        emitn(c, v, "%s is given without 'mount'", fld(&l, "mount_options", f));
+                        emitn(c, v, "%s is given without 'mount'", spec_field(&l, "mount_options", f));
                 for (const char *p = fs->mount_options; *p; p++)
                         if ((unsigned char) *p <= 0x20 || *p == 0x7f) {
-                                emitn(c, v, "%s must not contain spaces or control characters", fld(&l, "mount_options", f));
+                                emitn(c, v, "%s must not contain spaces or control characters", spec_field(&l, "mount_options", f));
                                 break;
                         }
         }
@@ -1585,55 +1524,55 @@ static void parse_fs(struct ctx *c, const struct ynode *m, size_t idx, struct sp
 
 static const char *const image_formats[] = { [SPEC_IMAGE_TAR] = "tar", [SPEC_IMAGE_RAW] = "raw", NULL };
 
-static void parse_image(struct ctx *c, const struct ynode *m, struct spec_image *im) {
+void spec_parse_image(struct ctx *c, const struct ynode *m, struct spec_image *im) {
         static const char *const keys[] = { "url", "sha256", "format", "target", "max_size", NULL };
         struct loc l = { "image", "" };
         im->present = true;
         im->mark = (struct spec_mark) { m->line, m->col };
-        check_keys(c, m, &l, keys);
+        spec_check_keys(c, m, &l, keys);
         const struct ynode *v;
-        if (!(v = map_get(m, "url")))
-                missing(c, m, "image", "url");
-        (void) get_url(c, &l, "url", v, true, &im->url);
-        if (!(v = map_get(m, "sha256")))
-                missing(c, m, "image", "sha256");
-        (void) get_sha256(c, &l, "sha256", v, &im->sha256);
+        if (!(v = spec_map_get(m, "url")))
+                spec_missing(c, m, "image", "url");
+        (void) spec_get_url(c, &l, "url", v, true, &im->url);
+        if (!(v = spec_map_get(m, "sha256")))
+                spec_missing(c, m, "image", "sha256");
+        (void) spec_get_sha256(c, &l, "sha256", v, &im->sha256);
         int e;
         bool fmt_ok = true;
-        if (get_enum(c, &l, "format", map_get(m, "format"), image_formats, &e) > 0)
+        if (spec_get_enum(c, &l, "format", spec_map_get(m, "format"), image_formats, &e) > 0)
                 im->format = e;
-        else if (map_get(m, "format"))
+        else if (spec_map_get(m, "format"))
                 fmt_ok = false;
-        v = map_get(m, "target");
-        (void) get_str(c, &l, "target", v, &im->target);
+        v = spec_map_get(m, "target");
+        (void) spec_get_str(c, &l, "target", v, &im->target);
         if (fmt_ok && im->format == SPEC_IMAGE_RAW && !v)
                 emitn(c, m, "image of format 'raw' has no 'target'");
         if (fmt_ok && im->format == SPEC_IMAGE_TAR && v)
-                emitn(c, map_key_node(m, "target"), "'target' of image is only for format 'raw' (a tar image is unpacked onto the mounted filesystems)");
-        (void) get_bytes(c, &l, "max_size", map_get(m, "max_size"), &im->max_size);
+                emitn(c, spec_map_key(m, "target"), "'target' of image is only for format 'raw' (a tar image is unpacked onto the mounted filesystems)");
+        (void) spec_get_bytes(c, &l, "max_size", spec_map_get(m, "max_size"), &im->max_size);
 }
 
 static const char *const firmware_names[] = {
         [SPEC_FIRMWARE_BIOS] = "bios", [SPEC_FIRMWARE_UEFI] = "uefi", [SPEC_FIRMWARE_BOTH] = "both", NULL,
 };
 
-static void parse_boot(struct ctx *c, const struct ynode *m, struct spec_boot *b) {
+void spec_parse_boot(struct ctx *c, const struct ynode *m, struct spec_boot *b) {
         static const char *const keys[] = { "firmware", "cmdline", "disks", NULL };
         char f[256];
         struct loc l = { "boot", "" };
         b->present = true;
         b->mark = (struct spec_mark) { m->line, m->col };
-        check_keys(c, m, &l, keys);
-        const struct ynode *v = map_get(m, "firmware");
+        spec_check_keys(c, m, &l, keys);
+        const struct ynode *v = spec_map_get(m, "firmware");
         int e;
         if (!v)
                 emitn(c, m, "'boot' has no 'firmware' (bios, uefi or both)");
-        else if (get_enum(c, &l, "firmware", v, firmware_names, &e) > 0) {
+        else if (spec_get_enum(c, &l, "firmware", v, firmware_names, &e) > 0) {
                 b->firmware = e;
                 b->firmware_mark = (struct spec_mark) { v->line, v->col };
         }
-        v = map_get(m, "cmdline");
-        if (get_strv(c, &l, "cmdline", v, false, &b->cmdline, NULL) > 0)
+        v = spec_map_get(m, "cmdline");
+        if (spec_get_strv(c, &l, "cmdline", v, false, &b->cmdline, NULL) > 0)
                 for (size_t i = 0; b->cmdline[i]; i++) {
                         const char *a = b->cmdline[i];
                         bool ok = *a != 0;
@@ -1642,10 +1581,10 @@ static void parse_boot(struct ctx *c, const struct ynode *m, struct spec_boot *b
                                         ok = false;
                         if (!ok)
                                 emitn(c, v->items[i], "%s: each entry is one kernel argument without spaces, quotes, '\\', '$' or '`'",
-                                      fld(&l, "cmdline", f));
+                                      spec_field(&l, "cmdline", f));
                 }
-        v = map_get(m, "disks");
-        if (get_strv(c, &l, "disks", v, true, &b->disks, &b->disk_marks) > 0)
+        v = spec_map_get(m, "disks");
+        if (spec_get_strv(c, &l, "disks", v, true, &b->disks, &b->disk_marks) > 0)
                 b->disks_mark = (struct spec_mark) { v->line, v->col };
 }
 
@@ -1654,7 +1593,7 @@ static const char *const on_fail_names[] = { [SPEC_ON_FAIL_ABORT] = "abort", [SP
 /* The one place the benchmark's candidate list of each luks is decided:
  * bench.ciphers when the spec names some, else the luks's own cipher and key
  * size (the plan lists them, the benchmark measures them). */
-static void set_bench_ciphers(struct ctx *c) {
+void spec_set_bench_ciphers(struct ctx *c) {
         const struct spec_bench *b = &c->s->bench;
         for (size_t i = 0; c->error >= 0 && i < c->s->n_luks; i++) {
                 struct spec_luks *x = &c->s->luks[i];
@@ -1672,16 +1611,16 @@ static void set_bench_ciphers(struct ctx *c) {
         }
 }
 
-static void parse_bench(struct ctx *c, const struct ynode *m, struct spec_bench *b) {
+void spec_parse_bench(struct ctx *c, const struct ynode *m, struct spec_bench *b) {
         static const char *const keys[] = { "ciphers", "tune", "require", "on_fail", NULL };
         static const char *const req_keys[] = { "cipher_mbps", "write_mbps", "read_mbps", "max_overhead", NULL };
         char f[256], t[QUOTE_MAX + 4];
         struct loc l = { "bench", "" }, lr = { "bench", "require." };
         b->present = true;
         b->mark = (struct spec_mark) { m->line, m->col };
-        check_keys(c, m, &l, keys);
-        const struct ynode *v = map_get(m, "ciphers");
-        if (get_strv(c, &l, "ciphers", v, false, &b->ciphers, NULL) > 0)
+        spec_check_keys(c, m, &l, keys);
+        const struct ynode *v = spec_map_get(m, "ciphers");
+        if (spec_get_strv(c, &l, "ciphers", v, false, &b->ciphers, NULL) > 0)
                 for (size_t i = 0; b->ciphers[i]; i++) {
                         bool ok = strchr(b->ciphers[i], '-') != NULL;
                         for (const char *p = b->ciphers[i]; ok && *p; p++)
@@ -1689,20 +1628,20 @@ static void parse_bench(struct ctx *c, const struct ynode *m, struct spec_bench 
                                         ok = false;
                         if (!ok)
                                 emitn(c, v->kind == YNODE_SEQ ? v->items[i] : v,
-                                      "%s: '%s' does not look like 'aes-xts-plain64:512'", fld(&l, "ciphers", f),
-                                      q(b->ciphers[i], t));
+                                      "%s: '%s' does not look like 'aes-xts-plain64:512'", spec_field(&l, "ciphers", f),
+                                      spec_quote(b->ciphers[i], t));
                 }
-        (void) get_bool(c, &l, "tune", map_get(m, "tune"), &b->tune);
-        const struct ynode *r = map_get(m, "require");
-        if (want_map(c, &l, "require", r) > 0) {
-                check_keys(c, r, &lr, req_keys);
-                (void) get_double(c, &lr, "cipher_mbps", map_get(r, "cipher_mbps"), 0, 1e6, &b->cipher_mbps);
-                (void) get_double(c, &lr, "write_mbps", map_get(r, "write_mbps"), 0, 1e6, &b->write_mbps);
-                (void) get_double(c, &lr, "read_mbps", map_get(r, "read_mbps"), 0, 1e6, &b->read_mbps);
-                (void) get_double(c, &lr, "max_overhead", map_get(r, "max_overhead"), 0, 1, &b->max_overhead);
+        (void) spec_get_bool(c, &l, "tune", spec_map_get(m, "tune"), &b->tune);
+        const struct ynode *r = spec_map_get(m, "require");
+        if (spec_want_map(c, &l, "require", r) > 0) {
+                spec_check_keys(c, r, &lr, req_keys);
+                (void) spec_get_double(c, &lr, "cipher_mbps", spec_map_get(r, "cipher_mbps"), 0, 1e6, &b->cipher_mbps);
+                (void) spec_get_double(c, &lr, "write_mbps", spec_map_get(r, "write_mbps"), 0, 1e6, &b->write_mbps);
+                (void) spec_get_double(c, &lr, "read_mbps", spec_map_get(r, "read_mbps"), 0, 1e6, &b->read_mbps);
+                (void) spec_get_double(c, &lr, "max_overhead", spec_map_get(r, "max_overhead"), 0, 1, &b->max_overhead);
         }
         int e;
-        if (get_enum(c, &l, "on_fail", map_get(m, "on_fail"), on_fail_names, &e) > 0)
+        if (spec_get_enum(c, &l, "on_fail", spec_map_get(m, "on_fail"), on_fail_names, &e) > 0)
                 b->on_fail = e;
 }
 
@@ -1744,7 +1683,7 @@ static const char *ssh_key_problem(const char *k) {
         return NULL;
 }
 
-static void parse_register(struct ctx *c, const struct ynode *m, struct spec *s) {
+void spec_parse_register(struct ctx *c, const struct ynode *m, struct spec *s) {
         char f[256], t[QUOTE_MAX + 8];
         static const char *const keys[] = { "cloudstack", "webhook", NULL };
         static const char *const cs_keys[] = {
@@ -1753,79 +1692,49 @@ static void parse_register(struct ctx *c, const struct ynode *m, struct spec *s)
         };
         static const char *const wh_keys[] = { "url", "hmac_key", NULL };
         struct loc l = { "register", "" }, lc = { "register", "cloudstack." }, lw = { "register", "webhook." };
-        check_keys(c, m, &l, keys);
-        const struct ynode *cs = map_get(m, "cloudstack"), *wh = map_get(m, "webhook"), *v;
-        if (want_map(c, &l, "cloudstack", cs) > 0) {
+        spec_check_keys(c, m, &l, keys);
+        const struct ynode *cs = spec_map_get(m, "cloudstack"), *wh = spec_map_get(m, "webhook"), *v;
+        if (spec_want_map(c, &l, "cloudstack", cs) > 0) {
                 struct spec_cloudstack *x = &s->cloudstack;
                 x->present = true;
                 x->mark = (struct spec_mark) { cs->line, cs->col };
-                check_keys(c, cs, &lc, cs_keys);
+                spec_check_keys(c, cs, &lc, cs_keys);
                 static const char *const required[] = { "endpoint", "zone", "pod", "cluster", "api_key", "secret_key" };
                 for (size_t i = 0; i < ELEMENTSOF(required); i++)
-                        if (!map_get(cs, required[i]))
+                        if (!spec_map_get(cs, required[i]))
                                 emitn(c, cs, "'cloudstack' of register has no '%s'", required[i]);
-                (void) get_url(c, &lc, "endpoint", map_get(cs, "endpoint"), false, &x->endpoint);
-                (void) get_str(c, &lc, "zone", map_get(cs, "zone"), &x->zone);
-                (void) get_str(c, &lc, "pod", map_get(cs, "pod"), &x->pod);
-                (void) get_str(c, &lc, "cluster", map_get(cs, "cluster"), &x->cluster);
-                (void) get_str(c, &lc, "api_key", map_get(cs, "api_key"), &x->api_key);
-                (void) get_secret(c, &lc, "secret_key", map_get(cs, "secret_key"), &x->secret_key);
-                if (get_str(c, &lc, "host_username", v = map_get(cs, "host_username"), &x->host_username) > 0 &&
+                (void) spec_get_url(c, &lc, "endpoint", spec_map_get(cs, "endpoint"), false, &x->endpoint);
+                (void) spec_get_str(c, &lc, "zone", spec_map_get(cs, "zone"), &x->zone);
+                (void) spec_get_str(c, &lc, "pod", spec_map_get(cs, "pod"), &x->pod);
+                (void) spec_get_str(c, &lc, "cluster", spec_map_get(cs, "cluster"), &x->cluster);
+                (void) spec_get_str(c, &lc, "api_key", spec_map_get(cs, "api_key"), &x->api_key);
+                (void) spec_get_secret(c, &lc, "secret_key", spec_map_get(cs, "secret_key"), &x->secret_key);
+                if (spec_get_str(c, &lc, "host_username", v = spec_map_get(cs, "host_username"), &x->host_username) > 0 &&
                     !valid_username(x->host_username))
                         emitn(c, v, "%s must be a user name (lower-case letters, digits, '_' and '-', starting with a "
-                              "letter or '_', at most 32), not '%s'", fld(&lc, "host_username", f), q(x->host_username, t));
+                              "letter or '_', at most 32), not '%s'", spec_field(&lc, "host_username", f), spec_quote(x->host_username, t));
                 if (!x->host_username && !(x->host_username = strdup("root")))      /* addHost's default login */
                         c->error = -ENOMEM;
-                (void) get_secret(c, &lc, "host_password", map_get(cs, "host_password"), &x->host_password);
-                if (get_str(c, &lc, "host_authorized_key", v = map_get(cs, "host_authorized_key"), &x->host_authorized_key) > 0) {
+                (void) spec_get_secret(c, &lc, "host_password", spec_map_get(cs, "host_password"), &x->host_password);
+                if (spec_get_str(c, &lc, "host_authorized_key", v = spec_map_get(cs, "host_authorized_key"), &x->host_authorized_key) > 0) {
                         const char *why = ssh_key_problem(x->host_authorized_key);
                         if (why)
                                 emitn(c, v, "%s must be one OpenSSH public key ('ssh-ed25519 AAAA... comment'): %s",
-                                      fld(&lc, "host_authorized_key", f), why);
+                                      spec_field(&lc, "host_authorized_key", f), why);
                 }
-                (void) get_url(c, &lc, "host_url", map_get(cs, "host_url"), false, &x->host_url);
+                (void) spec_get_url(c, &lc, "host_url", spec_map_get(cs, "host_url"), false, &x->host_url);
         }
-        if (want_map(c, &l, "webhook", wh) > 0) {
+        if (spec_want_map(c, &l, "webhook", wh) > 0) {
                 struct spec_webhook *x = &s->webhook;
                 x->present = true;
                 x->mark = (struct spec_mark) { wh->line, wh->col };
-                check_keys(c, wh, &lw, wh_keys);
-                if (!(v = map_get(wh, "url")))
+                spec_check_keys(c, wh, &lw, wh_keys);
+                if (!(v = spec_map_get(wh, "url")))
                         emitn(c, wh, "'webhook' of register has no 'url'");
-                (void) get_url(c, &lw, "url", v, false, &x->url);
-                (void) get_secret(c, &lw, "hmac_key", map_get(wh, "hmac_key"), &x->hmac_key);
+                (void) spec_get_url(c, &lw, "url", v, false, &x->url);
+                (void) spec_get_secret(c, &lw, "hmac_key", spec_map_get(wh, "hmac_key"), &x->hmac_key);
         }
 }
-
-/* A top-level list section: allocates n entries and parses each mapping. */
-#define PARSE_SECTION(c, root, key, kname, arr, n_arr, fn)                                       \
-        do {                                                                                    \
-                const struct ynode *_v = map_get((root), (key));                                \
-                if (!_v)                                                                        \
-                        break;                                                                  \
-                if (_v->kind != YNODE_SEQ) {                                                    \
-                        char _f[256], _t[QUOTE_MAX + 8];                                        \
-                        struct loc _l = { NULL, "" };                                           \
-                        if (ynode_is_null(_v))                                                  \
-                                emitn((c), _v, "%s is empty", fld(&_l, (key), _f));             \
-                        else                                                                    \
-                                emitn((c), _v, "%s must be a list, not %s", fld(&_l, (key), _f), \
-                                      describe(_v, _t));                                        \
-                        break;                                                                  \
-                }                                                                               \
-                if (_v->n == 0)                                                                 \
-                        break;                                                                  \
-                (arr) = calloc(_v->n, sizeof *(arr));                                           \
-                if (!(arr)) {                                                                   \
-                        (c)->error = -ENOMEM;                                                   \
-                        break;                                                                  \
-                }                                                                               \
-                for (size_t _i = 0; _i < _v->n; _i++) {                                         \
-                        const struct ynode *_m = entry_map((c), _v->items[_i], (kname), _i);     \
-                        if (_m)                                                                 \
-                                fn((c), _m, _i, &(arr)[(n_arr)++]);                             \
-                }                                                                               \
-        } while (0)
 
 /* ---- network ----------------------------------------------------------- */
 
@@ -1886,11 +1795,11 @@ const char *spec_ip_problem(const char *s, bool with_prefix) {
 static void check_ip(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *s,
                      bool with_prefix) {
         char f[256], t[QUOTE_MAX + 4];
-        if (!check_vars(c, l, key, v, s) || strstr(s, "${"))
+        if (!spec_check_vars(c, l, key, v, s) || strstr(s, "${"))
                 return;
         const char *why = spec_ip_problem(s, with_prefix);
         if (why)
-                emitn(c, v, "%s: '%s' %s", fld(l, key, f), q(s, t), why);
+                emitn(c, v, "%s: '%s' %s", spec_field(l, key, f), spec_quote(s, t), why);
 }
 
 /* A NIC rule: exactly one of {mac: X}, {boot: true}, {link: true}, {name: GLOB}. */
@@ -1899,41 +1808,41 @@ static void parse_nic(struct ctx *c, const struct ynode *m, const char *where, c
         char f[256], t[QUOTE_MAX + 4], w[192];
         snprintf(w, sizeof w, "'%s' of %s", key, where);
         struct loc l = { w, "" }, lo = { where, "" };
-        if (want_map(c, &lo, key, m) <= 0)
+        if (spec_want_map(c, &lo, key, m) <= 0)
                 return;
         n->mark = (struct spec_mark) { m->line, m->col };
-        check_keys(c, m, &l, keys);
+        spec_check_keys(c, m, &l, keys);
         size_t given = 0;
         for (size_t i = 0; keys[i]; i++)
-                given += map_get(m, keys[i]) != NULL;
+                given += spec_map_get(m, keys[i]) != NULL;
         if (given != 1) {
-                emitn(c, m, "%s must name exactly one of 'mac', 'boot', 'link', 'name', not %zu", fld(&lo, key, f), given);
+                emitn(c, m, "%s must name exactly one of 'mac', 'boot', 'link', 'name', not %zu", spec_field(&lo, key, f), given);
                 return;
         }
         const struct ynode *v;
         bool b = false;
-        if ((v = map_get(m, "mac"))) {
-                if (get_str(c, &l, "mac", v, &n->value) <= 0)
+        if ((v = spec_map_get(m, "mac"))) {
+                if (spec_get_str(c, &l, "mac", v, &n->value) <= 0)
                         return;
                 for (char *p = n->value; *p; p++)
                         *p = (char) tolower((unsigned char) *p);
                 if (!valid_mac(n->value))
-                        emitn(c, v, "%s must be a MAC address like 52:54:00:12:34:56, not '%s'", fld(&l, "mac", f), q(n->value, t));
+                        emitn(c, v, "%s must be a MAC address like 52:54:00:12:34:56, not '%s'", spec_field(&l, "mac", f), spec_quote(n->value, t));
                 else
                         n->rule = SPEC_NIC_MAC;
-        } else if ((v = map_get(m, "name"))) {
-                if (get_str(c, &l, "name", v, &n->value) > 0)
+        } else if ((v = spec_map_get(m, "name"))) {
+                if (spec_get_str(c, &l, "name", v, &n->value) > 0)
                         n->rule = SPEC_NIC_NAME;
-        } else if ((v = map_get(m, "boot")) && get_bool(c, &l, "boot", v, &b) > 0) {
+        } else if ((v = spec_map_get(m, "boot")) && spec_get_bool(c, &l, "boot", v, &b) > 0) {
                 if (b)
                         n->rule = SPEC_NIC_BOOT;
                 else
-                        emitn(c, v, "%s can only be true", fld(&l, "boot", f));
-        } else if ((v = map_get(m, "link")) && get_bool(c, &l, "link", v, &b) > 0) {
+                        emitn(c, v, "%s can only be true", spec_field(&l, "boot", f));
+        } else if ((v = spec_map_get(m, "link")) && spec_get_bool(c, &l, "link", v, &b) > 0) {
                 if (b)
                         n->rule = SPEC_NIC_LINK;
                 else
-                        emitn(c, v, "%s can only be true", fld(&l, "link", f));
+                        emitn(c, v, "%s can only be true", spec_field(&l, "link", f));
         }
 }
 
@@ -1942,13 +1851,13 @@ static void parse_nic(struct ctx *c, const struct ynode *m, const char *where, c
 static void parse_ifname(struct ctx *c, const struct ynode *m, const struct loc *l, const char *kind,
                          char *where, size_t where_size, char **ret) {
         char f[256], t[QUOTE_MAX + 8];
-        const struct ynode *v = map_get(m, "name");
+        const struct ynode *v = spec_map_get(m, "name");
         if (!v)
-                missing(c, m, where, "name");
-        else if (get_str(c, l, "name", v, ret) > 0) {
+                spec_missing(c, m, where, "name");
+        else if (spec_get_str(c, l, "name", v, ret) > 0) {
                 if (!valid_ifname(*ret))
                         emitn(c, v, "%s '%s' is not an interface name (1..15 letters, digits, '_', '.', '-')",
-                              fld(l, "name", f), q(*ret, t));
+                              spec_field(l, "name", f), spec_quote(*ret, t));
                 else
                         snprintf(where, where_size, "%s '%s'", kind, *ret);
         }
@@ -1962,22 +1871,22 @@ static void parse_bond(struct ctx *c, const struct ynode *m, size_t idx, struct 
         x->mark = (struct spec_mark) { m->line, m->col };
         parse_ifname(c, m, &l, "bond", where, sizeof where, &x->name);
         const struct ynode *v;
-        check_keys(c, m, &l, keys);
+        spec_check_keys(c, m, &l, keys);
         int e;
-        if (get_enum(c, &l, "mode", map_get(m, "mode"), bond_modes, &e) > 0)
+        if (spec_get_enum(c, &l, "mode", spec_map_get(m, "mode"), bond_modes, &e) > 0)
                 x->mode = strdup(bond_modes[e]);
         else
                 x->mode = strdup("active-backup");
         if (!x->mode)
                 c->error = -ENOMEM;
-        v = map_get(m, "members");
+        v = spec_map_get(m, "members");
         if (!v) {
-                missing(c, m, where, "members");
+                spec_missing(c, m, where, "members");
                 return;
         }
         if (v->kind != YNODE_SEQ || v->n == 0) {
-                emitn(c, v, "%s must be a list of NIC rules, not %s", fld(&l, "members", f),
-                      v->kind == YNODE_SEQ ? "an empty list" : describe(v, t));
+                emitn(c, v, "%s must be a list of NIC rules, not %s", spec_field(&l, "members", f),
+                      v->kind == YNODE_SEQ ? "an empty list" : spec_describe(v, t));
                 return;
         }
         if (!(x->members = calloc(v->n, sizeof *x->members))) {
@@ -1999,35 +1908,35 @@ static void parse_bridge(struct ctx *c, const struct ynode *m, size_t idx, struc
         x->mark = (struct spec_mark) { m->line, m->col };
         parse_ifname(c, m, &l, "bridge", where, sizeof where, &x->name);
         const struct ynode *v;
-        check_keys(c, m, &l, keys);
-        const struct ynode *nic = map_get(m, "nic"), *bond = map_get(m, "bond");
+        spec_check_keys(c, m, &l, keys);
+        const struct ynode *nic = spec_map_get(m, "nic"), *bond = spec_map_get(m, "bond");
         if (!nic && !bond)
                 emitn(c, m, "%s has neither 'nic' nor 'bond' (the port it bridges)", where);
         else if (nic && bond)
-                emitn(c, map_key_node(m, "bond"), "%s has both 'nic' and 'bond'; give one", where);
+                emitn(c, spec_map_key(m, "bond"), "%s has both 'nic' and 'bond'; give one", where);
         else if (nic)
                 parse_nic(c, nic, where, "nic", &x->nic);
-        else if (get_str(c, &l, "bond", bond, &x->bond) > 0)
+        else if (spec_get_str(c, &l, "bond", bond, &x->bond) > 0)
                 x->bond_mark = (struct spec_mark) { bond->line, bond->col };
-        (void) get_unsigned(c, &l, "vlan", map_get(m, "vlan"), 1, 4094, &x->vlan);
-        (void) get_bool(c, &l, "dhcp", map_get(m, "dhcp"), &x->dhcp);
-        v = map_get(m, "address");
-        if (get_str(c, &l, "address", v, &x->address) > 0) {
+        (void) spec_get_unsigned(c, &l, "vlan", spec_map_get(m, "vlan"), 1, 4094, &x->vlan);
+        (void) spec_get_bool(c, &l, "dhcp", spec_map_get(m, "dhcp"), &x->dhcp);
+        v = spec_map_get(m, "address");
+        if (spec_get_str(c, &l, "address", v, &x->address) > 0) {
                 x->address_mark = (struct spec_mark) { v->line, v->col };
                 check_ip(c, &l, "address", v, x->address, true);
         }
         if (x->dhcp && v)       /* neither: a bridge without an address of the host (guest traffic) */
-                emitn(c, map_key_node(m, "address"), "%s has both 'dhcp: true' and 'address'; give one", where);
-        v = map_get(m, "gateway");
-        if (get_str(c, &l, "gateway", v, &x->gateway) > 0) {
+                emitn(c, spec_map_key(m, "address"), "%s has both 'dhcp: true' and 'address'; give one", where);
+        v = spec_map_get(m, "gateway");
+        if (spec_get_str(c, &l, "gateway", v, &x->gateway) > 0) {
                 x->gateway_mark = (struct spec_mark) { v->line, v->col };
                 check_ip(c, &l, "gateway", v, x->gateway, false);
                 if (!x->address)
-                        emitn(c, map_key_node(m, "gateway"), "%s has 'gateway' without 'address'%s", where,
+                        emitn(c, spec_map_key(m, "gateway"), "%s has 'gateway' without 'address'%s", where,
                               x->dhcp ? " (DHCP gives the gateway)" : "");
         }
-        v = map_get(m, "dns");
-        if (get_strv(c, &l, "dns", v, true, &x->dns, NULL) > 0) {
+        v = spec_map_get(m, "dns");
+        if (spec_get_strv(c, &l, "dns", v, true, &x->dns, NULL) > 0) {
                 x->dns_mark = (struct spec_mark) { v->line, v->col };
                 for (size_t i = 0; x->dns[i]; i++)
                         check_ip(c, &l, "dns", v->kind == YNODE_SEQ ? v->items[i] : v, x->dns[i], false);
@@ -2049,29 +1958,29 @@ static void check_network(struct ctx *c) {
         for (size_t i = 0; i < n->n_bonds; i++)
                 for (size_t j = 0; n->bonds[i].name && j < i; j++)
                         if (n->bonds[j].name && streq(n->bonds[i].name, n->bonds[j].name))
-                                emit(c, n->bonds[i].mark.line, n->bonds[i].mark.col,
-                                     "bond name '%s' is used twice (first at line %u)", q(n->bonds[i].name, t), n->bonds[j].mark.line);
+                                spec_emit(c, n->bonds[i].mark.line, n->bonds[i].mark.col,
+                                     "bond name '%s' is used twice (first at line %u)", spec_quote(n->bonds[i].name, t), n->bonds[j].mark.line);
         for (size_t i = 0; i < n->n_bridges; i++) {
                 const struct spec_bridge *b = &n->bridges[i];
                 if (!b->name)
                         continue;
                 for (size_t j = 0; j < i; j++)
                         if (n->bridges[j].name && streq(b->name, n->bridges[j].name))
-                                emit(c, b->mark.line, b->mark.col, "bridge name '%s' is used twice (first at line %u)",
-                                     q(b->name, t), n->bridges[j].mark.line);
+                                spec_emit(c, b->mark.line, b->mark.col, "bridge name '%s' is used twice (first at line %u)",
+                                     spec_quote(b->name, t), n->bridges[j].mark.line);
                 if (spec_network_bond(c->s, b->name))
-                        emit(c, b->mark.line, b->mark.col, "bridge name '%s' is also the name of a bond", q(b->name, t));
+                        spec_emit(c, b->mark.line, b->mark.col, "bridge name '%s' is also the name of a bond", spec_quote(b->name, t));
                 if (b->bond && !spec_network_bond(c->s, b->bond))
-                        emit(c, b->bond_mark.line, b->bond_mark.col, "'bond' of bridge '%s' names no bond of network.bonds: '%s'",
-                             q(b->name, t), b->bond);
+                        spec_emit(c, b->bond_mark.line, b->bond_mark.col, "'bond' of bridge '%s' names no bond of network.bonds: '%s'",
+                             spec_quote(b->name, t), b->bond);
                 for (size_t j = 0; b->vlan && j < i; j++)
                         if (n->bridges[j].vlan == b->vlan)
-                                emit(c, b->mark.line, b->mark.col, "bridges '%s' and '%s' both use VLAN %u",
-                                     n->bridges[j].name ? n->bridges[j].name : "?", q(b->name, t), b->vlan);
+                                spec_emit(c, b->mark.line, b->mark.col, "bridges '%s' and '%s' both use VLAN %u",
+                                     n->bridges[j].name ? n->bridges[j].name : "?", spec_quote(b->name, t), b->vlan);
                 for (size_t j = 0; b->bond && !b->vlan && j < i; j++)
                         if (!n->bridges[j].vlan && n->bridges[j].bond && streq(n->bridges[j].bond, b->bond))
-                                emit(c, b->mark.line, b->mark.col, "bridges '%s' and '%s' both take bond '%s' untagged (give one a 'vlan')",
-                                     n->bridges[j].name ? n->bridges[j].name : "?", q(b->name, t), b->bond);
+                                spec_emit(c, b->mark.line, b->mark.col, "bridges '%s' and '%s' both take bond '%s' untagged (give one a 'vlan')",
+                                     n->bridges[j].name ? n->bridges[j].name : "?", spec_quote(b->name, t), b->bond);
         }
         for (size_t k = 0; k < n->n_bonds; k++) {
                 bool used = false;
@@ -2080,28 +1989,28 @@ static void check_network(struct ctx *c) {
                 if (!used && n->bonds[k].name && c->n_emitted < SPEC_MAX_DIAGS) {
                         c->n_emitted++;
                         int r = diags_warn(c->d, c->file, n->bonds[k].mark.line, n->bonds[k].mark.col,
-                                           "bond '%s' is used by no bridge", q(n->bonds[k].name, t));
+                                           "bond '%s' is used by no bridge", spec_quote(n->bonds[k].name, t));
                         if (r < 0 && c->error == 0)
                                 c->error = r;
                 }
         }
 }
 
-static void parse_network(struct ctx *c, const struct ynode *m) {
+void spec_parse_network(struct ctx *c, const struct ynode *m) {
         static const char *const keys[] = { "bridges", "bonds", NULL };
         struct loc l = { "network", "" };
         struct spec_network *n = &c->s->network;
         n->present = true;
         n->mark = (struct spec_mark) { m->line, m->col };
-        check_keys(c, m, &l, keys);
+        spec_check_keys(c, m, &l, keys);
         PARSE_SECTION(c, m, "bonds", "bond", n->bonds, n->n_bonds, parse_bond);
         PARSE_SECTION(c, m, "bridges", "bridge", n->bridges, n->n_bridges, parse_bridge);
-        if (!map_get(m, "bridges"))
+        if (!spec_map_get(m, "bridges"))
                 emitn(c, m, "'network' has no 'bridges' (CloudStack's KVM hosts need cloudbr0)");
         check_network(c);
 }
 
-static void network_free(struct spec_network *n) {
+void spec_free_network(struct spec_network *n) {
         for (size_t i = 0; i < n->n_bonds; i++) {
                 free(n->bonds[i].name); free(n->bonds[i].mode);
                 for (size_t j = 0; j < n->bonds[i].n_members; j++)
@@ -2149,8 +2058,8 @@ static void index_objs(struct ctx *c) {
         for (size_t i = 0; i < c->n_objs; i++) {
                 struct obj *first = c->n_index ? c->index[c->n_index - 1] : NULL;
                 if (first && streq(first->id, all[i]->id)) {
-                        emit(c, all[i]->line, all[i]->col, "duplicate id '%s' (already used by the %s at line %u)",
-                             q(all[i]->id, t), kind_name(first->kind), first->line);
+                        spec_emit(c, all[i]->line, all[i]->col, "duplicate id '%s' (already used by the %s at line %u)",
+                             spec_quote(all[i]->id, t), spec_kind_name(first->kind), first->line);
                         continue;
                 }
                 c->index[c->n_index++] = all[i];
@@ -2161,7 +2070,7 @@ static int obj_key_cmp(const void *key, const void *elem) {
         return strcmp(key, (*(const struct obj *const *) elem)->id);
 }
 
-static struct obj *find_obj(struct ctx *c, const char *id) {
+struct obj *spec_find_obj(struct ctx *c, const char *id) {
         if (!id || !c->index)
                 return NULL;
         struct obj **o = bsearch(id, c->index, c->n_index, sizeof *c->index, obj_key_cmp);
@@ -2186,26 +2095,26 @@ static void kinds_text(unsigned mask, char buf[static 128]) {
 /* Is o the object "where" describes ("luks 'c'")? It cannot refer to itself. */
 static bool is_self(const struct obj *o, const char *where) {
         char t[QUOTE_MAX + 4], me[160];
-        snprintf(me, sizeof me, "%s '%s'", kind_name(o->kind), q(o->id, t));
+        snprintf(me, sizeof me, "%s '%s'", spec_kind_name(o->kind), spec_quote(o->id, t));
         return streq(me, where);
 }
 
 /* Resolves a reference; reports unknown ids and wrong kinds. */
-static struct obj *resolve(struct ctx *c, const char *field, const char *where, const char *id,
+struct obj *spec_resolve(struct ctx *c, const char *field, const char *where, const char *id,
                            struct spec_mark mark, unsigned kinds) {
         char t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4], kt[128];
         if (!id || !*id)
                 return NULL;
-        struct obj *o = find_obj(c, id);
+        struct obj *o = spec_find_obj(c, id);
         if (!o) {
                 const char *pick = NULL;
                 unsigned best = UINT32_MAX;
                 for (size_t i = 0; c->n_emitted < 100 && i < c->n_objs; i++)
-                        if ((kinds & KIND_BIT(c->objs[i].kind)) && close_enough(id, c->objs[i].id, &best))
+                        if ((kinds & KIND_BIT(c->objs[i].kind)) && spec_close_enough(id, c->objs[i].id, &best))
                                 pick = c->objs[i].id;
                 _cleanup_strbuf_ struct strbuf hint = STRBUF_INIT;
                 if (pick)
-                        (void) strbuf_addf(&hint, " (did you mean '%s'?)", q(pick, t2));
+                        (void) strbuf_addf(&hint, " (did you mean '%s'?)", spec_quote(pick, t2));
                 else {
                         /* no near miss: list what it could name, in file order */
                         size_t n = 0, shown = 0;
@@ -2216,20 +2125,20 @@ static struct obj *resolve(struct ctx *c, const char *field, const char *where, 
                         for (size_t i = 0; i < c->n_objs && shown < 8; i++)
                                 if ((kinds & KIND_BIT(c->objs[i].kind)) && !is_self(&c->objs[i], where))
                                         (void) strbuf_addf(&hint, "%s%s '%s'", shown++ ? ", " : "; it may name ",
-                                                           kind_name(c->objs[i].kind), q(c->objs[i].id, t2));
+                                                           spec_kind_name(c->objs[i].kind), spec_quote(c->objs[i].id, t2));
                         if (n > shown)
                                 (void) strbuf_addf(&hint, " and %zu more", n - shown);
                         if (n == 0)
                                 (void) strbuf_addf(&hint, "; the spec has no object it may name (%s)", kt);
                 }
-                emit(c, mark.line, mark.col, "'%s' of %s refers to unknown id '%s'%s", field, where, q(id, t),
+                spec_emit(c, mark.line, mark.col, "'%s' of %s refers to unknown id '%s'%s", field, where, spec_quote(id, t),
                      strbuf_str(&hint));
                 return NULL;
         }
         if (!(kinds & KIND_BIT(o->kind))) {
                 kinds_text(kinds, kt);
-                emit(c, mark.line, mark.col, "'%s' of %s refers to %s '%s', but must name %s", field, where,
-                     kind_name(o->kind), q(id, t), kt);
+                spec_emit(c, mark.line, mark.col, "'%s' of %s refers to %s '%s', but must name %s", field, where,
+                     spec_kind_name(o->kind), spec_quote(id, t), kt);
                 return NULL;
         }
         return o;
@@ -2237,7 +2146,7 @@ static struct obj *resolve(struct ctx *c, const char *field, const char *where, 
 
 /* Records that consumer (e.g. "raid 'md0'", identity who) uses o; each device
  * has one user, except that any number of partitions may share a disk. */
-static void consume(struct ctx *c, struct obj *o, const void *who, enum spec_obj_kind who_kind,
+void spec_consume(struct ctx *c, struct obj *o, const void *who, enum spec_obj_kind who_kind,
                     const char *consumer, bool shared, struct spec_mark mark) {
         char t[QUOTE_MAX + 4];
         if (!o)
@@ -2246,10 +2155,10 @@ static void consume(struct ctx *c, struct obj *o, const void *who, enum spec_obj
                 if (shared && o->used_shared)
                         return;
                 if (o->user == who)
-                        emit(c, mark.line, mark.col, "%s uses '%s' twice", consumer, q(o->id, t));
+                        spec_emit(c, mark.line, mark.col, "%s uses '%s' twice", consumer, spec_quote(o->id, t));
                 else
-                        emit(c, mark.line, mark.col, "%s '%s' is already used by %s (line %u)",
-                             kind_name(o->kind), q(o->id, t), o->used_by, o->used_line);
+                        spec_emit(c, mark.line, mark.col, "%s '%s' is already used by %s (line %u)",
+                             spec_kind_name(o->kind), spec_quote(o->id, t), o->used_by, o->used_line);
                 return;
         }
         if (!(o->used_by = strdup(consumer)))
@@ -2260,11 +2169,11 @@ static void consume(struct ctx *c, struct obj *o, const void *who, enum spec_obj
         o->used_shared = shared;
 }
 
-static void single_device(struct ctx *c, const struct obj *o, const char *field, const char *where, struct spec_mark mark) {
+void spec_single_device(struct ctx *c, const struct obj *o, const char *field, const char *where, struct spec_mark mark) {
         char t[QUOTE_MAX + 4];
         if (o && o->mult > 1)
-                emit(c, mark.line, mark.col, "'%s' of %s refers to '%s', which stands for %u devices; name one device",
-                     field, where, q(o->id, t), o->mult);
+                spec_emit(c, mark.line, mark.col, "'%s' of %s refers to '%s', which stands for %u devices; name one device",
+                     field, where, spec_quote(o->id, t), o->mult);
 }
 
 unsigned spec_raid10_copies(const char *layout) {
@@ -2285,7 +2194,7 @@ static unsigned raid_min_members(const struct spec_raid *a) {
 }
 
 /* The i-th id an object is built on, or NULL past the last. */
-static const char *obj_dep(const struct obj *o, size_t i) {
+const char *spec_obj_dep(const struct obj *o, size_t i) {
         switch (o->kind) {
         case SPEC_OBJ_PARTITION:
                 return i == 0 ? ((const struct spec_partition *) o->ptr)->on : NULL;
@@ -2321,19 +2230,19 @@ static bool find_cycle(struct ctx *c, struct obj *o, struct obj **path, size_t d
                 char t[QUOTE_MAX + 4];
                 for (size_t i = k; i <= depth; i++) {
                         if (i - k < 8 || i + 1 >= depth)
-                                (void) strbuf_addf(&sb, "%s'%s'", i > k ? " -> " : "", q(path[i]->id, t));
+                                (void) strbuf_addf(&sb, "%s'%s'", i > k ? " -> " : "", spec_quote(path[i]->id, t));
                         else if (i - k == 8)
                                 (void) strbuf_addf(&sb, " -> ... (%zu more)", depth - k - 9);
                 }
-                emit(c, o->line, o->col, "reference cycle: %s", strbuf_str(&sb));
+                spec_emit(c, o->line, o->col, "reference cycle: %s", strbuf_str(&sb));
                 return true;
         }
         if (depth >= c->n_objs)
                 return false;
         o->color = 1;
         const char *dep;
-        for (size_t i = 0; (dep = obj_dep(o, i)); i++) {
-                struct obj *d = find_obj(c, dep);
+        for (size_t i = 0; (dep = spec_obj_dep(o, i)); i++) {
+                struct obj *d = spec_find_obj(c, dep);
                 if (d && find_cycle(c, d, path, depth + 1))
                         return true;
         }
@@ -2350,8 +2259,8 @@ static const struct obj *generated_key_below(struct ctx *c, const struct obj *o)
         if (o->kind == SPEC_OBJ_LUKS && ((const struct spec_luks *) o->ptr)->key.source == SPEC_KEY_GENERATE)
                 return o;
         const char *dep;
-        for (size_t i = 0; (dep = obj_dep(o, i)); i++) {
-                const struct obj *g = generated_key_below(c, find_obj(c, dep));
+        for (size_t i = 0; (dep = spec_obj_dep(o, i)); i++) {
+                const struct obj *g = generated_key_below(c, spec_find_obj(c, dep));
                 if (g)
                         return g;
         }
@@ -2362,18 +2271,18 @@ static const struct obj *generated_key_below(struct ctx *c, const struct obj *o)
  * (notes: Debian 12's GRUB 2.06 opens no argon2 keyslot; BIOS on GPT needs a
  * bios_grub partition for the core image; firmware reads the ESP as plain
  * FAT). Called only on a graph without cycles. */
-static void check_boot(struct ctx *c) {
+void spec_check_boot(struct ctx *c) {
         struct spec *s = c->s;
         const struct spec_boot *b = &s->boot;
         char t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
         if (!b->present)
                 return;
         if (!s->image.present || s->image.format != SPEC_IMAGE_TAR)
-                emit(c, b->mark.line, b->mark.col,
+                spec_emit(c, b->mark.line, b->mark.col,
                      "'boot' installs GRUB from the installed system: the spec needs an image of format 'tar'");
         const struct spec_filesystem *bfs = spec_boot_filesystem(s);
         if (!bfs || !bfs->on) {
-                emit(c, b->mark.line, b->mark.col, "'boot' needs a filesystem mounted at '/boot' or '/'");
+                spec_emit(c, b->mark.line, b->mark.col, "'boot' needs a filesystem mounted at '/boot' or '/'");
                 return;
         }
         const char *bname = streq(bfs->mount, "/boot") ? "/boot" : "/ (which holds /boot)";
@@ -2381,16 +2290,16 @@ static void check_boot(struct ctx *c) {
         if (lk) {
                 bool argon = lk->pbkdf.type != SPEC_PBKDF_PBKDF2;
                 if (argon)
-                        emit(c, bfs->mount_mark.line, bfs->mount_mark.col,
+                        spec_emit(c, bfs->mount_mark.line, bfs->mount_mark.col,
                              "%s would sit inside luks '%s', whose %s keyslot Debian 12's GRUB (2.06) cannot open "
                              "('Argon2 not supported'); put /boot on its own filesystem outside LUKS (e.g. an md RAID1)",
-                             bname, q(lk->id ? lk->id : "?", t),
+                             bname, spec_quote(lk->id ? lk->id : "?", t),
                              lk->pbkdf.type == SPEC_PBKDF_ARGON2I ? "argon2i" : "argon2id");
                 else
-                        emit(c, bfs->mount_mark.line, bfs->mount_mark.col,
+                        spec_emit(c, bfs->mount_mark.line, bfs->mount_mark.col,
                              "%s would sit inside luks '%s': GRUB would ask for its passphrase on the console at every boot; "
                              "put /boot on its own filesystem outside LUKS (e.g. an md RAID1)",
-                             bname, q(lk->id ? lk->id : "?", t));
+                             bname, spec_quote(lk->id ? lk->id : "?", t));
         }
         _cleanup_strv_free_ char **under = NULL, **grub = NULL;
         if (spec_disks_below(s, bfs->on, &under) < 0 || spec_boot_disks(s, &grub) < 0) {
@@ -2400,16 +2309,16 @@ static void check_boot(struct ctx *c) {
         if (b->disks) {
                 bool known = true;
                 for (size_t i = 0; b->disks[i]; i++)
-                        if (!resolve(c, "disks", "boot", b->disks[i], b->disk_marks[i], KIND_BIT(SPEC_OBJ_DISK)))
+                        if (!spec_resolve(c, "disks", "boot", b->disks[i], b->disk_marks[i], KIND_BIT(SPEC_OBJ_DISK)))
                                 known = false;
                 if (!known)
                         return;
                 for (size_t i = 0; under && under[i]; i++)
                         if (!strv_contains(grub, under[i]))
-                                emit(c, b->disks_mark.line, b->disks_mark.col,
+                                spec_emit(c, b->disks_mark.line, b->disks_mark.col,
                                      "the boot loader would miss disk '%s', which carries /boot's '%s'; "
                                      "add it to 'disks' of boot (a node whose first disk fails must still boot)",
-                                     q(under[i], t), q(bfs->on, t2));
+                                     spec_quote(under[i], t), spec_quote(bfs->on, t2));
         }
         const char *fw = firmware_names[b->firmware];
         if (b->firmware == SPEC_FIRMWARE_BIOS || b->firmware == SPEC_FIRMWARE_BOTH)
@@ -2419,21 +2328,21 @@ static void check_boot(struct ctx *c) {
                                 found = s->partitions[j].type == SPEC_PART_BIOS_GRUB && s->partitions[j].on &&
                                         streq(s->partitions[j].on, grub[i]);
                         if (!found)
-                                emit(c, b->firmware_mark.line, b->firmware_mark.col,
+                                spec_emit(c, b->firmware_mark.line, b->firmware_mark.col,
                                      "boot firmware '%s' needs a 'bios_grub' partition on disk '%s', where GRUB is installed "
-                                     "(GRUB keeps its core image there on GPT)", fw, q(grub[i], t));
+                                     "(GRUB keeps its core image there on GPT)", fw, spec_quote(grub[i], t));
                 }
         if (b->firmware != SPEC_FIRMWARE_UEFI && b->firmware != SPEC_FIRMWARE_BOTH)
                 return;
         const struct spec_filesystem *esp = spec_esp_filesystem(s);
         if (!esp || !esp->on) {
-                emit(c, b->firmware_mark.line, b->firmware_mark.col,
+                spec_emit(c, b->firmware_mark.line, b->firmware_mark.col,
                      "boot firmware '%s' needs an ESP: a vfat filesystem mounted at '/boot/efi' on an 'esp' partition, "
                      "or on an md RAID1 with metadata \"1.0\" of 'esp' partitions, one on every disk GRUB is installed on", fw);
                 return;
         }
         if (esp->type != SPEC_FS_VFAT) {
-                emit(c, esp->mount_mark.line, esp->mount_mark.col, "the ESP (mounted at '/boot/efi') must be vfat, not %s",
+                spec_emit(c, esp->mount_mark.line, esp->mount_mark.col, "the ESP (mounted at '/boot/efi') must be vfat, not %s",
                      fs_types[esp->type]);
                 return;
         }
@@ -2447,9 +2356,9 @@ static void check_boot(struct ctx *c) {
         } else if (k == SPEC_OBJ_RAID) {
                 const struct spec_raid *a = o;
                 if (a->level != 1 || !a->metadata || !streq(a->metadata, "1.0")) {
-                        emit(c, esp->on_mark.line, esp->on_mark.col,
+                        spec_emit(c, esp->on_mark.line, esp->on_mark.col,
                              "the ESP is on raid '%s', which must be level 1 with metadata \"1.0\" "
-                             "(the firmware reads each member as a plain FAT filesystem)", q(a->id ? a->id : "?", t));
+                             "(the firmware reads each member as a plain FAT filesystem)", spec_quote(a->id ? a->id : "?", t));
                         return;
                 }
                 for (size_t i = 0; a->members && a->members[i]; i++) {
@@ -2459,14 +2368,14 @@ static void check_boot(struct ctx *c) {
                                 parts_ok = false;
                 }
         } else {
-                emit(c, esp->on_mark.line, esp->on_mark.col,
+                spec_emit(c, esp->on_mark.line, esp->on_mark.col,
                      "the ESP must be on an 'esp' partition or an md RAID1 of them, not on %s '%s'",
-                     kind_name(k), q(esp->on, t));
+                     spec_kind_name(k), spec_quote(esp->on, t));
                 return;
         }
         if (!parts_ok) {
-                emit(c, esp->on_mark.line, esp->on_mark.col,
-                     "the ESP on '%s' must be made of partitions of type 'esp'", q(esp->on, t));
+                spec_emit(c, esp->on_mark.line, esp->on_mark.col,
+                     "the ESP on '%s' must be made of partitions of type 'esp'", spec_quote(esp->on, t));
                 return;
         }
         if (spec_disks_below(s, esp->on, &esp_disks) < 0) {
@@ -2475,20 +2384,20 @@ static void check_boot(struct ctx *c) {
         }
         for (size_t i = 0; grub && grub[i]; i++)
                 if (!strv_contains(esp_disks, grub[i]))
-                        emit(c, b->firmware_mark.line, b->firmware_mark.col,
+                        spec_emit(c, b->firmware_mark.line, b->firmware_mark.col,
                              "boot firmware '%s' needs an ESP on disk '%s', where GRUB is installed, but the ESP on '%s' "
                              "is not there; put an 'esp' partition on every boot disk into an md RAID1 with metadata \"1.0\"",
-                             fw, q(grub[i], t), q(esp->on, t2));
+                             fw, spec_quote(grub[i], t), spec_quote(esp->on, t2));
 }
 
-static void cross_check(struct ctx *c) {
+/* Every object with an id, indexed; duplicates reported. */
+static int collect_objs(struct ctx *c) {
         struct spec *s = c->s;
-        char where[128], t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
         size_t total = s->n_disks + s->n_partitions + s->n_raids + s->n_luks + s->n_vgs + s->n_lvs;
         c->objs = calloc(total ? total : 1, sizeof *c->objs);
         if (!c->objs) {
                 c->error = -ENOMEM;
-                return;
+                return c->error;
         }
         for (size_t i = 0; i < s->n_disks; i++)
                 add_obj(c, s->disks[i].id, SPEC_OBJ_DISK, &s->disks[i], s->disks[i].mark);
@@ -2503,21 +2412,24 @@ static void cross_check(struct ctx *c) {
         for (size_t i = 0; i < s->n_lvs; i++)
                 add_obj(c, s->lvs[i].id, SPEC_OBJ_LV, &s->lvs[i], s->lvs[i].mark);
         index_objs(c);
-        if (c->error < 0)
-                return;
+        return c->error;
+}
 
+/* partitions: each on a disk, standing for as many devices as it; "rest" last;
+ * percentages add up to at most 100 */
+void spec_check_partitions(struct ctx *c) {
+        struct spec *s = c->s;
+        char where[128], t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
         for (size_t i = 0; i < c->n_objs; i++)
                 if (c->objs[i].kind == SPEC_OBJ_DISK)
                         c->objs[i].mult = ((const struct spec_disk *) c->objs[i].ptr)->count;
-
-        /* partitions: on a disk; "rest" last; percentages add up to at most 100 */
         for (size_t i = 0; i < s->n_partitions; i++) {
                 struct spec_partition *p = &s->partitions[i];
-                snprintf(where, sizeof where, "partition '%s'", p->id ? q(p->id, t) : "?");
-                struct obj *d = resolve(c, "on", where, p->on, p->on_mark, KIND_BIT(SPEC_OBJ_DISK));
+                snprintf(where, sizeof where, "partition '%s'", p->id ? spec_quote(p->id, t) : "?");
+                struct obj *d = spec_resolve(c, "on", where, p->on, p->on_mark, KIND_BIT(SPEC_OBJ_DISK));
                 p->disk = d ? d->ptr : NULL;
-                consume(c, d, p, SPEC_OBJ_PARTITION, where, true, p->on_mark);
-                struct obj *self = p->id ? find_obj(c, p->id) : NULL;
+                spec_consume(c, d, p, SPEC_OBJ_PARTITION, where, true, p->on_mark);
+                struct obj *self = p->id ? spec_find_obj(c, p->id) : NULL;
                 if (d && self && self->ptr == p)
                         self->mult = d->mult;
         }
@@ -2530,28 +2442,34 @@ static void cross_check(struct ctx *c) {
                         if (p->disk != &s->disks[i])
                                 continue;
                         if (rest)
-                                emit(c, p->mark.line, p->mark.col, "partition '%s' follows 'rest' partition '%s' on disk '%s'",
-                                     q(p->id ? p->id : "?", t), q(rest, t2), s->disks[i].id);
+                                spec_emit(c, p->mark.line, p->mark.col, "partition '%s' follows 'rest' partition '%s' on disk '%s'",
+                                     spec_quote(p->id ? p->id : "?", t), spec_quote(rest, t2), s->disks[i].id);
                         if (p->size.kind == SPEC_SIZE_REST)
                                 rest = p->id ? p->id : "?";
                         if (p->size.kind == SPEC_SIZE_PERCENT) {
                                 pct += p->size.percent;
                                 if (pct > 100 && !over) {
-                                        emit(c, p->size.mark.line, p->size.mark.col,
+                                        spec_emit(c, p->size.mark.line, p->size.mark.col,
                                              "partitions on disk '%s' add up to more than 100%%", s->disks[i].id);
                                         over = true;
                                 }
                         }
                 }
         }
+}
 
+/* How many devices each luks stands for (before the raids count their
+ * members), and the /dev/mapper names they make. */
+void spec_check_luks_names(struct ctx *c) {
+        struct spec *s = c->s;
+        char t[QUOTE_MAX + 4];
         /* a luks stands for as many devices as what it is on (one LUKS per
          * disk of a count: N rule); known before the raids count their members.
          * Twice: a luks on a luks learns its count in the second pass. */
         for (int pass = 0; pass < 2; pass++)
                 for (size_t i = 0; i < s->n_luks; i++) {
                         struct spec_luks *x = &s->luks[i];
-                        struct obj *on = x->on ? find_obj(c, x->on) : NULL, *self = x->id ? find_obj(c, x->id) : NULL;
+                        struct obj *on = x->on ? spec_find_obj(c, x->on) : NULL, *self = x->id ? spec_find_obj(c, x->id) : NULL;
                         if (on && self && self->ptr == x && on != self && on->kind != SPEC_OBJ_VG) {
                                 self->mult = on->mult;
                                 x->count = on->mult;
@@ -2569,9 +2487,9 @@ static void cross_check(struct ctx *c) {
                                 for (unsigned m = 0; !clash && m < (s->luks[j].count ? s->luks[j].count : 1); m++) {
                                         _cleanup_free_ char *o = NULL;
                                         if (spec_luks_name(&s->luks[j], m, &o) == 0 && streq(a, o)) {
-                                                emit(c, s->luks[i].mark.line, s->luks[i].mark.col,
+                                                spec_emit(c, s->luks[i].mark.line, s->luks[i].mark.col,
                                                      "luks '%s' would open /dev/mapper/%s, which luks '%s' (line %u) opens too",
-                                                     q(s->luks[i].id ? s->luks[i].id : "?", t), a,
+                                                     spec_quote(s->luks[i].id ? s->luks[i].id : "?", t), a,
                                                      s->luks[j].id ? s->luks[j].id : "?", s->luks[j].mark.line);
                                                 clash = true;
                                         }
@@ -2579,19 +2497,23 @@ static void cross_check(struct ctx *c) {
                         if (clash)
                                 break;
                 }
+}
 
+int spec_check_raids(struct ctx *c) {
+        struct spec *s = c->s;
+        char where[128], t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
         /* raid members */
         for (size_t i = 0; i < s->n_raids; i++) {
                 struct spec_raid *a = &s->raids[i];
-                snprintf(where, sizeof where, "raid '%s'", a->id ? q(a->id, t) : "?");
+                snprintf(where, sizeof where, "raid '%s'", a->id ? spec_quote(a->id, t) : "?");
                 unsigned devices = 0;
                 bool all = a->members != NULL;
                 if (a->members && !(a->member_refs = calloc(strv_length(a->members), sizeof *a->member_refs))) {
                         c->error = -ENOMEM;
-                        return;
+                        return -ENOMEM;
                 }
                 for (size_t j = 0; a->members && a->members[j]; j++) {
-                        struct obj *o = resolve(c, "members", where, a->members[j], a->member_marks[j],
+                        struct obj *o = spec_resolve(c, "members", where, a->members[j], a->member_marks[j],
                                                 KIND_BIT(SPEC_OBJ_DISK) | KIND_BIT(SPEC_OBJ_PARTITION) |
                                                 KIND_BIT(SPEC_OBJ_LUKS));
                         if (o)
@@ -2600,7 +2522,7 @@ static void cross_check(struct ctx *c) {
                                 all = false;
                                 continue;
                         }
-                        consume(c, o, a, SPEC_OBJ_RAID, where, false, a->member_marks[j]);
+                        spec_consume(c, o, a, SPEC_OBJ_RAID, where, false, a->member_marks[j]);
                         if (o->mult == 0)
                                 all = false;    /* a disk rule whose count is wrong: reported there */
                         devices += o->mult;
@@ -2611,43 +2533,55 @@ static void cross_check(struct ctx *c) {
                         if (active < need) {
                                 char lay[64] = "";
                                 if (a->level == 10)
-                                        snprintf(lay, sizeof lay, " layout '%s'", a->layout ? q(a->layout, t2) : "n2");
+                                        snprintf(lay, sizeof lay, " layout '%s'", a->layout ? spec_quote(a->layout, t2) : "n2");
                                 char sp[64] = "";
                                 if (a->spares)
                                         snprintf(sp, sizeof sp, " (%u devices, %u spares)", devices, a->spares);
-                                emit(c, a->members_mark.line, a->members_mark.col,
+                                spec_emit(c, a->members_mark.line, a->members_mark.col,
                                      "raid '%s' (level %u%s) needs at least %u active members, but has %u%s",
-                                     a->id ? q(a->id, t) : "?", a->level, lay, need, active, sp);
+                                     a->id ? spec_quote(a->id, t) : "?", a->level, lay, need, active, sp);
                         }
                 }
         }
+        return 0;
+}
 
+void spec_check_luks_on(struct ctx *c) {
+        struct spec *s = c->s;
+        char where[128], t[QUOTE_MAX + 4];
         for (size_t i = 0; i < s->n_luks; i++) {
                 struct spec_luks *x = &s->luks[i];
-                snprintf(where, sizeof where, "luks '%s'", x->id ? q(x->id, t) : "?");
-                struct obj *o = resolve(c, "on", where, x->on, x->on_mark, BLOCK_KINDS);
+                snprintf(where, sizeof where, "luks '%s'", x->id ? spec_quote(x->id, t) : "?");
+                struct obj *o = spec_resolve(c, "on", where, x->on, x->on_mark, BLOCK_KINDS);
                 x->on_ref = o ? (struct spec_ref) { o->kind, o->ptr } : (struct spec_ref) {};
                 /* on N devices (a disk rule with count N, a partition on one): one LUKS2 on each */
-                consume(c, o, x, SPEC_OBJ_LUKS, where, false, x->on_mark);
+                spec_consume(c, o, x, SPEC_OBJ_LUKS, where, false, x->on_mark);
         }
+}
+
+/* volume groups on their pvs, volumes in their volume group; a volume
+ * that takes all free space comes last */
+int spec_check_lvm(struct ctx *c) {
+        struct spec *s = c->s;
+        char where[128], t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
         for (size_t i = 0; i < s->n_vgs; i++) {
                 struct spec_vg *g = &s->vgs[i];
-                snprintf(where, sizeof where, "volume group '%s'", g->id ? q(g->id, t) : "?");
+                snprintf(where, sizeof where, "volume group '%s'", g->id ? spec_quote(g->id, t) : "?");
                 if (g->pvs && !(g->pv_refs = calloc(strv_length(g->pvs), sizeof *g->pv_refs))) {
                         c->error = -ENOMEM;
-                        return;
+                        return -ENOMEM;
                 }
                 for (size_t j = 0; g->pvs && g->pvs[j]; j++) {
-                        struct obj *o = resolve(c, "pvs", where, g->pvs[j], g->pv_marks[j], BLOCK_KINDS & ~KIND_BIT(SPEC_OBJ_LV));
+                        struct obj *o = spec_resolve(c, "pvs", where, g->pvs[j], g->pv_marks[j], BLOCK_KINDS & ~KIND_BIT(SPEC_OBJ_LV));
                         if (o)
                                 g->pv_refs[j] = (struct spec_ref) { o->kind, o->ptr };
-                        consume(c, o, g, SPEC_OBJ_VG, where, false, g->pv_marks[j]);
+                        spec_consume(c, o, g, SPEC_OBJ_VG, where, false, g->pv_marks[j]);
                 }
         }
         for (size_t i = 0; i < s->n_lvs; i++) {
                 struct spec_lv *lv = &s->lvs[i];
-                snprintf(where, sizeof where, "volume '%s'", lv->id ? q(lv->id, t) : "?");
-                struct obj *o = resolve(c, "vg", where, lv->vg, lv->vg_mark, KIND_BIT(SPEC_OBJ_VG));
+                snprintf(where, sizeof where, "volume '%s'", lv->id ? spec_quote(lv->id, t) : "?");
+                struct obj *o = spec_resolve(c, "vg", where, lv->vg, lv->vg_mark, KIND_BIT(SPEC_OBJ_VG));
                 lv->vg_obj = o ? o->ptr : NULL;
         }
         for (size_t i = 0; i < s->n_vgs; i++) {
@@ -2657,30 +2591,35 @@ static void cross_check(struct ctx *c) {
                         if (lv->vg_obj != &s->vgs[i])
                                 continue;
                         if (all)
-                                emit(c, lv->mark.line, lv->mark.col,
+                                spec_emit(c, lv->mark.line, lv->mark.col,
                                      "volume '%s' follows volume '%s', which takes all free space of volume group '%s'",
-                                     q(lv->id ? lv->id : "?", t), q(all, t2), s->vgs[i].id);
+                                     spec_quote(lv->id ? lv->id : "?", t), spec_quote(all, t2), s->vgs[i].id);
                         if (lv->size.kind == SPEC_SIZE_REST)
                                 all = lv->id ? lv->id : "?";
                 }
         }
+        return 0;
+}
 
-        /* filesystems: one per device and per mount point */
+/* filesystems: one per device and per mount point; true when one is mounted at '/' */
+bool spec_check_filesystems(struct ctx *c) {
+        struct spec *s = c->s;
+        char where[128], t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
         bool root = false;
         for (size_t i = 0; i < s->n_filesystems; i++) {
                 struct spec_filesystem *fs = &s->filesystems[i];
                 if (fs->on)
-                        snprintf(where, sizeof where, "filesystem on '%s'", q(fs->on, t));
+                        snprintf(where, sizeof where, "filesystem on '%s'", spec_quote(fs->on, t));
                 else
                         snprintf(where, sizeof where, "filesystem #%zu", i + 1);
-                struct obj *o = resolve(c, "on", where, fs->on, fs->on_mark, BLOCK_KINDS);
+                struct obj *o = spec_resolve(c, "on", where, fs->on, fs->on_mark, BLOCK_KINDS);
                 fs->on_ref = o ? (struct spec_ref) { o->kind, o->ptr } : (struct spec_ref) {};
-                single_device(c, o, "on", where, fs->on_mark);
-                consume(c, o, fs, SPEC_OBJ_NONE, where, false, fs->on_mark);
+                spec_single_device(c, o, "on", where, fs->on_mark);
+                spec_consume(c, o, fs, SPEC_OBJ_NONE, where, false, fs->on_mark);
                 /* crypttab overwrites the device at every boot: it must be named by
                  * something that cannot turn into another disk's partition */
                 if (o && fs->encrypt_random && (o->kind == SPEC_OBJ_DISK || o->kind == SPEC_OBJ_LUKS))
-                        emit(c, fs->on_mark.line, fs->on_mark.col,
+                        spec_emit(c, fs->on_mark.line, fs->on_mark.col,
                              o->kind == SPEC_OBJ_DISK ?
                              "swap with 'encrypt: random' on disk '%s': it must sit on a partition, raid or volume, "
                              "which crypttab names by PARTUUID, /dev/md/NAME or /dev/VG/LV (a whole disk has only "
@@ -2688,32 +2627,40 @@ static void cross_check(struct ctx *c) {
                              "overwrites it at every boot)" :
                              "swap with 'encrypt: random' on luks '%s': it is its own plain dm-crypt with a fresh "
                              "key, so put it on the device under the luks and drop the luks",
-                             q(fs->on, t));
+                             spec_quote(fs->on, t));
                 if (!fs->mount)
                         continue;
                 if (streq(fs->mount, "/"))
                         root = true;
                 for (size_t j = 0; j < i; j++)
                         if (s->filesystems[j].mount && streq(s->filesystems[j].mount, fs->mount)) {
-                                emit(c, fs->mount_mark.line, fs->mount_mark.col,
+                                spec_emit(c, fs->mount_mark.line, fs->mount_mark.col,
                                      "mount point '%s' is already used by the filesystem on '%s' (line %u)",
-                                     q(fs->mount, t), q(s->filesystems[j].on ? s->filesystems[j].on : "?", t2),
+                                     spec_quote(fs->mount, t), spec_quote(s->filesystems[j].on ? s->filesystems[j].on : "?", t2),
                                      s->filesystems[j].mount_mark.line);
                                 break;
                         }
         }
+        return root;
+}
 
+/* root: a filesystem is mounted at '/' */
+void spec_check_image(struct ctx *c, bool root) {
+        struct spec *s = c->s;
         if (s->image.present && s->image.format == SPEC_IMAGE_RAW && s->image.target) {
-                struct obj *o = resolve(c, "target", "image", s->image.target, s->image.mark, BLOCK_KINDS);
+                struct obj *o = spec_resolve(c, "target", "image", s->image.target, s->image.mark, BLOCK_KINDS);
                 s->image.target_ref = o ? (struct spec_ref) { o->kind, o->ptr } : (struct spec_ref) {};
-                single_device(c, o, "target", "image", s->image.mark);
-                consume(c, o, &s->image, SPEC_OBJ_NONE, "image", false, s->image.mark);
+                spec_single_device(c, o, "target", "image", s->image.mark);
+                spec_consume(c, o, &s->image, SPEC_OBJ_NONE, "image", false, s->image.mark);
         }
         if (s->image.present && s->image.format == SPEC_IMAGE_TAR && !root)
-                emit(c, s->image.mark.line, s->image.mark.col,
+                spec_emit(c, s->image.mark.line, s->image.mark.col,
                      "image of format 'tar' needs a filesystem mounted at '/'");
+}
 
-        /* partition types say what a partition is for */
+/* partition types say what a partition is for */
+void spec_check_partition_types(struct ctx *c) {
+        char t[QUOTE_MAX + 4];
         for (size_t i = 0; i < c->n_objs; i++) {
                 const struct obj *o = &c->objs[i];
                 if (o->kind != SPEC_OBJ_PARTITION || !o->used_by)
@@ -2727,55 +2674,86 @@ static void cross_check(struct ctx *c) {
                 else if (p->type == SPEC_PART_BIOS_GRUB)
                         want = "the boot loader";
                 if (want)
-                        emit(c, p->mark.line, p->mark.col, "partition '%s' of type '%s' cannot be used by %s (it is for %s)",
-                             q(o->id, t), part_types[p->type], o->used_by, want);
+                        spec_emit(c, p->mark.line, p->mark.col, "partition '%s' of type '%s' cannot be used by %s (it is for %s)",
+                             spec_quote(o->id, t), part_types[p->type], o->used_by, want);
         }
+}
 
-        /* cycles (e.g. luks on a volume of a volume group on that luks) */
+/* cycles (e.g. luks on a volume of a volume group on that luks): true when
+ * one was found (reported) or memory ran out */
+static bool check_cycles(struct ctx *c) {
         _cleanup_free_ struct obj **path = calloc(c->n_objs + 1, sizeof *path);
         if (!path) {
                 c->error = -ENOMEM;
-                return;
+                return true;
         }
         bool cycle = false;
         for (size_t i = 0; i < c->n_objs; i++)
                 if (c->objs[i].color == 0 && find_cycle(c, &c->objs[i], path, 0))
                         cycle = true;
-        if (cycle)
-                return;
+        return cycle;
+}
 
-        /* a filesystem in fstab (mounted, or swap) on a generated key would
-         * stop the node's next boot at a passphrase prompt nobody can answer */
+/* a filesystem in fstab (mounted, or swap) on a generated key would
+ * stop the node's next boot at a passphrase prompt nobody can answer */
+void spec_check_generated_keys(struct ctx *c) {
+        struct spec *s = c->s;
+        char t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
         for (size_t i = 0; i < s->n_filesystems; i++) {
                 const struct spec_filesystem *fs = &s->filesystems[i];
                 if (!fs->on || (!fs->mount && fs->type != SPEC_FS_SWAP))
                         continue;
-                const struct obj *g = generated_key_below(c, find_obj(c, fs->on));
+                const struct obj *g = generated_key_below(c, spec_find_obj(c, fs->on));
                 if (!g)
                         continue;
                 const struct spec_luks *x = g->ptr;
                 char use[QUOTE_MAX + 32], t3[QUOTE_MAX + 4];
                 if (fs->mount)
-                        snprintf(use, sizeof use, "mounted at '%s'", q(fs->mount, t2));
+                        snprintf(use, sizeof use, "mounted at '%s'", spec_quote(fs->mount, t2));
                 else
                         snprintf(use, sizeof use, "used as swap");
-                emit(c, x->key.mark.line, x->key.mark.col,
+                spec_emit(c, x->key.mark.line, x->key.mark.col,
                      "luks '%s' has a generated key, which is kept nowhere, but the filesystem on '%s' (%s) "
                      "must be opened again after a reboot; give the luks a key 'url' or 'passphrase'%s",
-                     q(g->id, t), q(fs->on, t3), use,
+                     spec_quote(g->id, t), spec_quote(fs->on, t3), use,
                      fs->mount ? "" : " (for swap with a fresh key at every boot, drop the luks and write "
                                       "'encrypt: random' on the swap)");
         }
+}
 
-        /* unlock pins are bound inside the installed system (its clevis) */
+/* unlock pins are bound inside the installed system (its clevis) */
+void spec_check_unlock(struct ctx *c) {
+        struct spec *s = c->s;
+        char t[QUOTE_MAX + 4];
         for (size_t i = 0; i < s->n_luks; i++) {
                 const struct spec_luks *x = &s->luks[i];
                 if (x->unlock.n_tang && (!s->image.present || s->image.format != SPEC_IMAGE_TAR))
-                        emit(c, x->unlock.mark.line, x->unlock.mark.col,
+                        spec_emit(c, x->unlock.mark.line, x->unlock.mark.col,
                              "'unlock' of luks '%s' is bound with the installed system's clevis: the spec needs an image of format 'tar'",
-                             q(x->id ? x->id : "?", t));
+                             spec_quote(x->id ? x->id : "?", t));
         }
-        check_boot(c);
+}
+
+/* The checks that look across objects, in this order: what each one reports
+ * relies on the counts and references the ones before it resolved. */
+static void cross_check(struct ctx *c) {
+        if (collect_objs(c) < 0)
+                return;
+        spec_check_partitions(c);
+        spec_check_luks_names(c);
+        if (spec_check_raids(c) < 0)
+                return;
+        spec_check_luks_on(c);
+        if (spec_check_lvm(c) < 0)
+                return;
+        bool root = spec_check_filesystems(c);
+        spec_check_image(c, root);
+        spec_check_partition_types(c);
+        if (check_cycles(c))
+                return;
+        spec_check_generated_keys(c);
+        spec_check_unlock(c);
+        spec_check_boot(c);
 }
 
 /* ---- entry points ------------------------------------------------------ */
@@ -2792,64 +2770,64 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
         struct spec *s = c->s;
         struct loc l = { NULL, "" };
         char t[QUOTE_MAX + 8];
-        check_keys(c, root, &l, keys);
+        spec_check_keys(c, root, &l, keys);
 
-        const struct ynode *v = map_get(root, "version");
+        const struct ynode *v = spec_map_get(root, "version");
         if (!v)
                 emitn(c, root, "spec has no 'version' (this is version 1 of the format)");
-        else if (want_scalar(c, &l, "version", v, "1") > 0) {
+        else if (spec_want_scalar(c, &l, "version", v, "1") > 0) {
                 if (!v->plain)
                         emitn(c, v, "'version' must be the number 1, not a quoted string");
                 else if (!streq(v->value, "1"))
-                        emitn(c, v, "'version' must be 1, not %s", describe(v, t));
+                        emitn(c, v, "'version' must be 1, not %s", spec_describe(v, t));
                 else
                         s->version = 1;
         }
-        v = map_get(root, "hostname");
-        if (get_str(c, &l, "hostname", v, &s->hostname) > 0) {
+        v = spec_map_get(root, "hostname");
+        if (spec_get_str(c, &l, "hostname", v, &s->hostname) > 0) {
                 s->hostname_mark = (struct spec_mark) { v->line, v->col };
-                if (check_vars(c, &l, "hostname", v, s->hostname))
+                if (spec_check_vars(c, &l, "hostname", v, s->hostname))
                         check_hostname(c, v, s->hostname);
         }
-        (void) get_str(c, &l, "ca", map_get(root, "ca"), &s->ca);
-        v = map_get(root, "reinstall");
-        if (get_str(c, &l, "reinstall", v, &s->reinstall) > 0 && spec_reinstall_problem(s->reinstall))
+        (void) spec_get_str(c, &l, "ca", spec_map_get(root, "ca"), &s->ca);
+        v = spec_map_get(root, "reinstall");
+        if (spec_get_str(c, &l, "reinstall", v, &s->reinstall) > 0 && spec_reinstall_problem(s->reinstall))
                 emitn(c, v, "'reinstall' must be a token of A-Z a-z 0-9 . _ : - (at most 64), but '%s' %s",
-                      q(s->reinstall, t), spec_reinstall_problem(s->reinstall));
+                      spec_quote(s->reinstall, t), spec_reinstall_problem(s->reinstall));
 
-        PARSE_SECTION(c, root, "disks", "disk", s->disks, s->n_disks, parse_disk);
-        PARSE_SECTION(c, root, "partitions", "partition", s->partitions, s->n_partitions, parse_partition);
-        PARSE_SECTION(c, root, "raid", "raid", s->raids, s->n_raids, parse_raid);
-        PARSE_SECTION(c, root, "luks", "luks", s->luks, s->n_luks, parse_luks);
-        PARSE_SECTION(c, root, "lvm", "volume group", s->vgs, s->n_vgs, parse_vg);
-        PARSE_SECTION(c, root, "volumes", "volume", s->lvs, s->n_lvs, parse_lv);
-        PARSE_SECTION(c, root, "filesystems", "filesystem", s->filesystems, s->n_filesystems, parse_fs);
-        if (!map_get(root, "disks"))
+        PARSE_SECTION(c, root, "disks", "disk", s->disks, s->n_disks, spec_parse_disk);
+        PARSE_SECTION(c, root, "partitions", "partition", s->partitions, s->n_partitions, spec_parse_partition);
+        PARSE_SECTION(c, root, "raid", "raid", s->raids, s->n_raids, spec_parse_raid);
+        PARSE_SECTION(c, root, "luks", "luks", s->luks, s->n_luks, spec_parse_luks);
+        PARSE_SECTION(c, root, "lvm", "volume group", s->vgs, s->n_vgs, spec_parse_vg);
+        PARSE_SECTION(c, root, "volumes", "volume", s->lvs, s->n_lvs, spec_parse_lv);
+        PARSE_SECTION(c, root, "filesystems", "filesystem", s->filesystems, s->n_filesystems, spec_parse_fs);
+        if (!spec_map_get(root, "disks"))
                 emitn(c, root, "spec has no 'disks'");
 
-        v = map_get(root, "image");
-        if (want_map(c, &l, "image", v) > 0)
-                parse_image(c, v, &s->image);
-        v = map_get(root, "boot");
-        if (want_map(c, &l, "boot", v) > 0)
-                parse_boot(c, v, &s->boot);
-        v = map_get(root, "bench");
-        if (want_map(c, &l, "bench", v) > 0)
-                parse_bench(c, v, &s->bench);
-        v = map_get(root, "register");
-        if (want_map(c, &l, "register", v) > 0)
-                parse_register(c, v, s);
-        v = map_get(root, "network");
-        if (want_map(c, &l, "network", v) > 0)
-                parse_network(c, v);
-        v = map_get(root, "finish");
+        v = spec_map_get(root, "image");
+        if (spec_want_map(c, &l, "image", v) > 0)
+                spec_parse_image(c, v, &s->image);
+        v = spec_map_get(root, "boot");
+        if (spec_want_map(c, &l, "boot", v) > 0)
+                spec_parse_boot(c, v, &s->boot);
+        v = spec_map_get(root, "bench");
+        if (spec_want_map(c, &l, "bench", v) > 0)
+                spec_parse_bench(c, v, &s->bench);
+        v = spec_map_get(root, "register");
+        if (spec_want_map(c, &l, "register", v) > 0)
+                spec_parse_register(c, v, s);
+        v = spec_map_get(root, "network");
+        if (spec_want_map(c, &l, "network", v) > 0)
+                spec_parse_network(c, v);
+        v = spec_map_get(root, "finish");
         int e;
-        if (get_enum(c, &l, "finish", v, finish_names, &e) > 0) {
+        if (spec_get_enum(c, &l, "finish", v, finish_names, &e) > 0) {
                 s->finish = e;
                 s->finish_mark = (struct spec_mark) { v->line, v->col };
         }
 
-        set_bench_ciphers(c);
+        spec_set_bench_ciphers(c);
         cross_check(c);
 }
 
@@ -2870,7 +2848,7 @@ int spec_parse(const char *file, const char *data, size_t len, struct spec **ret
                 return r < 0 ? r : -EINVAL;
         }
         if (root->kind != YNODE_MAP) {
-                r = diags_add(diags, file, root->line, root->col, "spec must be a mapping, not %s", describe(root, t));
+                r = diags_add(diags, file, root->line, root->col, "spec must be a mapping, not %s", spec_describe(root, t));
                 return r < 0 ? r : -EINVAL;
         }
         _cleanup_spec_free_ struct spec *s = calloc(1, sizeof *s);
@@ -2905,16 +2883,14 @@ int spec_load(const char *path, struct spec **ret, struct diags *diags) {
         return r;
 }
 
-static void free_secret(char *s) {
+void spec_free_secret(char *s) {
         if (s) {
                 explicit_wipe(s, strlen(s));
                 free(s);
         }
 }
 
-struct spec *spec_free(struct spec *s) {
-        if (!s)
-                return NULL;
+void spec_free_disks(struct spec *s) {
         for (size_t i = 0; i < s->n_disks; i++) {
                 struct spec_disk *d = &s->disks[i];
                 free(d->id); free(d->path); free(d->by_id); free(d->serial);
@@ -2931,23 +2907,32 @@ struct spec *spec_free(struct spec *s) {
                 free(s->partitions[i].id); free(s->partitions[i].on); free(s->partitions[i].name);
         }
         free(s->partitions);
+}
+
+void spec_free_raids(struct spec *s) {
         for (size_t i = 0; i < s->n_raids; i++) {
                 struct spec_raid *a = &s->raids[i];
                 free(a->id); free(a->name); free(a->layout); free(a->metadata); free(a->bitmap);
                 strv_free(a->members); free(a->member_marks); free(a->member_refs);
         }
         free(s->raids);
+}
+
+void spec_free_luks(struct spec *s) {
         for (size_t i = 0; i < s->n_luks; i++) {
                 struct spec_luks *x = &s->luks[i];
                 free(x->id); free(x->on); free(x->name); free(x->cipher); free(x->label);
                 strv_free(x->bench_ciphers);
-                free_secret(x->key.passphrase); free(x->key.url); free(x->key.sha256);
+                spec_free_secret(x->key.passphrase); free(x->key.url); free(x->key.sha256);
                 for (size_t j = 0; j < x->unlock.n_tang; j++) {
                         free(x->unlock.tang[j].url); free(x->unlock.tang[j].thp);
                 }
                 free(x->unlock.tang);
         }
         free(s->luks);
+}
+
+void spec_free_lvm(struct spec *s) {
         for (size_t i = 0; i < s->n_vgs; i++) {
                 free(s->vgs[i].id); free(s->vgs[i].name); strv_free(s->vgs[i].pvs); free(s->vgs[i].pv_marks); free(s->vgs[i].pv_refs);
         }
@@ -2956,20 +2941,49 @@ struct spec *spec_free(struct spec *s) {
                 free(s->lvs[i].id); free(s->lvs[i].vg); free(s->lvs[i].name);
         }
         free(s->lvs);
+}
+
+void spec_free_filesystems(struct spec *s) {
         for (size_t i = 0; i < s->n_filesystems; i++) {
                 struct spec_filesystem *fs = &s->filesystems[i];
                 free(fs->on); free(fs->label); strv_free(fs->mkfs_options); free(fs->mount); free(fs->mount_options);
         }
         free(s->filesystems);
+}
+
+void spec_free_image(struct spec *s) {
         free(s->image.url); free(s->image.sha256); free(s->image.target);
+}
+
+void spec_free_boot(struct spec *s) {
         strv_free(s->boot.cmdline); strv_free(s->boot.disks); free(s->boot.disk_marks);
+}
+
+void spec_free_bench(struct spec *s) {
         strv_free(s->bench.ciphers);
+}
+
+void spec_free_register(struct spec *s) {
         struct spec_cloudstack *cs = &s->cloudstack;
         free(cs->endpoint); free(cs->zone); free(cs->pod); free(cs->cluster); free(cs->api_key);
-        free_secret(cs->secret_key); free(cs->host_username); free_secret(cs->host_password); free(cs->host_url);
+        spec_free_secret(cs->secret_key); free(cs->host_username); spec_free_secret(cs->host_password); free(cs->host_url);
         free(cs->host_authorized_key);
-        free(s->webhook.url); free_secret(s->webhook.hmac_key);
-        network_free(&s->network);
+        free(s->webhook.url); spec_free_secret(s->webhook.hmac_key);
+}
+
+struct spec *spec_free(struct spec *s) {
+        if (!s)
+                return NULL;
+        spec_free_disks(s);
+        spec_free_raids(s);
+        spec_free_luks(s);
+        spec_free_lvm(s);
+        spec_free_filesystems(s);
+        spec_free_image(s);
+        spec_free_boot(s);
+        spec_free_bench(s);
+        spec_free_register(s);
+        spec_free_network(&s->network);
         free(s->file); free(s->hostname); free(s->ca); free(s->reinstall);
         free(s);
         return NULL;
