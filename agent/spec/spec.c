@@ -1,15 +1,20 @@
 /* Host spec v1: YAML tree (spec_yaml.c) -> struct spec, with every problem
- * collected as "file:line:col: message". The reference is docs/spec.md. */
+ * collected as "file:line:col: message". The reference is docs/spec.md.
+ *
+ * This is the core: it parses the top level and hands each section to its
+ * object family (spec_disks.c, spec_raid.c, spec_luks.c, spec_lvm.c,
+ * spec_fs.c, spec_image.c, spec_boot.c, spec_bench.c, spec_register.c,
+ * spec_network.c), indexes the objects by id, resolves the references
+ * between them and runs the families' cross-checks in order. The readers of
+ * typed values the families share are in spec_fields.c. */
 #include "spec_internal.h"
 
 #include "log.h"
 #include "strbuf.h"
 #include "url.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <inttypes.h>
-#include <math.h>
 
 static const struct {
         enum spec_obj_kind kind;
@@ -646,14 +651,14 @@ int spec_expand(const char *in, const struct spec_vars *vars, char **ret, const 
                         return -EINVAL;
                 size_t n = (size_t) (e - d - 2);
                 const char *val = NULL, *name = NULL;
-                static const char *const names[] = { "mac", "mac:hexhyp", "mac:hexraw", "uuid", "serial", "hostname" };
                 const char *vals[] = { vars ? vars->mac : NULL, vars ? vars->mac : NULL, vars ? vars->mac : NULL,
                                        vars ? vars->uuid : NULL, vars ? vars->serial : NULL,
                                        vars ? vars->hostname : NULL };
                 size_t which = 0;
-                for (size_t i = 0; i < ELEMENTSOF(names); i++)
-                        if (strlen(names[i]) == n && strncmp(names[i], d + 2, n) == 0) {
-                                name = names[i];
+                _Static_assert(ELEMENTSOF(vals) == ELEMENTSOF(spec_vars) - 1, "a value for each variable");
+                for (size_t i = 0; spec_vars[i]; i++)
+                        if (strlen(spec_vars[i]) == n && strncmp(spec_vars[i], d + 2, n) == 0) {
+                                name = spec_vars[i];
                                 val = vals[i];
                                 which = i;
                         }
