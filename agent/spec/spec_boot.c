@@ -66,7 +66,7 @@ void spec_check_boot(struct ctx *c) {
                              "%s would sit inside luks '%s', whose %s keyslot Debian 12's GRUB (2.06) cannot open "
                              "('Argon2 not supported'); put /boot on its own filesystem outside LUKS (e.g. an md RAID1)",
                              bname, spec_quote(lk->id ? lk->id : "?", t),
-                             lk->pbkdf.type == SPEC_PBKDF_ARGON2I ? "argon2i" : "argon2id");
+                             spec_pbkdf_type_name(spec_pbkdf_effective(lk->pbkdf.type)));
                 else
                         spec_emit(c, bfs->mount_mark.line, bfs->mount_mark.col,
                              "%s would sit inside luks '%s': GRUB would ask for its passphrase on the console at every boot; "
@@ -166,9 +166,7 @@ void spec_free_boot(struct spec *s) {
         strv_free(s->boot.cmdline); strv_free(s->boot.disks); free(s->boot.disk_marks);
 }
 
-const char *spec_firmware_name(enum spec_firmware f) {
-        return firmware_names[f];
-}
+DEFINE_STRING_TABLE_TO_STRING(spec_firmware_name, enum spec_firmware, firmware_names)
 
 const struct spec_filesystem *spec_boot_filesystem(const struct spec *s) {
         const struct spec_filesystem *root = NULL;

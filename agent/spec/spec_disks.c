@@ -305,6 +305,4 @@ bool spec_is_glob(const char *s) {
         return s && strpbrk(s, "*?[") != NULL;
 }
 
-const char *spec_part_type_name(enum spec_part_type t) {
-        return (size_t) t < ELEMENTSOF(part_types) - 1 ? part_types[t] : "unknown";
-}
+DEFINE_STRING_TABLE_TO_STRING(spec_part_type_name, enum spec_part_type, part_types)

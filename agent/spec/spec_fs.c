@@ -192,6 +192,8 @@ int spec_swap_crypt_name(const struct spec_filesystem *fs, char **ret) {
         return 0;
 }
 
-const char *spec_fs_type_name(enum spec_fs_type t) {
-        return (size_t) t < ELEMENTSOF(fs_types) - 1 ? fs_types[t] : "unknown";
+DEFINE_STRING_TABLE_TO_STRING(spec_fs_type_name, enum spec_fs_type, fs_types)
+
+const char *spec_fs_mount_options(const struct spec_filesystem *fs) {
+        return fs->mount_options ? fs->mount_options : "defaults";
 }

@@ -5,6 +5,7 @@
 #pragma once
 #include "spec.h"
 #include "spec_yaml.h"
+#include "strtable.h"
 
 #define ID_MAX 64
 #define SPEC_MAX_DIAGS 1000u    /* per file; a garbage file should not print a million lines */

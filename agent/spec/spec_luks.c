@@ -315,6 +315,26 @@ void spec_free_luks(struct spec *s) {
         free(s->luks);
 }
 
+DEFINE_STRING_TABLE_TO_STRING(spec_pbkdf_type_name, enum spec_pbkdf_type, pbkdf_types)
+
+enum spec_pbkdf_type spec_pbkdf_effective(enum spec_pbkdf_type t) {
+        return t == SPEC_PBKDF_DEFAULT ? SPEC_PBKDF_ARGON2ID : t;
+}
+
+static const char *const key_sources[] = {
+        [SPEC_KEY_NONE] = "no key",
+        [SPEC_KEY_PASSPHRASE] = "passphrase from the spec",
+        [SPEC_KEY_URL] = "key fetched from a URL (sha256 pinned)",
+        [SPEC_KEY_GENERATE] = "key generated on the node and kept nowhere (cannot be opened after a reboot)",
+        NULL,
+};
+
+DEFINE_STRING_TABLE_TO_STRING(spec_key_source_name, enum spec_key_source, key_sources)
+
+unsigned spec_cipher_key_size(const char *cipher) {
+        return cipher && strstr(cipher, "adiantum") ? 256 : SPEC_LUKS_KEY_SIZE;
+}
+
 int spec_luks_name(const struct spec_luks *x, unsigned index, char **ret) {
         if (!x)
                 return -EINVAL;
