@@ -210,7 +210,7 @@ static void index_objs(struct ctx *c) {
                 struct obj *first = c->n_index ? c->index[c->n_index - 1] : NULL;
                 if (first && streq(first->id, all[i]->id)) {
                         spec_emit(c, all[i]->line, all[i]->col, "duplicate id '%s' (already used by the %s at line %u)",
-                             spec_quote(all[i]->id, t), spec_kind_name(first->kind), first->line);
+                                  spec_quote(all[i]->id, t), spec_kind_name(first->kind), first->line);
                         continue;
                 }
                 c->index[c->n_index++] = all[i];
@@ -283,13 +283,13 @@ struct obj *spec_resolve(struct ctx *c, const char *field, const char *where, co
                                 (void) strbuf_addf(&hint, "; the spec has no object it may name (%s)", kt);
                 }
                 spec_emit(c, mark.line, mark.col, "'%s' of %s refers to unknown id '%s'%s", field, where, spec_quote(id, t),
-                     strbuf_str(&hint));
+                          strbuf_str(&hint));
                 return NULL;
         }
         if (!(kinds & KIND_BIT(o->kind))) {
                 kinds_text(kinds, kt);
                 spec_emit(c, mark.line, mark.col, "'%s' of %s refers to %s '%s', but must name %s", field, where,
-                     spec_kind_name(o->kind), spec_quote(id, t), kt);
+                          spec_kind_name(o->kind), spec_quote(id, t), kt);
                 return NULL;
         }
         return o;
@@ -309,7 +309,7 @@ void spec_consume(struct ctx *c, struct obj *o, const void *who, enum spec_obj_k
                         spec_emit(c, mark.line, mark.col, "%s uses '%s' twice", consumer, spec_quote(o->id, t));
                 else
                         spec_emit(c, mark.line, mark.col, "%s '%s' is already used by %s (line %u)",
-                             spec_kind_name(o->kind), spec_quote(o->id, t), o->used_by, o->used_line);
+                                  spec_kind_name(o->kind), spec_quote(o->id, t), o->used_by, o->used_line);
                 return;
         }
         if (!(o->used_by = strdup(consumer)))
@@ -324,7 +324,7 @@ void spec_single_device(struct ctx *c, const struct obj *o, const char *field, c
         char t[QUOTE_MAX + 4];
         if (o && o->mult > 1)
                 spec_emit(c, mark.line, mark.col, "'%s' of %s refers to '%s', which stands for %u devices; name one device",
-                     field, where, spec_quote(o->id, t), o->mult);
+                          field, where, spec_quote(o->id, t), o->mult);
 }
 
 /* The i-th id an object is built on, or NULL past the last. */

@@ -51,7 +51,7 @@ void spec_check_boot(struct ctx *c) {
                 return;
         if (!s->image.present || s->image.format != SPEC_IMAGE_TAR)
                 spec_emit(c, b->mark.line, b->mark.col,
-                     "'boot' installs GRUB from the installed system: the spec needs an image of format 'tar'");
+                          "'boot' installs GRUB from the installed system: the spec needs an image of format 'tar'");
         const struct spec_filesystem *bfs = spec_boot_filesystem(s);
         if (!bfs || !bfs->on) {
                 spec_emit(c, b->mark.line, b->mark.col, "'boot' needs a filesystem mounted at '/boot' or '/'");
@@ -63,15 +63,15 @@ void spec_check_boot(struct ctx *c) {
                 bool argon = lk->pbkdf.type != SPEC_PBKDF_PBKDF2;
                 if (argon)
                         spec_emit(c, bfs->mount_mark.line, bfs->mount_mark.col,
-                             "%s would sit inside luks '%s', whose %s keyslot Debian 12's GRUB (2.06) cannot open "
-                             "('Argon2 not supported'); put /boot on its own filesystem outside LUKS (e.g. an md RAID1)",
-                             bname, spec_quote(lk->id ? lk->id : "?", t),
-                             spec_pbkdf_type_name(spec_pbkdf_effective(lk->pbkdf.type)));
+                                  "%s would sit inside luks '%s', whose %s keyslot Debian 12's GRUB (2.06) cannot open "
+                                  "('Argon2 not supported'); put /boot on its own filesystem outside LUKS (e.g. an md RAID1)",
+                                  bname, spec_quote(lk->id ? lk->id : "?", t),
+                                  spec_pbkdf_type_name(spec_pbkdf_effective(lk->pbkdf.type)));
                 else
                         spec_emit(c, bfs->mount_mark.line, bfs->mount_mark.col,
-                             "%s would sit inside luks '%s': GRUB would ask for its passphrase on the console at every boot; "
-                             "put /boot on its own filesystem outside LUKS (e.g. an md RAID1)",
-                             bname, spec_quote(lk->id ? lk->id : "?", t));
+                                  "%s would sit inside luks '%s': GRUB would ask for its passphrase on the console at every boot; "
+                                  "put /boot on its own filesystem outside LUKS (e.g. an md RAID1)",
+                                  bname, spec_quote(lk->id ? lk->id : "?", t));
         }
         _cleanup_strv_free_ char **under = NULL, **grub = NULL;
         if (spec_disks_below(s, bfs->on, &under) < 0 || spec_boot_disks(s, &grub) < 0) {
@@ -88,9 +88,9 @@ void spec_check_boot(struct ctx *c) {
                 for (size_t i = 0; under && under[i]; i++)
                         if (!strv_contains(grub, under[i]))
                                 spec_emit(c, b->disks_mark.line, b->disks_mark.col,
-                                     "the boot loader would miss disk '%s', which carries /boot's '%s'; "
-                                     "add it to 'disks' of boot (a node whose first disk fails must still boot)",
-                                     spec_quote(under[i], t), spec_quote(bfs->on, t2));
+                                          "the boot loader would miss disk '%s', which carries /boot's '%s'; "
+                                          "add it to 'disks' of boot (a node whose first disk fails must still boot)",
+                                          spec_quote(under[i], t), spec_quote(bfs->on, t2));
         }
         const char *fw = firmware_names[b->firmware];
         if (b->firmware == SPEC_FIRMWARE_BIOS || b->firmware == SPEC_FIRMWARE_BOTH)
@@ -101,21 +101,21 @@ void spec_check_boot(struct ctx *c) {
                                         streq(s->partitions[j].on, grub[i]);
                         if (!found)
                                 spec_emit(c, b->firmware_mark.line, b->firmware_mark.col,
-                                     "boot firmware '%s' needs a 'bios_grub' partition on disk '%s', where GRUB is installed "
-                                     "(GRUB keeps its core image there on GPT)", fw, spec_quote(grub[i], t));
+                                          "boot firmware '%s' needs a 'bios_grub' partition on disk '%s', where GRUB is installed "
+                                          "(GRUB keeps its core image there on GPT)", fw, spec_quote(grub[i], t));
                 }
         if (b->firmware != SPEC_FIRMWARE_UEFI && b->firmware != SPEC_FIRMWARE_BOTH)
                 return;
         const struct spec_filesystem *esp = spec_esp_filesystem(s);
         if (!esp || !esp->on) {
                 spec_emit(c, b->firmware_mark.line, b->firmware_mark.col,
-                     "boot firmware '%s' needs an ESP: a vfat filesystem mounted at '/boot/efi' on an 'esp' partition, "
-                     "or on an md RAID1 with metadata \"1.0\" of 'esp' partitions, one on every disk GRUB is installed on", fw);
+                          "boot firmware '%s' needs an ESP: a vfat filesystem mounted at '/boot/efi' on an 'esp' partition, "
+                          "or on an md RAID1 with metadata \"1.0\" of 'esp' partitions, one on every disk GRUB is installed on", fw);
                 return;
         }
         if (esp->type != SPEC_FS_VFAT) {
                 spec_emit(c, esp->mount_mark.line, esp->mount_mark.col, "the ESP (mounted at '/boot/efi') must be vfat, not %s",
-                     spec_fs_type_name(esp->type));
+                          spec_fs_type_name(esp->type));
                 return;
         }
         const void *o = NULL;
@@ -129,8 +129,8 @@ void spec_check_boot(struct ctx *c) {
                 const struct spec_raid *a = o;
                 if (a->level != 1 || !a->metadata || !streq(a->metadata, "1.0")) {
                         spec_emit(c, esp->on_mark.line, esp->on_mark.col,
-                             "the ESP is on raid '%s', which must be level 1 with metadata \"1.0\" "
-                             "(the firmware reads each member as a plain FAT filesystem)", spec_quote(a->id ? a->id : "?", t));
+                                  "the ESP is on raid '%s', which must be level 1 with metadata \"1.0\" "
+                                  "(the firmware reads each member as a plain FAT filesystem)", spec_quote(a->id ? a->id : "?", t));
                         return;
                 }
                 for (size_t i = 0; a->members && a->members[i]; i++) {
@@ -141,13 +141,13 @@ void spec_check_boot(struct ctx *c) {
                 }
         } else {
                 spec_emit(c, esp->on_mark.line, esp->on_mark.col,
-                     "the ESP must be on an 'esp' partition or an md RAID1 of them, not on %s '%s'",
-                     spec_kind_name(k), spec_quote(esp->on, t));
+                          "the ESP must be on an 'esp' partition or an md RAID1 of them, not on %s '%s'",
+                          spec_kind_name(k), spec_quote(esp->on, t));
                 return;
         }
         if (!parts_ok) {
                 spec_emit(c, esp->on_mark.line, esp->on_mark.col,
-                     "the ESP on '%s' must be made of partitions of type 'esp'", spec_quote(esp->on, t));
+                          "the ESP on '%s' must be made of partitions of type 'esp'", spec_quote(esp->on, t));
                 return;
         }
         if (spec_disks_below(s, esp->on, &esp_disks) < 0) {
@@ -157,9 +157,9 @@ void spec_check_boot(struct ctx *c) {
         for (size_t i = 0; grub && grub[i]; i++)
                 if (!strv_contains(esp_disks, grub[i]))
                         spec_emit(c, b->firmware_mark.line, b->firmware_mark.col,
-                             "boot firmware '%s' needs an ESP on disk '%s', where GRUB is installed, but the ESP on '%s' "
-                             "is not there; put an 'esp' partition on every boot disk into an md RAID1 with metadata \"1.0\"",
-                             fw, spec_quote(grub[i], t), spec_quote(esp->on, t2));
+                                  "boot firmware '%s' needs an ESP on disk '%s', where GRUB is installed, but the ESP on '%s' "
+                                  "is not there; put an 'esp' partition on every boot disk into an md RAID1 with metadata \"1.0\"",
+                                  fw, spec_quote(grub[i], t), spec_quote(esp->on, t2));
 }
 
 void spec_free_boot(struct spec *s) {

@@ -246,14 +246,14 @@ void spec_check_partitions(struct ctx *c) {
                                 continue;
                         if (rest)
                                 spec_emit(c, p->mark.line, p->mark.col, "partition '%s' follows 'rest' partition '%s' on disk '%s'",
-                                     spec_quote(p->id ? p->id : "?", t), spec_quote(rest, t2), s->disks[i].id);
+                                          spec_quote(p->id ? p->id : "?", t), spec_quote(rest, t2), s->disks[i].id);
                         if (p->size.kind == SPEC_SIZE_REST)
                                 rest = p->id ? p->id : "?";
                         if (p->size.kind == SPEC_SIZE_PERCENT) {
                                 pct += p->size.percent;
                                 if (pct > 100 && !over) {
                                         spec_emit(c, p->size.mark.line, p->size.mark.col,
-                                             "partitions on disk '%s' add up to more than 100%%", s->disks[i].id);
+                                                  "partitions on disk '%s' add up to more than 100%%", s->disks[i].id);
                                         over = true;
                                 }
                         }
@@ -278,7 +278,7 @@ void spec_check_partition_types(struct ctx *c) {
                         want = "the boot loader";
                 if (want)
                         spec_emit(c, p->mark.line, p->mark.col, "partition '%s' of type '%s' cannot be used by %s (it is for %s)",
-                             spec_quote(o->id, t), part_types[p->type], o->used_by, want);
+                                  spec_quote(o->id, t), part_types[p->type], o->used_by, want);
         }
 }
 

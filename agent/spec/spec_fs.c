@@ -123,14 +123,14 @@ bool spec_check_filesystems(struct ctx *c) {
                  * something that cannot turn into another disk's partition */
                 if (o && fs->encrypt_random && (o->kind == SPEC_OBJ_DISK || o->kind == SPEC_OBJ_LUKS))
                         spec_emit(c, fs->on_mark.line, fs->on_mark.col,
-                             o->kind == SPEC_OBJ_DISK ?
-                             "swap with 'encrypt: random' on disk '%s': it must sit on a partition, raid or volume, "
-                             "which crypttab names by PARTUUID, /dev/md/NAME or /dev/VG/LV (a whole disk has only "
-                             "its /dev/sdX name, which may be another disk at the next boot, and crypttab "
-                             "overwrites it at every boot)" :
-                             "swap with 'encrypt: random' on luks '%s': it is its own plain dm-crypt with a fresh "
-                             "key, so put it on the device under the luks and drop the luks",
-                             spec_quote(fs->on, t));
+                                  o->kind == SPEC_OBJ_DISK ?
+                                  "swap with 'encrypt: random' on disk '%s': it must sit on a partition, raid or volume, "
+                                  "which crypttab names by PARTUUID, /dev/md/NAME or /dev/VG/LV (a whole disk has only "
+                                  "its /dev/sdX name, which may be another disk at the next boot, and crypttab "
+                                  "overwrites it at every boot)" :
+                                  "swap with 'encrypt: random' on luks '%s': it is its own plain dm-crypt with a fresh "
+                                  "key, so put it on the device under the luks and drop the luks",
+                                  spec_quote(fs->on, t));
                 if (!fs->mount)
                         continue;
                 if (streq(fs->mount, "/"))
@@ -138,9 +138,9 @@ bool spec_check_filesystems(struct ctx *c) {
                 for (size_t j = 0; j < i; j++)
                         if (s->filesystems[j].mount && streq(s->filesystems[j].mount, fs->mount)) {
                                 spec_emit(c, fs->mount_mark.line, fs->mount_mark.col,
-                                     "mount point '%s' is already used by the filesystem on '%s' (line %u)",
-                                     spec_quote(fs->mount, t), spec_quote(s->filesystems[j].on ? s->filesystems[j].on : "?", t2),
-                                     s->filesystems[j].mount_mark.line);
+                                          "mount point '%s' is already used by the filesystem on '%s' (line %u)",
+                                          spec_quote(fs->mount, t), spec_quote(s->filesystems[j].on ? s->filesystems[j].on : "?", t2),
+                                          s->filesystems[j].mount_mark.line);
                                 break;
                         }
         }
@@ -166,10 +166,10 @@ void spec_check_generated_keys(struct ctx *c) {
                 else
                         snprintf(use, sizeof use, "used as swap");
                 spec_emit(c, x->key.mark.line, x->key.mark.col,
-                     "luks '%s' has a generated key, which is kept nowhere, but the filesystem on '%s' (%s) "
-                     "must be opened again after a reboot; give the luks a key 'url' or 'passphrase'%s",
-                     spec_quote(g->id, t), spec_quote(fs->on, t3), use,
-                     fs->mount ? "" : " (for swap with a fresh key at every boot, drop the luks and write "
+                          "luks '%s' has a generated key, which is kept nowhere, but the filesystem on '%s' (%s) "
+                          "must be opened again after a reboot; give the luks a key 'url' or 'passphrase'%s",
+                          spec_quote(g->id, t), spec_quote(fs->on, t3), use,
+                          fs->mount ? "" : " (for swap with a fresh key at every boot, drop the luks and write "
                                       "'encrypt: random' on the swap)");
         }
 }

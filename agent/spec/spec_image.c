@@ -43,7 +43,7 @@ void spec_check_image(struct ctx *c, bool root) {
         }
         if (s->image.present && s->image.format == SPEC_IMAGE_TAR && !root)
                 spec_emit(c, s->image.mark.line, s->image.mark.col,
-                     "image of format 'tar' needs a filesystem mounted at '/'");
+                          "image of format 'tar' needs a filesystem mounted at '/'");
 }
 
 void spec_free_image(struct spec *s) {

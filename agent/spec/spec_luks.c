@@ -264,9 +264,9 @@ void spec_check_luks_names(struct ctx *c) {
                                         _cleanup_free_ char *o = NULL;
                                         if (spec_luks_name(&s->luks[j], m, &o) == 0 && streq(a, o)) {
                                                 spec_emit(c, s->luks[i].mark.line, s->luks[i].mark.col,
-                                                     "luks '%s' would open /dev/mapper/%s, which luks '%s' (line %u) opens too",
-                                                     spec_quote(s->luks[i].id ? s->luks[i].id : "?", t), a,
-                                                     s->luks[j].id ? s->luks[j].id : "?", s->luks[j].mark.line);
+                                                          "luks '%s' would open /dev/mapper/%s, which luks '%s' (line %u) opens too",
+                                                          spec_quote(s->luks[i].id ? s->luks[i].id : "?", t), a,
+                                                          s->luks[j].id ? s->luks[j].id : "?", s->luks[j].mark.line);
                                                 clash = true;
                                         }
                                 }
@@ -296,8 +296,8 @@ void spec_check_unlock(struct ctx *c) {
                 const struct spec_luks *x = &s->luks[i];
                 if (x->unlock.n_tang && (!s->image.present || s->image.format != SPEC_IMAGE_TAR))
                         spec_emit(c, x->unlock.mark.line, x->unlock.mark.col,
-                             "'unlock' of luks '%s' is bound with the installed system's clevis: the spec needs an image of format 'tar'",
-                             spec_quote(x->id ? x->id : "?", t));
+                                  "'unlock' of luks '%s' is bound with the installed system's clevis: the spec needs an image of format 'tar'",
+                                  spec_quote(x->id ? x->id : "?", t));
         }
 }
 

@@ -78,8 +78,8 @@ int spec_check_lvm(struct ctx *c) {
                                 continue;
                         if (all)
                                 spec_emit(c, lv->mark.line, lv->mark.col,
-                                     "volume '%s' follows volume '%s', which takes all free space of volume group '%s'",
-                                     spec_quote(lv->id ? lv->id : "?", t), spec_quote(all, t2), s->vgs[i].id);
+                                          "volume '%s' follows volume '%s', which takes all free space of volume group '%s'",
+                                          spec_quote(lv->id ? lv->id : "?", t), spec_quote(all, t2), s->vgs[i].id);
                         if (lv->size.kind == SPEC_SIZE_REST)
                                 all = lv->id ? lv->id : "?";
                 }

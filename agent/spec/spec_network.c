@@ -228,7 +228,7 @@ static void check_network(struct ctx *c) {
                 for (size_t j = 0; n->bonds[i].name && j < i; j++)
                         if (n->bonds[j].name && streq(n->bonds[i].name, n->bonds[j].name))
                                 spec_emit(c, n->bonds[i].mark.line, n->bonds[i].mark.col,
-                                     "bond name '%s' is used twice (first at line %u)", spec_quote(n->bonds[i].name, t), n->bonds[j].mark.line);
+                                          "bond name '%s' is used twice (first at line %u)", spec_quote(n->bonds[i].name, t), n->bonds[j].mark.line);
         for (size_t i = 0; i < n->n_bridges; i++) {
                 const struct spec_bridge *b = &n->bridges[i];
                 if (!b->name)
@@ -236,20 +236,20 @@ static void check_network(struct ctx *c) {
                 for (size_t j = 0; j < i; j++)
                         if (n->bridges[j].name && streq(b->name, n->bridges[j].name))
                                 spec_emit(c, b->mark.line, b->mark.col, "bridge name '%s' is used twice (first at line %u)",
-                                     spec_quote(b->name, t), n->bridges[j].mark.line);
+                                          spec_quote(b->name, t), n->bridges[j].mark.line);
                 if (spec_network_bond(c->s, b->name))
                         spec_emit(c, b->mark.line, b->mark.col, "bridge name '%s' is also the name of a bond", spec_quote(b->name, t));
                 if (b->bond && !spec_network_bond(c->s, b->bond))
                         spec_emit(c, b->bond_mark.line, b->bond_mark.col, "'bond' of bridge '%s' names no bond of network.bonds: '%s'",
-                             spec_quote(b->name, t), b->bond);
+                                  spec_quote(b->name, t), b->bond);
                 for (size_t j = 0; b->vlan && j < i; j++)
                         if (n->bridges[j].vlan == b->vlan)
                                 spec_emit(c, b->mark.line, b->mark.col, "bridges '%s' and '%s' both use VLAN %u",
-                                     n->bridges[j].name ? n->bridges[j].name : "?", spec_quote(b->name, t), b->vlan);
+                                          n->bridges[j].name ? n->bridges[j].name : "?", spec_quote(b->name, t), b->vlan);
                 for (size_t j = 0; b->bond && !b->vlan && j < i; j++)
                         if (!n->bridges[j].vlan && n->bridges[j].bond && streq(n->bridges[j].bond, b->bond))
                                 spec_emit(c, b->mark.line, b->mark.col, "bridges '%s' and '%s' both take bond '%s' untagged (give one a 'vlan')",
-                                     n->bridges[j].name ? n->bridges[j].name : "?", spec_quote(b->name, t), b->bond);
+                                          n->bridges[j].name ? n->bridges[j].name : "?", spec_quote(b->name, t), b->bond);
         }
         for (size_t k = 0; k < n->n_bonds; k++) {
                 bool used = false;

@@ -148,8 +148,8 @@ int spec_check_raids(struct ctx *c) {
                                 if (a->spares)
                                         snprintf(sp, sizeof sp, " (%u devices, %u spares)", devices, a->spares);
                                 spec_emit(c, a->members_mark.line, a->members_mark.col,
-                                     "raid '%s' (level %u%s) needs at least %u active members, but has %u%s",
-                                     a->id ? spec_quote(a->id, t) : "?", a->level, lay, need, active, sp);
+                                          "raid '%s' (level %u%s) needs at least %u active members, but has %u%s",
+                                          a->id ? spec_quote(a->id, t) : "?", a->level, lay, need, active, sp);
                         }
                 }
         }
