@@ -175,7 +175,7 @@ int bench_parse_cipher(const char *s, char **ret_cipher, unsigned *ret_key_size)
                 if (!(s[i] == '-' || s[i] == ',' || s[i] == '_' || (s[i] >= '0' && s[i] <= '9') ||
                       (s[i] >= 'a' && s[i] <= 'z')))
                         return -EINVAL;
-        unsigned ks = strstr(s, "adiantum") ? 256 : 512;
+        unsigned ks = spec_cipher_key_size(s);
         if (colon) {
                 int r = safe_atou(colon + 1, &ks);
                 if (r < 0)

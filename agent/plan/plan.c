@@ -984,24 +984,6 @@ static int emit_raid(struct builder *b, struct node *n) {
         return step_text(st, n->devs[0], strbuf_detach(&desc), strbuf_detach(&destroys));
 }
 
-static const char *pbkdf_name(enum spec_pbkdf_type t) {
-        switch (t) {
-        case SPEC_PBKDF_ARGON2ID: return "argon2id";
-        case SPEC_PBKDF_ARGON2I: return "argon2i";
-        case SPEC_PBKDF_PBKDF2: return "pbkdf2";
-        default: return "argon2id";
-        }
-}
-
-static const char *key_source_name(enum spec_key_source k) {
-        switch (k) {
-        case SPEC_KEY_PASSPHRASE: return "passphrase from the spec";
-        case SPEC_KEY_URL: return "key fetched from a URL (sha256 pinned)";
-        case SPEC_KEY_GENERATE: return "key generated on the node and kept nowhere (cannot be opened after a reboot)";
-        default: return "no key";
-        }
-}
-
 /* The steps of device #k of a luks: on dev (the device under it), opened
  * as mapper (bench: only on #0, see docs/spec.md "LUKS on each disk"). */
 static int emit_luks_one(struct builder *b, struct node *n, const struct node *under, unsigned k, const char *dev,
@@ -1031,13 +1013,13 @@ static int emit_luks_one(struct builder *b, struct node *n, const struct node *u
         if (r >= 0 && x->sector_size)
                 r = strbuf_addf(&desc, ", sector %u", x->sector_size);
         if (r >= 0)
-                r = strbuf_addf(&desc, ", pbkdf %s", pbkdf_name(x->pbkdf.type));
+                r = strbuf_addf(&desc, ", pbkdf %s", spec_pbkdf_type_name(spec_pbkdf_effective(x->pbkdf.type)));
         if (r >= 0 && x->pbkdf.max_memory)
                 r = strbuf_addf(&desc, " (max memory %s)", SIZE(x->pbkdf.max_memory));
         if (r >= 0 && x->label)
                 r = strbuf_addf(&desc, ", label '%s'", x->label);
         if (r >= 0)
-                r = strbuf_addf(&desc, ", %s", key_source_name(x->key.source));
+                r = strbuf_addf(&desc, ", %s", spec_key_source_name(x->key.source));
         if (r < 0 || (r = step_emit(b, PLAN_LUKS_FORMAT, x->id, x, k, dev, n->size, n->approx, dev, strbuf_detach(&desc),
                                     strdupf("contents of %s", dev))) < 0)
                 return r;
@@ -1323,7 +1305,7 @@ static int emit_mounts(struct builder *b, const char **devs) {
                                 continue;
                         if ((r = step_emit(b, PLAN_MOUNT, f->on, f, 0, NULL, 0, false, devs[i],
                                            strdupf("mount %s on %s%s (%s)", devs[i], target, streq(f->mount, "/") ? "" : f->mount,
-                                                   f->mount_options ? f->mount_options : "defaults"),
+                                                   spec_fs_mount_options(f)),
                                            NULL)) < 0)
                                 return r;
                 }
@@ -1599,7 +1581,7 @@ static int fp_step(struct strbuf *t, const struct plan_step *st) {
         case PLAN_LUKS_FORMAT: {
                 const struct spec_luks *x = st->obj;
                 r = strbuf_addf(t, " name=%s on=%s cipher=%s key_size=%u sector=%u label=%s key=%s", x->name, nz(x->on),
-                                nz(x->cipher), x->key_size, x->sector_size, nz(x->label), key_source_name(x->key.source));
+                                nz(x->cipher), x->key_size, x->sector_size, nz(x->label), spec_key_source_name(x->key.source));
                 break;
         }
         case PLAN_VGCREATE: {
