@@ -697,8 +697,9 @@ rig_no_secret_in() { ! grep -a -q -F -f <(rig_job_secrets) "$@"; }
 # The setup always installs afresh (one install per ctest run, its checks
 # made every run) and publishes the directory by a rename, only when the
 # install passed. A test run directly, with no fixture for its inputs in
-# RIG_FIXTURES (BUILD unset, none made yet, or another kiln), installs one
-# for itself in its temp dir (the same script), and says so.
+# RIG_FIXTURES (none made yet, or another kiln or image), runs the same
+# script first and says so: into RIG_FIXTURES (the next test finds it), or,
+# with BUILD unset, into its own temp dir.
 
 RIG_FIXTURES=${RIG_FIXTURES:-${BUILD:+$BUILD/rig-fixtures}}
 
@@ -752,12 +753,12 @@ rig_fixture_boot() {
   key=$(rig_fixture_inputs "$spec")
   dir=${RIG_FIXTURES:+$RIG_FIXTURES/$name}
   if [[ -z $dir || ! -f $dir/inputs || $(<"$dir/inputs") != "$key" ]]; then
-    rig_log "no shared install '$name' for these inputs${dir:+ in $dir}: installing one for this test (tests/rig/fixture-$name.sh)"
-    local rc=0
-    RIG_FIXTURES=$RIG_TMP/fixtures bash "$SRC/tests/rig/fixture-$name.sh" || rc=$?
+    local rc=0 where=${RIG_FIXTURES:-$RIG_TMP/fixtures}
+    rig_log "no shared install '$name' for these inputs${dir:+ in $dir}: installing one in $where/$name (tests/rig/fixture-$name.sh)"
+    RIG_FIXTURES=$where bash "$SRC/tests/rig/fixture-$name.sh" || rc=$?
     ((rc != 77)) || rig_skip "the install of '$name' was skipped"
     ((rc == 0)) || rig_die "the install of '$name' failed"
-    dir=$RIG_TMP/fixtures/$name
+    dir=$where/$name
     [[ $(<"$dir/inputs") == "$key" ]] || rig_die "the install of '$name' came from other inputs"
   fi
   RIG_FIXTURE_DIR=$dir
