@@ -804,7 +804,7 @@ rig_disks_unwritten() {
   [[ -n ${RIG_REPLAY:-} ]] && return 0
   for f in "${RIG_DISK[@]}"; do
     if ! qemu-img map --output=json "$f" | jq -e 'all(.[]; .depth > 0)' >/dev/null; then
-      rig_log "$(basename "$f"): written ($(qemu-img map --output=json "$f" | jq '[.[] | select(.depth == 0) | .length] | add') bytes)"
+      rig_log "$(basename "$f"): written ($(qemu-img map --output=json "$f" | jq '[.[] | select(.depth == 0) | .length] | add') bytes allocated in this layer)"
       bad=1
     fi
   done
