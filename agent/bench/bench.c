@@ -459,15 +459,10 @@ static int io_run(struct bench_io_engine *e, int fd, bool write, bool random, un
 }
 
 static int open_direct(const char *path, bool write, uint64_t *ret_size) {
-        int fd = open(path, (write ? O_RDWR : O_RDONLY) | O_DIRECT | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
         struct stat st;
-        if (fstat(fd, &st) < 0) {
-                int e = -errno;
-                close(fd);
-                return e;
-        }
+        int fd = fd_stat(open(path, (write ? O_RDWR : O_RDONLY) | O_DIRECT | O_CLOEXEC | O_NOCTTY), &st);
+        if (fd < 0)
+                return fd;
         if (ret_size) {
                 off_t end = lseek(fd, 0, SEEK_END);
                 if (end < 0) {
