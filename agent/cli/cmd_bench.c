@@ -3,7 +3,6 @@
 #include "exitcode.h"
 #include "log.h"
 
-#include <getopt.h>
 #include <math.h>
 
 static int help(void) {
@@ -34,7 +33,7 @@ static int parse_double(const char *s, double *ret) {
 }
 
 int cmd_bench(int argc, char **argv) {
-        static const struct option opts[] = {
+        static const struct option options[] = {
                 { "json", no_argument, NULL, 'j' },
                 { "cipher", required_argument, NULL, 'c' },
                 { "tune", no_argument, NULL, 't' },
@@ -58,8 +57,7 @@ int cmd_bench(int argc, char **argv) {
         _cleanup_strv_free_ char **ciphers = NULL;
         struct spec_bench policy = { .present = true, .on_fail = SPEC_ON_FAIL_ABORT };
         int c, r;
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
+        CMD_FOREACH_OPTION(c, argc, argv, "+h", options) {
                 double *d = NULL;
                 switch (c) {
                 case 'j': json = true; break;

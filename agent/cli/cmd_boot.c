@@ -38,7 +38,6 @@
 
 #include <json-c/json.h>
 #include <limits.h>
-#include <getopt.h>
 #include <sys/reboot.h>
 
 #define BOOT_CA_MAX_BYTES (1024u * 1024u)
@@ -248,7 +247,7 @@ static int boot_installed(struct cmd_run *run, struct apply_inspection *in, cons
 }
 
 int cmd_boot(int argc, char **argv) {
-        static const struct option longopts[] = {
+        static const struct option options[] = {
                 { "cmdline", required_argument, NULL, 'c' },
                 { "inventory", required_argument, NULL, 'i' },
                 { "dry-run", no_argument, NULL, 'n' },
@@ -262,8 +261,7 @@ int cmd_boot(int argc, char **argv) {
         bool dry_run = false, no_finish = false, skip_storage = false, no_kexec = false;
         int c, r;
 
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) >= 0)
+        CMD_FOREACH_OPTION(c, argc, argv, "h", options)
                 switch (c) {
                 case 'c': cmdline_file = optarg; break;
                 case 'i': inv_path = optarg; break;

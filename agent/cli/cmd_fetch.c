@@ -10,7 +10,6 @@
 #include "url.h"
 
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <sys/stat.h>
@@ -68,7 +67,7 @@ static int fd_restart(void *userdata) {
 }
 
 int cmd_fetch(int argc, char **argv) {
-        static const struct option longopts[] = {
+        static const struct option options[] = {
                 { "sha256", required_argument, NULL, 's' },
                 { "ca", required_argument, NULL, 'c' },
                 { "max", required_argument, NULL, 'm' },
@@ -81,8 +80,7 @@ int cmd_fetch(int argc, char **argv) {
         const char *sha = NULL, *out = NULL;
         int c, r;
 
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) >= 0) {
+        CMD_FOREACH_OPTION(c, argc, argv, "o:h", options) {
                 switch (c) {
                 case 's':
                         if (!sha256_hex_valid(optarg)) {

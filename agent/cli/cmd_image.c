@@ -7,7 +7,6 @@
 #include "log.h"
 #include "url.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <sys/stat.h>
 
@@ -15,7 +14,7 @@
                     "[--max SIZE] [--retries N] [--no-sync]"
 
 int cmd_image(int argc, char **argv) {
-        static const struct option longopts[] = {
+        static const struct option options[] = {
                 { "sha256", required_argument, NULL, 's' },
                 { "target", required_argument, NULL, 't' },
                 { "format", required_argument, NULL, 'f' },
@@ -32,8 +31,7 @@ int cmd_image(int argc, char **argv) {
         const char *target = NULL, *format = NULL;
         int c, r;
 
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) >= 0) {
+        CMD_FOREACH_OPTION(c, argc, argv, "h", options) {
                 switch (c) {
                 case 's':
                         if (!sha256_hex_valid(optarg)) {

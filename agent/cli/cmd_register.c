@@ -18,7 +18,6 @@
 #include "report.h"
 #include "spec.h"
 
-#include <getopt.h>
 #include <limits.h>
 #include <time.h>
 
@@ -124,7 +123,7 @@ static int parse_seconds(const char *s, unsigned *ret_ms) {
 }
 
 int cmd_register(int argc, char **argv) {
-        static const struct option opts[] = {
+        static const struct option options[] = {
                 { "report", required_argument, NULL, 'r' },
                 { "spec", required_argument, NULL, 's' },
                 { "save", required_argument, NULL, 'o' },
@@ -148,8 +147,7 @@ int cmd_register(int argc, char **argv) {
         int c, r;
 
         register_options_default(&ro);
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0)
+        CMD_FOREACH_OPTION(c, argc, argv, "h", options)
                 switch (c) {
                 case 'r': report_path = optarg; break;
                 case 's': spec_path = optarg; break;
