@@ -1295,3 +1295,22 @@ int bench_to_text(const struct bench_result *res, struct strbuf *out) {
         }
         return 0;
 }
+
+int bench_run(const struct spec_bench *policy, const char *device, const char *crypt_device, uint64_t offset,
+              uint64_t len, const struct bench_options *o, struct bench_result *res, struct strbuf *err) {
+        int r = bench_raw(policy, device, offset, device ? len : 0, o, res, err);
+        if (r >= 0 && crypt_device)
+                r = bench_crypt(policy, crypt_device, offset, len, o, res, err);
+        return r;
+}
+
+int bench_default_ciphers(char ***ciphers) {
+        if (*ciphers)
+                return 0;
+        char *dflt = strdupf("%s:%u", SPEC_LUKS_CIPHER, SPEC_LUKS_KEY_SIZE);
+        if (!dflt || strv_push(ciphers, dflt) < 0) {
+                free(dflt);
+                return -ENOMEM;
+        }
+        return 0;
+}
