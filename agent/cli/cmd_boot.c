@@ -24,9 +24,9 @@
 #include "enlist.h"
 #include "exitcode.h"
 #include "fetch.h"
+#include "finish.h"
 #include "inventory.h"
 #include "log.h"
-#include "mount.h"
 #include "paths.h"
 #include "plan.h"
 #include "progress.h"
@@ -34,7 +34,6 @@
 #include "report.h"
 #include "spec.h"
 #include "url.h"
-#include "wipe.h"
 
 #include <json-c/json.h>
 #include <limits.h>
@@ -65,27 +64,6 @@ static const char *finish_name(enum spec_finish f) {
 
 static bool is_url(const char *s) {
         return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0 || strncmp(s, "file://", 7) == 0;
-}
-
-/* The storage stack down, top first, before a reboot or power-off: every
- * filesystem under the target (latest mount first), then whatever holds the
- * plan's disks (LVs, LUKS mappings, md arrays; wipe_teardown() walks the
- * holders top layer first, whatever the stacking order). Failures are
- * logged: the node goes down anyway. /init does the same in shell for the
- * finish it does itself (initramfs/init: stack_down). */
-static void stack_down(const struct plan *p, const char *why) {
-        int r = mount_unmount_target();
-        if (r < 0)
-                log_warning_errno(r, "failed to unmount '%s' before %s: %m", kiln_paths.target, why);
-        sync();
-        for (size_t i = 0; i < p->n_disks; i++) {
-                _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
-                const char *dev = p->disks[i].disk->path;
-                r = wipe_teardown(dev, &err);
-                if (r < 0)
-                        log_warning_errno(r, "failed to stop the storage on '%s' before %s: %s%s%m", dev, why,
-                                          strbuf_str(&err), err.len ? ": " : "");
-        }
 }
 
 /* No spec for this machine: post its inventory to kiln.enlist= and power
@@ -440,7 +418,7 @@ int cmd_boot(int argc, char **argv) {
                 return KILN_EXIT_OK;
         /* every stage has ended and the report is saved and delivered: the
          * storage stack goes down, so the disks the node boots next are clean */
-        stack_down(run.plan, finish_name(spec->finish));
+        apply_stack_down(run.plan, finish_name(spec->finish));
         sync();
         if (reboot(spec->finish == SPEC_FINISH_REBOOT ? RB_AUTOBOOT : RB_POWER_OFF) < 0)
                 return log_error_errno(-errno, "failed to %s: %m", finish_name(spec->finish)), KILN_EXIT_FAILURE;
