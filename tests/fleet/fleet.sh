@@ -46,6 +46,7 @@ RETRY_AFTER=${FLEET_RETRY_AFTER:-}
 
 source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/lib/controller.sh"
+source "$SRC/tests/lib/spec.sh"
 test_tmpdir fleet
 PIDS=()
 keep_logs() {
@@ -128,30 +129,12 @@ inv["serial"], inv["machine_uuid"], inv["hostname"] = serial, uuid, None
 inv["nics"][0]["mac"], inv["nics"][0]["ipv4"] = mac, [ip]
 json.dump(inv, open(dst, "w"))
 PY
-  cat >"$T/www/specs/$mac.yaml" <<YAML
-version: 1
-hostname: kvm-\${serial}
-disks:
-  - {id: d, path: /dev/vda, wipe: true}
-partitions:
-  - {id: root, on: d, size: rest, type: linux}
-filesystems:
-  - {on: root, type: ext4, mount: /}
+  spec_write "$T/www/specs/$mac.yaml" root-disk register -- HOSTNAME='kvm-${serial}' DISK=/dev/vda \
+    CTL="$CTL" API_KEY="$API_KEY" SECRET_KEY="$SECRET_KEY" HOST_USERNAME=root HOST_AUTH= HMAC_KEY="$HMAC_KEY"
+  cat >>"$T/www/specs/$mac.yaml" <<YAML
 image:
   url: "http://127.0.0.1:$PROXY_PORT/images/fleet.tar.zst?node=$mac"
   sha256: "$IMAGE_SHA"
-register:
-  cloudstack:
-    endpoint: "$CTL/client/api"
-    zone: lab
-    pod: p1
-    cluster: c1
-    api_key: "$API_KEY"
-    secret_key: "$SECRET_KEY"
-    host_username: root
-  webhook:
-    url: "$CTL/kiln/webhook"
-    hmac_key: "$HMAC_KEY"
 finish: none
 YAML
   echo "kiln.spec=http://127.0.0.1:$NGINX_PORT/specs/\${mac}.yaml" >"$d/cmdline"

@@ -37,29 +37,9 @@ write_fb_spec() {
 
   [[ $2 == password || $2 == both ]] && auth+=$'\n'"    host_password: \"$HOST_PASSWORD\""
   [[ $2 == key || $2 == both ]] && auth+=$'\n'"    host_authorized_key: \"$KEY\""
-  cat >"$T/www/spec.yaml" <<YAML
-version: 1
-hostname: kvm-fb
-disks:
-  - {id: d, match: {path: /dev/vda}, wipe: true}
-partitions:
-  - {id: root, on: d, size: rest, type: linux}
-filesystems:
-  - {on: root, type: ext4, mount: /}
-${net}register:
-  cloudstack:
-    endpoint: "$URL/client/api"
-    zone: lab
-    pod: p1
-    cluster: c1
-    api_key: "$API_KEY"
-    secret_key: "$SECRET_KEY"
-    host_username: $1$auth
-  webhook:
-    url: "$URL/kiln/webhook"
-    hmac_key: "$HMAC_KEY"
-finish: none
-YAML
+  spec_write "$T/www/spec.yaml" root-disk register -- HOSTNAME=kvm-fb DISK=/dev/vda CTL="$URL" \
+    API_KEY="$API_KEY" SECRET_KEY="$SECRET_KEY" HOST_USERNAME="$1" HOST_AUTH="$auth" HMAC_KEY="$HMAC_KEY"
+  printf '%sfinish: none\n' "$net" >>"$T/www/spec.yaml"
 }
 install_run() { # LOG
   KILN_TARGET=$R KILN_RUN_DIR=$T/run "$KILN" boot --cmdline "$T/cmdline" --inventory "$INV" \

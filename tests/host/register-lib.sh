@@ -13,6 +13,7 @@ need_kiln_register() {
 source "$SRC/tests/lib/assert.sh"
 source "$SRC/tests/lib/controller.sh"
 source "$SRC/tests/lib/port.sh"
+source "$SRC/tests/lib/spec.sh"
 test_tmpdir register
 SSHD_PID=
 
@@ -39,26 +40,10 @@ start_controller() {
 
 # write_spec FILE [secret_key]     (with HOST_URL set: that host_url)
 write_spec() {
-  cat >"$1" <<YAML
-version: 1
-hostname: kvm-test
-disks:
-  - {id: d, match: {path: /dev/vda}}
-register:
-  cloudstack:
-    endpoint: "$URL/client/api"
-    zone: lab
-    pod: p1
-    cluster: c1
-    api_key: "$API_KEY"
-    secret_key: "${2:-$SECRET_KEY}"
-    host_username: root
-    host_password: "$HOST_PASSWORD"${HOST_URL:+
-    host_url: "$HOST_URL"}
-  webhook:
-    url: "$URL/kiln/webhook"
-    hmac_key: "$HMAC_KEY"
-YAML
+  local auth=$'\n'"    host_password: \"$HOST_PASSWORD\""
+  [[ -n ${HOST_URL:-} ]] && auth+=$'\n'"    host_url: \"$HOST_URL\""
+  spec_write "$1" vda register -- HOSTNAME=kvm-test CTL="$URL" API_KEY="$API_KEY" \
+    SECRET_KEY="${2:-$SECRET_KEY}" HOST_USERNAME=root HOST_AUTH="$auth" HMAC_KEY="$HMAC_KEY"
 }
 
 # write_report FILE IP [RESULT]

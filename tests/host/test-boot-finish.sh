@@ -21,6 +21,7 @@ source "$SRC/tests/lib/image-fixtures.sh"
 source "$SRC/tests/lib/loop.sh"
 loop_init boot-finish
 source "$SRC/tests/lib/controller.sh"
+source "$SRC/tests/lib/spec.sh"
 
 small_image
 mkdir -p "$T/www"
@@ -36,16 +37,9 @@ attach "$T/b.img"
 LOOPB=$ATTACHED
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
 
-write_spec() { # FINISH
-  cat >"$T/www/spec.yaml" <<YAML
-version: 1
-hostname: kiln-finish-test
-disks:
-  - {id: a, match: {path: $LOOP}, wipe: true}
-partitions:
-  - {id: root, on: a, size: rest, type: linux}
-filesystems:
-  - {on: root, type: ext4, label: root, mount: /}
+finish_spec() { # FINISH
+  spec_write "$T/www/spec.yaml" root-disk -- HOSTNAME=kiln-finish-test DISK="$LOOP"
+  cat >>"$T/www/spec.yaml" <<YAML
 image: {url: "http://127.0.0.1:$HTTP_PORT/small.tar.zst", sha256: "$SMALL_SUM"}
 register:
   webhook: {url: "$CTL/kiln/webhook", hmac_key: "$HMAC_KEY"}
@@ -81,7 +75,7 @@ check_events() { # WHAT
 # kiln boot as PID 1 of a new PID namespace; want: its exit status as the
 # shell sees it (128 + the signal the namespace's init died of)
 boot_in_pidns() { # FINISH WANT_RC
-  write_spec "$1"
+  finish_spec "$1"
   new_token
   umount -R "$T/target" 2>/dev/null
   unshare --pid --fork sh -c '[ "$$" = 1 ] || exit 99; exec "$0" boot --cmdline "$1"' "$KILN" "$T/cmdline" >"$T/out" 2>&1
@@ -97,7 +91,7 @@ boot_in_pidns reboot 129
 boot_in_pidns poweroff 130
 
 # 3. --no-finish (what /init runs): the finish is written down, kiln exits 0
-write_spec reboot
+finish_spec reboot
 new_token
 umount -R "$T/target" 2>/dev/null
 "$KILN" boot --no-finish --cmdline "$T/cmdline" >"$T/out" 2>&1
@@ -228,7 +222,7 @@ boot_spec layout-b kiln.reinstall=finish-test-b
 [[ -z $(ptuuid "$LOOPB") ]] || not_ok "the blank disk got a partition table: $(ptuuid "$LOOPB")"
 # an interrupted run leaves no mark: layout A (a new token to get past B's
 # mark), the image missing; then layout B without a token is not refused
-write_spec reboot
+finish_spec reboot
 sed -i "s|/small.tar.zst\"|/missing.tar.zst\"|" "$T/www/spec.yaml"
 boot_spec spec kiln.reinstall=finish-test-int
 [[ $RC == 5 ]] || { tail -3 "$T/err"; not_ok "the interrupted run: rc=$RC, expected 5 (image)"; }
@@ -239,7 +233,7 @@ boot_spec layout-b
 [[ $(ptuuid "$LOOP") =~ ^6b696c6e-f15d-8100- ]] || not_ok "the install without a token: PTUUID '$(ptuuid "$LOOP")'"
 umount -R "$T/target" 2>/dev/null
 # kiln apply --yes is the operator's act: it installs over the mark, and says so
-write_spec reboot
+finish_spec reboot
 "$KILN" apply --yes "$T/www/spec.yaml" >"$T/out" 2>"$T/err"; rc=$?
 [[ $rc == 0 ]] && grep -qF "$LOOP holds a finished kiln install; --yes: applying '$T/www/spec.yaml' all the same" "$T/err" \
   && ok "kiln apply --yes installs over the mark" || { tail -5 "$T/err"; not_ok "kiln apply --yes over the mark: rc=$rc"; }

@@ -18,6 +18,7 @@ source "$SRC/tests/lib/image-fixtures.sh"
 source "$SRC/tests/lib/loop.sh"
 loop_init firstboot-resume
 source "$SRC/tests/lib/controller.sh"
+source "$SRC/tests/lib/spec.sh"
 
 small_image
 mkdir -p "$T/www"
@@ -28,27 +29,11 @@ HOST_PASSWORD=$(secret host-pw-)
 truncate -s 256M "$T/a.img"
 attach "$T/a.img"; LOOP=$ATTACHED
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
-cat >"$T/www/spec.yaml" <<YAML
-version: 1
-hostname: kiln-fb-resume
-disks:
-  - {id: a, match: {path: $LOOP}, wipe: true}
-partitions:
-  - {id: root, on: a, size: rest, type: linux}
-filesystems:
-  - {on: root, type: ext4, label: root, mount: /}
+spec_write "$T/www/spec.yaml" root-disk register -- HOSTNAME=kiln-fb-resume DISK="$LOOP" CTL="$CTL" \
+  API_KEY="$(controller_key api_key)" SECRET_KEY="$(controller_key secret_key)" HOST_USERNAME=root \
+  HOST_AUTH=$'\n'"    host_password: \"$HOST_PASSWORD\"" HMAC_KEY="$(controller_key hmac_key)"
+cat >>"$T/www/spec.yaml" <<YAML
 image: {url: "http://127.0.0.1:$HTTP_PORT/small.tar.zst", sha256: "$SMALL_SUM"}
-register:
-  cloudstack:
-    endpoint: "$CTL/client/api"
-    zone: lab
-    pod: p1
-    cluster: c1
-    api_key: "$(controller_key api_key)"
-    secret_key: "$(controller_key secret_key)"
-    host_username: root
-    host_password: "$HOST_PASSWORD"
-  webhook: {url: "$CTL/kiln/webhook", hmac_key: "$(controller_key hmac_key)"}
 finish: none
 YAML
 SPEC_URL="http://127.0.0.1:$HTTP_PORT/spec.yaml"

@@ -20,6 +20,7 @@ done
 source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/lib/image-fixtures.sh"
 source "$SRC/tests/lib/loop.sh"
+source "$SRC/tests/lib/spec.sh"
 loop_init spec-ca
 
 # two throwaway CAs: A signs nginx's certificate, B signs nothing here
@@ -49,16 +50,9 @@ attach "$T/a.img"; A=$ATTACHED
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
 
 spec() {  # spec CA-LINE: the spec with that `ca:` line (or none)
+  spec_write - root-disk -- HOSTNAME=kiln-spec-ca DISK="$A"
   cat <<YAML
-version: 1
-hostname: kiln-spec-ca
 $1
-disks:
-  - {id: a, match: {path: $A}, wipe: true}
-partitions:
-  - {id: root, on: a, size: rest, type: linux}
-filesystems:
-  - {on: root, type: ext4, label: root, mount: /}
 image: {url: "$S/small.tar.zst", sha256: "$SMALL_SUM"}
 register:
   webhook: {url: "$S/hook"}
