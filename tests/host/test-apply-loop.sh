@@ -31,7 +31,7 @@ export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"   # the run report goes the
 # checkout may be wiping its own at the same time): one attached outside
 # KILN_INVENTORY_INCLUDE_LOOP is not listed
 truncate -s 16M "$T/other.img"
-OTHER=$(losetup -f --show "$T/other.img") || exit 1; LOOPS+=("$OTHER")
+OTHER=$(losetup -f --show "$T/other.img") || exit 1; cleanup_loop "$OTHER"
 seen=$("$KILN" inventory --json | jq -r '[.disks[].path | select(startswith("/dev/loop"))] | sort | join(" ")')
 want=$(printf '%s\n' "$A" "$B" "$C" | LC_ALL=C sort | paste -sd' ')
 [[ $seen == "$want" ]] && ok "kiln sees only this test's loop devices" \

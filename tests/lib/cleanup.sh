@@ -12,6 +12,8 @@
 #   cleanup_do CMD...           run CMD on exit, first (the latest first)
 # The trap is installed by the first of these calls; a test that needs
 # nothing else calls cleanup_init.
+[[ -n ${CLEANUP_SOURCED:-} ]] && return 0   # sourced again by another lib: keep what is registered
+CLEANUP_SOURCED=1
 CLEANUP_PIDS=() CLEANUP_UMOUNTS=() CLEANUP_LOOPS=() CLEANUP_PATHS=() CLEANUP_CMDS=()
 
 cleanup_init() {
