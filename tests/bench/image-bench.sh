@@ -44,19 +44,19 @@ SUM=$(sha256sum "$IMG" | cut -d' ' -f1)
 WORK=${DIR:-$(mktemp -d /var/tmp/kiln-bench.XXXXXX)}
 mkdir -p "$WORK/www" "$WORK/target"
 ln -sf "$IMG" "$WORK/www/image.tar.zst"
-cleanup() { http_stop; rm -rf "$WORK/target" "$WORK/www" "$WORK"/*.time; [[ -n $DIR ]] || rmdir "$WORK" 2>/dev/null || true; }
-trap cleanup EXIT
+bench_cleanup() { rm -rf "$WORK/target" "$WORK/www" "$WORK"/*.time; [[ -n $DIR ]] || rmdir "$WORK" 2>/dev/null || true; }
+cleanup_do bench_cleanup
 http_start "$WORK/www"
 URL=http://127.0.0.1:$HTTP_PORT/image.tar.zst
 
-fresh() { rm -rf "$WORK/target"; mkdir "$WORK/target"; sync -f "$WORK"; }
-run_kiln() {
-  fresh
+bench_fresh() { rm -rf "$WORK/target"; mkdir "$WORK/target"; sync -f "$WORK"; }
+time_kiln() {
+  bench_fresh
   /usr/bin/time -v -o "$WORK/kiln.time" "$KILN" -q image "$URL" --sha256 "$SUM" --target "$WORK/target" >/dev/null
   awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s} /Maximum resident/ {print $2}' "$WORK/kiln.time" | paste -sd' '
 }
 run_pipe() {
-  fresh
+  bench_fresh
   /usr/bin/time -v -o "$WORK/pipe.time" bash -c 'set -o pipefail; curl -sSf "$1" | zstd -dc | tar -x --numeric-owner -C "$2" && sync -f "$2"' _ "$URL" "$WORK/target"
   awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$WORK/pipe.time"
 }
@@ -65,9 +65,9 @@ echo "bench: image $(basename "$IMG") $(stat -c %s "$IMG") bytes compressed, $(z
 ks=() ps=() rss=()
 for ((i = 1; i <= ROUNDS; i++)); do
   if ((i % 2)); then
-    read -r k m <<<"$(run_kiln)"; p=$(run_pipe)
+    read -r k m <<<"$(time_kiln)"; p=$(run_pipe)
   else
-    p=$(run_pipe); read -r k m <<<"$(run_kiln)"
+    p=$(run_pipe); read -r k m <<<"$(time_kiln)"
   fi
   ks+=("$k"); ps+=("$p"); rss+=("$m")
   printf 'round %d: kiln %6.2f s (peak RSS %d KiB)   pipeline %6.2f s   ratio %.3f\n' "$i" "$k" "$m" "$p" "$(awk -v a="$k" -v b="$p" 'BEGIN {print a / b}')"

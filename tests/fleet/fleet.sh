@@ -44,27 +44,19 @@ SPEC_BURST=${FLEET_SPEC_BURST:-10}
 CUTS=${FLEET_CUTS:-$(( N / 10 ))}
 RETRY_AFTER=${FLEET_RETRY_AFTER:-}
 
-T=$(mktemp -d /tmp/kiln-fleet.XXXXXX)
-NGINX_PID= PROXY_PID= CTL_PID=
+source "$SRC/tests/lib/http.sh"
+source "$SRC/tests/lib/controller.sh"
+source "$SRC/tests/lib/spec.sh"
+test_tmpdir fleet
 PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in $PROXY_PID $NGINX_PID $CTL_PID; do
-    kill "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  if [[ -n ${FLEET_OUT:-} ]]; then
-    mkdir -p "$FLEET_OUT"
-    cp -r "$T/logs" "$FLEET_OUT/" 2>/dev/null || true
-    cp "$T/summary.json" "$FLEET_OUT/" 2>/dev/null || true
-  fi
-  rm -rf "$T"
+keep_logs() {
+  [[ -n ${FLEET_OUT:-} ]] || return 0
+  mkdir -p "$FLEET_OUT"
+  cp -r "$T/logs" "$FLEET_OUT/" 2>/dev/null || true
+  cp "$T/summary.json" "$FLEET_OUT/" 2>/dev/null || true
 }
-trap cleanup EXIT
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
+cleanup_do keep_logs
+cleanup_do eval 'stop_pid "${PIDS[@]}"'
 mkdir -p "$T/www/specs" "$T/www/images" "$T/logs" "$T/nodes"
 
 # 1. the image: incompressible files, so the bytes on the wire are the image's
@@ -77,74 +69,48 @@ IMAGE_SIZE=$(stat -c %s "$T/www/images/fleet.tar.zst")
 BLOB_SHA=$(sha256sum "$T/imgroot/data/blob" | cut -d' ' -f1)
 
 # 2. the controller
-"$SRC/tests/controller/start.sh" "$T/ctl" >"$T/ctl.started"
-CTL_PID=$(cat "$T/ctl/pid")
-CTL_PORT=$(cat "$T/ctl/port")
-read -r API_KEY SECRET_KEY HMAC_KEY < <(python3 -c '
-import json,sys; c=json.load(open(sys.argv[1])); print(c["api_key"], c["secret_key"], c["hmac_key"])' "$T/ctl/config.json")
+controller_start "$T/ctl" || exit 1
+API_KEY=$(controller_key api_key) SECRET_KEY=$(controller_key secret_key) HMAC_KEY=$(controller_key hmac_key)
 
 # 3. nginx, pushing back; it also stands in front of the controller (as a
 # reverse proxy often does), so that its log shows the nodes' connections
 NGINX_PORT=$(free_port)
 CTL_FRONT=$(free_port)
 CTL="http://127.0.0.1:$CTL_FRONT"
-mkdir -p "$T/nginx/tmp"
 ra=""
 [[ -n $RETRY_AFTER ]] && ra="add_header Retry-After $RETRY_AFTER always;"
-cat >"$T/nginx/nginx.conf" <<CONF
-daemon off;
-user root;
-worker_processes 1;
-pid $T/nginx/nginx.pid;
-error_log $T/logs/nginx-error.log;
-events { worker_connections 2048; }
-http {
-  log_format fleet '\$msec \$status \$request_method \$request_uri \$body_bytes_sent "\$http_range" \$connection \$connection_requests \$http_x_kiln_node_id';
-  access_log $T/logs/nginx-access.log fleet;
-  client_body_temp_path $T/nginx/tmp; proxy_temp_path $T/nginx/tmp;
-  fastcgi_temp_path $T/nginx/tmp; uwsgi_temp_path $T/nginx/tmp; scgi_temp_path $T/nginx/tmp;
-  default_type application/octet-stream;
-  sendfile on;
-  keepalive_timeout 75s;
-  keepalive_requests 10000;
-  limit_req_zone \$server_port zone=specs:1m rate=${SPEC_RATE}r/s;
-  limit_conn_zone \$server_port zone=images:1m;
-  limit_req_status 503;
-  limit_conn_status 503;
-  server {
+NGINX_CONNECTIONS=2048 nginx_run "$T/nginx" "$NGINX_PORT" \
+  "error_log $T/logs/nginx-error.log;" \
+  "log_format fleet '\$msec \$status \$request_method \$request_uri \$body_bytes_sent \"\$http_range\" \$connection \$connection_requests \$http_x_kiln_node_id';" \
+  "access_log $T/logs/nginx-access.log fleet;" \
+  "keepalive_timeout 75s;" \
+  "keepalive_requests 10000;" \
+  "limit_req_zone \$server_port zone=specs:1m rate=${SPEC_RATE}r/s;" \
+  "limit_conn_zone \$server_port zone=images:1m;" \
+  "limit_req_status 503;" \
+  "limit_conn_status 503;" \
+  "server {
     listen 127.0.0.1:$NGINX_PORT backlog=1024;
     root $T/www;
     location /specs/ { limit_req zone=specs burst=$SPEC_BURST nodelay; $ra }
     location /images/ { limit_conn images $CONN; limit_rate $RATE; $ra }
-  }
-  upstream controller { server 127.0.0.1:$CTL_PORT; keepalive 16; }
-  server {
+  }" \
+  "upstream controller { server 127.0.0.1:$CTL_PORT; keepalive 16; }" \
+  "server {
     listen 127.0.0.1:$CTL_FRONT backlog=1024;
     location / {
       proxy_pass http://controller;
       proxy_http_version 1.1;
-      proxy_set_header Connection "";
+      proxy_set_header Connection \"\";
       client_max_body_size 4m;
     }
-  }
-}
-CONF
-nginx -e "$T/logs/nginx-error.log" -c "$T/nginx/nginx.conf" -p "$T/nginx" &
-NGINX_PID=$!
-for _ in $(seq 50); do
-  curl -s -o /dev/null "http://127.0.0.1:$NGINX_PORT/" && break
-  sleep 0.1
-done
+  }" || exit 1
 
 # 4. the fault proxy in front of the images: the first CUTS responses are
 # cut half way (a cut on a 503 is spent on it: the log says which were)
-pf=$T/proxy.port
 cuts=(pass)   # node 0, the baseline, runs uncut
 for _ in $(seq "$CUTS"); do cuts+=("cut:$(( IMAGE_SIZE / 2 ))"); done
-python3 "$SRC/tests/lib/faultproxy.py" "$NGINX_PORT" "$pf" "$T/logs/proxy.log" "${cuts[@]}" &
-PROXY_PID=$!
-for _ in $(seq 50); do [[ -s $pf ]] && break; sleep 0.1; done
-PROXY_PORT=$(cat "$pf")
+HTTP_PORT=$NGINX_PORT proxy_start "${cuts[@]}"
 
 # 5. the nodes: identity, spec, command line
 make_node() {
@@ -163,30 +129,12 @@ inv["serial"], inv["machine_uuid"], inv["hostname"] = serial, uuid, None
 inv["nics"][0]["mac"], inv["nics"][0]["ipv4"] = mac, [ip]
 json.dump(inv, open(dst, "w"))
 PY
-  cat >"$T/www/specs/$mac.yaml" <<YAML
-version: 1
-hostname: kvm-\${serial}
-disks:
-  - {id: d, path: /dev/vda, wipe: true}
-partitions:
-  - {id: root, on: d, size: rest, type: linux}
-filesystems:
-  - {on: root, type: ext4, mount: /}
+  spec_write "$T/www/specs/$mac.yaml" root-disk register -- HOSTNAME='kvm-${serial}' DISK=/dev/vda \
+    CTL="$CTL" API_KEY="$API_KEY" SECRET_KEY="$SECRET_KEY" HOST_USERNAME=root HOST_AUTH= HMAC_KEY="$HMAC_KEY"
+  cat >>"$T/www/specs/$mac.yaml" <<YAML
 image:
   url: "http://127.0.0.1:$PROXY_PORT/images/fleet.tar.zst?node=$mac"
   sha256: "$IMAGE_SHA"
-register:
-  cloudstack:
-    endpoint: "$CTL/client/api"
-    zone: lab
-    pod: p1
-    cluster: c1
-    api_key: "$API_KEY"
-    secret_key: "$SECRET_KEY"
-    host_username: root
-  webhook:
-    url: "$CTL/kiln/webhook"
-    hmac_key: "$HMAC_KEY"
 finish: none
 YAML
   echo "kiln.spec=http://127.0.0.1:$NGINX_PORT/specs/\${mac}.yaml" >"$d/cmdline"
@@ -233,7 +181,8 @@ for i in $(seq 0 "$N"); do
   echo "$i $(cat "$d/rc") $(cat "$d/start") $(cat "$d/end") ${got:-none} $([[ -e $d/target/.kiln-incomplete ]] && echo incomplete || echo complete)" \
     >>"$T/logs/nodes.txt"
 done
-python3 "$SRC/tests/controller/controller.py" --dump "$T/ctl/controller.db" >"$T/logs/controller.json"
+controller_dump >"$T/logs/controller.json"
+cp "$PROXY_LOG" "$T/logs/proxy.log"
 cp "$T/nodes.txt" "$T/logs/identities.txt"
 args=(--n "$N" --image-size "$IMAGE_SIZE" \
   --blob-sha "$BLOB_SHA" --fleet-start "$FLEET_START" --fleet-end "$FLEET_END" --conn "$CONN" \

@@ -3,7 +3,7 @@
 # a real Debian root (mmdebstrap minbase, cached: tests/lib/rootfs.sh), the
 # spec served by nginx, the stand-in controller (register-lib.sh) taking the
 # calls, and the node's sshd over that root. After sourcing:
-#   T, R=$T/target (the unpacked root), URL, HTTP_PORT, INV, ok, bad, FAILS
+#   T, R=$T/target (the unpacked root), URL, HTTP_PORT, INV, and tests/lib/assert.sh
 #   write_fb_spec USER password|key|both [STATIC_ADDRESS]
 #                         the spec in $T/www/spec.yaml; a key is $KEY
 #   install_run LOG       the install run into $R (exit status: kiln's)
@@ -13,7 +13,6 @@
 #   target_add_sudo       Debian's sudo package installed into $R (dpkg --root)
 #   start_target_sshd / stop_target_sshd   the node's sshd (below); have_sshd:
 #                         sshd and paramiko (the stand-in's login) are here; need_sshd: else skip (77)
-#   fb_done               the verdict: exit 1 with the count of failed checks
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}"
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root (useradd in a chroot of the target)"; exit 77; }
@@ -22,15 +21,6 @@ ROOTFS=$(bash "$SRC/tests/lib/rootfs.sh" minbase) || { echo "SKIP: no minbase ro
 source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/host/register-lib.sh"
 set +e
-trap 'http_stop; cleanup' EXIT
-FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
-ok() { echo "ok: $*"; }
-fb_done() {
-  ((FAILS == 0)) || { echo "$FAILS check(s) failed"; exit 1; }
-  echo "all checks passed"
-  exit 0
-}
 
 start_controller
 R=$T/target
@@ -47,29 +37,9 @@ write_fb_spec() {
 
   [[ $2 == password || $2 == both ]] && auth+=$'\n'"    host_password: \"$HOST_PASSWORD\""
   [[ $2 == key || $2 == both ]] && auth+=$'\n'"    host_authorized_key: \"$KEY\""
-  cat >"$T/www/spec.yaml" <<YAML
-version: 1
-hostname: kvm-fb
-disks:
-  - {id: d, match: {path: /dev/vda}, wipe: true}
-partitions:
-  - {id: root, on: d, size: rest, type: linux}
-filesystems:
-  - {on: root, type: ext4, mount: /}
-${net}register:
-  cloudstack:
-    endpoint: "$URL/client/api"
-    zone: lab
-    pod: p1
-    cluster: c1
-    api_key: "$API_KEY"
-    secret_key: "$SECRET_KEY"
-    host_username: $1$auth
-  webhook:
-    url: "$URL/kiln/webhook"
-    hmac_key: "$HMAC_KEY"
-finish: none
-YAML
+  spec_write "$T/www/spec.yaml" root-disk register -- HOSTNAME=kvm-fb DISK=/dev/vda CTL="$URL" \
+    API_KEY="$API_KEY" SECRET_KEY="$SECRET_KEY" HOST_USERNAME="$1" HOST_AUTH="$auth" HMAC_KEY="$HMAC_KEY"
+  printf '%sfinish: none\n' "$net" >>"$T/www/spec.yaml"
 }
 install_run() { # LOG
   KILN_TARGET=$R KILN_RUN_DIR=$T/run "$KILN" boot --cmdline "$T/cmdline" --inventory "$INV" \
@@ -78,13 +48,13 @@ install_run() { # LOG
 firstboot_run() { # LOG
   "$KILN" register --firstboot "$R/etc/kiln/firstboot.conf" --root "$R" </dev/null >"$1" 2>&1
 }
-cs_calls() { sql "SELECT count(*) FROM requests WHERE path = '/client/api'"; }
+cs_calls() { controller_sql "SELECT count(*) FROM requests WHERE path = '/client/api'"; }
 no_secrets_under() { # DIR
   local s found=""
   for s in "$SECRET_KEY" "$HOST_PASSWORD" "$HMAC_KEY"; do
     found+=$(grep -rlF -- "$s" "$1" 2>/dev/null)
   done
-  [[ -z $found ]] && ok "no secret of the spec in any file under the target" || bad "a secret is in: $found"
+  [[ -z $found ]] && ok "no secret of the spec in any file under the target" || not_ok "a secret is in: $found"
 }
 
 # target_add_sudo: the minbase root has no sudo; CloudStack's setup of a
@@ -145,6 +115,7 @@ CFG
     mount -t proc proc "$c/proc" && mount -t tmpfs -o mode=0755 tmpfs "$c/run" &&
     exec /usr/sbin/sshd -D -e -f "$d/sshd_config"' sh "$d" "$T" "$R" >"$d/log" 2>&1 &
   SSHD_PID=$!
+  cleanup_pid "$SSHD_PID"
   local _
   for _ in $(seq 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$SSH_PORT") 2>/dev/null && return 0
@@ -155,7 +126,7 @@ CFG
 }
 stop_target_sshd() {
   [[ -n $SSHD_PID ]] || return 0
-  kill "$SSHD_PID" 2>/dev/null; wait "$SSHD_PID" 2>/dev/null; SSHD_PID=
+  stop_pid "$SSHD_PID"; SSHD_PID=
   return 0
 }
 

@@ -10,72 +10,40 @@ need_kiln_register() {
   "$KILN" register --help >/dev/null 2>&1 || { echo "kiln has no 'register' command yet"; exit 77; }
 }
 
-T=$(mktemp -d /tmp/kiln-register-XXXXXX)
-CTL_PID=
+source "$SRC/tests/lib/assert.sh"
+source "$SRC/tests/lib/controller.sh"
+source "$SRC/tests/lib/port.sh"
+source "$SRC/tests/lib/spec.sh"
+test_tmpdir register
 SSHD_PID=
-cleanup() {
-  [[ -n $CTL_PID ]] && kill "$CTL_PID" 2>/dev/null && wait "$CTL_PID" 2>/dev/null || true
-  [[ -n $SSHD_PID ]] && kill "$SSHD_PID" 2>/dev/null && wait "$SSHD_PID" 2>/dev/null || true
-  rm -rf "$T"
-}
-trap cleanup EXIT
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# The secrets of the spec: none may appear in any log, report or event.
-SECRET_KEY="cs-secret-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"
-HOST_PASSWORD="host-pw-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"
-HMAC_KEY="hmac-key-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"
+# The secrets of the spec: none may appear in any log, report or event
+# (a test may set others before it starts the controller).
+SECRET_KEY=$(secret cs-secret-)
+HOST_PASSWORD=$(secret host-pw-)
+HMAC_KEY=$(secret hmac-key-)
 API_KEY="kiln-test-api-key"
 ADMIN_API_KEY="kiln-test-admin-key"
-ADMIN_SECRET_KEY="cs-admin-secret-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"
+ADMIN_SECRET_KEY=$(secret cs-admin-secret-)
 
-# start_controller [controller options...]
+# start_controller [controller options...]: a fresh one (empty database)
 start_controller() {
   [[ ${NO_KILN:-} ]] || need_kiln_register
   rm -rf "$T/ctl"
-  mkdir -p "$T/ctl"
-  (umask 077; cat >"$T/ctl/config.json" <<JSON
-{"api_key": "$API_KEY", "secret_key": "$SECRET_KEY", "hmac_key": "$HMAC_KEY",
- "admin_api_key": "$ADMIN_API_KEY", "admin_secret_key": "$ADMIN_SECRET_KEY",
- "zones": [{"name": "lab", "pods": [{"name": "p1", "clusters": ["c1"]}]},
-           {"name": "other", "pods": [{"name": "p9", "clusters": ["c9"]}]}]}
-JSON
-  )
-  "$SRC/tests/controller/start.sh" "$T/ctl" "$@" >"$T/ctl/started"
-  CTL_PID=$(cat "$T/ctl/pid")
-  PORT=$(cat "$T/ctl/port")
-  URL="http://127.0.0.1:$PORT"
-}
-
-stop_controller() {
-  kill "$CTL_PID" 2>/dev/null || true
-  wait "$CTL_PID" 2>/dev/null || true
-  CTL_PID=
+  CTL_SECRET_KEY=$SECRET_KEY CTL_HMAC_KEY=$HMAC_KEY CTL_ADMIN_SECRET_KEY=$ADMIN_SECRET_KEY \
+    controller_config "$T/ctl" '[{"name": "lab", "pods": [{"name": "p1", "clusters": ["c1"]}]},
+           {"name": "other", "pods": [{"name": "p9", "clusters": ["c9"]}]}]'
+  controller_start "$T/ctl" "$@" || fail "the stand-in controller did not start"
+  PORT=$CTL_PORT
+  URL=$CTL
 }
 
 # write_spec FILE [secret_key]     (with HOST_URL set: that host_url)
 write_spec() {
-  cat >"$1" <<YAML
-version: 1
-hostname: kvm-test
-disks:
-  - {id: d, match: {path: /dev/vda}}
-register:
-  cloudstack:
-    endpoint: "$URL/client/api"
-    zone: lab
-    pod: p1
-    cluster: c1
-    api_key: "$API_KEY"
-    secret_key: "${2:-$SECRET_KEY}"
-    host_username: root
-    host_password: "$HOST_PASSWORD"${HOST_URL:+
-    host_url: "$HOST_URL"}
-  webhook:
-    url: "$URL/kiln/webhook"
-    hmac_key: "$HMAC_KEY"
-YAML
+  local auth=$'\n'"    host_password: \"$HOST_PASSWORD\""
+  [[ -n ${HOST_URL:-} ]] && auth+=$'\n'"    host_url: \"$HOST_URL\""
+  spec_write "$1" vda register -- HOSTNAME=kvm-test CTL="$URL" API_KEY="$API_KEY" \
+    SECRET_KEY="${2:-$SECRET_KEY}" HOST_USERNAME=root HOST_AUTH="$auth" HMAC_KEY="$HMAC_KEY"
 }
 
 # write_report FILE IP [RESULT]
@@ -100,10 +68,8 @@ register_expect() {
   [[ $rc == "$want" ]] || { cat "$log"; fail "$what: exit $rc, not $want"; }
 }
 
-# What the controller recorded: `sql QUERY` on its SQLite database (fast; the
-# full JSON dump is `controller.py --dump DB`, used where bodies are needed).
-sql() { sqlite3 -batch -noheader "$T/ctl/controller.db" "$1"; }
-dump() { python3 "$SRC/tests/controller/controller.py" --dump "$T/ctl/controller.db"; }
+# What the controller recorded: controller_sql QUERY on its SQLite database
+# (fast), controller_dump (JSON) where bodies are needed.
 
 # No secret in the given files.
 assert_no_secrets() {
@@ -113,11 +79,6 @@ assert_no_secrets() {
       if grep -qF -- "$s" "$f"; then fail "a secret of the spec appears in $f"; fi
     done
   done
-}
-
-# admin JSON: change the running controller (fault modes, delays, ssh, seed_hosts).
-admin() {
-  curl -sf -o /dev/null --data-binary "$1" "$URL/kiln/admin" || fail "controller admin call failed: $1"
 }
 
 # cs_api ACCOUNT COMMAND [name=value...]: one signed CloudStack call as the
@@ -164,7 +125,7 @@ start_sshd() {
   grep -E '^(sshd|nobody):' /etc/passwd >"$d/passwd.base" || true
   { echo "root:x:0:0:root:/root:/bin/sh"; cat "$d/passwd.base"; } >"$d/passwd"
   (umask 077; printf 'root:%s:19000:0:99999:7:::\n' "$(printf '%s' "$HOST_PASSWORD" | openssl passwd -6 -stdin)" >"$d/shadow")
-  SSH_PORT=$(source "$SRC/tests/lib/http.sh"; free_port)
+  SSH_PORT=$(free_port)
   cat >"$d/sshd_config" <<CFG
 Port $SSH_PORT
 ListenAddress 127.0.0.1
@@ -185,6 +146,7 @@ CFG
     mount --bind "$t/sbin" /usr/local/sbin && mount -t tmpfs tmpfs /run && mkdir -m 0755 /run/sshd &&
     exec /usr/sbin/sshd -D -e -f "$d/sshd_config"' sh "$d" "$T" >"$d/log" 2>&1 &
   SSHD_PID=$!
+  cleanup_pid "$SSHD_PID"
   for _ in $(seq 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$SSH_PORT") 2>/dev/null && return 0
     kill -0 "$SSHD_PID" 2>/dev/null || { cat "$d/log"; fail "the test sshd did not start"; }

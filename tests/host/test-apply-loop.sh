@@ -31,11 +31,11 @@ export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"   # the run report goes the
 # checkout may be wiping its own at the same time): one attached outside
 # KILN_INVENTORY_INCLUDE_LOOP is not listed
 truncate -s 16M "$T/other.img"
-OTHER=$(losetup -f --show "$T/other.img") || exit 1; LOOPS+=("$OTHER")
+OTHER=$(losetup -f --show "$T/other.img") || exit 1; cleanup_loop "$OTHER"
 seen=$("$KILN" inventory --json | jq -r '[.disks[].path | select(startswith("/dev/loop"))] | sort | join(" ")')
 want=$(printf '%s\n' "$A" "$B" "$C" | LC_ALL=C sort | paste -sd' ')
 [[ $seen == "$want" ]] && ok "kiln sees only this test's loop devices" \
-  || fail "kiln sees the loop devices '$seen', expected '$want' (not $OTHER)"
+  || not_ok "kiln sees the loop devices '$seen', expected '$want' (not $OTHER)"
 
 spec() { # $1 = wipe true|false
 cat <<YAML
@@ -63,64 +63,64 @@ spec false >"$T/nowipe.yaml"
 # 1. without --yes: refused, exit 3, nothing written
 before=$(hashes)
 out=$("$KILN" apply "$T/spec.yaml" 2>&1); rc=$?
-[[ $rc == 3 ]] || fail "apply without --yes exited $rc, expected 3: $out"
-grep -q -- "without --yes" <<<"$out" || fail "refusal does not mention --yes: $out"
-grep -q "destroy" <<<"$out" || fail "refusal does not list what would be destroyed: $out"
-[[ $(hashes) == "$before" ]] && ok "refusal without --yes wrote nothing" || fail "refusal without --yes changed a disk"
+[[ $rc == 3 ]] || not_ok "apply without --yes exited $rc, expected 3: $out"
+grep -q -- "without --yes" <<<"$out" || not_ok "refusal does not mention --yes: $out"
+grep -q "destroy" <<<"$out" || not_ok "refusal does not list what would be destroyed: $out"
+[[ $(hashes) == "$before" ]] && ok "refusal without --yes wrote nothing" || not_ok "refusal without --yes changed a disk"
 
 # 2. dry run: prints the plan, exit 0, nothing written
 out=$("$KILN" apply --dry-run "$T/spec.yaml" 2>&1); rc=$?
-[[ $rc == 0 ]] || fail "dry run exited $rc: $out"
-grep -q "partition" <<<"$out" && grep -q "mkfs" <<<"$out" && grep -q "wipe" <<<"$out" || fail "dry run does not show the steps: $out"
-[[ $(hashes) == "$before" ]] && ok "dry run wrote nothing" || fail "dry run changed a disk"
+[[ $rc == 0 ]] || not_ok "dry run exited $rc: $out"
+grep -q "partition" <<<"$out" && grep -q "mkfs" <<<"$out" && grep -q "wipe" <<<"$out" || not_ok "dry run does not show the steps: $out"
+[[ $(hashes) == "$before" ]] && ok "dry run wrote nothing" || not_ok "dry run changed a disk"
 
 # 3. old signatures and no wipe: refused by the plan before any write
 out=$("$KILN" apply --yes "$T/nowipe.yaml" 2>&1); rc=$?
-[[ $rc == 3 ]] || fail "apply over old signatures without wipe exited $rc, expected 3: $out"
-grep -q "$A" <<<"$out" || fail "refusal does not name $A: $out"
-[[ $(hashes) == "$before" ]] && ok "refusal of old signatures wrote nothing" || fail "refusal without wipe changed a disk"
+[[ $rc == 3 ]] || not_ok "apply over old signatures without wipe exited $rc, expected 3: $out"
+grep -q "$A" <<<"$out" || not_ok "refusal does not name $A: $out"
+[[ $(hashes) == "$before" ]] && ok "refusal of old signatures wrote nothing" || not_ok "refusal without wipe changed a disk"
 
 # 4. the real run, with no udevadm on PATH as in the initramfs: libparted's
 # "udevadm settle" must not show ("sh: udevadm: not found"), kiln waits itself
 out=$(PATH=/nonexistent "$KILN" apply --yes "$T/spec.yaml" 2>&1); rc=$?
-[[ $rc == 0 ]] || fail "apply exited $rc: $out"
-grep -q "udevadm" <<<"$out" && fail "libparted's udevadm call shows: $out"
-grep -Eq "step [0-9]+/[0-9]+ mkfs .* done in [0-9.]+s" <<<"$out" || fail "steps are not logged with their duration: $out"
+[[ $rc == 0 ]] || not_ok "apply exited $rc: $out"
+grep -q "udevadm" <<<"$out" && not_ok "libparted's udevadm call shows: $out"
+grep -Eq "step [0-9]+/[0-9]+ mkfs .* done in [0-9.]+s" <<<"$out" || not_ok "steps are not logged with their duration: $out"
 pa=$(parted -m -s "$A" unit MiB print)
-grep -q ":gpt:" <<<"$pa" || fail "no GPT on $A: $pa"
-grep -q '^1:1.00MiB:65.0MiB:64.0MiB:ext4:kiln-boot:;' <<<"$pa" || fail "partition 1 on $A wrong: $pa"
-grep -q '^2:65.0MiB:97.0MiB:32.0MiB:linux-swap(v1):swap:swap;' <<<"$pa" || fail "partition 2 on $A wrong: $pa"
-grep -q '^3:97.0MiB:.*:xfs:root:;' <<<"$pa" || fail "partition 3 on $A wrong: $pa"
+grep -q ":gpt:" <<<"$pa" || not_ok "no GPT on $A: $pa"
+grep -q '^1:1.00MiB:65.0MiB:64.0MiB:ext4:kiln-boot:;' <<<"$pa" || not_ok "partition 1 on $A wrong: $pa"
+grep -q '^2:65.0MiB:97.0MiB:32.0MiB:linux-swap(v1):swap:swap;' <<<"$pa" || not_ok "partition 2 on $A wrong: $pa"
+grep -q '^3:97.0MiB:.*:xfs:root:;' <<<"$pa" || not_ok "partition 3 on $A wrong: $pa"
 pb=$(parted -m -s "$B" unit MiB print)
-grep -q '^1:1.00MiB:.*:xfs:data:;' <<<"$pb" || fail "partition on $B wrong: $pb"
-grep -q '^2:' <<<"$pb" && fail "old partition layout left on $B: $pb"
+grep -q '^1:1.00MiB:.*:xfs:data:;' <<<"$pb" || not_ok "partition on $B wrong: $pb"
+grep -q '^2:' <<<"$pb" && not_ok "old partition layout left on $B: $pb"
 # every partition is 1 MiB aligned (start and size)
 for l in "$A" "$B"; do
   parted -m -s "$l" unit s print | awk -F: '/^[0-9]+:/ { s=$2+0; z=$4+0; if (s % 2048 || z % 2048) { print "unaligned: " $0; bad=1 } } END { exit bad }' \
-    || fail "unaligned partitions on $l"
+    || not_ok "unaligned partitions on $l"
 done
-[[ $(blkid -o value -s TYPE "${A}p1") == ext4 && $(blkid -o value -s LABEL "${A}p1") == boot ]] || fail "no ext4 'boot' on ${A}p1"
-[[ $(blkid -o value -s TYPE "${A}p2") == swap ]] || fail "no swap on ${A}p2"
-[[ $(blkid -o value -s TYPE "${A}p3") == xfs ]] || fail "no xfs on ${A}p3"
-[[ $(blkid -o value -s UUID "${A}p3") != "$OLD_A_UUID" ]] || fail "old xfs still on $A"
-[[ $(blkid -o value -s LABEL "${B}p1") == data ]] || fail "no xfs 'data' on ${B}p1"
-blkid -p "$A" | grep -q 'TYPE="xfs"' && fail "old whole-disk xfs still visible on $A"
-[[ $(findmnt -n -o SOURCE "$T/target") == "${A}p3" ]] || fail "root not mounted on $T/target"
-[[ $(findmnt -n -o SOURCE "$T/target/boot") == "${A}p1" ]] || fail "/boot not mounted"
-[[ $(findmnt -n -o SOURCE "$T/target/srv/data") == "${B}p1" ]] || fail "/srv/data not mounted"
-findmnt -n -o OPTIONS "$T/target" | grep -q noatime || fail "root is not mounted noatime"
-grep -q "^UUID=$(blkid -o value -s UUID "${A}p3") / xfs noatime 0 0$" "$T/target/etc/fstab" || fail "fstab lacks root: $(cat "$T/target/etc/fstab")"
-grep -q "^UUID=$(blkid -o value -s UUID "${A}p2") none swap sw 0 0$" "$T/target/etc/fstab" || fail "fstab lacks swap"
-[[ $(cat "$T/target/etc/hostname") == kiln-apply-test ]] || fail "hostname not written"
-[[ $(sha256sum <"$T/c.img") == "$C_HASH" ]] && ok "unselected disk unchanged" || fail "unselected disk $C changed"
+[[ $(blkid -o value -s TYPE "${A}p1") == ext4 && $(blkid -o value -s LABEL "${A}p1") == boot ]] || not_ok "no ext4 'boot' on ${A}p1"
+[[ $(blkid -o value -s TYPE "${A}p2") == swap ]] || not_ok "no swap on ${A}p2"
+[[ $(blkid -o value -s TYPE "${A}p3") == xfs ]] || not_ok "no xfs on ${A}p3"
+[[ $(blkid -o value -s UUID "${A}p3") != "$OLD_A_UUID" ]] || not_ok "old xfs still on $A"
+[[ $(blkid -o value -s LABEL "${B}p1") == data ]] || not_ok "no xfs 'data' on ${B}p1"
+blkid -p "$A" | grep -q 'TYPE="xfs"' && not_ok "old whole-disk xfs still visible on $A"
+[[ $(findmnt -n -o SOURCE "$T/target") == "${A}p3" ]] || not_ok "root not mounted on $T/target"
+[[ $(findmnt -n -o SOURCE "$T/target/boot") == "${A}p1" ]] || not_ok "/boot not mounted"
+[[ $(findmnt -n -o SOURCE "$T/target/srv/data") == "${B}p1" ]] || not_ok "/srv/data not mounted"
+findmnt -n -o OPTIONS "$T/target" | grep -q noatime || not_ok "root is not mounted noatime"
+grep -q "^UUID=$(blkid -o value -s UUID "${A}p3") / xfs noatime 0 0$" "$T/target/etc/fstab" || not_ok "fstab lacks root: $(cat "$T/target/etc/fstab")"
+grep -q "^UUID=$(blkid -o value -s UUID "${A}p2") none swap sw 0 0$" "$T/target/etc/fstab" || not_ok "fstab lacks swap"
+[[ $(cat "$T/target/etc/hostname") == kiln-apply-test ]] || not_ok "hostname not written"
+[[ $(sha256sum <"$T/c.img") == "$C_HASH" ]] && ok "unselected disk unchanged" || not_ok "unselected disk $C changed"
 ((FAILS == 0)) && ok "provisioned two loop disks"
 
 # 5. again over kiln's own earlier layout (unmounted first)
 umount -R "$T/target"
 old_root=$(blkid -o value -s UUID "${A}p3")
 out=$("$KILN" apply --yes "$T/spec.yaml" 2>&1); rc=$?
-[[ $rc == 0 ]] || fail "re-apply exited $rc: $out"
-[[ -n $(blkid -o value -s UUID "${A}p3") && $(blkid -o value -s UUID "${A}p3") != "$old_root" ]] || fail "re-apply did not make a new root filesystem"
+[[ $rc == 0 ]] || not_ok "re-apply exited $rc: $out"
+[[ -n $(blkid -o value -s UUID "${A}p3") && $(blkid -o value -s UUID "${A}p3") != "$old_root" ]] || not_ok "re-apply did not make a new root filesystem"
 umount -R "$T/target"
 
 # 6. wipe only: nothing left that blkid can see, no GPT at either end
@@ -133,14 +133,14 @@ disks:
 finish: none
 YAML
 out=$("$KILN" apply --yes "$T/wipe.yaml" 2>&1); rc=$?
-[[ $rc == 0 ]] || fail "wipe-only apply exited $rc: $out"
+[[ $rc == 0 ]] || not_ok "wipe-only apply exited $rc: $out"
 for l in "$A" "$B"; do
-  [[ -z $(blkid -p "$l" 2>/dev/null) ]] || fail "signatures left on $l: $(blkid -p "$l")"
-  ls "$l"p* >/dev/null 2>&1 && fail "partition nodes left on $l"
+  [[ -z $(blkid -p "$l" 2>/dev/null) ]] || not_ok "signatures left on $l: $(blkid -p "$l")"
+  ls "$l"p* >/dev/null 2>&1 && not_ok "partition nodes left on $l"
 done
 tail -c $((33 * 512)) "$T/a.img" >"$T/a.tail"   # a file, not a pipe: grep -q would SIGPIPE tail under pipefail
-grep -aq "EFI PART" "$T/a.tail" && fail "backup GPT header left at the end of $A"
-[[ $(sha256sum <"$T/c.img") == "$C_HASH" ]] || fail "unselected disk $C changed"
+grep -aq "EFI PART" "$T/a.tail" && not_ok "backup GPT header left at the end of $A"
+[[ $(sha256sum <"$T/c.img") == "$C_HASH" ]] || not_ok "unselected disk $C changed"
 ((FAILS == 0)) && ok "wipe left nothing behind"
 
-loop_done
+checks_done

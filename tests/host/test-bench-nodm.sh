@@ -4,9 +4,9 @@
 # too), exit code 1, nothing on stdout, and no device touched.
 set -euo pipefail
 if grep -qw device-mapper /proc/misc 2>/dev/null; then echo "this kernel has device-mapper"; exit 77; fi
-T=$(mktemp -d /tmp/kiln-bench.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$SRC/tests/lib/assert.sh"
+source "$SRC/tests/lib/cleanup.sh"
+test_tmpdir bench
 
 if python3 -c 'import socket; socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0)' 2>/dev/null; then
   alg=""

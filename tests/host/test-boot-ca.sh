@@ -9,7 +9,7 @@ set -euo pipefail
 [[ -n ${TRACE:-} ]] && set -x
 command -v openssl >/dev/null || { echo "SKIP: openssl not installed"; exit 77; }
 source "$SRC/tests/lib/http.sh"
-http_test_init boot-ca
+test_tmpdir boot-ca
 export KILN_RUN_DIR=$T/run
 
 mkdir -p "$T/www"

@@ -21,14 +21,14 @@ source "$SRC/tests/lib/image-fixtures.sh"
 source "$SRC/tests/lib/loop.sh"
 loop_init boot-finish
 source "$SRC/tests/lib/controller.sh"
-on_exit() { controller_stop; http_stop; }
+source "$SRC/tests/lib/spec.sh"
 
 small_image
 mkdir -p "$T/www"
 cp "$SMALL_DIR/small.tar.zst" "$T/www/"
 http_start "$T/www"
 controller_start "$T/ctl" || exit 1
-HMAC_KEY=$(jq -r .hmac_key "$T/ctl/config.json")
+HMAC_KEY=$(controller_key hmac_key)
 truncate -s 256M "$T/a.img"
 attach "$T/a.img"
 LOOP=$ATTACHED
@@ -37,16 +37,9 @@ attach "$T/b.img"
 LOOPB=$ATTACHED
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
 
-write_spec() { # FINISH
-  cat >"$T/www/spec.yaml" <<YAML
-version: 1
-hostname: kiln-finish-test
-disks:
-  - {id: a, match: {path: $LOOP}, wipe: true}
-partitions:
-  - {id: root, on: a, size: rest, type: linux}
-filesystems:
-  - {on: root, type: ext4, label: root, mount: /}
+finish_spec() { # FINISH
+  spec_write "$T/www/spec.yaml" root-disk -- HOSTNAME=kiln-finish-test DISK="$LOOP"
+  cat >>"$T/www/spec.yaml" <<YAML
 image: {url: "http://127.0.0.1:$HTTP_PORT/small.tar.zst", sha256: "$SMALL_SUM"}
 register:
   webhook: {url: "$CTL/kiln/webhook", hmac_key: "$HMAC_KEY"}
@@ -58,40 +51,39 @@ YAML
 N=0
 new_token() { N=$((N + 1)); echo "kiln.spec=http://127.0.0.1:$HTTP_PORT/spec.yaml kiln.reinstall=finish-test-$N" >"$T/cmdline"; }
 
-sql() { sqlite3 "$T/ctl/controller.db" "$1"; }
 # stage events of the last run, one "TYPE STAGE" line each, in order
 run_events() {
   local run
-  run=$(sql "SELECT run_id FROM events ORDER BY id DESC LIMIT 1")
-  sql "SELECT type || ' ' || json_extract(body, '\$.stage') FROM events WHERE run_id = '$run' AND type LIKE 'stage-%' ORDER BY id" >"$T/events"
+  run=$(controller_sql "SELECT run_id FROM events ORDER BY id DESC LIMIT 1")
+  controller_sql "SELECT type || ' ' || json_extract(body, '\$.stage') FROM events WHERE run_id = '$run' AND type LIKE 'stage-%' ORDER BY id" >"$T/events"
 }
 check_events() { # WHAT
   run_events
   local begins ends
   begins=$(sed -n 's/^stage-begin //p' "$T/events" | sort)
   ends=$(sed -n 's/^stage-end //p' "$T/events" | sort)
-  [[ -n $begins ]] || { fail "$1: the webhook got no stage events"; return; }
+  [[ -n $begins ]] || { not_ok "$1: the webhook got no stage events"; return; }
   [[ $begins == "$ends" ]] && ok "$1: every stage-begin has one stage-end ($(wc -l <<<"$begins") stages)" \
-    || fail "$1: stage-begin and stage-end differ: $(diff <(echo "$begins") <(echo "$ends") | grep '^[<>]' | tr '\n' ' ')"
-  [[ $(tail -1 "$T/events") == "stage-end finish" ]] || fail "$1: the last stage event is not the finish's end: $(tail -2 "$T/events" | tr '\n' ' ')"
+    || not_ok "$1: stage-begin and stage-end differ: $(diff <(echo "$begins") <(echo "$ends") | grep '^[<>]' | tr '\n' ' ')"
+  [[ $(tail -1 "$T/events") == "stage-end finish" ]] || not_ok "$1: the last stage event is not the finish's end: $(tail -2 "$T/events" | tr '\n' ' ')"
   jq -e '[.stages[] | select(.finished == null)] | length == 0' "$T/run/report.json" >/dev/null \
-    || fail "$1: the saved report has open stages: $(jq -c '[.stages[] | select(.finished == null) | .name]' "$T/run/report.json")"
+    || not_ok "$1: the saved report has open stages: $(jq -c '[.stages[] | select(.finished == null) | .name]' "$T/run/report.json")"
   jq -e '[.stages[] | select(.name == "finish" and .result == "SUCCESS")] | length == 1' "$T/run/report.json" >/dev/null \
-    || fail "$1: the saved report has no successful finish stage: $(jq -c '[.stages[] | .name + " " + (.result // "-")]' "$T/run/report.json")"
+    || not_ok "$1: the saved report has no successful finish stage: $(jq -c '[.stages[] | .name + " " + (.result // "-")]' "$T/run/report.json")"
 }
 
 # kiln boot as PID 1 of a new PID namespace; want: its exit status as the
 # shell sees it (128 + the signal the namespace's init died of)
 boot_in_pidns() { # FINISH WANT_RC
-  write_spec "$1"
+  finish_spec "$1"
   new_token
   umount -R "$T/target" 2>/dev/null
   unshare --pid --fork sh -c '[ "$$" = 1 ] || exit 99; exec "$0" boot --cmdline "$1"' "$KILN" "$T/cmdline" >"$T/out" 2>&1
   local rc=$?
   [[ $rc == "$2" ]] && ok "kiln boot did the $1 (exit status $rc)" \
-    || { cat "$T/out"; fail "kiln boot with finish: $1 exited $rc, expected $2"; }
+    || { cat "$T/out"; not_ok "kiln boot with finish: $1 exited $rc, expected $2"; }
   check_events "finish: $1"
-  findmnt "$T/target" >/dev/null && fail "finish: $1: the target is still mounted"
+  findmnt "$T/target" >/dev/null && not_ok "finish: $1: the target is still mounted"
 }
 
 # 1. without --no-finish: kiln reboots (SIGHUP) or powers off (SIGINT) once every stage has ended
@@ -99,13 +91,13 @@ boot_in_pidns reboot 129
 boot_in_pidns poweroff 130
 
 # 3. --no-finish (what /init runs): the finish is written down, kiln exits 0
-write_spec reboot
+finish_spec reboot
 new_token
 umount -R "$T/target" 2>/dev/null
 "$KILN" boot --no-finish --cmdline "$T/cmdline" >"$T/out" 2>&1
 rc=$?
-[[ $rc == 0 ]] || { cat "$T/out"; fail "kiln boot --no-finish exited $rc"; }
-[[ $(cat "$T/run/finish" 2>/dev/null) == reboot ]] || fail "RUN_DIR/finish: '$(cat "$T/run/finish" 2>/dev/null)', expected reboot"
+[[ $rc == 0 ]] || { cat "$T/out"; not_ok "kiln boot --no-finish exited $rc"; }
+[[ $(cat "$T/run/finish" 2>/dev/null) == reboot ]] || not_ok "RUN_DIR/finish: '$(cat "$T/run/finish" 2>/dev/null)', expected reboot"
 check_events "--no-finish"
 # the finished-install mark (docs/reinstall.md): the disk's GPT disk GUID,
 # with the identity of the run's token (sha256, first 4 bytes), set while
@@ -117,33 +109,33 @@ mark_of() { # TOKEN -> the prefix a mark of a run with that token has
 }
 ptuuid() { blkid -p -s PTUUID -o value "$1"; }
 [[ $(ptuuid "$LOOP") =~ ^$(mark_of finish-test-$N)$ ]] && ok "the finished disk carries the mark of its token: $(ptuuid "$LOOP")" \
-  || fail "PTUUID of $LOOP after the run: '$(ptuuid "$LOOP")', expected a mark of finish-test-$N"
+  || not_ok "PTUUID of $LOOP after the run: '$(ptuuid "$LOOP")', expected a mark of finish-test-$N"
 grep -q "marked $LOOP as a finished kiln install: GPT disk GUID $(ptuuid "$LOOP") (installed with the reinstall token #" "$T/out" \
-  || fail "kiln did not log the mark: $(grep -i mark "$T/out")"
+  || not_ok "kiln did not log the mark: $(grep -i mark "$T/out")"
 sfdisk --verify "$LOOP" >"$T/verify" 2>&1 && grep -q "No errors detected" "$T/verify" \
-  && ok "sfdisk --verify: the GPT with the mark has no errors" || { cat "$T/verify"; fail "sfdisk --verify after the mark"; }
+  && ok "sfdisk --verify: the GPT with the mark has no errors" || { cat "$T/verify"; not_ok "sfdisk --verify after the mark"; }
 
 # 4. the same token again over the finished install: boot-installed, exactly
 # one webhook event ("boot-installed", no stage event, no report), nothing
 # written to the disk; --no-kexec says what it would boot
 umount -R "$T/target" 2>/dev/null
-mount "${LOOP}p1" "$T/target" || fail "cannot mount the root"
+mount "${LOOP}p1" "$T/target" || not_ok "cannot mount the root"
 mkdir -p "$T/target/boot" && echo k >"$T/target/boot/vmlinuz-t" && echo i >"$T/target/boot/initrd.img-t"
 ln -sfn boot/vmlinuz-t "$T/target/vmlinuz"; ln -sfn boot/initrd.img-t "$T/target/initrd.img"
 umount "$T/target"
 sync; SUM=$(sha256sum <"$T/a.img")
-before=$(sql "SELECT coalesce(max(id), 0) FROM events")
+before=$(controller_sql "SELECT coalesce(max(id), 0) FROM events")
 rm -f "$T/run/finish" "$T/run/report.json"
 "$KILN" boot --no-finish --no-kexec --cmdline "$T/cmdline" >"$T/out" 2>"$T/err"; rc=$?
 [[ $rc == 0 ]] && grep -q "^boot-installed: would kexec /vmlinuz -> boot/vmlinuz-t with /initrd.img -> boot/initrd.img-t, command line 'root=UUID=[-0-9a-f]* ro' (--no-kexec)$" "$T/out" \
-  && ok "finished install: boot-installed (--no-kexec)" || { cat "$T/out" "$T/err"; fail "boot over a finished install: rc=$rc"; }
-new=$(sql "SELECT type FROM events WHERE id > $before ORDER BY id" | tr '\n' ' ')
-[[ $new == "boot-installed " ]] && ok "exactly one webhook event: boot-installed" || fail "webhook events of the boot: '$new'"
-[[ $(sql "SELECT json_extract(body, '\$.fingerprint') FROM events ORDER BY id DESC LIMIT 1") =~ ^[0-9a-f]{64}$ ]] \
-  || fail "the boot-installed event names no fingerprint: $(sql "SELECT body FROM events ORDER BY id DESC LIMIT 1")"
-[[ ! -e $T/run/report.json && ! -e $T/run/finish ]] || fail "boot-installed wrote a run report or a finish"
-sync; [[ $(sha256sum <"$T/a.img") == "$SUM" ]] && ok "boot-installed: the disk's sha256 unchanged" || fail "boot-installed changed the disk"
-findmnt "$T/target" >/dev/null && fail "boot-installed left the target mounted"
+  && ok "finished install: boot-installed (--no-kexec)" || { cat "$T/out" "$T/err"; not_ok "boot over a finished install: rc=$rc"; }
+new=$(controller_sql "SELECT type FROM events WHERE id > $before ORDER BY id" | tr '\n' ' ')
+[[ $new == "boot-installed " ]] && ok "exactly one webhook event: boot-installed" || not_ok "webhook events of the boot: '$new'"
+[[ $(controller_sql "SELECT json_extract(body, '\$.fingerprint') FROM events ORDER BY id DESC LIMIT 1") =~ ^[0-9a-f]{64}$ ]] \
+  || not_ok "the boot-installed event names no fingerprint: $(controller_sql "SELECT body FROM events ORDER BY id DESC LIMIT 1")"
+[[ ! -e $T/run/report.json && ! -e $T/run/finish ]] || not_ok "boot-installed wrote a run report or a finish"
+sync; [[ $(sha256sum <"$T/a.img") == "$SUM" ]] && ok "boot-installed: the disk's sha256 unchanged" || not_ok "boot-installed changed the disk"
+findmnt "$T/target" >/dev/null && not_ok "boot-installed left the target mounted"
 
 # 5. the mark recognises the finished install whatever layout the new spec
 # makes (docs/reinstall.md): another layout on the same disk, or only the
@@ -179,14 +171,14 @@ boot_spec() { # NAME [CMDLINE...]: kiln boot --no-finish of spec NAME, stdout/st
 refused() { # WHAT NAME ON WHY [CMDLINE...]: exit 3 with exactly this message, nothing written
   local what=$1 name=$2 on=$3 why=$4; shift 4
   local sum0 ev0 want
-  sum0=$(sums); ev0=$(sql "SELECT coalesce(max(id), 0) FROM events")
+  sum0=$(sums); ev0=$(controller_sql "SELECT coalesce(max(id), 0) FROM events")
   boot_spec "$name" "$@"
   want="error: refusing to apply 'http://127.0.0.1:$HTTP_PORT/$name.yaml' on $on: $why; nothing was written; to reinstall on purpose, boot with kiln.reinstall=NEW-TOKEN or give the spec a new 'reinstall:' (docs/reinstall.md)"
   [[ $RC == 3 ]] && grep -qxF "$want" <(sed 's/^\[ *[0-9.]*\] //' "$T/err") && ok "$what: refused (exit 3)" \
-    || { cat "$T/err"; fail "$what: rc=$RC, expected 3 and: $want"; }
-  [[ $(sums) == "$sum0" ]] && ok "$what: both disk images' sha256 unchanged" || fail "$what: a disk image changed"
-  [[ $(sql "SELECT coalesce(max(id), 0) FROM events") == "$ev0" ]] || fail "$what: the webhook got events: $(sql "SELECT type FROM events WHERE id > $ev0")"
-  [[ ! -e $T/run/report.json && ! -e $T/run/finish ]] || fail "$what: a run report or a finish was written"
+    || { cat "$T/err"; not_ok "$what: rc=$RC, expected 3 and: $want"; }
+  [[ $(sums) == "$sum0" ]] && ok "$what: both disk images' sha256 unchanged" || not_ok "$what: a disk image changed"
+  [[ $(controller_sql "SELECT coalesce(max(id), 0) FROM events") == "$ev0" ]] || not_ok "$what: the webhook got events: $(controller_sql "SELECT type FROM events WHERE id > $ev0")"
+  [[ ! -e $T/run/report.json && ! -e $T/run/finish ]] || not_ok "$what: a run report or a finish was written"
 }
 id_of() { printf %s "$1" | sha256sum | cut -c1-8; }
 write_layout layout-b "$LOOP"
@@ -194,10 +186,10 @@ write_layout only-b "$LOOPB"
 "$KILN" plan "$T/www/layout-b.yaml" >"$T/plan" 2>&1
 grep -qxF "finished install: $LOOP holds a finished kiln install (installed with the reinstall token #$(id_of $TOK); no reinstall token was given)" "$T/plan" \
   && grep -qx "verdict: refuse (kiln boot refuses this plan, exit 3, nothing written; .*" "$T/plan" \
-  && ok "kiln plan shows the marked disk and the verdict" || { cat "$T/plan"; fail "kiln plan over the marked disk"; }
+  && ok "kiln plan shows the marked disk and the verdict" || { cat "$T/plan"; not_ok "kiln plan over the marked disk"; }
 "$KILN" plan --json "$T/www/layout-b.yaml" 2>/dev/null | jq -e --arg d "$LOOP" \
   '.finished_install.verdict == "refuse" and .finished_install.marked[0].disk == $d' >/dev/null \
-  || fail "kiln plan --json: no finished_install: $("$KILN" plan --json "$T/www/layout-b.yaml" 2>&1 | jq -c .finished_install)"
+  || not_ok "kiln plan --json: no finished_install: $("$KILN" plan --json "$T/www/layout-b.yaml" 2>&1 | jq -c .finished_install)"
 refused "another layout, no token" layout-b "$LOOP" \
   "$LOOP holds a finished kiln install (installed with the reinstall token #$(id_of $TOK); no reinstall token was given)"
 refused "another layout, the install's own token" layout-b "$LOOP" \
@@ -211,41 +203,41 @@ refused "another layout, kiln.fresh" layout-b "$LOOP" \
 sum0=$(sums)
 "$KILN" apply "$T/www/layout-b.yaml" >"$T/out" 2>"$T/err"; rc=$?
 [[ $rc == 3 ]] && grep -qF "refusing to apply '$T/www/layout-b.yaml' on $LOOP: $LOOP holds a finished kiln install" "$T/err" \
-  && ok "kiln apply without --yes: refused by the mark" || { cat "$T/err"; fail "kiln apply without --yes over the mark: rc=$rc"; }
-[[ $(sums) == "$sum0" ]] || fail "kiln apply without --yes changed a disk"
+  && ok "kiln apply without --yes: refused by the mark" || { cat "$T/err"; not_ok "kiln apply without --yes over the mark: rc=$rc"; }
+[[ $(sums) == "$sum0" ]] || not_ok "kiln apply without --yes changed a disk"
 # a spec that may not wipe, with a new token: refused, nothing written
 sed 's/wipe: true/wipe: false/' "$T/www/layout-b.yaml" >"$T/www/nowipe.yaml"
 sum0=$(sums)
 boot_spec nowipe kiln.reinstall=finish-test-nowipe
 # (the disk holds signatures: plan_build's refusal, before any look at the mark)
 [[ $RC == 3 ]] && grep -q "disk rule 'a' selects $LOOP, which holds signatures (.*); set 'wipe: true' to destroy them" "$T/err" \
-  && ok "wipe: false with a new token over the mark: refused (exit 3)" || { cat "$T/err"; fail "wipe: false over the mark: rc=$RC, expected 3"; }
-[[ $(sums) == "$sum0" ]] || fail "wipe: false over the mark changed a disk"
+  && ok "wipe: false with a new token over the mark: refused (exit 3)" || { cat "$T/err"; not_ok "wipe: false over the mark: rc=$RC, expected 3"; }
+[[ $(sums) == "$sum0" ]] || not_ok "wipe: false over the mark changed a disk"
 # a new token: the operator's act; the new install's mark carries the new token
 boot_spec layout-b kiln.reinstall=finish-test-b
-[[ $RC == 0 ]] && ok "another layout with a new token: installed" || { cat "$T/err"; fail "layout B with a new token: rc=$RC"; }
-[[ $(lsblk -nro NAME "$LOOP" | wc -l) == 3 ]] || fail "layout B: $LOOP has not two partitions: $(lsblk -nro NAME "$LOOP" | tr '\n' ' ')"
+[[ $RC == 0 ]] && ok "another layout with a new token: installed" || { cat "$T/err"; not_ok "layout B with a new token: rc=$RC"; }
+[[ $(lsblk -nro NAME "$LOOP" | wc -l) == 3 ]] || not_ok "layout B: $LOOP has not two partitions: $(lsblk -nro NAME "$LOOP" | tr '\n' ' ')"
 [[ $(ptuuid "$LOOP") =~ ^$(mark_of finish-test-b)$ ]] && ok "the new install's mark carries the new token" \
-  || fail "PTUUID after the reinstall: '$(ptuuid "$LOOP")', expected a mark of finish-test-b"
-[[ -z $(ptuuid "$LOOPB") ]] || fail "the blank disk got a partition table: $(ptuuid "$LOOPB")"
+  || not_ok "PTUUID after the reinstall: '$(ptuuid "$LOOP")', expected a mark of finish-test-b"
+[[ -z $(ptuuid "$LOOPB") ]] || not_ok "the blank disk got a partition table: $(ptuuid "$LOOPB")"
 # an interrupted run leaves no mark: layout A (a new token to get past B's
 # mark), the image missing; then layout B without a token is not refused
-write_spec reboot
+finish_spec reboot
 sed -i "s|/small.tar.zst\"|/missing.tar.zst\"|" "$T/www/spec.yaml"
 boot_spec spec kiln.reinstall=finish-test-int
-[[ $RC == 5 ]] || { tail -3 "$T/err"; fail "the interrupted run: rc=$RC, expected 5 (image)"; }
+[[ $RC == 5 ]] || { tail -3 "$T/err"; not_ok "the interrupted run: rc=$RC, expected 5 (image)"; }
 [[ $(ptuuid "$LOOP") != 6b696c6e-f15d-* && -n $(ptuuid "$LOOP") ]] && ok "an interrupted run leaves no mark ($(ptuuid "$LOOP"))" \
-  || fail "PTUUID after the interrupted run: '$(ptuuid "$LOOP")'"
+  || not_ok "PTUUID after the interrupted run: '$(ptuuid "$LOOP")'"
 boot_spec layout-b
-[[ $RC == 0 ]] && ok "after an interrupted run, another layout needs no token" || { cat "$T/err"; fail "layout B after the interrupted run: rc=$RC"; }
-[[ $(ptuuid "$LOOP") =~ ^6b696c6e-f15d-8100- ]] || fail "the install without a token: PTUUID '$(ptuuid "$LOOP")'"
+[[ $RC == 0 ]] && ok "after an interrupted run, another layout needs no token" || { cat "$T/err"; not_ok "layout B after the interrupted run: rc=$RC"; }
+[[ $(ptuuid "$LOOP") =~ ^6b696c6e-f15d-8100- ]] || not_ok "the install without a token: PTUUID '$(ptuuid "$LOOP")'"
 umount -R "$T/target" 2>/dev/null
 # kiln apply --yes is the operator's act: it installs over the mark, and says so
-write_spec reboot
+finish_spec reboot
 "$KILN" apply --yes "$T/www/spec.yaml" >"$T/out" 2>"$T/err"; rc=$?
 [[ $rc == 0 ]] && grep -qF "$LOOP holds a finished kiln install; --yes: applying '$T/www/spec.yaml' all the same" "$T/err" \
-  && ok "kiln apply --yes installs over the mark" || { tail -5 "$T/err"; fail "kiln apply --yes over the mark: rc=$rc"; }
-[[ $(lsblk -nro NAME "$LOOP" | wc -l) == 2 ]] || fail "kiln apply --yes: $LOOP has not layout A's one partition"
+  && ok "kiln apply --yes installs over the mark" || { tail -5 "$T/err"; not_ok "kiln apply --yes over the mark: rc=$rc"; }
+[[ $(lsblk -nro NAME "$LOOP" | wc -l) == 2 ]] || not_ok "kiln apply --yes: $LOOP has not layout A's one partition"
 umount -R "$T/target" 2>/dev/null
 
-loop_done
+checks_done

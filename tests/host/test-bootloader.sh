@@ -16,16 +16,11 @@ PROBE=$BUILD/tests/unlock-probe
 [[ -x $PROBE ]] || { echo "no $PROBE"; exit 77; }
 BB=$(command -v busybox) && file -L "$BB" | grep -q 'statically linked' || { echo "no static busybox"; exit 77; }
 
-tmp=$(mktemp -d)
-root=$tmp/root
-cleanup() {
-        for m in run sys proc dev; do mountpoint -q "$root/$m" 2>/dev/null && umount -R -l "$root/$m"; done
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fail=1; }
+source "$SRC/tests/lib/assert.sh"
+source "$SRC/tests/lib/cleanup.sh"
+test_tmpdir bootloader
+root=$T/root
+for m in run sys proc dev; do cleanup_umount "$root/$m"; done   # should a bind be left
 
 make_root() {
         rm -rf "$root"
@@ -50,13 +45,13 @@ STUB
 }
 binds_left() { grep -c " $root/" /proc/self/mounts; }
 mkdir -p /run/kiln-probe-run    # proves /run is the host's
-trap 'rmdir /run/kiln-probe-run 2>/dev/null; cleanup' EXIT
+cleanup_do rmdir /run/kiln-probe-run
 inv=$SRC/tests/inventories/qemu-4disk.json
 
 # BIOS on four disks (templates/raid1-boot-raid10.yaml: Tang pin, so ip=::::::dhcp)
 make_root
-KILN_TARGET=$root "$PROBE" boot "$SRC/templates/raid1-boot-raid10.yaml" "$inv" >"$tmp/out" 2>&1 || bad "bios: $(cat "$tmp/out")"
-cat >"$tmp/want" <<'W'
+KILN_TARGET=$root "$PROBE" boot "$SRC/templates/raid1-boot-raid10.yaml" "$inv" >"$T/out" 2>&1 || not_ok "bios: $(cat "$T/out")"
+cat >"$T/want" <<'W'
 /usr/sbin/update-initramfs -u -k all | proc dev sys run
 /usr/bin/debconf-set-selections  | proc dev sys run
 /usr/sbin/grub-install --target=i386-pc /dev/vda | proc dev sys run
@@ -65,42 +60,42 @@ cat >"$tmp/want" <<'W'
 /usr/sbin/grub-install --target=i386-pc /dev/vdd | proc dev sys run
 /usr/sbin/update-grub  | proc dev sys run
 W
-diff -u "$tmp/want" "$root/calls.log" >"$tmp/diff" && ok "bios: the helpers ran in order in the chroot with /dev /proc /sys /run" \
-        || { bad "bios: calls differ:"; cat "$tmp/diff"; }
+diff -u "$T/want" "$root/calls.log" >"$T/diff" && ok "bios: the helpers ran in order in the chroot with /dev /proc /sys /run" \
+        || { not_ok "bios: calls differ:"; cat "$T/diff"; }
 printf '%s\n' "grub-pc grub-pc/install_devices multiselect /dev/vda, /dev/vdb, /dev/vdc, /dev/vdd" \
         "grub-pc grub-pc/install_devices_empty boolean false" | cmp -s - "$root/debconf.log" \
-        && ok "bios: debconf install_devices lists every boot disk" || bad "debconf: $(cat "$root/debconf.log")"
+        && ok "bios: debconf install_devices lists every boot disk" || not_ok "debconf: $(cat "$root/debconf.log")"
 grep -qx 'GRUB_CMDLINE_LINUX="console=tty0 console=ttyS0,115200n8 ip=::::::dhcp"' "$root/etc/default/grub.d/kiln.cfg" &&
         grep -qx 'GRUB_SERIAL_COMMAND="serial --unit=0 --speed=115200"' "$root/etc/default/grub.d/kiln.cfg" \
-        && ok "bios: GRUB_CMDLINE_LINUX with ip=::::::dhcp for Tang, serial terminal" || bad "kiln.cfg: $(cat "$root/etc/default/grub.d/kiln.cfg")"
-(( $(binds_left) == 0 )) && ok "bios: no bind left under the target" || bad "bios: binds left: $(grep " $root/" /proc/self/mounts)"
+        && ok "bios: GRUB_CMDLINE_LINUX with ip=::::::dhcp for Tang, serial terminal" || not_ok "kiln.cfg: $(cat "$root/etc/default/grub.d/kiln.cfg")"
+(( $(binds_left) == 0 )) && ok "bios: no bind left under the target" || not_ok "bios: binds left: $(grep " $root/" /proc/self/mounts)"
 
 # both firmwares on one disk (templates/single-disk.yaml)
 make_root
-KILN_TARGET=$root "$PROBE" boot "$SRC/templates/single-disk.yaml" "$inv" >"$tmp/out" 2>&1 || bad "both: $(cat "$tmp/out")"
-grep -o '^/usr/sbin/grub-install [^|]*' "$root/calls.log" >"$tmp/g"
+KILN_TARGET=$root "$PROBE" boot "$SRC/templates/single-disk.yaml" "$inv" >"$T/out" 2>&1 || not_ok "both: $(cat "$T/out")"
+grep -o '^/usr/sbin/grub-install [^|]*' "$root/calls.log" >"$T/g"
 printf '%s\n' "/usr/sbin/grub-install --target=i386-pc /dev/vda " \
         "/usr/sbin/grub-install --target=x86_64-efi --efi-directory=/boot/efi --bootloader-id=debian --no-nvram " \
-        "/usr/sbin/grub-install --target=x86_64-efi --efi-directory=/boot/efi --removable --no-nvram " | cmp -s - "$tmp/g" \
-        && ok "both: i386-pc, then x86_64-efi and the removable path, no NVRAM entry" || { bad "both: grub-install calls:"; cat "$tmp/g"; }
+        "/usr/sbin/grub-install --target=x86_64-efi --efi-directory=/boot/efi --removable --no-nvram " | cmp -s - "$T/g" \
+        && ok "both: i386-pc, then x86_64-efi and the removable path, no NVRAM entry" || { not_ok "both: grub-install calls:"; cat "$T/g"; }
 grep -q 'grub2/force_efi_extra_removable boolean true' "$root/debconf.log" && grep -q 'grub2/update_nvram boolean false' "$root/debconf.log" \
-        && ok "both: debconf keeps the removable path and NVRAM untouched on upgrades" || bad "debconf: $(cat "$root/debconf.log")"
+        && ok "both: debconf keeps the removable path and NVRAM untouched on upgrades" || not_ok "debconf: $(cat "$root/debconf.log")"
 grep -qx 'GRUB_CMDLINE_LINUX=""' "$root/etc/default/grub.d/kiln.cfg" && ok "both: no cmdline, no Tang: empty GRUB_CMDLINE_LINUX" \
-        || bad "kiln.cfg: $(cat "$root/etc/default/grub.d/kiln.cfg")"
+        || not_ok "kiln.cfg: $(cat "$root/etc/default/grub.d/kiln.cfg")"
 
 # grub-install fails on the first disk: the step stops there with its reason
 make_root
 touch "$root/fail-grub-install"
-rc=0; KILN_TARGET=$root "$PROBE" boot "$SRC/templates/raid1-boot-raid10.yaml" "$inv" >"$tmp/out" 2>&1 || rc=$?
-if ((rc == 1)) && grep -q 'grub-install: error: disk not found' "$tmp/out" && ! grep -q update-grub "$root/calls.log" &&
+rc=0; KILN_TARGET=$root "$PROBE" boot "$SRC/templates/raid1-boot-raid10.yaml" "$inv" >"$T/out" 2>&1 || rc=$?
+if ((rc == 1)) && grep -q 'grub-install: error: disk not found' "$T/out" && ! grep -q update-grub "$root/calls.log" &&
    (( $(grep -c grub-install "$root/calls.log") == 1 )) && (( $(binds_left) == 0 )); then
-        ok "failing grub-install: stopped with '$(tail -1 "$tmp/out")', nothing after it, no bind left"
-else bad "failing grub-install: rc=$rc $(cat "$tmp/out"); $(cat "$root/calls.log")"; fi
+        ok "failing grub-install: stopped with '$(tail -1 "$T/out")', nothing after it, no bind left"
+else not_ok "failing grub-install: rc=$rc $(cat "$T/out"); $(cat "$root/calls.log")"; fi
 
 # a target without update-grub: named
 make_root
 rm "$root/usr/sbin/update-grub"
-rc=0; KILN_TARGET=$root "$PROBE" boot "$SRC/templates/raid1-boot-raid10.yaml" "$inv" >"$tmp/out" 2>&1 || rc=$?
-((rc == 1)) && grep -q "cannot execute '/usr/sbin/update-grub' in $root" "$tmp/out" && (( $(binds_left) == 0 )) \
-        && ok "missing update-grub named: $(tail -1 "$tmp/out")" || bad "missing helper: rc=$rc $(cat "$tmp/out")"
-exit $fail
+rc=0; KILN_TARGET=$root "$PROBE" boot "$SRC/templates/raid1-boot-raid10.yaml" "$inv" >"$T/out" 2>&1 || rc=$?
+((rc == 1)) && grep -q "cannot execute '/usr/sbin/update-grub' in $root" "$T/out" && (( $(binds_left) == 0 )) \
+        && ok "missing update-grub named: $(tail -1 "$T/out")" || not_ok "missing helper: rc=$rc $(cat "$T/out")"
+checks_done

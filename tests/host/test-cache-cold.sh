@@ -15,19 +15,16 @@ set -euo pipefail
 source "$SRC/initramfs/cache.sh"
 WARM=$KILN_CACHE_DIR
 
-fails=0
-ok()   { echo "ok - $*"; }
-fail() { echo "not ok - $*"; fails=$((fails + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi; }
+source "$SRC/tests/lib/assert.sh"
+source "$SRC/tests/lib/cleanup.sh"
 no_leftovers() { ! find "$1" -name '*.tmp.*' | grep -q .; }
 
-T=$(mktemp -d /var/tmp/kiln-cache-cold.XXXXXX)
-trap 'rm -rf --one-file-system "$T"' EXIT
+test_tmpdir cache-cold /var/tmp
 
 # --- the rootfs tarball -----------------------------------------------------
 t=$SECONDS
 cold=$(KILN_CACHE=$T/rootfs bash "$SRC/tests/lib/rootfs.sh" essential 2>"$T/rootfs.log") \
-  || { sed 's/^/#   /' "$T/rootfs.log"; fail "rootfs.sh essential into an empty cache"; cold=; }
+  || { sed 's/^/#   /' "$T/rootfs.log"; not_ok "rootfs.sh essential into an empty cache"; cold=; }
 echo "# rootfs cold: $((SECONDS - t)) s"
 if [[ -n $cold ]]; then
   check "the cold tarball lands in the empty cache under its .tar name" bash -c '[[ $1 == "$2"/rootfs-*-essential-*.tar && -f $1 ]]' _ "$cold" "$T/rootfs"
@@ -44,7 +41,7 @@ fi
 # --- the netboot initramfs --------------------------------------------------
 t=$SECONDS
 out=$(KILN_CACHE=$T/initramfs bash "$SRC/initramfs/build.sh" --kiln "$KILN" 2>"$T/initramfs.log") \
-  || { tail -n 20 "$T/initramfs.log" | sed 's/^/#   /'; fail "initramfs/build.sh into an empty cache"; out=; }
+  || { tail -n 20 "$T/initramfs.log" | sed 's/^/#   /'; not_ok "initramfs/build.sh into an empty cache"; out=; }
 echo "# initramfs cold (kernel download included): $((SECONDS - t)) s"
 if [[ -n $out ]]; then
   cold=$(sed -n 's/^KILN_INITRD=//p' <<<"$out")
@@ -58,5 +55,4 @@ if [[ -n $out ]]; then
   check "cold and warm images are byte for byte the same" cmp -s "$cold" "$warm"
 fi
 
-echo "# $fails failed"
-((fails == 0))
+checks_done

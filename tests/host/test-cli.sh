@@ -5,48 +5,47 @@
 # docs/ at build time) in place.
 set -u
 : "${KILN:?} ${SRC:?} ${BUILD:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+source "$SRC/tests/lib/assert.sh"
+source "$SRC/tests/lib/cleanup.sh"
+test_tmpdir cli
 
 for c in validate inventory plan fetch image bench apply boot register; do
-  "$KILN" help "$c" >"$tmp/help" 2>"$tmp/err"; rc=$?
-  ((rc == 0)) || bad "kiln help $c: exit $rc"
-  [[ -s $tmp/err ]] && bad "kiln help $c: stderr '$(cat "$tmp/err")'"
-  head -1 "$tmp/help" | grep -q "^usage: kiln $c" || bad "kiln help $c: '$(head -1 "$tmp/help")'"
-  "$KILN" "$c" --help >"$tmp/own" 2>/dev/null
-  cmp -s "$tmp/help" "$tmp/own" || bad "kiln help $c differs from kiln $c --help"
+  "$KILN" help "$c" >"$T/help" 2>"$T/err"; rc=$?
+  ((rc == 0)) || not_ok "kiln help $c: exit $rc"
+  [[ -s $T/err ]] && not_ok "kiln help $c: stderr '$(cat "$T/err")'"
+  head -1 "$T/help" | grep -q "^usage: kiln $c" || not_ok "kiln help $c: '$(head -1 "$T/help")'"
+  "$KILN" "$c" --help >"$T/own" 2>/dev/null
+  cmp -s "$T/help" "$T/own" || not_ok "kiln help $c differs from kiln $c --help"
 done
 for c in fetch image; do       # more than a one-line usage
-  (( $("$KILN" help "$c" | wc -l) >= 8 )) || bad "kiln help $c: only a usage line"
+  (( $("$KILN" help "$c" | wc -l) >= 8 )) || not_ok "kiln help $c: only a usage line"
 done
-"$KILN" help >"$tmp/help"
-grep -q -- "-v, --verbose" "$tmp/help" && grep -q -- "-q, --quiet" "$tmp/help" || bad "kiln help does not explain -v/-q"
-"$KILN" help nope >/dev/null 2>"$tmp/err"; rc=$?
-((rc == 64)) && [[ $(cat "$tmp/err") == "error: unknown command 'nope' (see 'kiln help')" ]] || bad "kiln help nope: exit $rc, '$(cat "$tmp/err")'"
+"$KILN" help >"$T/help"
+grep -q -- "-v, --verbose" "$T/help" && grep -q -- "-q, --quiet" "$T/help" || not_ok "kiln help does not explain -v/-q"
+"$KILN" help nope >/dev/null 2>"$T/err"; rc=$?
+((rc == 64)) && [[ $(cat "$T/err") == "error: unknown command 'nope' (see 'kiln help')" ]] || not_ok "kiln help nope: exit $rc, '$(cat "$T/err")'"
 
 # kiln version: the commit of the source tree it was built from
 want=$(git -C "$SRC" rev-parse --short=12 HEAD 2>/dev/null)
 out=$("$KILN" version)
 if [[ -n $want ]]; then
-  [[ $out =~ ^kiln\ [0-9.]+\ \(commit\ $want(-dirty)?\)$ ]] || bad "kiln version: '$out', commit $want expected"
+  [[ $out =~ ^kiln\ [0-9.]+\ \(commit\ $want(-dirty)?\)$ ]] || not_ok "kiln version: '$out', commit $want expected"
 else
-  [[ $out =~ ^kiln\ [0-9.]+\ \(commit\ unknown\)$ ]] || bad "kiln version outside git: '$out'"
+  [[ $out =~ ^kiln\ [0-9.]+\ \(commit\ unknown\)$ ]] || not_ok "kiln version outside git: '$out'"
 fi
 
 # cmake --install: the binary and both man pages, which render
-cmake --install "$BUILD" --prefix "$tmp/root" >"$tmp/install.log" 2>&1 || { bad "cmake --install failed:"; cat "$tmp/install.log"; }
+cmake --install "$BUILD" --prefix "$T/root" >"$T/install.log" 2>&1 || { not_ok "cmake --install failed:"; cat "$T/install.log"; }
 for f in bin/kiln share/man/man1/kiln.1 share/man/man5/kiln-spec.5; do
-  [[ -s $tmp/root/$f ]] || bad "cmake --install: no $f"
+  [[ -s $T/root/$f ]] || not_ok "cmake --install: no $f"
 done
-"$tmp/root/bin/kiln" version | grep -q "^kiln " || bad "the installed kiln does not run"
+"$T/root/bin/kiln" version | grep -q "^kiln " || not_ok "the installed kiln does not run"
 if command -v man >/dev/null; then
-  MANWIDTH=100 man -l "$tmp/root/share/man/man5/kiln-spec.5" 2>/dev/null >"$tmp/spec.txt"
-  grep -qE "A +bare +number +is +refused" "$tmp/spec.txt" || bad "kiln-spec(5) lacks docs/spec.md's text"
-  MANWIDTH=100 man -l "$tmp/root/share/man/man1/kiln.1" 2>/dev/null >"$tmp/kiln.txt"
-  grep -qE "usage: +kiln +plan +SPEC" "$tmp/kiln.txt" || bad "kiln(1) lacks kiln help plan"
-  grep -qi "bad spec" "$tmp/kiln.txt" || bad "kiln(1) lacks the exit codes"
+  MANWIDTH=100 man -l "$T/root/share/man/man5/kiln-spec.5" 2>/dev/null >"$T/spec.txt"
+  grep -qE "A +bare +number +is +refused" "$T/spec.txt" || not_ok "kiln-spec(5) lacks docs/spec.md's text"
+  MANWIDTH=100 man -l "$T/root/share/man/man1/kiln.1" 2>/dev/null >"$T/kiln.txt"
+  grep -qE "usage: +kiln +plan +SPEC" "$T/kiln.txt" || not_ok "kiln(1) lacks kiln help plan"
+  grep -qi "bad spec" "$T/kiln.txt" || not_ok "kiln(1) lacks the exit codes"
 fi
 echo "cli checked"
-exit $fail
+checks_done

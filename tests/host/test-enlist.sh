@@ -11,19 +11,17 @@ set -euo pipefail
 : "${KILN:?}" "${SRC:?}"
 . "$SRC/tests/lib/http.sh"
 for c in python3 sqlite3 curl; do command -v $c >/dev/null || { echo "SKIP: no $c"; exit 77; }; done
-http_test_init enlist
+test_tmpdir enlist
 . "$SRC/tests/lib/controller.sh"
-on_exit() { controller_stop; }
 
 mkdir -p "$T/www/specs" "$T/run" "$T/target"
 http_start "$T/www"
 controller_start "$T/ctl"
-(umask 077; python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["hmac_key"])' "$T/ctl/config.json" >"$T/enlist.key")
+(umask 077; controller_key hmac_key >"$T/enlist.key")
 KEY=$(cat "$T/enlist.key")
 INV=$SRC/tests/inventories/qemu-4disk.json
 NODE=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["machine_uuid"])' "$INV")
 export KILN_RUN_DIR=$T/run KILN_TARGET=$T/target KILN_ENLIST_KEY=$T/enlist.key
-sql() { sqlite3 -batch -noheader "$T/ctl/controller.db" "$1"; }
 boot() {   # boot RC CMDLINE [kiln boot options]
   local rc=$1; shift
   echo "$1" >"$T/cmdline"; shift
@@ -39,8 +37,8 @@ expect_err "enlisted '$NODE' at '$CTL/kiln/enlist'"
 [[ -z $(ls -A "$T/target") ]] || fail "the target got files: $(ls -A "$T/target")"
 [[ $(ls "$T/run" | sort | tr '\n' ' ') == "enlist.json finish " ]] || fail "run dir holds $(ls "$T/run")"
 [[ $(grep -c "/specs/52:54:00:12:34:56.yaml" "$HTTP_DIR/access.log") == 1 ]] || fail "the 404 was retried"
-[[ $(sql "SELECT posts FROM enlisted WHERE node_id = '$NODE'") == 1 ]] || fail "not enlisted once"
-[[ $(sql "SELECT count(*) FROM requests WHERE path = '/kiln/enlist' AND status = 200") == 1 ]] || fail "enlist requests"
+[[ $(controller_sql "SELECT posts FROM enlisted WHERE node_id = '$NODE'") == 1 ]] || fail "not enlisted once"
+[[ $(controller_sql "SELECT count(*) FROM requests WHERE path = '/kiln/enlist' AND status = 200") == 1 ]] || fail "enlist requests"
 
 # what the controller keeps is what was posted, byte for byte, and plans
 curl -sf "$CTL/kiln/enlisted/$NODE" -o "$T/enlisted.json"
@@ -66,20 +64,20 @@ grep -q "fingerprint:" "$T/plan.enlisted" || fail "no plan made: $(cat "$T/plan.
 rm -f "$T/run/finish"
 boot 0 "kiln.enlist=$CTL/kiln/enlist" --no-finish
 expect_err "(kiln.enlist= and no kiln.spec=)"
-[[ $(sql "SELECT posts FROM enlisted WHERE node_id = '$NODE'") == 2 ]] || fail "second enlist not kept"
+[[ $(controller_sql "SELECT posts FROM enlisted WHERE node_id = '$NODE'") == 2 ]] || fail "second enlist not kept"
 [[ $(grep -c "/specs/" "$HTTP_DIR/access.log") == 1 ]] || fail "a spec was fetched without kiln.spec="
 
 # 3. dry run: says what it would do, posts nothing
 boot 0 "kiln.enlist=$CTL/kiln/enlist" --dry-run
 grep -q "would enlist '$NODE'" "$T/stdout" || fail "dry run: $(cat "$T/stdout")"
-[[ $(sql "SELECT count(*) FROM requests WHERE path = '/kiln/enlist'") == 2 ]] || fail "the dry run posted"
+[[ $(controller_sql "SELECT count(*) FROM requests WHERE path = '/kiln/enlist'") == 2 ]] || fail "the dry run posted"
 
 # 4. a wrong key: 401, final, nothing kept
 echo "not-the-key-$RANDOM$RANDOM" >"$T/wrong.key"
 KILN_ENLIST_KEY=$T/wrong.key boot 7 "kiln.enlist=$CTL/kiln/enlist"
 expect_err "failed to enlist '$NODE' at '$CTL/kiln/enlist': webhook '$CTL/kiln/enlist' refused the enlist event: HTTP status 401"
-[[ $(sql "SELECT count(*) FROM requests WHERE path = '/kiln/enlist' AND status = 401") == 1 ]] || fail "401 retried"
-[[ $(sql "SELECT posts FROM enlisted WHERE node_id = '$NODE'") == 2 ]] || fail "a badly signed inventory was kept"
+[[ $(controller_sql "SELECT count(*) FROM requests WHERE path = '/kiln/enlist' AND status = 401") == 1 ]] || fail "401 retried"
+[[ $(controller_sql "SELECT posts FROM enlisted WHERE node_id = '$NODE'") == 2 ]] || fail "a badly signed inventory was kept"
 
 # 5. no key file
 KILN_ENLIST_KEY=$T/missing.key boot 7 "kiln.enlist=$CTL/kiln/enlist"
@@ -98,7 +96,7 @@ expect_err "invalid kernel command line option 'kiln.enlist.timeout=0'"
 # 7. a 404 without kiln.enlist=: fails as before, nothing posted
 boot 8 "kiln.spec=$SPEC_URL"
 expect_err "failed to fetch spec"
-[[ $(sql "SELECT count(*) FROM requests WHERE path = '/kiln/enlist'") == 3 ]] || fail "posted without kiln.enlist="
+[[ $(controller_sql "SELECT count(*) FROM requests WHERE path = '/kiln/enlist'") == 3 ]] || fail "posted without kiln.enlist="
 
 # the key never shows
 grep -rqF -- "$KEY" "$T/err" "$T/stdout" "$T/run" "$T/ctl/controller.log" && fail "the enlist key appears in output"

@@ -7,8 +7,7 @@
 set -euo pipefail
 : "${KILN:?}" "${SRC:?}"
 . "$SRC/tests/lib/http.sh"
-http_test_init fetch-pushback
-on_exit() { [[ -n ${SRV_PID:-} ]] && kill "$SRV_PID" 2>/dev/null; wait "${SRV_PID:-}" 2>/dev/null || true; }
+test_tmpdir fetch-pushback
 
 # PATH: /<answers>/name, answers a comma list for the requests in order, each
 # 503:RA (RA: seconds, "date:N" for an HTTP-date N s ahead, "-" none),
@@ -55,7 +54,7 @@ import os; os.rename(sys.argv[1] + ".tmp", sys.argv[1])
 s.serve_forever()
 PY
 python3 "$T/server.py" "$T/port" "$T/log" &
-SRV_PID=$!
+cleanup_pid $!
 for _ in $(seq 50); do [[ -s $T/port ]] && break; sleep 0.1; done
 U="http://127.0.0.1:$(cat "$T/port")"
 log_of() { grep " /$1/" "$T/log"; }

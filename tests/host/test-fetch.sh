@@ -5,7 +5,7 @@
 set -euo pipefail
 [[ -n ${TRACE:-} ]] && set -x
 source "$SRC/tests/lib/http.sh"
-http_test_init fetch
+test_tmpdir fetch
 
 mkdir -p "$T/www"
 head -c 2500000 /dev/urandom >"$T/www/blob"

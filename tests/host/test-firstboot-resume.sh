@@ -15,83 +15,64 @@ for t in losetup mkfs.ext4 findmnt jq zstd python3 sqlite3 curl; do
 done
 source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/lib/image-fixtures.sh"
-source "$SRC/tests/lib/loop.sh"       # after http.sh: its fail() counts, http.sh's exits
+source "$SRC/tests/lib/loop.sh"
 loop_init firstboot-resume
 source "$SRC/tests/lib/controller.sh"
-on_exit() { controller_stop; http_stop; }
+source "$SRC/tests/lib/spec.sh"
 
 small_image
 mkdir -p "$T/www"
 cp "$SMALL_DIR/small.tar.zst" "$T/www/"
 http_start "$T/www"
 controller_start "$T/ctl" || exit 1
-cfg() { jq -r ".$1" "$T/ctl/config.json"; }
-admin() { curl -sf -o /dev/null --data-binary "$1" "$CTL/kiln/admin" || fail "controller admin call failed: $1"; }
-sql() { sqlite3 -batch -noheader "$T/ctl/controller.db" "$1"; }
-HOST_PASSWORD="host-pw-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"
+HOST_PASSWORD=$(secret host-pw-)
 truncate -s 256M "$T/a.img"
 attach "$T/a.img"; LOOP=$ATTACHED
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
-cat >"$T/www/spec.yaml" <<YAML
-version: 1
-hostname: kiln-fb-resume
-disks:
-  - {id: a, match: {path: $LOOP}, wipe: true}
-partitions:
-  - {id: root, on: a, size: rest, type: linux}
-filesystems:
-  - {on: root, type: ext4, label: root, mount: /}
+spec_write "$T/www/spec.yaml" root-disk register -- HOSTNAME=kiln-fb-resume DISK="$LOOP" CTL="$CTL" \
+  API_KEY="$(controller_key api_key)" SECRET_KEY="$(controller_key secret_key)" HOST_USERNAME=root \
+  HOST_AUTH=$'\n'"    host_password: \"$HOST_PASSWORD\"" HMAC_KEY="$(controller_key hmac_key)"
+cat >>"$T/www/spec.yaml" <<YAML
 image: {url: "http://127.0.0.1:$HTTP_PORT/small.tar.zst", sha256: "$SMALL_SUM"}
-register:
-  cloudstack:
-    endpoint: "$CTL/client/api"
-    zone: lab
-    pod: p1
-    cluster: c1
-    api_key: "$(cfg api_key)"
-    secret_key: "$(cfg secret_key)"
-    host_username: root
-    host_password: "$HOST_PASSWORD"
-  webhook: {url: "$CTL/kiln/webhook", hmac_key: "$(cfg hmac_key)"}
 finish: none
 YAML
 SPEC_URL="http://127.0.0.1:$HTTP_PORT/spec.yaml"
 SHA=$(sha256sum "$T/www/spec.yaml" | cut -d' ' -f1)
 apply() { # want_rc log
   "$KILN" apply --yes --spec-url "$SPEC_URL" "$T/www/spec.yaml" >"$2" 2>&1; local rc=$?
-  [[ $rc == "$1" ]] && ok "kiln apply exit $rc" || { cat "$2"; fail "kiln apply exited $rc, expected $1"; }
+  [[ $rc == "$1" ]] && ok "kiln apply exit $rc" || { cat "$2"; not_ok "kiln apply exited $rc, expected $1"; }
 }
 R=$T/target
 
 # 1. the webhook refuses the report: the run fails at register, after configure
-admin '{"fail_401": true, "fault_webhook": true}'
+controller_admin '{"fail_401": true, "fault_webhook": true}'
 apply 7 "$T/run1.log"
 rec=$R/var/lib/kiln/progress.json
 [[ $(jq -c .stages_done "$rec") == '["storage","image","configure"]' ]] && ok "run 1's record: storage, image, configure" \
-  || fail "progress record: $(cat "$rec")"
+  || not_ok "progress record: $(cat "$rec")"
 umount -R "$R"          # the node reboots
-admin '{"fail_401": false, "fault_webhook": false}'
+controller_admin '{"fail_401": false, "fault_webhook": false}'
 
 # 2. the resume: configure skipped, the first-boot files installed
 apply 0 "$T/run2.log"
 grep -q "resuming the interrupted run of plan .*: stages done storage, image, configure" "$T/run2.log" \
-  && ok "run 2 resumed with configure done" || fail "run 2 did not resume: $(grep -i resum "$T/run2.log")"
+  && ok "run 2 resumed with configure done" || not_ok "run 2 did not resume: $(grep -i resum "$T/run2.log")"
 grep -Eq "step [0-9]+/[0-9]+ configure .*skipped|configure.*: skipped" "$T/run2.log" && ok "run 2 skipped configure" \
-  || fail "configure not skipped: $(grep configure "$T/run2.log")"
+  || not_ok "configure not skipped: $(grep configure "$T/run2.log")"
 grep -q "first boot: kiln-register.service enabled in $R" "$T/run2.log" && ok "run 2's register cloudstack step installed the first boot" \
-  || fail "run 2 did not install the first boot: $(grep -i 'first boot\|register' "$T/run2.log")"
+  || not_ok "run 2 did not install the first boot: $(grep -i 'first boot\|register' "$T/run2.log")"
 [[ -x $R/usr/local/sbin/kiln && -L $R/etc/systemd/system/multi-user.target.wants/kiln-register.service ]] \
-  && ok "kiln and the enabled unit are in the resumed root" || fail "no first-boot files in the resumed root"
+  && ok "kiln and the enabled unit are in the resumed root" || not_ok "no first-boot files in the resumed root"
 grep -qxF "spec=$SPEC_URL" "$R/etc/kiln/firstboot.conf" && grep -qxF "spec_sha256=$SHA" "$R/etc/kiln/firstboot.conf" \
-  && ok "firstboot.conf names --spec-url and the file's sha256" || fail "firstboot.conf: $(cat "$R/etc/kiln/firstboot.conf")"
+  && ok "firstboot.conf names --spec-url and the file's sha256" || not_ok "firstboot.conf: $(cat "$R/etc/kiln/firstboot.conf")"
 [[ $(awk -F: '$1 == "root" { print substr($2, 1, 3) }' "$R/etc/shadow") == '$y$' ]] && ok "root's password hashed in /etc/shadow" \
-  || fail "shadow: $(cut -d: -f1,2 "$R/etc/shadow" | cut -c1-20)"
+  || not_ok "shadow: $(cut -d: -f1,2 "$R/etc/shadow" | cut -c1-20)"
 [[ $(jq -r .registration.cloudstack.result "$R/var/lib/kiln/report.json") == FIRSTBOOT ]] \
-  && ok "the resumed run saved its report in the root, FIRSTBOOT" || fail "target report: $(jq -c .registration "$R/var/lib/kiln/report.json" 2>&1)"
+  && ok "the resumed run saved its report in the root, FIRSTBOOT" || not_ok "target report: $(jq -c .registration "$R/var/lib/kiln/report.json" 2>&1)"
 [[ $(jq -r .run_id "$R/var/lib/kiln/report.json") == $(jq -r .run_id "$T/run/report.json") ]] \
-  && ok "the root's report is this run's" || fail "the root's report is another run's"
-[[ $(sql "SELECT count(*) FROM requests WHERE path = '/client/api'") == 0 ]] && ok "no CloudStack call from either run" \
-  || fail "CloudStack calls: $(sql "SELECT group_concat(command) FROM requests WHERE path = '/client/api'")"
-if grep -rqF -- "$HOST_PASSWORD" "$R" "$T/run1.log" "$T/run2.log" "$T/run"; then fail "the host password is in the root or a log"
+  && ok "the root's report is this run's" || not_ok "the root's report is another run's"
+[[ $(controller_sql "SELECT count(*) FROM requests WHERE path = '/client/api'") == 0 ]] && ok "no CloudStack call from either run" \
+  || not_ok "CloudStack calls: $(controller_sql "SELECT group_concat(command) FROM requests WHERE path = '/client/api'")"
+if grep -rqF -- "$HOST_PASSWORD" "$R" "$T/run1.log" "$T/run2.log" "$T/run"; then not_ok "the host password is in the root or a log"
 else ok "the host password is in no file of the root, no log, no report"; fi
-loop_done
+checks_done

@@ -20,38 +20,26 @@ set -euo pipefail
 : "${SRC:?}"
 source "$SRC/initramfs/cache.sh"
 
-fails=0
-ok()   { echo "ok - $*"; }
-fail() { echo "not ok - $*"; fails=$((fails + 1)); }
+source "$SRC/tests/lib/assert.sh"
+source "$SRC/tests/lib/cleanup.sh"
 
 t0=$SECONDS
 tarball=$(bash "$SRC/tests/lib/rootfs.sh" minbase) || { echo "not ok - make the minbase root (tests/lib/rootfs.sh)"; exit 1; }
 echo "# root: $tarball ($((SECONDS - t0)) s)"
 
 R=$(mktemp -d /var/tmp/kiln-fresh.XXXXXX)
-mounts=()
-cleanup() {
-  local i
-  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}" 2>/dev/null || true; done
-  # never delete through a mount that is still there (the apt archive is a bind)
-  if findmnt -rn -o TARGET | grep -q "^$R"; then
-    echo "# $R still has mounts; left in place"
-  elif [[ ${KILN_FRESH_KEEP:-0} == 1 ]]; then
-    echo "# kept $R"
-  else
-    rm -rf --one-file-system "$R"
-  fi
-}
-trap cleanup EXIT
+# removed on exit unless kept, never through a mount that is still there
+# (the apt archive is a bind): tests/lib/cleanup.sh
+if [[ ${KILN_FRESH_KEEP:-0} == 1 ]]; then cleanup_do echo "# kept $R"; else cleanup_path "$R"; fi
 tar -C "$R" -xf "$tarball"
 
 # what a new machine cannot have: no compiler, no -dev package, no kiln cache
 for p in gcc cmake libyaml-dev libarchive-dev; do
   if chroot "$R" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-    fail "the new root already has $p"
+    not_ok "the new root already has $p"
   fi
 done
-[[ ! -e $R/var/cache/kiln ]] || fail "the new root already has /var/cache/kiln"
+[[ ! -e $R/var/cache/kiln ]] || not_ok "the new root already has /var/cache/kiln"
 
 # the source as CI's clean clone has it (tracked and new files, no build trees)
 mkdir -p "$R/src"
@@ -70,11 +58,11 @@ printf '#!/bin/sh\nexit 101\n' >"$R/usr/sbin/policy-rc.d"; chmod 755 "$R/usr/sbi
 archives=$KILN_CACHE_DIR/fresh-apt-archives
 mkdir -p "$archives/partial" "$R/var/cache/apt/archives"
 rm -f "$R/etc/apt/apt.conf.d/docker-clean"   # keep the .debs for the next run
-mount --bind "$archives" "$R/var/cache/apt/archives" && mounts+=("$R/var/cache/apt/archives")
-mount -t proc proc "$R/proc" && mounts+=("$R/proc")
-mount -t sysfs sys "$R/sys" && mounts+=("$R/sys")
-mount --bind /dev "$R/dev" && mounts+=("$R/dev")
-mount -t devpts -o newinstance devpts "$R/dev/pts" 2>/dev/null && mounts+=("$R/dev/pts") || true
+mount --bind "$archives" "$R/var/cache/apt/archives" && cleanup_umount "$R/var/cache/apt/archives"
+mount -t proc proc "$R/proc" && cleanup_umount "$R/proc"
+mount -t sysfs sys "$R/sys" && cleanup_umount "$R/sys"
+mount --bind /dev "$R/dev" && cleanup_umount "$R/dev"
+mount -t devpts -o newinstance devpts "$R/dev/pts" 2>/dev/null && cleanup_umount "$R/dev/pts" || true
 
 step() {  # step LABEL COMMAND: runs COMMAND in the root as a new login would
   local label=$1 cmd=$2 t=$SECONDS rc=0
@@ -84,7 +72,7 @@ step() {  # step LABEL COMMAND: runs COMMAND in the root as a new login would
   echo "# $label: $((SECONDS - t)) s, exit $rc"
   if ((rc != 0)); then
     echo "# last lines of $label:"; tail -n 30 "$R/$label.log" | sed 's/^/#   /'
-    fail "$label"; return 1
+    not_ok "$label"; return 1
   fi
   ok "$label"
 }
@@ -98,11 +86,10 @@ step unit "cd out/build && ctest -L unit --output-on-failure --output-junit /src
 if [[ -s $R/src/out/junit-unit.xml ]]; then
   read -r p f s < <(python3 "$SRC/tests/lib/junit-count.py" "$R/src/out/junit-unit.xml" | head -n 1)
   echo "# unit tests in the new root: $p passed, $f failed, $s skipped"
-  ((p > 0 && f == 0)) || fail "unit tests in the new root ($p passed, $f failed)"
+  ((p > 0 && f == 0)) || not_ok "unit tests in the new root ($p passed, $f failed)"
   # the binary that the root built is the one a user gets: it runs there
   out=$(chroot "$R" /bin/bash -c '/src/out/build/kiln validate /src/templates/*.yaml' 2>&1) && ok "kiln validate templates/*.yaml in the new root" \
-    || { echo "$out" | sed 's/^/#   /'; fail "kiln validate templates/*.yaml in the new root"; }
+    || { echo "$out" | sed 's/^/#   /'; not_ok "kiln validate templates/*.yaml in the new root"; }
 fi
 echo "# fresh machine: $((SECONDS - t0)) s in all"
-echo "# $fails failed"
-((fails == 0))
+checks_done

@@ -7,9 +7,7 @@ set -euo pipefail
 [[ -n ${TRACE:-} ]] && set -x
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root (loop devices)"; exit 77; }
 source "$SRC/tests/lib/http.sh"
-http_test_init image-raw
-LOOP=
-on_exit() { if [[ -n $LOOP ]]; then losetup -d "$LOOP"; fi; }
+test_tmpdir image-raw
 export KILN_RUN_DIR=$T/run
 
 # a 20 MiB "disk image": random data, zero stretches, not a multiple of the write size
@@ -26,7 +24,8 @@ zstd -q -3 "$T/disk.img" -o "$T/www/disk.img.zst"
 SUM=$(sha256sum <"$T/www/disk.img.zst" | cut -d' ' -f1)
 SIZE=$(stat -c %s "$T/disk.img")
 truncate -s 32M "$T/backing"
-LOOP=$(losetup -f --show "$T/backing") || { LOOP=; echo "SKIP: no loop device"; exit 77; }
+LOOP=$(losetup -f --show "$T/backing") || { echo "SKIP: no loop device"; exit 77; }
+cleanup_loop "$LOOP"
 http_start "$T/www"
 U=http://127.0.0.1:$HTTP_PORT
 

@@ -10,7 +10,7 @@ set -euo pipefail
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root (owners, device nodes)"; exit 77; }
 source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/lib/image-fixtures.sh"
-http_test_init image
+test_tmpdir image
 fresh() { rm -rf "$T/target"; mkdir "$T/target"; }
 marker_present() { [[ -f $T/target/.kiln-incomplete ]] || fail "target not marked incomplete"; }
 marker_absent() { [[ ! -e $T/target/.kiln-incomplete ]] || fail "marker left after a good install"; }

@@ -7,33 +7,34 @@ set -euo pipefail
 [[ ${KILN_SANITIZE:-} == ON ]] && { echo "skip: sanitizer build (the image takes the normal build)"; exit 77; }
 [[ $(id -u) == 0 ]] || { echo "skip: needs root"; exit 77; }
 for t in zstd cpio depmod apt-get; do command -v $t >/dev/null || { echo "skip: no $t"; exit 77; }; done
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$SRC/tests/lib/assert.sh"
+source "$SRC/tests/lib/cleanup.sh"
+test_tmpdir initramfs
 
-out=$(bash "$SRC/initramfs/build.sh" --kiln "$KILN" 2>"$tmp/log") || { cat "$tmp/log"; fail "build.sh failed"; }
-cat "$tmp/log"
+out=$(bash "$SRC/initramfs/build.sh" --kiln "$KILN" 2>"$T/log") || { cat "$T/log"; fail "build.sh failed"; }
+cat "$T/log"
 img=$(sed -n 's/^KILN_INITRD=//p' <<<"$out")
 kernel=$(sed -n 's/^KILN_KERNEL=//p' <<<"$out")
 size=$(sed -n 's/^KILN_INITRD_SIZE=//p' <<<"$out")
 [[ -s $img && -s $kernel ]] || fail "no image or kernel in: $out"
 [[ $size == "$(stat -c %s "$img")" ]] || fail "printed size $size is not the file's"
 ((size <= 16 * 1024 * 1024)) || fail "image is $size bytes, over 16 MiB"
-grep -q "initramfs size: $size bytes" "$tmp/log" || fail "build.sh did not print the size"
+grep -q "initramfs size: $size bytes" "$T/log" || fail "build.sh did not print the size"
 
 # a second run with the same inputs reuses the image
-out2=$(bash "$SRC/initramfs/build.sh" --kiln "$KILN" 2>"$tmp/log2")
-grep -q 'reusing' "$tmp/log2" || fail "unchanged inputs were rebuilt"
+out2=$(bash "$SRC/initramfs/build.sh" --kiln "$KILN" 2>"$T/log2")
+grep -q 'reusing' "$T/log2" || fail "unchanged inputs were rebuilt"
 [[ $(sed -n 's/^KILN_INITRD=//p' <<<"$out2") == "$img" ]] || fail "unchanged inputs gave another image"
 
-zstd -dc "$img" | (mkdir "$tmp/root" && cd "$tmp/root" && cpio -id --quiet 2>/dev/null)
-r=$tmp/root
+zstd -dc "$img" | (mkdir "$T/root" && cd "$T/root" && cpio -id --quiet 2>/dev/null)
+r=$T/root
 for f in init usr/bin/kiln bin/busybox usr/sbin/mdadm usr/sbin/lvm usr/sbin/cryptsetup usr/sbin/mkfs.xfs \
          usr/sbin/mkfs.ext4 usr/sbin/mkswap usr/sbin/blkid usr/sbin/wipefs etc/lvm/lvm.conf \
          usr/share/udhcpc/default.script etc/kiln/modules.load; do
   [[ -e $r/$f || -L $r/$f ]] || fail "'/$f' is missing from the image"
 done
-strip --strip-unneeded -o "$tmp/kiln" "$KILN"
-cmp -s "$tmp/kiln" "$r/usr/bin/kiln" || fail "the image's kiln is not '$KILN' (stripped)"
+strip --strip-unneeded -o "$T/kiln" "$KILN"
+cmp -s "$T/kiln" "$r/usr/bin/kiln" || fail "the image's kiln is not '$KILN' (stripped)"
 readelf -S "$r/usr/bin/kiln" | grep -q '\.symtab' && fail "the image's kiln has a symbol table (not stripped)"
 grep -q 'udev_sync = 0' "$r/etc/lvm/lvm.conf" && grep -q 'obtain_device_list_from_udev = 0' "$r/etc/lvm/lvm.conf" \
   || fail "lvm.conf does not turn udev off"

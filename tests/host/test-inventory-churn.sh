@@ -14,7 +14,6 @@ done
 . "$SRC/tests/lib/loop.sh"
 loop_init churn
 CHURN_PIDS=()
-on_exit() { local p; for p in "${CHURN_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; }
 
 truncate -s 64M "$T/steady.img" "$T/parts.img" "$T/empty.img"
 attach "$T/steady.img"; STEADY=$ATTACHED
@@ -22,16 +21,16 @@ attach "$T/parts.img"; PARTS=$ATTACHED
 attach "$T/empty.img"; EMPTY=$ATTACHED
 # eight partitions, so that a probe is often inside the table when it is re-read
 printf 'label: gpt\n%s' "$(for i in 1 2 3 4 5 6 7 8; do echo 'size=4MiB, type=linux'; done)" | sfdisk -q "$PARTS" \
-  || { fail "sfdisk on $PARTS"; loop_done; }
+  || { not_ok "sfdisk on $PARTS"; checks_done; }
 partx -a "$PARTS" 2>/dev/null  # (this kernel may not read GPT itself: partx adds the partitions)
-[[ -e ${PARTS}p8 ]] || { fail "no ${PARTS}p8 after sfdisk"; loop_done; }
+[[ -e ${PARTS}p8 ]] || { not_ok "no ${PARTS}p8 after sfdisk"; checks_done; }
 
 # the churn: drop and re-add PARTS' partitions; EMPTY's backing file empty, then back
 churn_parts() { while :; do partx -d "$PARTS" 2>/dev/null; partx -a "$PARTS" 2>/dev/null; done; }
 churn_parts &
-CHURN_PIDS+=($!)
+CHURN_PIDS+=($!); cleanup_pid $!
 ( while :; do truncate -s 0 "$T/empty.img"; losetup -c "$EMPTY"; truncate -s 64M "$T/empty.img"; losetup -c "$EMPTY"; done ) &
-CHURN_PIDS+=($!)
+CHURN_PIDS+=($!); cleanup_pid $!
 
 # An ASan build's probe is several times slower, under the same churn: fewer
 # runs there (the same checks), the full count in the normal build.
@@ -52,19 +51,19 @@ for ((i = 0; i < RUNS; i++)); do
     "false 8") parts_seen=$((parts_seen + 1)) ;;
     "true "*) unreadable=$((unreadable + 1)) ;;
     "false "[0-7]) partial=$((partial + 1)) ;;   # one state of the table, caught between two changes
-    *) fail "$PARTS listed as '$pa'" ;;
+    *) not_ok "$PARTS listed as '$pa'" ;;
   esac
   case $em in
     67108864) empty_seen=$((empty_seen + 1)) ;;
     missing) empty_gone=$((empty_gone + 1)) ;;
-    *) fail "$EMPTY listed with size $em (neither 64 MiB nor left out)" ;;
+    *) not_ok "$EMPTY listed with size $em (neither 64 MiB nor left out)" ;;
   esac
 done
-on_exit; CHURN_PIDS=()
+stop_pid "${CHURN_PIDS[@]}"; CHURN_PIDS=()
 echo "$RUNS runs: $fails failed; $PARTS whole $parts_seen, unreadable $unreadable, between changes $partial; $EMPTY listed $empty_seen, left out $empty_gone"
 ((fails == 0)) && ok "the inventory never failed while devices changed" \
-  || fail "the inventory failed $fails of $RUNS times, first: $(cat "$T/first-err")"
-((steady_bad == 0)) && ok "the steady disk was always listed as it is" || fail "the steady disk was misread $steady_bad times"
+  || not_ok "the inventory failed $fails of $RUNS times, first: $(cat "$T/first-err")"
+((steady_bad == 0)) && ok "the steady disk was always listed as it is" || not_ok "the steady disk was misread $steady_bad times"
 
 # kiln plan: a spec that selects the steady disk plans while the others churn;
 # one that selects a disk whose partitions changed under the probe is refused
@@ -79,14 +78,14 @@ filesystems:
   - {on: root, type: ext4, mount: /}
 YAML
 churn_parts &
-CHURN_PIDS+=($!)
+CHURN_PIDS+=($!); cleanup_pid $!
 bad=0
 for ((i = 0; i < PLANS; i++)); do
   "$KILN" plan "$T/spec.yaml" >/dev/null 2>"$T/err" && continue
   ((bad++ == 0)) && cp "$T/err" "$T/first-err"
 done
 ((bad == 0)) && ok "a spec on the steady disk plans while another disk churns" \
-  || fail "kiln plan failed $bad of $PLANS times while another disk churned: $(cat "$T/first-err")"
+  || not_ok "kiln plan failed $bad of $PLANS times while another disk churned: $(cat "$T/first-err")"
 # the churning disk selected: refused as unreadable (exit 3), or planned when
 # the probe caught it steady; never a failed inventory
 sed "s|path: $STEADY|path: $PARTS|" "$T/spec.yaml" >"$T/parts.yaml"
@@ -102,6 +101,6 @@ for ((i = 0; i < 10 && (i < PLANS || refused == 0); i++)); do
   fi
 done
 ((other == 0 && refused > 0)) && ok "a spec on the churning disk is refused as unreadable ($refused of $i runs)" \
-  || fail "kiln plan on the churning disk: $refused refusals as unreadable, $other other failures: $(cat "$T/first-err" 2>/dev/null)"
-on_exit; CHURN_PIDS=()
-loop_done
+  || not_ok "kiln plan on the churning disk: $refused refusals as unreadable, $other other failures: $(cat "$T/first-err" 2>/dev/null)"
+stop_pid "${CHURN_PIDS[@]}"; CHURN_PIDS=()
+checks_done

@@ -3,9 +3,9 @@
 # the checked-in JSON, saved JSON round-trips, and bad inputs fail with the
 # exact message and exit code.
 set -euo pipefail
-T=$(mktemp -d /tmp/kiln-invcli.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$SRC/tests/lib/assert.sh"
+source "$SRC/tests/lib/cleanup.sh"
+test_tmpdir invcli
 INV=$SRC/tests/inventories
 
 "$KILN" inventory --sysroot "$INV/sysroot-mixed" --json >"$T/out.json"

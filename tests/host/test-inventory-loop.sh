@@ -8,32 +8,23 @@ set -euo pipefail
 command -v losetup >/dev/null && command -v wipefs >/dev/null && command -v jq >/dev/null || { echo "needs losetup, wipefs, jq"; exit 77; }
 losetup -f >/dev/null 2>&1 || { echo "no free loop device"; exit 77; }
 
-T=$(mktemp -d /tmp/kiln-inv.XXXXXX)
-LOOPS=()
-MNT=""
+source "$SRC/tests/lib/assert.sh"
+source "$SRC/tests/lib/cleanup.sh"
+test_tmpdir inv
 # lvm (libdevmapper) makes /dev/mapper/control even on a kernel without
 # device-mapper; leave /dev as it was
-HAD_DM_CONTROL=0; [[ -e /dev/mapper/control ]] && HAD_DM_CONTROL=1
-cleanup() {
-  if ((!HAD_DM_CONTROL)) && ! grep -qw device-mapper /proc/misc 2>/dev/null; then
-    rm -f /dev/mapper/control; rmdir /dev/mapper 2>/dev/null || true
-  fi
-  [[ -n $MNT ]] && umount "$MNT" 2>/dev/null || true
-  # partitions added with partx keep a detached loop device alive: drop them first
-  for l in "${LOOPS[@]}"; do partx -d "$l" 2>/dev/null || true; losetup -d "$l" 2>/dev/null || true; done
-  rm -rf "$T"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-attach() {  # attach VAR FILE: not in a subshell, so that LOOPS keeps every device for cleanup
-  local l; l=$(losetup -f --show "$2"); LOOPS+=("$l"); printf -v "$1" '%s' "$l"
+if [[ ! -e /dev/mapper/control ]]; then
+  cleanup_do eval 'grep -qw device-mapper /proc/misc 2>/dev/null || { rm -f /dev/mapper/control; rmdir /dev/mapper 2>/dev/null; }'
+fi
+attach_as() {  # attach_as VAR FILE (not loop.sh's attach: this test's kiln sees loop devices only where it says so)
+  local l; l=$(losetup -f --show "$2"); cleanup_loop "$l"; printf -v "$1" '%s' "$l"
 }
 
 # A: GPT with an ext4 and a swap partition (this kernel parses no partition
 # tables, so partx adds the partitions)
 truncate -s 64M "$T/a.img"
 parted -s "$T/a.img" mklabel gpt mkpart one 1MiB 20MiB mkpart two 20MiB 60MiB
-attach A "$T/a.img"
+attach_as A "$T/a.img"
 partx -a "$A"
 mkfs.ext4 -q -L kilnext -U 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d "${A}p1"
 mkswap -q -L kilnswap -U 11111111-2222-4333-8444-555555555555 "${A}p2"
@@ -41,27 +32,27 @@ PTUUID=$(blkid -p -o value -s PTUUID "$A")
 # B: xfs on the whole disk (xfs wants 300 MB)
 truncate -s 320M "$T/b.img"
 mkfs.xfs -q -L kilnxfs -m uuid=22222222-3333-4444-8555-666666666666 "$T/b.img"
-attach B "$T/b.img"
+attach_as B "$T/b.img"
 # C: LUKS2 (formatting needs no device-mapper)
 truncate -s 32M "$T/c.img"
 printf 'not-a-real-passphrase' | cryptsetup luksFormat --type luks2 --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
   --uuid 12345678-1234-4234-8234-123456789abc --label kilnluks --batch-mode --key-file=- "$T/c.img"
-attach C "$T/c.img"
+attach_as C "$T/c.img"
 # D: an md v1.2 superblock (mdadm --create needs the md driver this kernel lacks)
 truncate -s 32M "$T/d.img"
 python3 "$SRC/tests/lib/md-superblock.py" "$T/d.img" oldnode:1 c6a1e0f3-27d4-8b59-3e1a-94f0d2b7c815
-attach D "$T/d.img"
+attach_as D "$T/d.img"
 # E: an LVM physical volume, if lvm can write one here
 truncate -s 32M "$T/e.img"
-attach E "$T/e.img"
+attach_as E "$T/e.img"
 LVMCONF='devices { obtain_device_list_from_udev = 0 } activation { udev_sync = 0 udev_rules = 0 }'
 HAVE_PV=0
 if command -v lvm >/dev/null && lvm pvcreate -q --config "$LVMCONF" "$E" >/dev/null 2>&1 </dev/null; then HAVE_PV=1; fi
 # F: blank
 truncate -s 16M "$T/f.img"
-attach F "$T/f.img"
+attach_as F "$T/f.img"
 # mount A's ext4 so the inventory has a mountpoint to find
-MNT="$T/mnt"; mkdir -p "$MNT"; mount -o ro "${A}p1" "$MNT"
+MNT="$T/mnt"; mkdir -p "$MNT"; mount -o ro "${A}p1" "$MNT"; cleanup_umount "$MNT"
 
 sum_all() { md5sum "$T"/*.img; }   # not adversarial: any change shows
 before=$(sum_all)

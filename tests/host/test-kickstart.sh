@@ -10,12 +10,9 @@ set -euo pipefail
 command -v dnsmasq >/dev/null || { echo "skip: dnsmasq is missing (bash tests/deps.sh)"; exit 77; }
 command -v nginx >/dev/null || { echo "skip: nginx is missing (bash tests/deps.sh)"; exit 77; }
 K=$SRC/kickstart
-fails=0
-ok()   { echo "ok - $*"; }
-fail() { echo "not ok - $*"; fails=$((fails + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi; }
-T=$(mktemp -d /tmp/kiln-kickstart.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+source "$SRC/tests/lib/assert.sh"
+source "$SRC/tests/lib/cleanup.sh"
+test_tmpdir kickstart
 
 # --- dnsmasq ----------------------------------------------------------------
 out=$(dnsmasq --test --conf-file="$K/dnsmasq.conf" 2>&1) && rc=0 || rc=$?
@@ -48,5 +45,4 @@ check "boot.ipxe passes BOOTIF from that NIC's MAC" grep -q 'BOOTIF=01-${netX/ma
 check "/init reads BOOTIF and tries only that NIC" grep -q 'BOOTIF=01-\*) BOOTIF_MAC=' "$SRC/initramfs/init"
 check "pxelinux passes BOOTIF too (IPAPPEND 2)" grep -q '^  IPAPPEND 2' "$K/pxelinux.cfg/default"
 
-echo "# $fails failed"
-((fails == 0))
+checks_done

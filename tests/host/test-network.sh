@@ -62,21 +62,21 @@ YAML
 spec "$T/image.tar" "$SHA" "52:54:00:de:ad:01" >"$T/unknown.yaml"
 before=$(sha256sum <"$T/a.img")
 out=$("$KILN" apply --yes "$T/unknown.yaml" 2>&1); rc=$?
-[[ $rc == 3 ]] && ok "unknown MAC: exit 3" || fail "unknown MAC: exit $rc, expected 3: $out"
+[[ $rc == 3 ]] && ok "unknown MAC: exit 3" || not_ok "unknown MAC: exit $rc, expected 3: $out"
 grep -qF "$T/unknown.yaml:10:29: 'nic' of bridge 'cloudbr0': no NIC of this machine matches MAC 52:54:00:de:ad:01 (this machine has " <<<"$out" \
-  && ok "unknown MAC: named, with this machine's NICs" || fail "unknown MAC: wrong message: $out"
-[[ $(sha256sum <"$T/a.img") == "$before" ]] && ok "unknown MAC: the disk is unchanged" || fail "unknown MAC: the disk changed"
-[[ -e $T/target/etc ]] && fail "unknown MAC: the target has files"
+  && ok "unknown MAC: named, with this machine's NICs" || not_ok "unknown MAC: wrong message: $out"
+[[ $(sha256sum <"$T/a.img") == "$before" ]] && ok "unknown MAC: the disk is unchanged" || not_ok "unknown MAC: the disk changed"
+[[ -e $T/target/etc ]] && not_ok "unknown MAC: the target has files"
 
 # 2. an image without systemd-networkd: the network step fails, writes no network file
 spec "$T/bare.tar" "$BARE_SHA" "$MAC" >"$T/bare.yaml"
 out=$("$KILN" apply --yes "$T/bare.yaml" 2>&1); rc=$?
-[[ $rc == 4 ]] && ok "image without systemd-networkd: exit 4" || fail "image without systemd-networkd: exit $rc, expected 4: $out"
+[[ $rc == 4 ]] && ok "image without systemd-networkd: exit 4" || not_ok "image without systemd-networkd: exit $rc, expected 4: $out"
 grep -qF "the image has no systemd-networkd (/lib/systemd/systemd-networkd)" <<<"$out" \
-  && ok "image without systemd-networkd: says so" || fail "image without systemd-networkd: wrong message: $out"
-[[ -e $T/target/etc/systemd ]] && fail "image without systemd-networkd: $(find "$T/target/etc/systemd")"
+  && ok "image without systemd-networkd: says so" || not_ok "image without systemd-networkd: wrong message: $out"
+[[ -e $T/target/etc/systemd ]] && not_ok "image without systemd-networkd: $(find "$T/target/etc/systemd")"
 [[ $(cat "$T/target/etc/resolv.conf" 2>/dev/null) == "nameserver 192.0.2.53" ]] \
-  && ok "image without systemd-networkd: resolv.conf untouched" || fail "image without systemd-networkd: resolv.conf changed"
+  && ok "image without systemd-networkd: resolv.conf untouched" || not_ok "image without systemd-networkd: resolv.conf changed"
 
 # 3. the same disk again, systemd-networkd now in the root: the run resumes
 # (image done) and writes the network files; a stale kiln file goes
@@ -84,36 +84,33 @@ cp -a "$T/root/lib" "$T/target/"
 mkdir -p "$T/target/etc/systemd/network" && echo stale >"$T/target/etc/systemd/network/10-kiln-old.network"
 umount -R "$T/target"
 spec "$T/image.tar" "$SHA" "$MAC" >"$T/spec.yaml"
-out=$("$KILN" plan "$T/spec.yaml" 2>&1) || fail "plan failed: $out"
+out=$("$KILN" plan "$T/spec.yaml" 2>&1) || not_ok "plan failed: $out"
 grep -qF "network      write systemd-networkd files to $T/target/etc/systemd/network: cloudbr0 over $NIC ($MAC), DHCP; cloudbr1 over $NIC ($MAC) VLAN 200, 10.1.0.5/24 via 10.1.0.1, dns 10.1.0.1 fd00::53" <<<"$out" \
-  && ok "plan: the network step names each bridge's NIC" || fail "plan: no network step as expected: $out"
+  && ok "plan: the network step names each bridge's NIC" || not_ok "plan: no network step as expected: $out"
 out=$("$KILN" apply --yes "$T/spec.yaml" 2>&1); rc=$?
-[[ $rc == 0 ]] && ok "resumed apply: exit 0" || fail "resumed apply: exit $rc: $out"
-grep -q "image .*skipped, the interrupted run did it" <<<"$out" && ok "the run resumed" || fail "the run did not resume: $out"
+[[ $rc == 0 ]] && ok "resumed apply: exit 0" || not_ok "resumed apply: exit $rc: $out"
+grep -q "image .*skipped, the interrupted run did it" <<<"$out" && ok "the run resumed" || not_ok "the run did not resume: $out"
 N=$T/target/etc/systemd/network
 files_ok() {
 H="# written by kiln from the host spec's network section"
-check() { # $1 = file, $2 = expected text
-  local got; got=$(cat "$1" 2>/dev/null) || { fail "${1#$T/target} not written"; return; }
-  [[ $got == "$2" ]] && ok "${1#$T/target}" || { fail "${1#$T/target} differs:"; diff <(echo "$2") <(echo "$got") >&2; }
-}
-check "$N/10-kiln-cloudbr0.netdev" "$H
+in_target() { expect_file "${1#$T/target}" "$@"; }  # FILE TEXT: FILE holds exactly TEXT
+in_target "$N/10-kiln-cloudbr0.netdev" "$H
 [NetDev]
 Name=cloudbr0
 Kind=bridge
 MACAddress=$MAC"
-check "$N/10-kiln-cloudbr0.network" "$H
+in_target "$N/10-kiln-cloudbr0.network" "$H
 [Match]
 Name=cloudbr0
 
 [Network]
 DHCP=yes"
-check "$N/10-kiln-cloudbr1.netdev" "$H
+in_target "$N/10-kiln-cloudbr1.netdev" "$H
 [NetDev]
 Name=cloudbr1
 Kind=bridge
 MACAddress=$MAC"
-check "$N/10-kiln-cloudbr1.network" "$H
+in_target "$N/10-kiln-cloudbr1.network" "$H
 [Match]
 Name=cloudbr1
 
@@ -122,21 +119,21 @@ Address=10.1.0.5/24
 Gateway=10.1.0.1
 DNS=10.1.0.1
 DNS=fd00::53"
-check "$N/10-kiln-vlan200.netdev" "$H
+in_target "$N/10-kiln-vlan200.netdev" "$H
 [NetDev]
 Name=vlan200
 Kind=vlan
 
 [VLAN]
 Id=200"
-check "$N/10-kiln-vlan200.network" "$H
+in_target "$N/10-kiln-vlan200.network" "$H
 [Match]
 Name=vlan200
 
 [Network]
 Bridge=cloudbr1
 LinkLocalAddressing=no"
-check "$N/20-kiln-$HEX.network" "$H
+in_target "$N/20-kiln-$HEX.network" "$H
 [Match]
 PermanentMACAddress=$MAC
 
@@ -144,25 +141,25 @@ PermanentMACAddress=$MAC
 Bridge=cloudbr0
 VLAN=vlan200
 LinkLocalAddressing=no"
-check "$T/target/etc/resolv.conf" "$H
+in_target "$T/target/etc/resolv.conf" "$H
 nameserver 10.1.0.1
 nameserver fd00::53"
 n=$(ls "$N" | wc -l)
-[[ $n == 7 ]] && ok "7 files in /etc/systemd/network" || fail "$n files in /etc/systemd/network: $(ls "$N")"
+[[ $n == 7 ]] && ok "7 files in /etc/systemd/network" || not_ok "$n files in /etc/systemd/network: $(ls "$N")"
 for l in multi-user.target.wants/systemd-networkd.service:systemd-networkd.service \
          dbus-org.freedesktop.network1.service:systemd-networkd.service \
          sockets.target.wants/systemd-networkd.socket:systemd-networkd.socket \
          network-online.target.wants/systemd-networkd-wait-online.service:systemd-networkd-wait-online.service; do
   [[ $(readlink "$T/target/etc/systemd/system/${l%%:*}") == "/lib/systemd/system/${l#*:}" ]] \
-    && ok "enabled: ${l%%:*}" || fail "not enabled: ${l%%:*}"
+    && ok "enabled: ${l%%:*}" || not_ok "not enabled: ${l%%:*}"
 done
-grep -q "^UUID=$(blkid -o value -s UUID "$A") / ext4 defaults 0 1$" "$T/target/etc/fstab" || fail "fstab lacks the root"
+grep -q "^UUID=$(blkid -o value -s UUID "$A") / ext4 defaults 0 1$" "$T/target/etc/fstab" || not_ok "fstab lacks the root"
 }
 files_ok
 
 # 4. a fresh install from the real image writes the same
 umount -R "$T/target"
 out=$("$KILN" apply --yes --fresh "$T/spec.yaml" 2>&1); rc=$?
-[[ $rc == 0 ]] && ok "fresh apply: exit 0" || fail "fresh apply: exit $rc: $out"
+[[ $rc == 0 ]] && ok "fresh apply: exit 0" || not_ok "fresh apply: exit $rc: $out"
 files_ok
-loop_done
+checks_done

@@ -47,12 +47,12 @@ filesystems:
 finish: none
 YAML
 
-"$KILN" plan --json "$T/spec.yaml" >"$T/plan.json" 2>"$T/plan.err" || { cat "$T/plan.err"; fail "kiln plan failed"; exit 1; }
+"$KILN" plan --json "$T/spec.yaml" >"$T/plan.json" 2>"$T/plan.err" || { cat "$T/plan.err"; not_ok "kiln plan failed"; exit 1; }
 jq -e '[.steps[] | select(.kind == "wipe")] | length == 1' "$T/plan.json" >/dev/null \
-  && ok "the plan wipes the disk with the old GPT (and only that one)" || fail "the plan has no single wipe step: $(jq -c '[.steps[].kind]' "$T/plan.json")"
+  && ok "the plan wipes the disk with the old GPT (and only that one)" || not_ok "the plan has no single wipe step: $(jq -c '[.steps[].kind]' "$T/plan.json")"
 
 "$KILN" apply --yes "$T/spec.yaml" >"$T/apply.out" 2>"$T/apply.err"; rc=$?
-[[ $rc == 0 ]] && ok "kiln apply exit 0" || { cat "$T/apply.err"; fail "kiln apply exited $rc"; }
+[[ $rc == 0 ]] && ok "kiln apply exit 0" || { cat "$T/apply.err"; not_ok "kiln apply exited $rc"; }
 umount -R "$T/target" 2>/dev/null
 
 # 1. every partition step of the plan against the GPT on its disk
@@ -62,7 +62,7 @@ declare -A guid=(
   [esp]=C12A7328-F81F-11D2-BA4B-00A0C93EC93B [bios_grub]=21686148-6449-6E6F-744E-656564454649)
 nparts=0
 for disk in $(jq -r '.steps[] | select(.kind == "partition") | .device' "$T/plan.json"); do
-  sfdisk --json "$disk" >"$T/gpt.json" 2>"$T/sfdisk.err" || { fail "sfdisk cannot read $disk: $(cat "$T/sfdisk.err")"; continue; }
+  sfdisk --json "$disk" >"$T/gpt.json" 2>"$T/sfdisk.err" || { not_ok "sfdisk cannot read $disk: $(cat "$T/sfdisk.err")"; continue; }
   ss=$(jq -r '.partitiontable.sectorsize // 512' "$T/gpt.json")
   # one line per entry: node number start size TYPE name (bytes)
   jq -r --arg d "$disk" '.steps[] | select(.kind == "partition" and .device == $d) | .partitions[]
@@ -77,7 +77,7 @@ for disk in $(jq -r '.steps[] | select(.kind == "partition") | .device' "$T/plan
   if diff "$T/want.guid" "$T/got" >"$T/diff"; then
     ok "GPT on $disk is the plan's: $(wc -l <"$T/got") partitions, same nodes, starts, sizes, types, names"
   else
-    fail "GPT on $disk differs from the plan (< plan, > disk):"; cat "$T/diff" >&2
+    not_ok "GPT on $disk differs from the plan (< plan, > disk):"; cat "$T/diff" >&2
   fi
   nparts=$((nparts + $(wc -l <"$T/got")))
   rm -f "$T/want.guid"
@@ -85,17 +85,17 @@ for disk in $(jq -r '.steps[] | select(.kind == "partition") | .device' "$T/plan
   while read -r node number start size _; do
     name=${node#/dev/}
     if [[ -b $node && $(( $(cat "/sys/class/block/$name/start") * 512 )) == "$start" && $(( $(cat "/sys/class/block/$name/size") * 512 )) == "$size" ]]; then :
-    else fail "the kernel's $node is not at $start size $size"; fi
+    else not_ok "the kernel's $node is not at $start size $size"; fi
   done <"$T/want"
 done
-((nparts == 6)) && ok "6 partitions checked" || fail "$nparts partitions checked, expected 6"
+((nparts == 6)) && ok "6 partitions checked" || not_ok "$nparts partitions checked, expected 6"
 # the old ext4 is gone (its partition was overwritten by the new layout and wiped)
-blkid -L old >/dev/null 2>&1 && fail "the old ext4 'old' is still visible" || ok "the old ext4 is gone"
+blkid -L old >/dev/null 2>&1 && not_ok "the old ext4 'old' is still visible" || ok "the old ext4 is gone"
 
 # 2. each mkfs step's device holds that filesystem
 while read -r dev type; do
   got=$(blkid -p -o value -s TYPE "$dev" 2>/dev/null)
-  [[ $got == "$type" ]] && ok "$dev holds $type as planned" || fail "$dev holds '$got', the plan said $type"
+  [[ $got == "$type" ]] && ok "$dev holds $type as planned" || not_ok "$dev holds '$got', the plan said $type"
 done < <(jq -r '.steps[] | select(.kind == "mkfs") | "\(.device) \(.description | capture("(mkfs |mkswap )(?<t>[a-z0-9]+)").t)"' "$T/plan.json" \
          | sed 's/ swap$/ swap/')
 
@@ -103,15 +103,15 @@ done < <(jq -r '.steps[] | select(.kind == "mkfs") | "\(.device) \(.description 
 jq -r '.steps[] | "\(.kind) \(.device // "-")"' "$T/plan.json" >"$T/plan.steps"
 sed -n 's/^.*step [0-9]*\/[0-9]* \([a-z-]*\) \([^ :]*\): .*/\1 \2/p' "$T/apply.err" >"$T/apply.steps"
 if diff "$T/plan.steps" "$T/apply.steps" >"$T/diff"; then ok "apply ran the plan's $(wc -l <"$T/plan.steps") steps in order"
-else fail "apply's steps differ from the plan's (< plan, > apply):"; cat "$T/diff" >&2; fi
+else not_ok "apply's steps differ from the plan's (< plan, > apply):"; cat "$T/diff" >&2; fi
 
 # 4. the run report: one writer, the same bytes in the run dir and the target
 mkdir -p "$T/target"
 mount "$(jq -r '.steps[] | select(.kind == "mount" and .id == "root") | .device' "$T/plan.json")" "$T/target"
 if cmp -s "$T/run/report.json" "$T/target/var/lib/kiln/report.json"; then
   ok "report.json in the run dir and in the target are the same bytes"
-else fail "report.json differs between $T/run and the target (or is missing)"; fi
-[[ $(jq -r .result "$T/run/report.json") == SUCCESS ]] && ok "the report says SUCCESS" || fail "report result is $(jq -r .result "$T/run/report.json")"
+else not_ok "report.json differs between $T/run and the target (or is missing)"; fi
+[[ $(jq -r .result "$T/run/report.json") == SUCCESS ]] && ok "the report says SUCCESS" || not_ok "report result is $(jq -r .result "$T/run/report.json")"
 umount "$T/target"
 
-loop_done
+checks_done

@@ -15,17 +15,17 @@ command -v jq >/dev/null || { echo "jq missing"; exit 77; }
 "$KILN" plan --help >/dev/null 2>&1 || { echo "kiln plan not built in"; exit 77; }
 compgen -G "$SRC/templates/*.yaml" >/dev/null || { echo "no templates yet"; exit 77; }
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$SRC/tests/lib/assert.sh"
+source "$SRC/tests/lib/cleanup.sh"
+test_tmpdir plan
 cd "$SRC" || exit 1    # diagnostics name the spec as given: keep paths relative
 update=${KILN_UPDATE_EXPECTED:-0}
-fail=0 checked=0
-bad() { echo "FAIL: $*"; fail=1; }
+checked=0
 
 same() {  # same EXPECTED ACTUAL WHAT
         if [[ $update == 1 ]]; then cp "$2" "$1"; return 0; fi
-        [[ -f $1 ]] || { bad "$3: no expected file $1"; return 1; }
-        diff -u "$1" "$2" >"$tmp/diff" || { bad "$3 differs from $1:"; cat "$tmp/diff"; return 1; }
+        [[ -f $1 ]] || { not_ok "$3: no expected file $1"; return 1; }
+        diff -u "$1" "$2" >"$T/diff" || { not_ok "$3 differs from $1:"; cat "$T/diff"; return 1; }
 }
 
 # --- templates ---------------------------------------------------------------
@@ -34,45 +34,45 @@ same() {  # same EXPECTED ACTUAL WHAT
 for t in templates/*.yaml; do
         name=$(basename "$t" .yaml)
         awk -v n="$name" '$1 == n { f = 1 } END { exit !f }' tests/expected/templates.map \
-                || bad "template $name has no inventory in tests/expected/templates.map"
+                || not_ok "template $name has no inventory in tests/expected/templates.map"
 done
 while read -r tname inv ename; do
         [[ -z $tname || $tname == \#* ]] && continue
         t=templates/$tname.yaml name=${ename:-$tname}
-        [[ -f $t ]] || { bad "templates.map names $t, which does not exist"; continue; }
+        [[ -f $t ]] || { not_ok "templates.map names $t, which does not exist"; continue; }
         invf=tests/inventories/$inv.json
-        "$KILN" plan "$t" --inventory "$invf" >"$tmp/$name.plan" 2>"$tmp/$name.err"
+        "$KILN" plan "$t" --inventory "$invf" >"$T/$name.plan" 2>"$T/$name.err"
         rc=$?
-        ((rc == 0)) || { bad "kiln plan $t --inventory $invf exited $rc:"; cat "$tmp/$name.err"; continue; }
-        same "tests/expected/$name.plan" "$tmp/$name.plan" "plan of $name"
-        "$KILN" plan "$t" --inventory "$invf" --json >"$tmp/$name.json" 2>"$tmp/$name.err" \
-                || { bad "kiln plan --json $t exited $?"; cat "$tmp/$name.err"; continue; }
-        same "tests/expected/$name.json" "$tmp/$name.json" "JSON plan of $name"
-        jq -e . "$tmp/$name.json" >/dev/null || { bad "JSON plan of $name does not parse"; continue; }
+        ((rc == 0)) || { not_ok "kiln plan $t --inventory $invf exited $rc:"; cat "$T/$name.err"; continue; }
+        same "tests/expected/$name.plan" "$T/$name.plan" "plan of $name"
+        "$KILN" plan "$t" --inventory "$invf" --json >"$T/$name.json" 2>"$T/$name.err" \
+                || { not_ok "kiln plan --json $t exited $?"; cat "$T/$name.err"; continue; }
+        same "tests/expected/$name.json" "$T/$name.json" "JSON plan of $name"
+        jq -e . "$T/$name.json" >/dev/null || { not_ok "JSON plan of $name does not parse"; continue; }
         # the JSON has the text's steps, in the same order
-        jq -r '.steps[] | "\(.n) \(.kind)"' "$tmp/$name.json" >"$tmp/kinds.json"
-        sed -nE 's/^ *([0-9]+)  ([a-z-]+) .*/\1 \2/p' "$tmp/$name.plan" >"$tmp/kinds.text"
-        cmp -s "$tmp/kinds.json" "$tmp/kinds.text" || bad "$name: JSON and text list different steps"
+        jq -r '.steps[] | "\(.n) \(.kind)"' "$T/$name.json" >"$T/kinds.json"
+        sed -nE 's/^ *([0-9]+)  ([a-z-]+) .*/\1 \2/p' "$T/$name.plan" >"$T/kinds.text"
+        cmp -s "$T/kinds.json" "$T/kinds.text" || not_ok "$name: JSON and text list different steps"
         # the storage steps are all there and the plan ends with configure and finish
         for k in mkfs mount configure finish; do
-                jq -e --arg k "$k" 'any(.steps[]; .kind == $k)' "$tmp/$name.json" >/dev/null || bad "$name: no $k step"
+                jq -e --arg k "$k" 'any(.steps[]; .kind == $k)' "$T/$name.json" >/dev/null || not_ok "$name: no $k step"
         done
-        jq -e '.steps[-1].kind == "finish"' "$tmp/$name.json" >/dev/null || bad "$name: last step is not finish"
+        jq -e '.steps[-1].kind == "finish"' "$T/$name.json" >/dev/null || not_ok "$name: last step is not finish"
         # a disk with signatures or holders is wiped before it is partitioned
-        for d in $(jq -r '.disks[] | select(.selected) | .path' "$tmp/$name.json"); do
+        for d in $(jq -r '.disks[] | select(.selected) | .path' "$T/$name.json"); do
                 if jq -e --arg d "$d" '.disks[] | select(.path == $d)' "$invf" >/dev/null &&
                    jq -e --arg d "$d" '.disks[] | select(.path == $d) | (.signatures | length) + ([.partitions[] | .signatures[]] | length) + (.holders | length) + ([.partitions[] | .holders[]] | length) > 0' "$invf" >/dev/null; then
                         jq -e --arg d "$d" '(first(.steps[] | select(.device == $d and .kind == "wipe")) | .n) as $w
                                 | ($w != null) and ([.steps[] | select(.device == $d and .kind == "partition") | .n] | all(. > $w))' \
-                                "$tmp/$name.json" >/dev/null || bad "$name: $d holds data but is not wiped first"
+                                "$T/$name.json" >/dev/null || not_ok "$name: $d holds data but is not wiped first"
                 fi
         done
         # no step names a disk the plan leaves untouched (nor its partitions)
-        for d in $(jq -r '.disks[] | select(.selected | not) | .path' "$tmp/$name.json"); do
+        for d in $(jq -r '.disks[] | select(.selected | not) | .path' "$T/$name.json"); do
                 jq -e --arg d "$d" '[.steps[] | (.device // ""), .inputs[], (.partitions // [] | .[].device), .description, (.destroys // "")
-                        | select(test("\($d)(p?[0-9]+)?\\b"))] | length == 0' "$tmp/$name.json" >/dev/null \
-                        || bad "$name: a step touches untouched disk $d"
-                grep -qE "^  $d .*: untouched\$" "$tmp/$name.plan" || bad "$name: $d not listed as untouched"
+                        | select(test("\($d)(p?[0-9]+)?\\b"))] | length == 0' "$T/$name.json" >/dev/null \
+                        || not_ok "$name: a step touches untouched disk $d"
+                grep -qE "^  $d .*: untouched\$" "$T/$name.plan" || not_ok "$name: $d not listed as untouched"
         done
         checked=$((checked + 1))
 done < tests/expected/templates.map
@@ -80,13 +80,13 @@ done < tests/expected/templates.map
 # --- the fifth disk of the QEMU rig is never touched by the rig's templates ----
 for name in $(awk '$2 == "qemu-4disk" { print $1 }' tests/expected/templates.map); do
         t=templates/$name.yaml
-        [[ -f $t ]] || { bad "templates.map names $t, which does not exist"; continue; }
-        "$KILN" plan "$t" --inventory tests/inventories/qemu-4disk.json --json >"$tmp/five.json" 2>/dev/null \
-                || { bad "$t does not plan on qemu-4disk"; continue; }
-        jq -e '[.steps[] | tostring | select(test("vde"))] | length == 0' "$tmp/five.json" >/dev/null \
-                || bad "$t: a step names /dev/vde"
-        jq -e '.disks[] | select(.path == "/dev/vde") | .selected == false' "$tmp/five.json" >/dev/null \
-                || bad "$t: /dev/vde is selected"
+        [[ -f $t ]] || { not_ok "templates.map names $t, which does not exist"; continue; }
+        "$KILN" plan "$t" --inventory tests/inventories/qemu-4disk.json --json >"$T/five.json" 2>/dev/null \
+                || { not_ok "$t does not plan on qemu-4disk"; continue; }
+        jq -e '[.steps[] | tostring | select(test("vde"))] | length == 0' "$T/five.json" >/dev/null \
+                || not_ok "$t: a step names /dev/vde"
+        jq -e '.disks[] | select(.path == "/dev/vde") | .selected == false' "$T/five.json" >/dev/null \
+                || not_ok "$t: /dev/vde is selected"
 done
 
 # --- kiln plan and kiln apply --dry-run: one hostname, one set of steps ---------
@@ -94,38 +94,38 @@ done
 # real apply refuses before it writes (exit 2, before the --yes check, so a
 # regression cannot reach the recorded disks). With a serial, both expand it.
 t=templates/kvm-raid10-luks-lvm.yaml
-jq '.serial = "SN-TEST-42"' tests/inventories/qemu-4disk.json >"$tmp/with-serial.json"
-for inv in tests/inventories/qemu-4disk.json "$tmp/with-serial.json"; do
-        "$KILN" plan "$t" --inventory "$inv" >"$tmp/h.plan" 2>"$tmp/h.err" || { bad "plan on $inv failed:"; cat "$tmp/h.err"; }
-        "$KILN" apply --dry-run "$t" --inventory "$inv" >"$tmp/h.dry" 2>"$tmp/h.err"; rc=$?
-        [[ $rc == 0 ]] || { bad "apply --dry-run on $inv exited $rc:"; cat "$tmp/h.err"; continue; }
-        sed -nE 's/^ *[0-9]+  ([a-z-]+) +(.*)/\1 \2/p' "$tmp/h.plan" | sed -E 's/ +/ /g' >"$tmp/h.plan.steps"
-        sed -nE 's/^ *[0-9]+\. ([a-z-]+) +(.*)/\1 \2/p' "$tmp/h.dry" | sed -E 's/ +/ /g' >"$tmp/h.dry.steps"
-        [[ -s $tmp/h.plan.steps ]] || bad "no steps read from the plan on $inv"
-        diff -u "$tmp/h.plan.steps" "$tmp/h.dry.steps" >"$tmp/diff" || { bad "plan and apply --dry-run list different steps on $inv:"; cat "$tmp/diff"; }
+jq '.serial = "SN-TEST-42"' tests/inventories/qemu-4disk.json >"$T/with-serial.json"
+for inv in tests/inventories/qemu-4disk.json "$T/with-serial.json"; do
+        "$KILN" plan "$t" --inventory "$inv" >"$T/h.plan" 2>"$T/h.err" || { not_ok "plan on $inv failed:"; cat "$T/h.err"; }
+        "$KILN" apply --dry-run "$t" --inventory "$inv" >"$T/h.dry" 2>"$T/h.err"; rc=$?
+        [[ $rc == 0 ]] || { not_ok "apply --dry-run on $inv exited $rc:"; cat "$T/h.err"; continue; }
+        sed -nE 's/^ *[0-9]+  ([a-z-]+) +(.*)/\1 \2/p' "$T/h.plan" | sed -E 's/ +/ /g' >"$T/h.plan.steps"
+        sed -nE 's/^ *[0-9]+\. ([a-z-]+) +(.*)/\1 \2/p' "$T/h.dry" | sed -E 's/ +/ /g' >"$T/h.dry.steps"
+        [[ -s $T/h.plan.steps ]] || not_ok "no steps read from the plan on $inv"
+        diff -u "$T/h.plan.steps" "$T/h.dry.steps" >"$T/diff" || { not_ok "plan and apply --dry-run list different steps on $inv:"; cat "$T/diff"; }
         checked=$((checked + 1))
 done
-grep -qxF "hostname: 'kvm-\${serial}' (not expanded: the inventory has no serial)" "$tmp/h.plan" && bad "serial given, hostname not expanded"
-grep -qxF "hostname: kvm-SN-TEST-42 (from 'kvm-\${serial}')" "$tmp/h.plan" || { bad "hostname not expanded from the serial:"; head -1 "$tmp/h.plan"; }
-grep -qF "hostname 'kvm-SN-TEST-42'" "$tmp/h.dry.steps" || bad "apply --dry-run does not configure hostname kvm-SN-TEST-42"
-"$KILN" apply "$t" --inventory tests/inventories/qemu-4disk.json >"$tmp/h.out" 2>"$tmp/h.err"; rc=$?
-[[ $rc == 2 ]] || bad "apply without a serial for the hostname exited $rc, expected 2"
-grep -qF "refusing to apply '$t': hostname 'kvm-\${serial}' needs \${serial}, which this machine's inventory lacks; nothing was written" "$tmp/h.err" \
-        || { bad "apply without a serial: wrong message:"; cat "$tmp/h.err"; }
+grep -qxF "hostname: 'kvm-\${serial}' (not expanded: the inventory has no serial)" "$T/h.plan" && not_ok "serial given, hostname not expanded"
+grep -qxF "hostname: kvm-SN-TEST-42 (from 'kvm-\${serial}')" "$T/h.plan" || { not_ok "hostname not expanded from the serial:"; head -1 "$T/h.plan"; }
+grep -qF "hostname 'kvm-SN-TEST-42'" "$T/h.dry.steps" || not_ok "apply --dry-run does not configure hostname kvm-SN-TEST-42"
+"$KILN" apply "$t" --inventory tests/inventories/qemu-4disk.json >"$T/h.out" 2>"$T/h.err"; rc=$?
+[[ $rc == 2 ]] || not_ok "apply without a serial for the hostname exited $rc, expected 2"
+grep -qF "refusing to apply '$t': hostname 'kvm-\${serial}' needs \${serial}, which this machine's inventory lacks; nothing was written" "$T/h.err" \
+        || { not_ok "apply without a serial: wrong message:"; cat "$T/h.err"; }
 
 # A placeholder serial counts as missing: the real apply refuses and says why.
 t=tests/plan/hostname-placeholder.yaml
-"$KILN" apply "$t" --inventory tests/inventories/junk-box.json >"$tmp/h.out" 2>"$tmp/h.err"; rc=$?
-[[ $rc == 2 ]] || bad "apply with a placeholder serial exited $rc, expected 2"
-grep -qxF "error: refusing to apply '$t': hostname 'junk-\${serial}' needs \${serial}, but this machine reports the placeholder 'To be filled by O.E.M.'; nothing was written" "$tmp/h.err" \
-        || { bad "apply with a placeholder serial: wrong message:"; cat "$tmp/h.err"; }
+"$KILN" apply "$t" --inventory tests/inventories/junk-box.json >"$T/h.out" 2>"$T/h.err"; rc=$?
+[[ $rc == 2 ]] || not_ok "apply with a placeholder serial exited $rc, expected 2"
+grep -qxF "error: refusing to apply '$t': hostname 'junk-\${serial}' needs \${serial}, but this machine reports the placeholder 'To be filled by O.E.M.'; nothing was written" "$T/h.err" \
+        || { not_ok "apply with a placeholder serial: wrong message:"; cat "$T/h.err"; }
 
 # Without --yes, apply names each disk it would destroy (size, model, serial,
 # rule) with what it holds now, and nothing about devices the run would make.
-jq '.serial = "JB-1"' tests/inventories/junk-box.json >"$tmp/jb.json"
-"$KILN" apply templates/junk-box.yaml --inventory "$tmp/jb.json" >"$tmp/h.out" 2>"$tmp/h.err"; rc=$?
-[[ $rc == 3 ]] || bad "apply without --yes exited $rc, expected 3"
-same tests/expected/junk-box.apply-refusal.err "$tmp/h.err" "apply refusal without --yes"
+jq '.serial = "JB-1"' tests/inventories/junk-box.json >"$T/jb.json"
+"$KILN" apply templates/junk-box.yaml --inventory "$T/jb.json" >"$T/h.out" 2>"$T/h.err"; rc=$?
+[[ $rc == 3 ]] || not_ok "apply without --yes exited $rc, expected 3"
+same tests/expected/junk-box.apply-refusal.err "$T/h.err" "apply refusal without --yes"
 
 # --- refusals and bad input ---------------------------------------------------
 for c in tests/plan/*.yaml; do
@@ -136,50 +136,50 @@ for c in tests/plan/*.yaml; do
         want=$(sed -nE 's/^# exit: *//p' "$c")
         invf=tests/inventories/$inv.json
         if [[ -n $filter ]]; then
-                jq "$filter" "$invf" >"$tmp/$name.inv.json" || { bad "$name: jq filter failed"; continue; }
-                invf=$tmp/$name.inv.json
+                jq "$filter" "$invf" >"$T/$name.inv.json" || { not_ok "$name: jq filter failed"; continue; }
+                invf=$T/$name.inv.json
         fi
-        "$KILN" plan "$c" --inventory "$invf" >"$tmp/$name.out" 2>"$tmp/$name.err"
+        "$KILN" plan "$c" --inventory "$invf" >"$T/$name.out" 2>"$T/$name.err"
         rc=$?
-        [[ $rc == "$want" ]] || { bad "$name: exit $rc, expected $want:"; cat "$tmp/$name.err"; continue; }
+        [[ $rc == "$want" ]] || { not_ok "$name: exit $rc, expected $want:"; cat "$T/$name.err"; continue; }
         if [[ $want == 0 ]]; then
                 # a plan that must be made: its text is kept, and it says nothing on stderr
-                same "tests/expected/$name.plan" "$tmp/$name.out" "plan of $name"
+                same "tests/expected/$name.plan" "$T/$name.out" "plan of $name"
                 if [[ -f tests/expected/$name.err ]]; then      # its warnings
-                        same "tests/expected/$name.err" "$tmp/$name.err" "warnings of $name"
-                        "$KILN" plan --strict "$c" --inventory "$invf" >"$tmp/$name.out" 2>"$tmp/$name.err"; rc=$?
-                        [[ $rc == 3 ]] || bad "$name --strict: exit $rc, expected 3"
-                        [[ -s $tmp/$name.out ]] && bad "$name --strict: printed a plan"
-                        same "tests/expected/$name.strict.err" "$tmp/$name.err" "$name --strict"
-                        "$KILN" plan --strict --json "$c" --inventory "$invf" >"$tmp/$name.out" 2>/dev/null
-                        same "tests/expected/$name.strict.json" "$tmp/$name.out" "$name --strict --json"
-                elif [[ -s $tmp/$name.err ]]; then
-                        bad "$name: unexpected stderr:"; cat "$tmp/$name.err"
+                        same "tests/expected/$name.err" "$T/$name.err" "warnings of $name"
+                        "$KILN" plan --strict "$c" --inventory "$invf" >"$T/$name.out" 2>"$T/$name.err"; rc=$?
+                        [[ $rc == 3 ]] || not_ok "$name --strict: exit $rc, expected 3"
+                        [[ -s $T/$name.out ]] && not_ok "$name --strict: printed a plan"
+                        same "tests/expected/$name.strict.err" "$T/$name.err" "$name --strict"
+                        "$KILN" plan --strict --json "$c" --inventory "$invf" >"$T/$name.out" 2>/dev/null
+                        same "tests/expected/$name.strict.json" "$T/$name.out" "$name --strict --json"
+                elif [[ -s $T/$name.err ]]; then
+                        not_ok "$name: unexpected stderr:"; cat "$T/$name.err"
                 fi
         else
-                [[ -s $tmp/$name.out ]] && bad "$name: printed a plan although it failed"
-                same "tests/expected/$name.err" "$tmp/$name.err" "diagnostics of $name"
+                [[ -s $T/$name.out ]] && not_ok "$name: printed a plan although it failed"
+                same "tests/expected/$name.err" "$T/$name.err" "diagnostics of $name"
                 # --json: the refusal as one object on stdout (rule, disk, reason, problems)
-                "$KILN" plan --json "$c" --inventory "$invf" >"$tmp/$name.out" 2>/dev/null; rc=$?
-                [[ $rc == "$want" ]] || bad "$name --json: exit $rc, expected $want"
-                same "tests/expected/$name.refusal.json" "$tmp/$name.out" "$name --json refusal"
+                "$KILN" plan --json "$c" --inventory "$invf" >"$T/$name.out" 2>/dev/null; rc=$?
+                [[ $rc == "$want" ]] || not_ok "$name --json: exit $rc, expected $want"
+                same "tests/expected/$name.refusal.json" "$T/$name.out" "$name --json refusal"
         fi
         checked=$((checked + 1))
 done
 
 # --- match alternatives: the JSON says which one won, per disk -----------------
-"$KILN" plan tests/plan/match-fallback.yaml --inventory tests/inventories/junk-box.json --json >"$tmp/mf.json" 2>"$tmp/mf.err" \
-        || { bad "match-fallback --json failed:"; cat "$tmp/mf.err"; }
+"$KILN" plan tests/plan/match-fallback.yaml --inventory tests/inventories/junk-box.json --json >"$T/mf.json" 2>"$T/mf.err" \
+        || { not_ok "match-fallback --json failed:"; cat "$T/mf.err"; }
 jq -e '[.disks[] | select(.selected) | "\(.path) \(.rule) \(.match)"] == ["/dev/sda sys 2", "/dev/sdc data 2", "/dev/sdd data 2"]' \
-        "$tmp/mf.json" >/dev/null || { bad "match-fallback --json: wrong alternatives:"; jq -c '.disks' "$tmp/mf.json"; }
-jq -e 'all(.disks[]; has("match") | not)' tests/expected/junk-box.json >/dev/null || bad "a rule without alternatives has 'match' in JSON"
+        "$T/mf.json" >/dev/null || { not_ok "match-fallback --json: wrong alternatives:"; jq -c '.disks' "$T/mf.json"; }
+jq -e 'all(.disks[]; has("match") | not)' tests/expected/junk-box.json >/dev/null || not_ok "a rule without alternatives has 'match' in JSON"
 
 # --- usage and unreadable inventory --------------------------------------------
 "$KILN" plan >/dev/null 2>&1; rc=$?
-[[ $rc == 64 ]] || bad "kiln plan without a spec exited $rc, expected 64"
-"$KILN" plan templates/single-disk.yaml --inventory "$tmp/missing.json" >/dev/null 2>"$tmp/err"; rc=$?
-[[ $rc == 1 ]] || bad "missing inventory: exit $rc, expected 1"
-grep -q "failed to read the inventory of '$tmp/missing.json'" "$tmp/err" || { bad "missing inventory: wrong message"; cat "$tmp/err"; }
+[[ $rc == 64 ]] || not_ok "kiln plan without a spec exited $rc, expected 64"
+"$KILN" plan templates/single-disk.yaml --inventory "$T/missing.json" >/dev/null 2>"$T/err"; rc=$?
+[[ $rc == 1 ]] || not_ok "missing inventory: exit $rc, expected 1"
+grep -q "failed to read the inventory of '$T/missing.json'" "$T/err" || { not_ok "missing inventory: wrong message"; cat "$T/err"; }
 
 echo "$checked plans and refusals checked"
-exit $fail
+checks_done

@@ -15,26 +15,26 @@ write_report "$T/report.json" 10.0.2.15
 "$KILN" register --report "$T/report.json" --spec "$T/spec.yaml" >"$T/log1" 2>&1 &
 pid=$!
 for _ in $(seq 400); do
-  [[ $(sql "SELECT count(*) FROM requests WHERE command = 'listHosts'") -ge 1 ]] && break
+  [[ $(controller_sql "SELECT count(*) FROM requests WHERE command = 'listHosts'") -ge 1 ]] && break
   sleep 0.02
 done
-admin '{"seed_hosts": {"zone": "lab", "addresses": ["10.0.2.15"]}}'
+controller_admin '{"seed_hosts": {"zone": "lab", "addresses": ["10.0.2.15"]}}'
 rc=0; wait "$pid" || rc=$?
 [[ $rc == 0 ]] || { cat "$T/log1"; fail "530 'already in the database': exit $rc, not 0"; }
-id=$(sql "SELECT id FROM hosts")
+id=$(controller_sql "SELECT id FROM hosts")
 grep -qF "found in CloudStack zone 'lab', cluster 'c1' as host $id after its addHost" "$T/log1" || { cat "$T/log1"; fail "exists: no 'found after its addHost' message"; }
-[[ $(sql "SELECT group_concat(command || ':' || status) FROM requests WHERE path = '/client/api'") == \
-   listZones:200,listPods:200,listClusters:200,listHosts:200,addHost:530,listHosts:200 ]] || fail "exists: requests $(sql "SELECT command, status, reason FROM requests")"
-[[ $(sql "SELECT reason FROM requests WHERE command = 'addHost'") == "Skipping host 10.0.2.15 because "*" is already in the database for resource "*"-LibvirtComputingResource with ID $id" ]] \
-  || fail "exists: the stand-in's 530 text: $(sql "SELECT reason FROM requests WHERE command = 'addHost'")"
-[[ $(sql "SELECT count(*) FROM hosts") == 1 ]] || fail "exists: $(sql 'SELECT count(*) FROM hosts') hosts"
+[[ $(controller_sql "SELECT group_concat(command || ':' || status) FROM requests WHERE path = '/client/api'") == \
+   listZones:200,listPods:200,listClusters:200,listHosts:200,addHost:530,listHosts:200 ]] || fail "exists: requests $(controller_sql "SELECT command, status, reason FROM requests")"
+[[ $(controller_sql "SELECT reason FROM requests WHERE command = 'addHost'") == "Skipping host 10.0.2.15 because "*" is already in the database for resource "*"-LibvirtComputingResource with ID $id" ]] \
+  || fail "exists: the stand-in's 530 text: $(controller_sql "SELECT reason FROM requests WHERE command = 'addHost'")"
+[[ $(controller_sql "SELECT count(*) FROM hosts") == 1 ]] || fail "exists: $(controller_sql 'SELECT count(*) FROM hosts') hosts"
 [[ $(jq -r '.registration.cloudstack | [.result, (.added|tostring), (.found_after_addhost|tostring), (.addhost_sent|tostring), .host_id] | join(" ")' "$T/report.json") \
    == "SUCCESS false true 1 $id" ]] || fail "exists: report $(jq -c .registration.cloudstack "$T/report.json")"
-stop_controller
+controller_stop
 
 # Final: the host cannot be reached (SSH required, none behind the address).
 start_controller
-admin '{"ssh": {"hosts": {}, "required": true}}'
+controller_admin '{"ssh": {"hosts": {}, "required": true}}'
 write_spec "$T/spec.yaml"
 write_report "$T/r2.json" 10.0.2.16
 start=$(date +%s%N)
@@ -44,13 +44,13 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
 grep -qxF "kiln: error: registration of node '52:54:00:12:34:56' failed: CloudStack refused addHost (HTTP 530, errorcode 530): Unable to add the host: Cannot find the server resources at http://10.0.2.16" "$T/log2" \
   || grep -qF "registration of node '52:54:00:12:34:56' failed: CloudStack refused addHost (HTTP 530, errorcode 530): Unable to add the host: Cannot find the server resources at http://10.0.2.16" "$T/log2" \
   || { cat "$T/log2"; fail "final 530: not CloudStack's text"; }
-[[ $(sql "SELECT group_concat(command || ':' || status) FROM requests WHERE path = '/client/api'") == \
-   listZones:200,listPods:200,listClusters:200,listHosts:200,addHost:530,listHosts:200 ]] || fail "final 530: requests $(sql "SELECT command, status FROM requests")"
-[[ $(sql "SELECT count(*) FROM hosts") == 0 ]] || fail "final 530: a host was added"
+[[ $(controller_sql "SELECT group_concat(command || ':' || status) FROM requests WHERE path = '/client/api'") == \
+   listZones:200,listPods:200,listClusters:200,listHosts:200,addHost:530,listHosts:200 ]] || fail "final 530: requests $(controller_sql "SELECT command, status FROM requests")"
+[[ $(controller_sql "SELECT count(*) FROM hosts") == 0 ]] || fail "final 530: a host was added"
 (( ms < 10000 )) || fail "final 530: took ${ms} ms (retried?)"
 [[ $(jq -r '.registration.cloudstack.result' "$T/r2.json") == FAIL ]] || fail "final 530: report $(jq -c .registration "$T/r2.json")"
 # the report delivered to the webhook says why
-[[ $(sql "SELECT body FROM reports" | jq -r .registration.cloudstack.error) == "CloudStack refused addHost (HTTP 530, errorcode 530): Unable to add the host: Cannot find the server resources at http://10.0.2.16" ]] \
-  || fail "final 530: the delivered report: $(sql 'SELECT body FROM reports')"
+[[ $(controller_sql "SELECT body FROM reports" | jq -r .registration.cloudstack.error) == "CloudStack refused addHost (HTTP 530, errorcode 530): Unable to add the host: Cannot find the server resources at http://10.0.2.16" ]] \
+  || fail "final 530: the delivered report: $(controller_sql 'SELECT body FROM reports')"
 assert_no_secrets "$T"/log* "$T/report.json" "$T/r2.json"
 echo "ok: 530 'already there' -> looked again and found (one addHost); other 530 final in ${ms} ms"

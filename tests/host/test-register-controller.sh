@@ -71,11 +71,11 @@ grep -q '"errorcode": 401' "$T/body" || fail "expired: not CloudStack's error bo
 grep -q 'missing parameter zoneid' "$T/body" || fail "431 without the reason: $(cat "$T/body")"
 
 # The controller recorded why it refused each one.
-reasons=$(sql "SELECT group_concat(reason) FROM requests")
+reasons=$(controller_sql "SELECT group_concat(reason) FROM requests")
 for want in "bad signature" "request expired" "signatureversion 3 without expires" "unknown apikey"; do
   [[ $reasons == *"$want"* ]] || fail "controller did not record '$want' (recorded: $reasons)"
 done
-[[ $(sql "SELECT count(*) FROM requests WHERE reason = 'bad signature'") == 2 ]] || fail "bad signature and tampering not both refused as 'bad signature'"
+[[ $(controller_sql "SELECT count(*) FROM requests WHERE reason = 'bad signature'") == 2 ]] || fail "bad signature and tampering not both refused as 'bad signature'"
 
 # Webhook: a body with a wrong HMAC is refused, the right one accepted.
 body='{"type":"stage-begin","stage":"x"}'
@@ -88,5 +88,5 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Kiln-Signature: sha256=${goo
 [[ $code == 401 ]] || fail "webhook with a wrong HMAC got $code, not 401"
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Kiln-Event: stage-begin' --data-binary "$body" "$URL/kiln/webhook")
 [[ $code == 401 ]] || fail "webhook without a signature got $code, not 401"
-[[ $(sql "SELECT count(*) FROM events") == 1 ]] || fail "controller stored a refused webhook event"
+[[ $(controller_sql "SELECT count(*) FROM events") == 1 ]] || fail "controller stored a refused webhook event"
 echo "ok: controller verifies signatures, expiry, parameters and webhook HMACs"

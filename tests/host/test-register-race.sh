@@ -27,14 +27,14 @@ for run in $(seq "$runs"); do
     if [[ $rc != 0 ]]; then echo "--- process $i (${addrs[$i]}) exit $rc:"; cat "$T/log$i"; failed=1; fi
   done
   (( failed == 0 )) || fail "round $run: a registration failed"
-  hosts=$(sql "SELECT count(*) FROM hosts")
-  distinct=$(sql "SELECT count(DISTINCT ipaddress) FROM hosts")
-  [[ $hosts == 21 && $distinct == 21 ]] || fail "round $run: $hosts hosts for 21 addresses ($distinct distinct): $(sql 'SELECT ipaddress FROM hosts ORDER BY ipaddress')"
-  [[ $(sql "SELECT count(*) FROM hosts WHERE state != 'Up'") == 0 ]] || fail "round $run: hosts not Up: $(sql "SELECT ipaddress, state FROM hosts WHERE state != 'Up'")"
-  adds=$(sql "SELECT count(*) FROM requests WHERE command = 'addHost'")
-  exists=$(sql "SELECT count(*) FROM requests WHERE command = 'addHost' AND status = 530 AND reason LIKE 'Skipping host % is already in the database for resource %'")
-  other=$(sql "SELECT count(*) FROM requests WHERE command = 'addHost' AND status NOT IN (200, 530)")
-  (( other == 0 )) || fail "round $run: addHost refused otherwise: $(sql "SELECT status, reason FROM requests WHERE command = 'addHost' AND status != 200")"
+  hosts=$(controller_sql "SELECT count(*) FROM hosts")
+  distinct=$(controller_sql "SELECT count(DISTINCT ipaddress) FROM hosts")
+  [[ $hosts == 21 && $distinct == 21 ]] || fail "round $run: $hosts hosts for 21 addresses ($distinct distinct): $(controller_sql 'SELECT ipaddress FROM hosts ORDER BY ipaddress')"
+  [[ $(controller_sql "SELECT count(*) FROM hosts WHERE state != 'Up'") == 0 ]] || fail "round $run: hosts not Up: $(controller_sql "SELECT ipaddress, state FROM hosts WHERE state != 'Up'")"
+  adds=$(controller_sql "SELECT count(*) FROM requests WHERE command = 'addHost'")
+  exists=$(controller_sql "SELECT count(*) FROM requests WHERE command = 'addHost' AND status = 530 AND reason LIKE 'Skipping host % is already in the database for resource %'")
+  other=$(controller_sql "SELECT count(*) FROM requests WHERE command = 'addHost' AND status NOT IN (200, 530)")
+  (( other == 0 )) || fail "round $run: addHost refused otherwise: $(controller_sql "SELECT status, reason FROM requests WHERE command = 'addHost' AND status != 200")"
   (( adds - exists == 21 )) || fail "round $run: $adds addHost, $exists refused as already there: not 21 added"
   # Each process says what it did: 21 added, and the doubles found (before their addHost or after its 530).
   added=$(grep -l "added to CloudStack zone 'lab'" "$T"/log* | wc -l)
@@ -42,6 +42,6 @@ for run in $(seq "$runs"); do
   (( added == 21 && found == 4 )) || fail "round $run: $added processes say added, $found found (want 21 and 4)"
   echo "round $run: 21 hosts for 25 processes; addHost sent $adds times, $exists refused as already there"
   assert_no_secrets "$T"/log* "$T"/r*.json
-  stop_controller
+  controller_stop
 done
 echo "ok: $runs rounds, 21 hosts each"

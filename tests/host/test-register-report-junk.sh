@@ -21,6 +21,6 @@ for tail in '{"kiln_report": 1, "run_id": "second"}' 'x' $'\n]' '\0trailing' ' 7
     || { cat "$T/log"; fail "report followed by '$tail': unclear error"; }
   [[ $(sha256sum <"$f") == "$before" ]] || fail "report followed by '$tail' was rewritten"
 done
-[[ $(sql "SELECT count(*) FROM requests") == 0 ]] || fail "a refused report still reached the controller: $(sql 'SELECT * FROM requests')"
-[[ $(sql "SELECT count(*) FROM hosts") == 0 ]] || fail "a host was added"
+[[ $(controller_sql "SELECT count(*) FROM requests") == 0 ]] || fail "a refused report still reached the controller: $(controller_sql 'SELECT * FROM requests')"
+[[ $(controller_sql "SELECT count(*) FROM hosts") == 0 ]] || fail "a host was added"
 echo "ok: $n reports with data after the document refused, untouched, nothing sent"

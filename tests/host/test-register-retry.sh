@@ -8,14 +8,14 @@ write_spec "$T/spec.yaml"
 write_report "$T/report.json" 10.0.2.15
 
 "$KILN" -v register --report "$T/report.json" --spec "$T/spec.yaml" >"$T/log" 2>&1 || { cat "$T/log"; fail "registration after two 503s failed"; }
-[[ $(sql "SELECT group_concat(command || ':' || status) FROM (SELECT * FROM requests WHERE path = '/client/api' ORDER BY id LIMIT 3)") \
-   == listZones:503,listZones:503,listZones:200 ]] || fail "requests: $(sql 'SELECT * FROM requests')"
-[[ $(sql "SELECT count(*) FROM hosts") == 1 ]] || fail "expected one host after retries: $(sql 'SELECT * FROM hosts')"
-[[ $(sql "SELECT count(*) FROM requests WHERE command = 'addHost'") == 1 ]] || fail "addHost sent more than once"
+[[ $(controller_sql "SELECT group_concat(command || ':' || status) FROM (SELECT * FROM requests WHERE path = '/client/api' ORDER BY id LIMIT 3)") \
+   == listZones:503,listZones:503,listZones:200 ]] || fail "requests: $(controller_sql 'SELECT * FROM requests')"
+[[ $(controller_sql "SELECT count(*) FROM hosts") == 1 ]] || fail "expected one host after retries: $(controller_sql 'SELECT * FROM hosts')"
+[[ $(controller_sql "SELECT count(*) FROM requests WHERE command = 'addHost'") == 1 ]] || fail "addHost sent more than once"
 # Two waits of at least 0.5 s and 1 s (backoff 1 s doubling, jitter [d/2, d]),
 # timed by the controller between the first and the third request: load only
 # makes the gap longer, a kiln that does not back off leaves it short.
-ms=$(sql "SELECT CAST(ROUND((julianday(max(time)) - julianday(min(time))) * 86400000) AS INTEGER)
+ms=$(controller_sql "SELECT CAST(ROUND((julianday(max(time)) - julianday(min(time))) * 86400000) AS INTEGER)
           FROM (SELECT time FROM requests WHERE path = '/client/api' ORDER BY id LIMIT 3)")
 (( ms >= 1500 )) || fail "retries did not back off (${ms} ms from the first request to the third)"
 echo "503 twice then 200: registered once, ${ms} ms from the first request to the third"

@@ -13,8 +13,8 @@ start_controller
 write_spec "$T/spec.yaml"
 write_report "$T/report.json" 10.0.2.15
 "$KILN" register --report "$T/report.json" --spec "$T/spec.yaml" >"$T/log1" 2>&1 || { cat "$T/log1"; fail "registration under the kiln-register role failed"; }
-[[ $(sql "SELECT group_concat(DISTINCT account) FROM requests WHERE path = '/client/api'") == kiln ]] || fail "not made as account kiln"
-hid=$(sql "SELECT id FROM hosts")
+[[ $(controller_sql "SELECT group_concat(DISTINCT account) FROM requests WHERE path = '/client/api'") == kiln ]] || fail "not made as account kiln"
+hid=$(controller_sql "SELECT id FROM hosts")
 
 refused() {  # COMMAND [params...]: refused for kiln with the exact 432, allowed for the admin
   local cmd=$1; shift
@@ -22,16 +22,16 @@ refused() {  # COMMAND [params...]: refused for kiln with the exact 432, allowed
   [[ $(jq -r '.[] | "\(.errorcode) \(.errortext)"' "$T/body") == "432 The API [$cmd] does not exist or is not available for the account kiln." ]] \
     || fail "$cmd: not CloudStack's refusal: $(cat "$T/body")"
 }
-n=$(sql "SELECT count(*) FROM hosts")
+n=$(controller_sql "SELECT count(*) FROM hosts")
 refused deleteHost "id=$hid"
 refused listAccounts
 refused createRole name=mine type=Admin
-refused updateAccount account=kiln "roleid=$(sql "SELECT id FROM roles WHERE name = 'Root Admin'")"
-[[ $(sql "SELECT count(*) FROM hosts") == "$n" && $(sql "SELECT count(*) FROM roles") == 2 ]] || fail "a refused call changed something"
-[[ $(sql "SELECT roles.name FROM accounts JOIN roles ON roles.id = accounts.role_id WHERE accounts.name = 'kiln'") == kiln-register ]] \
+refused updateAccount account=kiln "roleid=$(controller_sql "SELECT id FROM roles WHERE name = 'Root Admin'")"
+[[ $(controller_sql "SELECT count(*) FROM hosts") == "$n" && $(controller_sql "SELECT count(*) FROM roles") == 2 ]] || fail "a refused call changed something"
+[[ $(controller_sql "SELECT roles.name FROM accounts JOIN roles ON roles.id = accounts.role_id WHERE accounts.name = 'kiln'") == kiln-register ]] \
   || fail "kiln's role was changed by a refused call"
 [[ $(cs_api admin listAccounts) == 200 ]] || fail "listAccounts as admin: $(cat "$T/body")"
-[[ $(sql "SELECT count(*) FROM requests WHERE status = 432 AND account = 'kiln'") == 4 ]] || fail "refusals not recorded: $(sql "SELECT command, status, reason FROM requests WHERE status = 432")"
+[[ $(controller_sql "SELECT count(*) FROM requests WHERE status = 432 AND account = 'kiln'") == 4 ]] || fail "refusals not recorded: $(controller_sql "SELECT command, status, reason FROM requests WHERE status = 432")"
 
 # The operator's procedure (docs/register.md), through the API as the root admin.
 make_role() {  # NAME RULE:PERM...  -> prints the role id
@@ -53,13 +53,13 @@ refused deleteHost "id=$hid"
 # A role without listHosts: kiln stops with CloudStack's refusal, nothing added.
 assign "$(make_role kiln-no-list listZones:allow listPods:allow listClusters:allow addHost:allow '*:deny')"
 write_report "$T/r3.json" 10.0.2.17
-n=$(sql "SELECT count(*) FROM hosts")
+n=$(controller_sql "SELECT count(*) FROM hosts")
 rc=0; "$KILN" register --report "$T/r3.json" --spec "$T/spec.yaml" >"$T/log3" 2>&1 || rc=$?
 [[ $rc == 7 ]] || { cat "$T/log3"; fail "role without listHosts: exit $rc, not 7"; }
 grep -qF "registration of node '52:54:00:12:34:56' failed: CloudStack refused listHosts (HTTP 432, errorcode 432): The API [listHosts] does not exist or is not available for the account kiln." "$T/log3" \
   || { cat "$T/log3"; fail "role without listHosts: not CloudStack's refusal"; }
-[[ $(sql "SELECT count(*) FROM hosts") == "$n" ]] || fail "role without listHosts: a host was added"
-[[ $(sql "SELECT count(*) FROM requests WHERE command = 'addHost' AND account = 'kiln' AND id > (SELECT max(id) FROM requests WHERE command = 'createRolePermission')") == 0 ]] \
+[[ $(controller_sql "SELECT count(*) FROM hosts") == "$n" ]] || fail "role without listHosts: a host was added"
+[[ $(controller_sql "SELECT count(*) FROM requests WHERE command = 'addHost' AND account = 'kiln' AND id > (SELECT max(id) FROM requests WHERE command = 'createRolePermission')") == 0 ]] \
   || fail "role without listHosts: addHost was sent without looking first"
 
 # An Admin-type role without "*: deny" falls back to every admin call.

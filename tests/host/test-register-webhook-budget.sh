@@ -17,27 +17,27 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
 grep -qE "registration of node '52:54:00:12:34:56' failed: CloudStack at 'http://127.0.0.1:$PORT/client/api' did not answer listZones in time after [2-9] attempts \(last: Operation timed out" "$T/log1" \
   || { cat "$T/log1"; fail "dead CloudStack: unclear error"; }
 (( ms >= 5500 && ms < 12000 )) || fail "dead CloudStack: took ${ms} ms with --timeout 8"
-body=$(sql "SELECT body FROM events WHERE type = 'report'")
+body=$(controller_sql "SELECT body FROM events WHERE type = 'report'")
 [[ -n $body ]] || { cat "$T/log1"; fail "no report reached the webhook"; }
 [[ $(jq -r '[.result, .registration.cloudstack.result] | join(" ")' <<<"$body") == "SUCCESS FAIL" ]] || fail "report received: $(jq -c .registration <<<"$body")"
 jq -r .registration.cloudstack.error <<<"$body" | grep -qE "^CloudStack at 'http://127.0.0.1:$PORT/client/api' did not answer listZones in time" \
   || fail "the report lacks CloudStack's error: $(jq -c .registration <<<"$body")"
 # CloudStack's part ended about 2 s (a quarter of 8) before the end
-last_api=$(sql "SELECT max(time) FROM requests WHERE path = '/client/api'")
-report_at=$(sql "SELECT received FROM events WHERE type = 'report'")
+last_api=$(controller_sql "SELECT max(time) FROM requests WHERE path = '/client/api'")
+report_at=$(controller_sql "SELECT received FROM events WHERE type = 'report'")
 gap=$(python3 -c 'import sys, datetime as d; f = lambda s: d.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ"); print(int((f(sys.argv[2]) - f(sys.argv[1])).total_seconds() * 1000))' "$last_api" "$report_at")
 (( gap >= 0 && gap < 5000 )) || fail "report sent ${gap} ms after the last CloudStack attempt began"
-d1=$(sql "SELECT delivery FROM events WHERE type = 'report'")
+d1=$(controller_sql "SELECT delivery FROM events WHERE type = 'report'")
 [[ $d1 =~ ^$run_id/report/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$ ]] || fail "delivery id '$d1'"
 echo "dead CloudStack: FAIL report delivered, exit 7 after ${ms} ms"
 
 # CloudStack back: the same report again, a new delivery id, the SUCCESS kept.
-admin '{"hang": false}'
+controller_admin '{"hang": false}'
 "$KILN" register --report "$T/report.json" --spec "$T/spec.yaml" >"$T/log2" 2>&1 || { cat "$T/log2"; fail "second run failed"; }
-[[ $(sql "SELECT count(*) FROM events WHERE type = 'report'") == 2 ]] || fail "second report dropped as a duplicate: $(sql "SELECT delivery FROM events WHERE type = 'report'")"
-d2=$(sql "SELECT delivery FROM events WHERE type = 'report' ORDER BY id DESC LIMIT 1")
+[[ $(controller_sql "SELECT count(*) FROM events WHERE type = 'report'") == 2 ]] || fail "second report dropped as a duplicate: $(controller_sql "SELECT delivery FROM events WHERE type = 'report'")"
+d2=$(controller_sql "SELECT delivery FROM events WHERE type = 'report' ORDER BY id DESC LIMIT 1")
 [[ $d2 != "$d1" && $d2 == "$run_id/report/"* ]] || fail "second delivery id '$d2' (first '$d1')"
-[[ $(sql "SELECT body FROM reports WHERE run_id = '$run_id'" | jq -r .registration.cloudstack.result) == SUCCESS ]] || fail "the receiver kept the FAIL"
-[[ $(sql "SELECT count(*) FROM requests WHERE reason = 'duplicate delivery'") == 0 ]] || fail "a report was taken as a duplicate"
+[[ $(controller_sql "SELECT body FROM reports WHERE run_id = '$run_id'" | jq -r .registration.cloudstack.result) == SUCCESS ]] || fail "the receiver kept the FAIL"
+[[ $(controller_sql "SELECT count(*) FROM requests WHERE reason = 'duplicate delivery'") == 0 ]] || fail "a report was taken as a duplicate"
 assert_no_secrets "$T"/log* "$T/report.json"
 echo "ok: the report has its own budget and a new delivery id per run"

@@ -12,11 +12,11 @@
 # Each secret is looked for raw, JSON-escaped (with and without \/) and
 # URL-encoded (%20 and +).
 source "$(dirname "$0")/register-lib.sh"
-rnd() { od -An -tx1 -N6 /dev/urandom | tr -d ' \n'; }
-SECRET_KEY="cs/secret+&=%'<x> é-$(rnd)"
-HOST_PASSWORD="host pw/+&=%'<y>é-$(rnd)"
-HMAC_KEY="hmac/key+&=%'<z> é-$(rnd)"
-PASSPHRASE="luks pass/+&=%'é-$(rnd)"
+SECRET_KEY=$(secret "cs/secret+&=%'<x> é-")
+HOST_PASSWORD=$(secret "host pw/+&=%'<y>é-")
+HMAC_KEY=$(secret "hmac/key+&=%'<z> é-")
+PASSPHRASE=$(secret "luks pass/+&=%'é-")
+SECRET_FORMS=$T/forms
 
 # every form a secret could take on the way out, one a line
 python3 - "$SECRET_KEY" "$HOST_PASSWORD" "$HMAC_KEY" "$PASSPHRASE" >"$T/forms" <<'PY'
@@ -31,15 +31,6 @@ print("\n".join(sorted(forms)))
 PY
 (( $(wc -l <"$T/forms") >= 16 )) || fail "expected at least 16 forms of the secrets"
 
-no_secret_forms() {
-  local f
-  for f in "$@"; do
-    [[ -s $f ]] || fail "$f is empty: nothing was checked"
-    if grep -aFf "$T/forms" -- "$f" >"$T/hit"; then
-      fail "a secret appears in $f: $(head -c 300 "$T/hit")"
-    fi
-  done
-}
 
 start_controller
 write_spec "$T/spec.yaml"
@@ -48,7 +39,7 @@ write_spec "$T/spec.yaml"
 # URLs (it answers the same; it records paths only); kiln shows them as
 # scheme://host:port/path with "?..." (url.h), in its output, the report and
 # the events.
-URL_PW="urlpw-$(rnd)" URL_TOKEN="urltok-$(rnd)"
+URL_PW="urlpw-" URL_TOKEN="urltok-"
 sed -i "s|endpoint: \"$URL/client/api\"|endpoint: \"http://kiln:$URL_PW@127.0.0.1:$PORT/client/api\"|;
         s|url: \"$URL/kiln/webhook\"|url: \"http://hook:$URL_PW@127.0.0.1:$PORT/kiln/webhook?token=$URL_TOKEN\&sig=$URL_TOKEN\"|" "$T/spec.yaml"
 grep -qF "$URL_TOKEN" "$T/spec.yaml" && grep -qF "kiln:$URL_PW@" "$T/spec.yaml" || fail "the spec's URLs were not given credentials"
@@ -59,24 +50,23 @@ printf '%s\n' "$URL_PW" "$URL_TOKEN" "$(printf 'kiln:%s' "$URL_PW" | base64 -w0)
 write_report "$T/r1.json" 10.0.2.15
 "$KILN" -v register --report "$T/r1.json" --spec "$T/spec.yaml" >"$T/log1" 2>&1 || { cat "$T/log1"; fail "registration failed"; }
 grep -q "added to CloudStack zone 'lab'" "$T/log1" || { cat "$T/log1"; fail "no 'added' message"; }
-[[ $(sql "SELECT count(*) FROM requests WHERE status != 200") == 0 ]] || fail "controller refused: $(sql 'SELECT * FROM requests')"
-[[ $(sql "SELECT password_given FROM hosts") == 1 ]] || fail "the host password did not arrive"
+[[ $(controller_sql "SELECT count(*) FROM requests WHERE status != 200") == 0 ]] || fail "controller refused: $(controller_sql 'SELECT * FROM requests')"
+[[ $(controller_sql "SELECT password_given FROM hosts") == 1 ]] || fail "the host password did not arrive"
 jq -e --arg u "http://127.0.0.1:$PORT" '.registration.webhook.url == "\($u)/kiln/webhook?..." and
   .registration.cloudstack.endpoint == "\($u)/client/api"' "$T/r1.json" >/dev/null ||
   fail "the report does not show the URLs without credentials: $(jq -c .registration "$T/r1.json")"
 
-admin() { curl -sf -X POST --data "$1" "$URL/kiln/admin" >/dev/null || fail "controller admin $1"; }
 # 401: CloudStack's refusal, final
-admin '{"fail_401": true}'
+controller_admin '{"fail_401": true}'
 write_report "$T/r2.json" 10.0.2.16
 rc=0; "$KILN" -v register --report "$T/r2.json" --spec "$T/spec.yaml" >"$T/log2" 2>&1 || rc=$?
 [[ $rc == 7 ]] && grep -q "HTTP 401" "$T/log2" || { cat "$T/log2"; fail "401: exit $rc"; }
 # 503 until the time is up
-admin '{"fail_401": false, "fail_503": 1000}'
+controller_admin '{"fail_401": false, "fail_503": 1000}'
 write_report "$T/r3.json" 10.0.2.17
 rc=0; "$KILN" -v register --report "$T/r3.json" --spec "$T/spec.yaml" --timeout 2 >"$T/log3" 2>&1 || rc=$?
 [[ $rc == 7 ]] && grep -q "did not answer listZones in time" "$T/log3" || { cat "$T/log3"; fail "503: exit $rc"; }
-admin '{"fail_503": 0}'
+controller_admin '{"fail_503": 0}'
 # a path that is not the API (404 with a JSON body that is not CloudStack's)
 sed "s|/client/api|/client/nowhere|" "$T/spec.yaml" >"$T/spec-404.yaml"
 write_report "$T/r4.json" 10.0.2.18
@@ -84,10 +74,10 @@ rc=0; "$KILN" -v register --report "$T/r4.json" --spec "$T/spec-404.yaml" --time
 [[ $rc == 7 ]] || { cat "$T/log4"; fail "404: exit $rc"; }
 grep -qF "CloudStack request listZones to 'http://127.0.0.1:$PORT/client/nowhere' failed" "$T/log4" ||
   { cat "$T/log4"; fail "404: the endpoint is not shown without its credentials"; }
-dump >"$T/dump.json"
+controller_dump >"$T/dump.json"
 jq -e '.events | length >= 3' "$T/dump.json" >/dev/null || fail "the dump lacks the events"
 # nothing listening
-stop_controller
+controller_stop
 write_report "$T/r5.json" 10.0.2.19
 rc=0; "$KILN" -v register --report "$T/r5.json" --spec "$T/spec.yaml" --timeout 2 >"$T/log5" 2>&1 || rc=$?
 [[ $rc == 7 ]] || { cat "$T/log5"; fail "refused connection: exit $rc"; }

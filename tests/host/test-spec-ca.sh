@@ -19,9 +19,9 @@ for t in openssl losetup mkfs.ext4 findmnt jq zstd; do
 done
 source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/lib/image-fixtures.sh"
-source "$SRC/tests/lib/loop.sh"          # after http.sh: its counting fail() and ok()
+source "$SRC/tests/lib/loop.sh"
+source "$SRC/tests/lib/spec.sh"
 loop_init spec-ca
-on_exit() { http_stop; }
 
 # two throwaway CAs: A signs nginx's certificate, B signs nothing here
 mkdir -p "$T/www"
@@ -50,16 +50,9 @@ attach "$T/a.img"; A=$ATTACHED
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
 
 spec() {  # spec CA-LINE: the spec with that `ca:` line (or none)
+  spec_write - root-disk -- HOSTNAME=kiln-spec-ca DISK="$A"
   cat <<YAML
-version: 1
-hostname: kiln-spec-ca
 $1
-disks:
-  - {id: a, match: {path: $A}, wipe: true}
-partitions:
-  - {id: root, on: a, size: rest, type: linux}
-filesystems:
-  - {on: root, type: ext4, label: root, mount: /}
 image: {url: "$S/small.tar.zst", sha256: "$SMALL_SUM"}
 register:
   webhook: {url: "$S/hook"}
@@ -70,7 +63,7 @@ apply() {  # apply WANT_RC: kiln apply of $T/spec.yaml, output in $T/out
   local want=$1 rc=0
   umount -R "$T/target" 2>/dev/null
   "$KILN" apply --yes --fresh "$T/spec.yaml" >"$T/out" 2>&1 || rc=$?
-  [[ $rc == "$want" ]] || { tail -5 "$T/out"; fail "kiln apply exited $rc, expected $want"; return 1; }
+  [[ $rc == "$want" ]] || { tail -5 "$T/out"; not_ok "kiln apply exited $rc, expected $want"; return 1; }
 }
 
 pem_inline=$(sed 's/^/  /' "$T/ca-a.pem")
@@ -83,13 +76,13 @@ $pem_inline" ;;
   esac >"$T/spec.yaml"
   posts0=$(hook_posts); gets0=$(image_gets)
   apply 0 || continue
-  [[ -f $T/target/etc/kiln-image ]] || fail "ca: as $form: the image is not on the target"
-  (($(image_gets) == gets0 + 1)) || fail "ca: as $form: nginx saw $(($(image_gets) - gets0)) image GETs over TLS, expected 1"
-  (($(hook_posts) == posts0 + 1)) || fail "ca: as $form: $(($(hook_posts) - posts0)) webhook POSTs over TLS, expected 1"
+  [[ -f $T/target/etc/kiln-image ]] || not_ok "ca: as $form: the image is not on the target"
+  (($(image_gets) == gets0 + 1)) || not_ok "ca: as $form: nginx saw $(($(image_gets) - gets0)) image GETs over TLS, expected 1"
+  (($(hook_posts) == posts0 + 1)) || not_ok "ca: as $form: $(($(hook_posts) - posts0)) webhook POSTs over TLS, expected 1"
   [[ $(jq -r .registration.webhook.result "$T/run/report.json" 2>/dev/null) == SUCCESS ]] \
-    || fail "ca: as $form: the webhook registration: $(jq -c .registration "$T/run/report.json")"
+    || not_ok "ca: as $form: the webhook registration: $(jq -c .registration "$T/run/report.json")"
   cmp -s <(cat "$T/ca-a.pem"; echo) <(sed '$d' "$T/run/spec-ca.pem"; echo) \
-    || fail "ca: as $form: RUN_DIR/spec-ca.pem is not the CA"
+    || not_ok "ca: as $form: RUN_DIR/spec-ca.pem is not the CA"
   ok "ca: as $form: the image and the webhook's report went over HTTPS"
 done
 
@@ -99,8 +92,8 @@ spec "" >"$T/spec.yaml"
 posts0=$(hook_posts); gets0=$(image_gets)
 if apply 5; then
   grep -q "image '$S/small.tar.zst': download failed: .*certificate" "$T/out" \
-    || fail "without ca: no TLS error for the image: $(grep -i image "$T/out" | tail -2)"
-  (($(image_gets) == gets0 && $(hook_posts) == posts0)) || fail "without ca: nginx answered a request over TLS"
+    || not_ok "without ca: no TLS error for the image: $(grep -i image "$T/out" | tail -2)"
+  (($(image_gets) == gets0 && $(hook_posts) == posts0)) || not_ok "without ca: nginx answered a request over TLS"
   ok "without ca: the image is refused by TLS verification"
 fi
 
@@ -109,28 +102,28 @@ umount -R "$T/target" 2>/dev/null
 spec "ca: $T/no-cert.pem" >"$T/spec.yaml"
 before=$(sha256sum <"$T/a.img")
 rc=0; "$KILN" apply --yes --fresh "$T/spec.yaml" >"$T/out" 2>&1 || rc=$?
-[[ $rc == 8 ]] || fail "a ca: without a certificate: exit $rc, expected 8"
+[[ $rc == 8 ]] || not_ok "a ca: without a certificate: exit $rc, expected 8"
 grep -qF "failed to load the CA of spec '$T/spec.yaml' ($T/no-cert.pem): it holds no PEM certificate; nothing was written" "$T/out" \
-  || fail "a ca: without a certificate: $(tail -2 "$T/out")"
+  || not_ok "a ca: without a certificate: $(tail -2 "$T/out")"
 [[ $(sha256sum <"$T/a.img") == "$before" ]] && ok "a ca: without a certificate is refused, the disk unchanged" \
-  || fail "a ca: without a certificate changed the disk"
+  || not_ok "a ca: without a certificate changed the disk"
 
 # kiln register: --ca and the spec's ca: are both trusted
 spec "ca: $T/ca-b.pem" >"$T/spec-b.yaml"
 spec "ca: $T/ca-a.pem" >"$T/spec-a.yaml"
-cp "$T/run/report.json" "$T/report.json" 2>/dev/null || fail "no saved run report"
+cp "$T/run/report.json" "$T/report.json" 2>/dev/null || not_ok "no saved run report"
 for c in "a b" "b a"; do
   set -- $c
   posts0=$(hook_posts)
   rc=0; "$KILN" register --report "$T/report.json" --spec "$T/spec-$2.yaml" --ca "$T/ca-$1.pem" --save "$T/r.json" \
     >"$T/out" 2>&1 || rc=$?
-  [[ $rc == 0 ]] || { tail -3 "$T/out"; fail "kiln register --ca CA-$1 with ca: CA-$2 exited $rc"; }
+  [[ $rc == 0 ]] || { tail -3 "$T/out"; not_ok "kiln register --ca CA-$1 with ca: CA-$2 exited $rc"; }
   (($(hook_posts) > posts0)) && ok "kiln register: --ca CA-$1 and ca: CA-$2 both trusted (server signed by CA-a)" \
-    || fail "kiln register --ca CA-$1, ca: CA-$2: no webhook POST over TLS"
+    || not_ok "kiln register --ca CA-$1, ca: CA-$2: no webhook POST over TLS"
 done
 posts0=$(hook_posts)
 rc=0; "$KILN" register --report "$T/report.json" --spec "$T/spec-b.yaml" --ca "$T/ca-b.pem" >"$T/out" 2>&1 || rc=$?
 [[ $rc == 7 && $(hook_posts) == "$posts0" ]] && ok "kiln register with only CA-b is refused by TLS" \
-  || fail "kiln register with only CA-b: exit $rc, $(($(hook_posts) - posts0)) POSTs"
+  || not_ok "kiln register with only CA-b: exit $rc, $(($(hook_posts) - posts0)) POSTs"
 
-loop_done
+checks_done

@@ -8,21 +8,9 @@ set -euo pipefail
 ((EUID == 0)) || { echo "skip: needs root (chroot)"; exit 77; }
 : "${KILN:?}" "${SRC:?}" "${BUILD:?}"
 
-source "$SRC/tests/lib/http.sh"   # before fail(): this test's counts, http.sh's exits
-fails=0
-ok()   { echo "ok - $*"; }
-fail() { echo "not ok - $*"; fails=$((fails + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi; }
-
-T=$(mktemp -d /tmp/kiln-static.XXXXXX)
-mounts=()
-cleanup() {
-  local i
-  http_stop
-  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}" 2>/dev/null || true; done
-  rm -rf --one-file-system "$T"
-}
-trap cleanup EXIT
+source "$SRC/tests/lib/http.sh"
+test_tmpdir static
+mounts=()   # those of the current run_in; all of them are unmounted on exit too
 
 # --- 1. the binary is static ---------------------------------------------
 desc=$(file -b "$KILN")
@@ -59,9 +47,9 @@ run_in() {
   local root=$1 label=$2 out rc
   mkdir -p "$root/bin" "$root/tmp" "$root/proc" "$root/sys" "$root/dev" "$root/etc"
   install -m755 "$stripped" "$root/kiln-static"
-  mount -t proc proc "$root/proc" && mounts+=("$root/proc")
-  mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys" && mounts+=("$root/sys")
-  mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev" && mounts+=("$root/dev")
+  mount -t proc proc "$root/proc" && mounts+=("$root/proc") && cleanup_umount "$root/proc"
+  mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys" && mounts+=("$root/sys") && cleanup_umount "$root/sys"
+  mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev" && mounts+=("$root/dev") && cleanup_umount "$root/dev"
 
   rc=0; out=$(chroot "$root" /kiln-static version 2>&1) || rc=$?
   check "$label: kiln version runs (rc=$rc: $out)" bash -c '(( $1 == 0 )) && grep -q "^kiln " <<<"$2"' _ "$rc" "$out"
@@ -152,7 +140,7 @@ if [[ -x $stripped ]] && has_cmd fetch && command -v nginx >/dev/null && command
 fi
 
 # --- 3. a minimal Debian rootfs (mmdebstrap --variant=essential) -----------
-tarball=$(bash "$SRC/tests/lib/rootfs.sh" essential) || { tarball=; fail "mmdebstrap --variant=essential (tests/lib/rootfs.sh)"; }
+tarball=$(bash "$SRC/tests/lib/rootfs.sh" essential) || { tarball=; not_ok "mmdebstrap --variant=essential (tests/lib/rootfs.sh)"; }
 if [[ -s $tarball && -x $stripped ]]; then
   D=$T/debian
   mkdir -p "$D"
@@ -162,5 +150,4 @@ if [[ -s $tarball && -x $stripped ]]; then
   run_in "$D" "debian essential"
 fi
 
-echo "# $fails failed"
-((fails == 0))
+checks_done

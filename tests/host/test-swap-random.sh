@@ -24,7 +24,7 @@ attach "$T/a.img"; A=$ATTACHED
 truncate -s 32M "$T/old.img" && mkfs.ext4 -q -F -L oldfs "$T/old.img" || exit 1
 dd if="$T/old.img" of="$A" bs=1M seek=1 conv=notrunc status=none || exit 1
 parted -s "$A" mklabel gpt mkpart old 100MiB 200MiB || exit 1
-[[ $(blkid -p -o value -s TYPE --offset $((1 << 20)) "$A") == ext4 ]] || fail "the old ext4 is not at 1 MiB"
+[[ $(blkid -p -o value -s TYPE --offset $((1 << 20)) "$A") == ext4 ]] || not_ok "the old ext4 is not at 1 MiB"
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
 cat >"$T/spec.yaml" <<YAML
 version: 1
@@ -40,20 +40,20 @@ filesystems:
 finish: none
 YAML
 out=$("$KILN" apply --yes "$T/spec.yaml" 2>&1); rc=$?
-[[ $rc == 0 ]] || { fail "apply exited $rc: $out"; loop_done; }
+[[ $rc == 0 ]] || { not_ok "apply exited $rc: $out"; checks_done; }
 sig=$(blkid -p -o value -s TYPE "${A}p1"; true)
-[[ -z $sig ]] && ok "the swap partition holds no signature (the old ext4 is gone)" || fail "${A}p1 still holds '$sig'"
+[[ -z $sig ]] && ok "the swap partition holds no signature (the old ext4 is gone)" || not_ok "${A}p1 still holds '$sig'"
 if [[ -x /lib/cryptsetup/checks/un_blkid ]]; then
   /lib/cryptsetup/checks/un_blkid "${A}p1" >/dev/null 2>&1 && ok "Debian's cryptdisks precheck (un_blkid) accepts it" \
-    || fail "un_blkid refuses ${A}p1"
+    || not_ok "un_blkid refuses ${A}p1"
 fi
 partuuid=$(blkid -p -o value -s PART_ENTRY_UUID "${A}p1")
-[[ -n $partuuid ]] || fail "no PARTUUID on ${A}p1"
+[[ -n $partuuid ]] || not_ok "no PARTUUID on ${A}p1"
 want="cswap_crypt PARTUUID=$partuuid /dev/urandom plain,swap,cipher=aes-xts-plain64,size=512"
 grep -qxF "$want" "$T/target/etc/crypttab" && ok "crypttab: $want" \
-  || fail "crypttab lacks '$want': $(cat "$T/target/etc/crypttab" 2>&1)"
-grep -q "$A" "$T/target/etc/crypttab" && fail "crypttab names $A: $(cat "$T/target/etc/crypttab")"
+  || not_ok "crypttab lacks '$want': $(cat "$T/target/etc/crypttab" 2>&1)"
+grep -q "$A" "$T/target/etc/crypttab" && not_ok "crypttab names $A: $(cat "$T/target/etc/crypttab")"
 grep -qxF "/dev/mapper/cswap_crypt none swap sw 0 0" "$T/target/etc/fstab" && ok "fstab swaps on /dev/mapper/cswap_crypt" \
-  || fail "fstab: $(cat "$T/target/etc/fstab")"
-grep -q "UUID=$(blkid -o value -s UUID "${A}p2") / xfs" "$T/target/etc/fstab" || fail "fstab lacks root"
-loop_done
+  || not_ok "fstab: $(cat "$T/target/etc/fstab")"
+grep -q "UUID=$(blkid -o value -s UUID "${A}p2") / xfs" "$T/target/etc/fstab" || not_ok "fstab lacks root"
+checks_done

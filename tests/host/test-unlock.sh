@@ -17,97 +17,78 @@ done
 PROBE=$BUILD/tests/unlock-probe
 [[ -x $PROBE ]] || { echo "no $PROBE"; exit 77; }
 
-tmp=$(mktemp -d)
-socat_pid=
-cleanup() {
-        [[ -n $socat_pid ]] && kill "$socat_pid" 2>/dev/null && wait "$socat_pid" 2>/dev/null
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fail=1; }
+source "$SRC/tests/lib/assert.sh"
+source "$SRC/tests/lib/tang.sh"
+test_tmpdir unlock
+tang_start "$T/tang" || fail "Tang did not start"
+url=$TANG_URL sig=$TANG_THP
 
-mkdir "$tmp/db"
-/usr/libexec/tangd-keygen "$tmp/db" || { bad "tangd-keygen"; exit 1; }
-sig=
-for k in "$tmp"/db/*.jwk; do
-        python3 -c 'import json,sys; sys.exit(0 if "verify" in json.load(open(sys.argv[1])).get("key_ops", []) else 1)' "$k" \
-                && sig=$(jose jwk thp -i "$k")
-done
-[[ -n $sig ]] || { bad "no signing key in $tmp/db"; exit 1; }
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-socat TCP-LISTEN:"$port",bind=127.0.0.1,fork,reuseaddr EXEC:"/usr/libexec/tangd $tmp/db" 2>"$tmp/tang.log" &
-socat_pid=$!
-for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/adv" >/dev/null && break; sleep 0.1; done
-url=http://127.0.0.1:$port
-
-img=$tmp/luks.img
+img=$T/luks.img
 truncate -s 32M "$img"
 KEY="kiln-test-$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')"
 printf '%s' "$KEY" | cryptsetup luksFormat --type luks2 --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
-        --key-file - "$img" || { bad "luksFormat on a file"; exit 1; }
+        --key-file - "$img" || { not_ok "luksFormat on a file"; exit 1; }
 
 # clevis seen through a wrapper that records its argv and environment
-cat >"$tmp/clevis" <<WRAP
+cat >"$T/clevis" <<WRAP
 #!/bin/bash
-{ echo "argv: \$*"; env; } >>"$tmp/clevis.log"
+{ echo "argv: \$*"; env; } >>"$T/clevis.log"
 exec /usr/bin/clevis "\$@"
 WRAP
-chmod +x "$tmp/clevis"
-export KILN_T_CLEVIS=$tmp/clevis
+chmod +x "$T/clevis"
+export KILN_T_CLEVIS=$T/clevis
 
 # a thumbprint that is not Tang's signing key: refused, nothing written
 h0=$(sha256sum <"$img")
 wrong=$(printf 'x%.0s' $(seq 43))
-printf '%s' "$KEY" | "$PROBE" bind "$img" / 1 "$url" "$wrong" >"$tmp/out" 2>"$tmp/err"; rc=$?
+printf '%s' "$KEY" | "$PROBE" bind "$img" / 1 "$url" "$wrong" >"$T/out" 2>"$T/err"; rc=$?
 if ((rc == 1)) && [[ $(sha256sum <"$img") == "$h0" ]] && ! cryptsetup token export --token-id 0 "$img" >/dev/null 2>&1; then
-        ok "wrong thumbprint refused, header unchanged ($(head -c 120 "$tmp/err"))"
-else bad "wrong thumbprint: rc=$rc, $(cat "$tmp/err")"; fi
+        ok "wrong thumbprint refused, header unchanged ($(head -c 120 "$T/err"))"
+else not_ok "wrong thumbprint: rc=$rc, $(cat "$T/err")"; fi
 
 # the real binding, in a chroot of /
-printf '%s' "$KEY" | "$PROBE" bind "$img" / 1 "$url" "$sig" >"$tmp/out" 2>"$tmp/err"; rc=$?
-slot=$(cat "$tmp/out")
-if ((rc == 0)) && [[ $slot == 1 ]]; then ok "bound in keyslot $slot"; else bad "bind: rc=$rc out='$slot' $(cat "$tmp/err")"; fi
+printf '%s' "$KEY" | "$PROBE" bind "$img" / 1 "$url" "$sig" >"$T/out" 2>"$T/err"; rc=$?
+slot=$(cat "$T/out")
+if ((rc == 0)) && [[ $slot == 1 ]]; then ok "bound in keyslot $slot"; else not_ok "bind: rc=$rc out='$slot' $(cat "$T/err")"; fi
 tok=$(cryptsetup token export --token-id 0 "$img" 2>/dev/null)
 prot=$(jq -r '.jwe.protected' <<<"$tok" | tr '_-' '/+' | base64 -d 2>/dev/null)
 if [[ $(jq -r .type <<<"$tok") == clevis && $(jq -c .keyslots <<<"$tok") == '["1"]' ]] &&
    [[ $(jq -r .clevis.pin <<<"$prot" 2>/dev/null) == tang && $(jq -r .clevis.tang.url <<<"$prot" 2>/dev/null) == "$url" ]]; then
         ok "LUKS2 token: type clevis, keyslot 1, pin tang, url $url"
-else bad "token: $tok / $prot"; fi
+else not_ok "token: $tok / $prot"; fi
 printf '%s' "$KEY" | cryptsetup open --test-passphrase --key-slot 0 --key-file - "$img" \
-        && ok "the spec's key still opens keyslot 0 (recovery)" || bad "recovery keyslot 0 does not open"
+        && ok "the spec's key still opens keyslot 0 (recovery)" || not_ok "recovery keyslot 0 does not open"
 
-"$PROBE" prove "$img" / 1 >"$tmp/out" 2>"$tmp/err" && ok "proof: the pin alone opens keyslot 1" \
-        || bad "prove: $(cat "$tmp/err")"
-[[ ! -s $tmp/out ]] || bad "prove printed something on stdout"
+"$PROBE" prove "$img" / 1 >"$T/out" 2>"$T/err" && ok "proof: the pin alone opens keyslot 1" \
+        || not_ok "prove: $(cat "$T/err")"
+[[ ! -s $T/out ]] || not_ok "prove printed something on stdout"
 # the key the pin yields (what clevis luks pass prints) never left locked memory
 pinkey=$(clevis luks pass -d "$img" -s 1)
-[[ ${#pinkey} -ge 32 ]] || bad "clevis luks pass printed ${#pinkey} bytes"
-grep -qF -- "$pinkey" "$tmp/out" "$tmp/err" "$tmp/clevis.log" && bad "the pin's key shows in the probe's output or clevis's argv/env" \
+[[ ${#pinkey} -ge 32 ]] || not_ok "clevis luks pass printed ${#pinkey} bytes"
+grep -qF -- "$pinkey" "$T/out" "$T/err" "$T/clevis.log" && not_ok "the pin's key shows in the probe's output or clevis's argv/env" \
         || ok "the pin's key (${#pinkey} bytes) is in no output, argv or environment"
-"$PROBE" prove "$img" / 0 >"$tmp/out" 2>"$tmp/err"; rc=$?
-((rc == 1)) && ok "proof fails for a slot without a token: $(head -c 150 "$tmp/err")" || bad "prove slot 0: rc=$rc"
+"$PROBE" prove "$img" / 0 >"$T/out" 2>"$T/err"; rc=$?
+((rc == 1)) && ok "proof fails for a slot without a token: $(head -c 150 "$T/err")" || not_ok "prove slot 0: rc=$rc"
 
 # sss: two pins (the same server twice), threshold 2
-printf '%s' "$KEY" | "$PROBE" bind "$img" - 2 "$url" "$sig" "$url" "$sig" >"$tmp/out" 2>"$tmp/err"; rc=$?
-s2=$(cat "$tmp/out")
+printf '%s' "$KEY" | "$PROBE" bind "$img" - 2 "$url" "$sig" "$url" "$sig" >"$T/out" 2>"$T/err"; rc=$?
+s2=$(cat "$T/out")
 tok2=$(cryptsetup token export --token-id 1 "$img" 2>/dev/null)
 prot2=$(jq -r '.jwe.protected' <<<"$tok2" | tr '_-' '/+' | base64 -d 2>/dev/null)
 if ((rc == 0)) && [[ $s2 == 2 ]] && [[ $(jq -r .clevis.pin <<<"$prot2" 2>/dev/null) == sss ]] &&
-   "$PROBE" prove "$img" - 2 2>"$tmp/err"; then
+   "$PROBE" prove "$img" - 2 2>"$T/err"; then
         ok "sss binding (t=2 of 2 tang pins) in keyslot 2, proven"
-else bad "sss: rc=$rc slot='$s2' $(cat "$tmp/err") $prot2"; fi
+else not_ok "sss: rc=$rc slot='$s2' $(cat "$T/err") $prot2"; fi
 
 # Tang stopped: the proof fails (storage exit code in the step)
-kill "$socat_pid"; wait "$socat_pid" 2>/dev/null; socat_pid=
-"$PROBE" prove "$img" / 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
-((rc == 1)) && ok "Tang stopped: proof fails ($(head -c 150 "$tmp/err"))" || bad "prove without Tang: rc=$rc"
+tang_stop
+"$PROBE" prove "$img" / 1 >"$T/out" 2>"$T/err"; rc=$?
+((rc == 1)) && ok "Tang stopped: proof fails ($(head -c 150 "$T/err"))" || not_ok "prove without Tang: rc=$rc"
 
 # the key never in clevis's argv or environment (it went through the pipe)
-[[ -s $tmp/clevis.log ]] || bad "the clevis wrapper was not used"
-grep -qF -- "$KEY" "$tmp/clevis.log" && bad "the key is in clevis's argv or environment" \
-        || ok "key not in clevis's argv or environment ($(grep -c '^argv:' "$tmp/clevis.log") runs)"
-grep -q '^argv: luks bind -y -d .* -k - tang {"url":' "$tmp/clevis.log" && ok "clevis luks bind -y -d IMG -k - tang CONFIG" \
-        || bad "unexpected clevis argv: $(grep '^argv:' "$tmp/clevis.log" | head -2)"
-exit $fail
+[[ -s $T/clevis.log ]] || not_ok "the clevis wrapper was not used"
+grep -qF -- "$KEY" "$T/clevis.log" && not_ok "the key is in clevis's argv or environment" \
+        || ok "key not in clevis's argv or environment ($(grep -c '^argv:' "$T/clevis.log") runs)"
+grep -q '^argv: luks bind -y -d .* -k - tang {"url":' "$T/clevis.log" && ok "clevis luks bind -y -d IMG -k - tang CONFIG" \
+        || not_ok "unexpected clevis argv: $(grep '^argv:' "$T/clevis.log" | head -2)"
+checks_done

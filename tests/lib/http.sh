@@ -1,101 +1,98 @@
-# Shared by host tests: a real nginx on 127.0.0.1 with its own config in a
-# temp dir, on a free port picked at run time. Source it, then:
-#   http_test_init NAME          T=/tmp/kiln-test-NAME.XXXXXX and an EXIT trap
-#                                that runs the test's on_exit (if it defines
-#                                one), stops the proxy and nginx, removes T
-#   http_start ROOT [CERT KEY]   -> sets HTTP_PORT (and HTTPS_PORT with a cert);
-#                                HTTP_LOCATIONS (nginx directives) go into both
-#                                servers, e.g. 'location = /hook { return 204; }'
-#   http_stop                    (also done by the EXIT trap)
-#   proxy_start ACTION...        a fault-injecting proxy in front of nginx
+# A real nginx on 127.0.0.1 with its own config in a temp dir, on a free
+# port picked at run time, and a fault-injecting proxy in front of it
+# (sourced, not a test; it brings assert.sh, cleanup.sh and port.sh):
+#   nginx_run DIR PORT HTTP...   nginx with DIR/nginx.conf: the common head
+#                                (pid, logs DIR/error.log and DIR/access.log,
+#                                temp paths in DIR) and the directives HTTP...
+#                                inside its http block; waits until PORT
+#                                answers; NGINX_CONNECTIONS (64) per worker.
+#                                Sets NGINX_PID; stopped on exit
+#   http_start ROOT [CERT KEY]   nginx serving ROOT -> HTTP_PORT, HTTP_DIR
+#                                (and HTTPS_PORT with a cert); HTTP_LOCATIONS
+#                                (nginx directives) go into both servers,
+#                                e.g. 'location = /hook { return 204; }'
+#   http_stop                    nginx ends now (else on exit)
+#   proxy_start ACTION...        tests/lib/faultproxy.py in front of nginx ->
+#                                PROXY_PORT, PROXY_LOG (one line a request)
+#   proxy_stop, requests         end it; how many requests it has seen
 #   run_kiln RC ARGS...          kiln ARGS (stdin /dev/null, stderr in $T/err,
 #                                stdout in $T/stdout); fails unless it exits RC
-#   expect_err TEXT              $T/err holds TEXT
-#   requests                     how many requests the proxy has seen
-#   fail MSG                     says so and exits 1
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+#   expect_err TEXT              $T/err holds TEXT, else fail
+_lib=$(dirname "${BASH_SOURCE[0]}")
+source "$_lib/assert.sh"
+source "$_lib/cleanup.sh"
+source "$_lib/port.sh"
+
+nginx_run() {
+  local dir=$1 port=$2; shift 2
+  command -v nginx >/dev/null || { echo "SKIP: nginx not installed"; exit 77; }
+  mkdir -p "$dir/tmp"
+  cat >"$dir/nginx.conf" <<CONF
+daemon off;
+user root;
+worker_processes 1;
+pid $dir/nginx.pid;
+error_log $dir/error.log;
+events { worker_connections ${NGINX_CONNECTIONS:-64}; }
+http {
+  access_log $dir/access.log;
+  client_body_temp_path $dir/tmp; proxy_temp_path $dir/tmp;
+  fastcgi_temp_path $dir/tmp; uwsgi_temp_path $dir/tmp; scgi_temp_path $dir/tmp;
+  default_type application/octet-stream;
+  sendfile on;
+$(printf '  %s\n' "$@")
+}
+CONF
+  nginx -e "$dir/error.log" -c "$dir/nginx.conf" -p "$dir" &
+  NGINX_PID=$!
+  cleanup_pid "$NGINX_PID"
+  wait_listen "$port" "$NGINX_PID" && return 0
+  echo "nginx did not start:"; cat "$dir/error.log"; return 1
 }
 
 http_start() {
-  local root=$1 cert=${2:-} key=${3:-}
-  command -v nginx >/dev/null || { echo "SKIP: nginx not installed"; exit 77; }
+  local root=$1 cert=${2:-} key=${3:-} tls=""
   HTTP_DIR=$(mktemp -d /tmp/kiln-nginx.XXXXXX)
+  cleanup_path "$HTTP_DIR"
   HTTP_PORT=$(free_port)
-  local tls=""
   if [[ -n $cert ]]; then
     HTTPS_PORT=$(free_port)
     tls="server { listen 127.0.0.1:$HTTPS_PORT ssl; ssl_certificate $cert; ssl_certificate_key $key; root $root; ${HTTP_LOCATIONS:-} }"
   fi
-  mkdir -p "$HTTP_DIR/tmp"
-  cat >"$HTTP_DIR/nginx.conf" <<CONF
-daemon off;
-user root;
-worker_processes 1;
-pid $HTTP_DIR/nginx.pid;
-error_log $HTTP_DIR/error.log;
-events { worker_connections 64; }
-http {
-  access_log $HTTP_DIR/access.log;
-  client_body_temp_path $HTTP_DIR/tmp; proxy_temp_path $HTTP_DIR/tmp;
-  fastcgi_temp_path $HTTP_DIR/tmp; uwsgi_temp_path $HTTP_DIR/tmp; scgi_temp_path $HTTP_DIR/tmp;
-  default_type application/octet-stream;
-  sendfile on;
-  server { listen 127.0.0.1:$HTTP_PORT; root $root; ${HTTP_LOCATIONS:-} }
-  $tls
-}
-CONF
-  nginx -e "$HTTP_DIR/error.log" -c "$HTTP_DIR/nginx.conf" -p "$HTTP_DIR" &
-  HTTP_PID=$!
-  for _ in $(seq 50); do
-    curl -s -o /dev/null "http://127.0.0.1:$HTTP_PORT/" && return 0
-    sleep 0.1
-  done
-  echo "nginx did not start:"; cat "$HTTP_DIR/error.log"; return 1
+  nginx_run "$HTTP_DIR" "$HTTP_PORT" \
+    "server { listen 127.0.0.1:$HTTP_PORT; root $root; ${HTTP_LOCATIONS:-} }" "$tls" || return 1
+  HTTP_PID=$NGINX_PID
 }
 
 http_stop() {
-  if [[ -n ${HTTP_PID:-} ]]; then
-    kill "$HTTP_PID" 2>/dev/null || true
-    wait "$HTTP_PID" 2>/dev/null || true
-    HTTP_PID=
-  fi
+  [[ -n ${HTTP_PID:-} ]] && stop_pid "$HTTP_PID"
+  HTTP_PID=
   [[ -n ${HTTP_DIR:-} ]] && rm -rf "$HTTP_DIR"
   HTTP_DIR=
+  return 0
 }
 
-# proxy_start ACTION...  -> PROXY_PORT, PROXY_LOG (one line per request)
 proxy_start() {
   PROXY_LOG=$(mktemp /tmp/kiln-proxy-log.XXXXXX)
+  cleanup_path "$PROXY_LOG"
   local pf
   pf=$(mktemp -u /tmp/kiln-proxy-port.XXXXXX)
-  python3 "$(dirname "${BASH_SOURCE[0]}")/faultproxy.py" "$HTTP_PORT" "$pf" "$PROXY_LOG" "$@" &
+  python3 "$_lib/faultproxy.py" "$HTTP_PORT" "$pf" "$PROXY_LOG" "$@" &
   PROXY_PID=$!
+  cleanup_pid "$PROXY_PID"
   for _ in $(seq 50); do [[ -s $pf ]] && break; sleep 0.1; done
   PROXY_PORT=$(cat "$pf"); rm -f "$pf"
 }
 
 proxy_stop() {
-  if [[ -n ${PROXY_PID:-} ]]; then
-    kill "$PROXY_PID" 2>/dev/null || true
-    wait "$PROXY_PID" 2>/dev/null || true
-    PROXY_PID=
-  fi
+  [[ -n ${PROXY_PID:-} ]] && stop_pid "$PROXY_PID"
+  PROXY_PID=
   [[ -n ${PROXY_LOG:-} ]] && rm -f "$PROXY_LOG"
   PROXY_LOG=
+  return 0
 }
 
-http_test_init() {
-  T=$(mktemp -d "/tmp/kiln-test-$1.XXXXXX") || exit 1
-  trap http_test_cleanup EXIT
-}
-
-http_test_cleanup() {
-  if declare -F on_exit >/dev/null; then on_exit; fi
-  proxy_stop; http_stop; rm -rf "$T"
-}
-
-fail() { echo "FAIL: $*"; exit 1; }
+requests() { wc -l <"$PROXY_LOG"; }
 
 run_kiln() {
   local want=$1; shift
@@ -105,5 +102,3 @@ run_kiln() {
 }
 
 expect_err() { grep -qF -- "$1" "$T/err" || { cat "$T/err"; fail "expected message: $1"; }; }
-
-requests() { wc -l <"$PROXY_LOG"; }
