@@ -52,34 +52,6 @@ int unlock_clevis_config(const struct spec_luks *l, const char **ret_pin, char *
         return 0;
 }
 
-int unlock_clevis_slots(const char *dev, uint64_t *ret) {
-        _cleanup_crypt_free_ struct crypt_device *cd = NULL;
-        int r = crypt_init(&cd, dev);
-        if (r < 0)
-                return r;
-        if ((r = crypt_load(cd, CRYPT_LUKS2, NULL)) < 0)
-                return r;
-        uint64_t slots = 0;
-        for (int id = 0; id < 32; id++) {
-                const char *type = NULL, *json = NULL;
-                if (crypt_token_status(cd, id, &type) == CRYPT_TOKEN_INACTIVE || !type || !streq(type, "clevis"))
-                        continue;
-                if (crypt_token_json_get(cd, id, &json) < 0 || !json)
-                        continue;
-                _cleanup_json_ json_object *o = json_tokener_parse(json);
-                json_object *ks = NULL;
-                if (!o || !json_object_object_get_ex(o, "keyslots", &ks) || !json_object_is_type(ks, json_type_array))
-                        continue;
-                for (size_t k = 0; k < json_object_array_length(ks); k++) {
-                        unsigned n;
-                        if (safe_atou(json_object_get_string(json_object_array_get_idx(ks, k)), &n) == 0 && n < 64)
-                                slots |= 1ull << n;
-                }
-        }
-        *ret = slots;
-        return 0;
-}
-
 /* The five parts of a JWE in its compact serialization, in order. */
 static const char *const jwe_parts[] = { "protected", "encrypted_key", "iv", "ciphertext", "tag" };
 

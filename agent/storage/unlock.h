@@ -25,10 +25,6 @@
  * {"t":threshold,"pins":{"tang":[...]}}. */
 int unlock_clevis_config(const struct spec_luks *l, const char **ret_pin, char **ret_config);
 
-/* The keyslots of the LUKS2 tokens of type "clevis" on dev, as a bit set
- * (slot N = bit N); 0 when there are none. */
-int unlock_clevis_slots(const char *dev, uint64_t *ret);
-
 /* Bind dev to l's pins, run in root (NULL: this system): the new keyslot is
  * added with key (the spec's, for an existing keyslot), its token written,
  * then the proof (unlock_prove's, on the token as stored, and that it reads
