@@ -67,7 +67,9 @@ static void line_log_flush(struct line_log *l, struct line_log_count *c) {
                 return;
         if (c->logged < EXEC_LOG_LINES_MAX) {
                 l->buf[l->len] = '\0';
-                log_info("%s: %s%s", c->prog, l->buf, l->cut ? " …" : "");
+                size_t n = strlen(c->prog);     /* "update-initramfs: Generating ..." names itself already */
+                bool named = strncmp(l->buf, c->prog, n) == 0 && l->buf[n] == ':' && l->buf[n + 1] == ' ';
+                log_info("%s%s%s%s", named ? "" : c->prog, named ? "" : ": ", l->buf, l->cut ? " …" : "");
                 c->logged++;
         } else
                 c->dropped++;

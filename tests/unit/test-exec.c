@@ -77,6 +77,12 @@ int main(void) {
         CHECK(seen_find("sh: a?[1mb") >= 0);
         seen_reset();
 
+        /* a line that names its program already ("update-initramfs: Generating ...") gets no second name */
+        CHECK_INT(sh("echo 'sh: names itself'; echo 'shell: does not'", &o), 0);
+        CHECK(seen_find("sh: names itself") >= 0);
+        CHECK(seen_find("sh: shell: does not") >= 0);
+        seen_reset();
+
         /* stdout that the caller takes as data is not logged; stderr still is */
         _cleanup_strbuf_ struct strbuf out = STRBUF_INIT;
         struct exec_options od = { .log_lines = true, .out = &out };
