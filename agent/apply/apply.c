@@ -466,8 +466,8 @@ static int step_network(struct apply_ctx *c, const struct plan_step *s) {
         return configure_network(c->plan->net, &c->why);
 }
 
-/* luks[].unlock: the target's clevis binds the volume (the spec's key on its
- * stdin), then the binding is proven: the pin alone must yield a key that
+/* luks[].unlock: a new keyslot whose key the target's clevis encrypts to the
+ * pins, its clevis token, then the proof: the pin alone must yield a key that
  * opens the new keyslot (unlock.h). The report names the pins, never a key. */
 static int step_luks_bind(struct apply_ctx *c, const struct plan_step *s) {
         const struct spec_luks *l = s->obj;
@@ -481,11 +481,7 @@ static int step_luks_bind(struct apply_ctx *c, const struct plan_step *s) {
         if ((r = chroot_enter(root, &c->why)) < 0)
                 return r;
         int slot = -1;
-        r = unlock_bind(root, s->device, l, key, &c->why, &slot);
-        if (r == 0) {
-                strbuf_reset(&c->why);
-                r = unlock_prove(root, s->device, slot, &c->why);
-        }
+        r = unlock_bind(root, s->device, l, key, &c->why, &slot);      /* with its proof */
         int q = chroot_leave(root);
         if (r < 0)
                 return r;

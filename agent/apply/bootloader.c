@@ -139,7 +139,7 @@ static int target_write(const char *rel, const char *text) {
 static int run_in_target(const char *const *argv, const char *in, struct strbuf *err) {
         struct exec_options o = {
                 .timeout_usec = BOOTLOADER_TIMEOUT_USEC, .err = err, .root = kiln_paths.target,
-                .in = in, .in_len = in ? strlen(in) : 0,
+                .in = in, .in_len = in ? strlen(in) : 0, .log_lines = true,
         };
         strbuf_reset(err);
         int r = exec_argv(argv, &o, NULL);

@@ -26,7 +26,7 @@ enum plan_step_kind {
         PLAN_IMAGE,
         PLAN_CONFIGURE,         /* fstab, crypttab, mdadm.conf, hostname in the target */
         PLAN_NETWORK,           /* network: systemd-networkd files (and resolv.conf) in the target */
-        PLAN_LUKS_BIND,         /* luks[].unlock: clevis luks bind in the target chroot, then proven */
+        PLAN_LUKS_BIND,         /* luks[].unlock: a clevis-bound keyslot (unlock.h), then proven */
         PLAN_BOOTLOADER,        /* boot: target initramfs, GRUB on every boot disk, kernel cmdline, update-grub */
         PLAN_REGISTER,
         PLAN_FINISH,

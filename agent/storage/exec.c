@@ -1,5 +1,7 @@
 #include "exec.h"
 
+#include "log.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -49,6 +51,48 @@ static int capture_append(struct strbuf *sb, const char *buf, size_t n, bool kee
         return strbuf_add(sb, buf, n);
 }
 
+/* log_lines: one stream's unfinished line, and the count both streams share. */
+struct line_log {
+        char buf[EXEC_LOG_LINE_MAX + 1];
+        size_t len;
+        bool cut;               /* the line went past EXEC_LOG_LINE_MAX; the rest is dropped */
+};
+struct line_log_count {
+        const char *prog;
+        unsigned logged, dropped;
+};
+
+static void line_log_flush(struct line_log *l, struct line_log_count *c) {
+        if (l->len == 0 && !l->cut)
+                return;
+        if (c->logged < EXEC_LOG_LINES_MAX) {
+                l->buf[l->len] = '\0';
+                size_t n = strlen(c->prog);     /* "update-initramfs: Generating ..." names itself already */
+                bool named = strncmp(l->buf, c->prog, n) == 0 && l->buf[n] == ':' && l->buf[n + 1] == ' ';
+                log_info("%s%s%s%s", named ? "" : c->prog, named ? "" : ": ", l->buf, l->cut ? " …" : "");
+                c->logged++;
+        } else
+                c->dropped++;
+        l->len = 0;
+        l->cut = false;
+}
+
+static void line_log_add(struct line_log *l, struct line_log_count *c, const char *buf, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                unsigned char ch = (unsigned char) buf[i];
+                if (ch == '\n') {
+                        line_log_flush(l, c);
+                        continue;
+                }
+                if (ch == '\r')        /* a progress counter rewriting its line: keep the last state */
+                        l->len = 0;
+                else if (l->len < EXEC_LOG_LINE_MAX)
+                        l->buf[l->len++] = ch < 0x20 || ch == 0x7f ? '?' : (char) ch;
+                else
+                        l->cut = true;
+        }
+}
+
 /* The configured path, or, if nothing is there (a /sbin that is not merged
  * into /usr), the same program name in the usual directories. */
 static const char *resolve_program(const char *root, const char *path, char *buf, size_t len) {
@@ -86,7 +130,12 @@ int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret
                                            opts->root ? opts->root : "");
                 return -ENOENT;
         }
-        bool want_out = opts->out || opts->out_secret;
+        if (opts->log_lines && opts->out_secret)
+                return -EINVAL;         /* the rule: what prints a secret is never logged */
+        bool want_out = opts->out || opts->out_secret || opts->log_lines;
+        const char *base = strrchr(argv[0], '/');
+        struct line_log_count count = { .prog = base ? base + 1 : argv[0] };
+        struct line_log lines[2] = {};    /* stderr, stdout */
         if (opts->out_secret_len)
                 *opts->out_secret_len = 0;
 
@@ -169,6 +218,8 @@ int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret
                                 fds[i].fd = -1;
                                 continue;
                         }
+                        if (opts->log_lines && (i == 0 || !opts->out))
+                                line_log_add(&lines[i], &count, buf, (size_t) k);
                         if (i == 1 && opts->out_secret) {
                                 size_t have = *opts->out_secret_len;
                                 if (r == 0 && (size_t) k > opts->out_secret_size - have)
@@ -188,6 +239,12 @@ int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret
                 }
         }
         explicit_wipe(buf, sizeof buf);         /* it may have held a secret the child printed */
+        if (opts->log_lines) {
+                for (size_t i = 0; i < 2; i++)
+                        line_log_flush(&lines[i], &count);      /* a last line without its newline */
+                if (count.dropped)
+                        log_info("%s: … %u more lines", count.prog, count.dropped);
+        }
         for (size_t i = 0; i < 3; i++)
                 if (fds[i].fd >= 0)
                         close(fds[i].fd);

@@ -8,6 +8,8 @@
 
 #define EXEC_CAPTURE_MAX (16u * 1024u)        /* stderr kept for the error message */
 #define EXEC_TIMEOUT_DEFAULT_USEC (300ull * 1000000ull)
+#define EXEC_LOG_LINE_MAX 512u                /* log_lines: longer lines are cut there ("…" marks it) */
+#define EXEC_LOG_LINES_MAX 200u               /* log_lines: then one "… N more lines" at the end */
 
 struct exec_options {
         uint64_t timeout_usec;          /* 0 = EXEC_TIMEOUT_DEFAULT_USEC; the child is killed after it */
@@ -20,11 +22,18 @@ struct exec_options {
          * at most out_secret_size bytes, more is -E2BIG; the length in *out_secret_len */
         char *out_secret;
         size_t out_secret_size, *out_secret_len;
+        /* Log each complete line of the child's stderr (and of its stdout when out
+         * does not take it) at info level as it arrives, as "PROG: line" (PROG is
+         * argv[0]'s last part), within EXEC_LOG_LINE_MAX and EXEC_LOG_LINES_MAX; err
+         * still gets the whole tail. Refused (-EINVAL) with out_secret: a call whose
+         * stdout is a secret never logs what its child prints. */
+        bool log_lines;
 };
 
 /* Returns 0 when the program ran and exited 0; -ETIMEDOUT when it was killed
  * after the timeout; -ENOENT if it cannot be executed; -EIO when it exited
- * non-zero or died on a signal (*ret_status, if given, holds the wait status). */
+ * non-zero or died on a signal (*ret_status, if given, holds the wait status);
+ * -EINVAL for log_lines with out_secret. */
 int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret_status);
 
 /* "mdadm --create /dev/md/x ..." for logs (argv holds no secrets by rule). */

@@ -13,9 +13,6 @@
 #define ARGON2_DEFAULT_MEMORY_KB (1024u * 1024u)
 #define LUKS_MAX_KEY (64u * 1024u)
 
-static void crypt_freep(struct crypt_device **cd) { if (*cd) crypt_free(*cd); }
-#define _cleanup_crypt_free_ _cleanup_(crypt_freep)
-
 int luks_key_new(const void *data, size_t len, struct luks_key **ret) {
         if (len == 0 || len > LUKS_MAX_KEY)
                 return -EINVAL;

@@ -6,6 +6,11 @@
 #include "spec.h"
 #include "util.h"
 
+#include <libcryptsetup.h>
+
+DEFINE_CLEANUP(crypt_free, struct crypt_device *)
+#define _cleanup_crypt_free_ _cleanup_(crypt_freep)
+
 struct luks_key {
         char *data;             /* locked memory; never logged, never in argv or env */
         size_t len;

@@ -1,16 +1,17 @@
 #include "unlock.h"
 
 #include "exec.h"
+#include "log.h"
 #include "paths.h"
 
 #include "json.h"
 #include <libcryptsetup.h>
 
-#define UNLOCK_PASS_MAX 4096u           /* what clevis luks pass may print: its keys are ~54 bytes */
-#define UNLOCK_TIMEOUT_USEC (180ull * 1000000ull)   /* luksAddKey benchmarks the PBKDF; TCG is slow */
-
-static void crypt_freep(struct crypt_device **cd) { if (*cd) crypt_free(*cd); }
-#define _cleanup_crypt_free_ _cleanup_(crypt_freep)
+#define UNLOCK_PASS_MAX 4096u           /* what clevis decrypt may print: kiln's keys are 64 bytes */
+#define UNLOCK_JWE_MAX (256u * 1024u)   /* clevis encrypt's JWE: ~3 KiB per tang pin with its advertisement */
+#define UNLOCK_TIMEOUT_USEC (180ull * 1000000ull)   /* one clevis run: ~20 jose processes, slow under TCG */
+#define UNLOCK_KEY_BYTES 32u            /* the new keyslot's key: 256 random bits, as hex text */
+#define UNLOCK_PBKDF2_ITERATIONS 1000u  /* clevis's own choice for its keyslots (see unlock.h) */
 
 int unlock_clevis_config(const struct spec_luks *l, const char **ret_pin, char **ret_config) {
         if (l->unlock.n_tang == 0)
@@ -51,14 +52,81 @@ int unlock_clevis_config(const struct spec_luks *l, const char **ret_pin, char *
         return 0;
 }
 
-int unlock_clevis_slots(const char *dev, uint64_t *ret) {
-        _cleanup_crypt_free_ struct crypt_device *cd = NULL;
-        int r = crypt_init(&cd, dev);
-        if (r < 0)
-                return r;
-        if ((r = crypt_load(cd, CRYPT_LUKS2, NULL)) < 0)
-                return r;
-        uint64_t slots = 0;
+/* The five parts of a JWE in its compact serialization, in order. */
+static const char *const jwe_parts[] = { "protected", "encrypted_key", "iv", "ciphertext", "tag" };
+
+static bool base64url_valid(const char *s, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+                      s[i] == '-' || s[i] == '_'))
+                        return false;
+        return true;
+}
+
+/* compact "P.K.I.C.T" -> {"ciphertext":C,"encrypted_key":K,"iv":I,"protected":P,"tag":T}: the flattened
+ * JSON serialization that `jose jwe fmt` makes and clevis-luks-bind stores in the token. */
+static int jwe_compact_to_json(const char *compact, json_object **ret) {
+        const char *p[ELEMENTSOF(jwe_parts) + 1];
+        size_t n = 0;
+        p[n++] = compact;
+        for (const char *c = compact; *c; c++)
+                if (*c == '.') {
+                        if (n == ELEMENTSOF(jwe_parts))
+                                return -EBADMSG;
+                        p[n++] = c + 1;
+                }
+        if (n != ELEMENTSOF(jwe_parts))
+                return -EBADMSG;
+        p[n] = compact + strlen(compact) + 1;
+        json_object *parts[ELEMENTSOF(jwe_parts)] = {};
+        for (size_t i = 0; i < n; i++) {
+                size_t len = (size_t) (p[i + 1] - p[i]) - 1;
+                if (!base64url_valid(p[i], len) || (len == 0 && i != 1))     /* only encrypted_key may be empty */
+                        return -EBADMSG;
+                parts[i] = json_object_new_string_len(p[i], (int) len);
+                if (!parts[i]) {
+                        for (size_t k = 0; k < i; k++)
+                                json_object_put(parts[k]);
+                        return -ENOMEM;
+                }
+        }
+        json_object *o = json_object_new_object();
+        if (!o) {
+                for (size_t k = 0; k < n; k++)
+                        json_object_put(parts[k]);
+                return -ENOMEM;
+        }
+        static const size_t sorted[] = { 3, 1, 2, 0, 4 };       /* jose's order: ciphertext, encrypted_key, iv, ... */
+        for (size_t k = 0; k < ELEMENTSOF(sorted); k++)
+                json_object_object_add(o, jwe_parts[sorted[k]], parts[sorted[k]]);
+        *ret = o;
+        return 0;
+}
+
+/* The way back, as the node's initramfs does it (jose jwe fmt -c). */
+static int jwe_json_to_compact(json_object *jwe, struct strbuf *out) {
+        for (size_t i = 0; i < ELEMENTSOF(jwe_parts); i++) {
+                json_object *v = NULL;
+                const char *s = "";
+                if (json_object_object_get_ex(jwe, jwe_parts[i], &v)) {
+                        if (!json_object_is_type(v, json_type_string))
+                                return -EBADMSG;
+                        s = json_object_get_string(v);
+                } else if (i != 1)
+                        return -EBADMSG;
+                if (!base64url_valid(s, strlen(s)))
+                        return -EBADMSG;
+                int r = strbuf_addf(out, "%s%s", i ? "." : "", s);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The clevis token of keyslot slot on cd: its id, and its JWE in compact form. */
+static int clevis_token_of_slot(struct crypt_device *cd, int slot, int *ret_token, struct strbuf *ret_jwe) {
+        char want[16];
+        snprintf(want, sizeof want, "%d", slot);
         for (int id = 0; id < 32; id++) {
                 const char *type = NULL, *json = NULL;
                 if (crypt_token_status(cd, id, &type) == CRYPT_TOKEN_INACTIVE || !type || !streq(type, "clevis"))
@@ -66,72 +134,57 @@ int unlock_clevis_slots(const char *dev, uint64_t *ret) {
                 if (crypt_token_json_get(cd, id, &json) < 0 || !json)
                         continue;
                 _cleanup_json_ json_object *o = json_tokener_parse(json);
-                json_object *ks = NULL;
+                json_object *ks = NULL, *jwe = NULL;
                 if (!o || !json_object_object_get_ex(o, "keyslots", &ks) || !json_object_is_type(ks, json_type_array))
                         continue;
-                for (size_t k = 0; k < json_object_array_length(ks); k++) {
-                        unsigned n;
-                        if (safe_atou(json_object_get_string(json_object_array_get_idx(ks, k)), &n) == 0 && n < 64)
-                                slots |= 1ull << n;
-                }
+                bool match = false;
+                for (size_t k = 0; k < json_object_array_length(ks); k++)
+                        match |= streq(json_object_get_string(json_object_array_get_idx(ks, k)) ?: "", want);
+                if (!match)
+                        continue;
+                if (!json_object_object_get_ex(o, "jwe", &jwe) || !json_object_is_type(jwe, json_type_object))
+                        return -EBADMSG;
+                int r = jwe_json_to_compact(jwe, ret_jwe);
+                if (r < 0)
+                        return r;
+                *ret_token = id;
+                return 0;
         }
-        *ret = slots;
-        return 0;
+        return -ENOENT;
 }
 
-int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, const struct luks_key *key,
-                struct strbuf *err, int *ret_slot) {
-        const char *pin = NULL;
-        _cleanup_free_ char *config = NULL;
-        uint64_t before = 0, after = 0;
-        int r = unlock_clevis_config(l, &pin, &config);
+/* The proof: the token of slot as stored, back in compact form, through the target's clevis
+ * decrypt (what the initramfs runs; the key into locked memory, never logged) opens keyslot
+ * slot. expect (may be NULL): the JWE clevis encrypt made, which the stored one must equal. */
+static int prove_slot(struct crypt_device *cd, const char *root, const char *dev, int slot, const char *expect,
+                      struct strbuf *err) {
+        _cleanup_strbuf_ struct strbuf jwe = STRBUF_INIT;
+        int token = -1;
+        int r = clevis_token_of_slot(cd, slot, &token, &jwe);
+        if (r == -ENOENT)
+                return strbuf_addf(err, "no clevis token for keyslot %d of %s", slot, dev), -ENOKEY;
         if (r < 0)
-                return r;
-        if ((r = unlock_clevis_slots(dev, &before)) < 0)
-                return strbuf_addf(err, "cannot read the LUKS2 tokens of %s", dev), r;
-        /* -y: no question (the thumbprint pins the advertisement); -k -: the existing key on stdin */
-        const char *argv[] = { kiln_paths.t_clevis, "luks", "bind", "-y", "-d", dev, "-k", "-", pin, config, NULL };
-        struct exec_options o = {
-                .timeout_usec = UNLOCK_TIMEOUT_USEC, .err = err, .root = root, .in = key->data, .in_len = key->len,
-        };
-        if ((r = exec_argv(argv, &o, NULL)) < 0)
-                return r;
-        if ((r = unlock_clevis_slots(dev, &after)) < 0)
-                return strbuf_addf(err, "cannot read the LUKS2 tokens of %s after clevis luks bind", dev), r;
-        uint64_t added = after & ~before;
-        if (!added) {
-                (void) strbuf_addf(err, "clevis luks bind left no new clevis token on %s", dev);
-                return -ENOKEY;
-        }
-        int slot = 0;
-        while (!(added & (1ull << slot)))
-                slot++;
-        *ret_slot = slot;
-        return 0;
-}
-
-int unlock_prove(const char *root, const char *dev, int slot, struct strbuf *err) {
-        char slot_s[16];
-        snprintf(slot_s, sizeof slot_s, "%d", slot);
+                return strbuf_addf(err, "the clevis token of keyslot %d of %s holds no valid JWE", slot, dev), r;
+        if (expect && !streq(strbuf_str(&jwe), expect))
+                return strbuf_addf(err, "the clevis token of keyslot %d of %s does not read back as written", slot, dev),
+                       -EBADMSG;
         _cleanup_luks_key_free_ struct luks_key *pass = NULL;
-        int r = luks_key_new(NULL, UNLOCK_PASS_MAX, &pass);
-        if (r < 0)
+        if ((r = luks_key_new(NULL, UNLOCK_PASS_MAX, &pass)) < 0)
                 return r;
         size_t len = 0;
-        const char *argv[] = { kiln_paths.t_clevis, "luks", "pass", "-d", dev, "-s", slot_s, NULL };
+        const char *argv[] = { kiln_paths.t_clevis, "decrypt", NULL };
         struct exec_options o = {
-                .timeout_usec = UNLOCK_TIMEOUT_USEC, .err = err, .root = root,
+                .timeout_usec = UNLOCK_TIMEOUT_USEC, .err = err, .root = root, .in = jwe.buf, .in_len = jwe.len,
                 .out_secret = pass->data, .out_secret_size = pass->mapped, .out_secret_len = &len,
         };
-        if ((r = exec_argv(argv, &o, NULL)) < 0)
-                return r;
-        if (len == 0) {
-                (void) strbuf_addf(err, "clevis luks pass printed nothing for keyslot %d of %s", slot, dev);
-                return -ENOKEY;
+        if ((r = exec_argv(argv, &o, NULL)) < 0) {
+                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+                (void) strbuf_addf(&why, "clevis decrypt of the token of keyslot %d: %s", slot, exec_last_line(err));
+                strbuf_reset(err);
+                return strbuf_adds(err, strbuf_str(&why)), r;
         }
-        _cleanup_crypt_free_ struct crypt_device *cd = NULL;
-        if ((r = crypt_init(&cd, dev)) < 0 || (r = crypt_load(cd, CRYPT_LUKS2, NULL)) < 0)
-                return strbuf_addf(err, "cannot load the LUKS2 header of %s", dev), r;
+        if (len == 0)
+                return strbuf_addf(err, "clevis decrypt printed nothing for keyslot %d of %s", slot, dev), -ENOKEY;
         /* name NULL: check the key against the keyslot, activate nothing */
         r = crypt_activate_by_passphrase(cd, NULL, slot, pass->data, len, 0);
         if (r < 0) {
@@ -139,4 +192,110 @@ int unlock_prove(const char *root, const char *dev, int slot, struct strbuf *err
                 return r == -EPERM ? -ENOKEY : r;
         }
         return 0;
+}
+
+static int load(const char *dev, struct crypt_device **ret, struct strbuf *err) {
+        _cleanup_crypt_free_ struct crypt_device *cd = NULL;
+        int r = crypt_init(&cd, dev);
+        if (r == 0)
+                r = crypt_load(cd, CRYPT_LUKS2, NULL);
+        if (r < 0)
+                return strbuf_addf(err, "cannot load the LUKS2 header of %s", dev), r;
+        *ret = TAKE_PTR(cd);
+        return 0;
+}
+
+int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, const struct luks_key *key,
+                struct strbuf *err, int *ret_slot) {
+        const char *pin = NULL;
+        _cleanup_free_ char *config = NULL;
+        int r = unlock_clevis_config(l, &pin, &config);
+        if (r < 0)
+                return r;
+        _cleanup_crypt_free_ struct crypt_device *cd = NULL;
+        if ((r = load(dev, &cd, err)) < 0)
+                return r;
+
+        /* the new keyslot's key: random, as text (the initramfs hands it to cryptroot's prompt) */
+        _cleanup_luks_key_free_ struct luks_key *raw = NULL, *newkey = NULL;
+        if ((r = luks_key_generate(UNLOCK_KEY_BYTES, &raw)) < 0 || (r = luks_key_new(NULL, 2 * UNLOCK_KEY_BYTES + 1, &newkey)) < 0)
+                return r;
+        hex_encode(raw->data, raw->len, newkey->data);
+        newkey->len = 2 * UNLOCK_KEY_BYTES;
+        (void) log_register_secret(newkey->data);
+
+        /* the pin encrypts it (-y: no question, the thumbprint pins the advertisement); nothing written yet */
+        _cleanup_strbuf_ struct strbuf jwe = { .max = UNLOCK_JWE_MAX };
+        const char *argv[] = { kiln_paths.t_clevis, "encrypt", pin, config, "-y", NULL };
+        struct exec_options o = {
+                .timeout_usec = UNLOCK_TIMEOUT_USEC, .err = err, .root = root, .in = newkey->data,
+                .in_len = newkey->len, .out = &jwe, .log_lines = true,
+        };
+        if ((r = exec_argv(argv, &o, NULL)) < 0) {
+                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+                (void) strbuf_addf(&why, "clevis encrypt %s: %s", pin, exec_last_line(err));
+                strbuf_reset(err);
+                return strbuf_adds(err, strbuf_str(&why)), r;
+        }
+        while (jwe.len > 0 && (jwe.buf[jwe.len - 1] == '\n' || jwe.buf[jwe.len - 1] == ' '))
+                jwe.buf[--jwe.len] = '\0';
+        _cleanup_json_ json_object *token = json_object_new_object(), *flat = NULL;
+        if (!token)
+                return -ENOMEM;
+        if ((r = jwe_compact_to_json(strbuf_str(&jwe), &flat)) < 0)
+                return strbuf_addf(err, "clevis encrypt %s printed no compact JWE", pin), r;
+
+        /* the keyslot: a random 256-bit key needs no slow PBKDF; the spec's key opens slot 0 once */
+        struct crypt_pbkdf_type pbkdf = {
+                .type = CRYPT_KDF_PBKDF2, .hash = "sha256", .iterations = UNLOCK_PBKDF2_ITERATIONS,
+                .flags = CRYPT_PBKDF_NO_BENCHMARK,
+        };
+        if ((r = crypt_set_pbkdf_type(cd, &pbkdf)) < 0)
+                return strbuf_addf(err, "cannot set the PBKDF for a new keyslot of %s", dev), r;
+        int slot = crypt_keyslot_add_by_passphrase(cd, CRYPT_ANY_SLOT, key->data, key->len, newkey->data, newkey->len);
+        if (slot < 0) {
+                (void) strbuf_addf(err, slot == -EPERM ? "the spec's key opens no keyslot of %s"
+                                                       : "cannot add a keyslot to %s", dev);
+                return slot == -EPERM ? -ENOKEY : slot;
+        }
+
+        /* the token, as clevis-luks-bind stores it for LUKS2 */
+        char slot_s[16];
+        snprintf(slot_s, sizeof slot_s, "%d", slot);
+        json_object *slots = json_object_new_array();
+        if (!slots || json_object_array_add(slots, json_object_new_string(slot_s)) < 0)
+                r = -ENOMEM;
+        else {
+                json_object_object_add(token, "type", json_object_new_string("clevis"));
+                json_object_object_add(token, "keyslots", slots);
+                slots = NULL;
+                json_object_object_add(token, "jwe", TAKE_PTR(flat));
+        }
+        json_object_put(slots);
+        const char *text = r < 0 ? NULL : json_object_to_json_string_ext(token, JSON_C_TO_STRING_PLAIN |
+                                                                                   JSON_C_TO_STRING_NOSLASHESCAPE);
+        int id = text ? crypt_token_json_set(cd, CRYPT_ANY_TOKEN, text) : -ENOMEM;
+        if (id < 0)
+                (void) strbuf_addf(err, "cannot write the clevis token for keyslot %d of %s", slot, dev);
+        else {
+                strbuf_reset(err);
+                r = prove_slot(cd, root, dev, slot, strbuf_str(&jwe), err);
+                if (r == 0) {
+                        *ret_slot = slot;
+                        return 0;
+                }
+        }
+        /* not proven: take back what was written */
+        if (id >= 0)
+                (void) crypt_token_json_set(cd, id, NULL);
+        (void) crypt_keyslot_destroy(cd, slot);
+        return id < 0 ? id : r;
+}
+
+int unlock_prove(const char *root, const char *dev, int slot, struct strbuf *err) {
+        _cleanup_crypt_free_ struct crypt_device *cd = NULL;
+        int r = load(dev, &cd, err);
+        if (r < 0)
+                return r;
+        return prove_slot(cd, root, dev, slot, NULL, err);
 }
