@@ -44,6 +44,8 @@ rig_boot --pxe || rig_die "boot 1: provisioning did not finish"
 T+=("boot 1 (netboot, install): $RIG_BOOT_SECONDS s")
 rig_expect_exit 0
 rig_expect_section mdstat 'raid10' "boot 1: raid10 built"
+rig_check "boot 1: an image without the marker: kiln says it runs update-initramfs in the target (console)" \
+  grep -aq "image has no generic initramfs marker at $(bash "$SRC/initramfs/base-image/generic-initramfs.sh" --marker): running update-initramfs in the target" "$RIG_SERIAL"
 SUM1=$(disks_sum)
 
 # --- boot 2: PXE again, stopped before the kexec --------------------------------
