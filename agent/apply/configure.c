@@ -127,10 +127,12 @@ static int crypttab_swap(const struct plan *p, const struct plan_step *s, struct
 
 /* initramfs: only what cryptroot's hook puts into /cryptroot/crypttab — the
  * LUKS volumes, in the same lines (their source is already UUID=, the key
- * 'none', the options as written); a swap with a random key is opened by
- * systemd after the root is mounted. */
+ * 'none', the options as written) and no comment; a swap with a random key is
+ * opened by systemd after the root is mounted. Checked against the hook of
+ * Debian 12 (cryptsetup-initramfs 2.6.1): mkinitramfs with such a crypttab
+ * writes exactly its 'initramfs' lines. */
 static int crypttab(const struct plan *p, bool initramfs, struct strbuf *out) {
-        int r = strbuf_adds(out, "# written by kiln\n");
+        int r = initramfs ? 0 : strbuf_adds(out, "# written by kiln\n");
         for (size_t i = 0; r == 0 && i < p->n_steps; i++) {
                 const struct plan_step *s = &p->steps[i];
                 if (s->kind == PLAN_MKFS && s->obj && ((const struct spec_filesystem *) s->obj)->encrypt_random) {
