@@ -31,6 +31,12 @@ marker=$(sed -n 's/^ *\.generic_initramfs = "\(\/[^"]*\)",$/\1/p' "$src/agent/ba
 if [[ -n $conf ]]; then
   install -D -m 0644 "$conf" "$root/etc/initramfs-tools/conf.d/kiln.conf"
 fi
+# initramfs-tools' resume hook would otherwise take the build host's largest
+# swap (/proc/swaps) as the resume device of every node; kiln's swap has a
+# random key (nothing to resume from), and a node's own rebuild keeps this
+mkdir -p "$root/etc/initramfs-tools/conf.d"
+printf '# kiln: no hibernation resume device (generic-initramfs.sh)\nRESUME=none\n' \
+  >"$root/etc/initramfs-tools/conf.d/kiln-resume"
 versions=()
 for d in "$root"/lib/modules/*/; do
   [[ -e $d/modules.dep ]] && versions+=("$(basename "$d")")
