@@ -2,6 +2,7 @@
 
 #include "bench.h"
 #include "bootloader.h"
+#include "initrd.h"
 #include "image.h"
 #include "register.h"
 #include "report.h"
@@ -513,13 +514,23 @@ static int step_luks_bind(struct apply_ctx *c, const struct plan_step *s) {
         return 0;
 }
 
-/* boot: the target's initramfs and GRUB on every boot disk, in a chroot */
+/* boot: the node's files appended to the image's generic initramfs (or, for
+ * an image without one, the target's update-initramfs) and GRUB on every
+ * boot disk, in a chroot */
 static int step_bootloader(struct apply_ctx *c, const struct plan_step *s) {
         const char *root = kiln_paths.target;
-        int r = chroot_enter(root, &c->why);
-        if (r < 0)
+        int r = initrd_generic_install(c->plan, &c->why);
+        bool rebuild = r == -ENOENT;
+        if (rebuild)
+                log_info("image has no generic initramfs marker at %s: running update-initramfs in the target",
+                         kiln_paths.generic_initramfs);
+        else if (r < 0)
                 return r;
-        r = bootloader_install(c->plan, s, &c->why);
+        else
+                log_info("appended this node's crypttab and mdadm.conf to the image's generic initramfs");
+        if ((r = chroot_enter(root, &c->why)) < 0)
+                return r;
+        r = bootloader_install(c->plan, s, rebuild, &c->why);
         int q = chroot_leave(root);
         if (r < 0)
                 return r;

@@ -153,7 +153,7 @@ static int run_in_target(const char *const *argv, const char *in, struct strbuf 
         return r;
 }
 
-int bootloader_install(const struct plan *p, const struct plan_step *s, struct strbuf *err) {
+int bootloader_install(const struct plan *p, const struct plan_step *s, bool initramfs, struct strbuf *err) {
         const struct spec *spec = p->spec;
         const struct spec_boot *b = s->obj;
         _cleanup_free_ char *cmdline = NULL;
@@ -164,8 +164,8 @@ int bootloader_install(const struct plan *p, const struct plan_step *s, struct s
         if ((r = target_write("/etc/default/grub.d/kiln.cfg", strbuf_str(&cfg))) < 0)
                 return strbuf_adds(err, "cannot write /etc/default/grub.d/kiln.cfg in the target"), r;
 
-        const char *initramfs[] = { kiln_paths.t_update_initramfs, "-u", "-k", "all", NULL };
-        if ((r = run_in_target(initramfs, NULL, err)) < 0)
+        const char *update_initramfs[] = { kiln_paths.t_update_initramfs, "-u", "-k", "all", NULL };
+        if (initramfs && (r = run_in_target(update_initramfs, NULL, err)) < 0)
                 return r;
         const char *debconf[] = { kiln_paths.t_debconf_set, NULL };
         if ((r = run_in_target(debconf, strbuf_str(&sel), err)) < 0)

@@ -6,6 +6,8 @@
 #include "plan.h"
 #include "strbuf.h"
 
+#include <stdbool.h>
+
 /* Bind /dev, /proc, /sys (recursively) and /run into root; on failure what
  * was bound is undone. chroot_leave() undoes it (latest first, lazily for
  * the recursive ones) and accepts a root never entered. */
@@ -22,5 +24,7 @@ int bootloader_grub_cfg(const char *cmdline, struct strbuf *out);
 int bootloader_debconf(const struct plan *p, const struct plan_step *s, struct strbuf *out);
 
 /* Run the boot-loader step s of plan p in the target (kiln_paths.target),
- * already entered with chroot_enter(). */
-int bootloader_install(const struct plan *p, const struct plan_step *s, struct strbuf *err);
+ * already entered with chroot_enter(): the target's update-initramfs when
+ * initramfs is set (an image without a generic initramfs, initrd.h), then
+ * GRUB. */
+int bootloader_install(const struct plan *p, const struct plan_step *s, bool initramfs, struct strbuf *err);

@@ -115,12 +115,19 @@ static int crypttab_swap(const struct plan *p, const struct plan_step *s, struct
                            SPEC_SWAP_CIPHER, SPEC_SWAP_KEY_SIZE);
 }
 
-int configure_crypttab(const struct plan *p, struct strbuf *out) {
-        int r = strbuf_adds(out, "# written by kiln\n");
+/* initramfs: only what cryptroot's hook puts into /cryptroot/crypttab — the
+ * LUKS volumes, in the same lines (their source is already UUID=, the key
+ * 'none', the options as written) and no comment; a swap with a random key is
+ * opened by systemd after the root is mounted. Checked against the hook of
+ * Debian 12 (cryptsetup-initramfs 2.6.1): mkinitramfs with such a crypttab
+ * writes exactly its 'initramfs' lines. */
+static int crypttab(const struct plan *p, bool initramfs, struct strbuf *out) {
+        int r = initramfs ? 0 : strbuf_adds(out, "# written by kiln\n");
         for (size_t i = 0; r == 0 && i < p->n_steps; i++) {
                 const struct plan_step *s = &p->steps[i];
                 if (s->kind == PLAN_MKFS && s->obj && ((const struct spec_filesystem *) s->obj)->encrypt_random) {
-                        r = crypttab_swap(p, s, out);
+                        if (!initramfs)
+                                r = crypttab_swap(p, s, out);
                         continue;
                 }
                 if (s->kind != PLAN_LUKS_FORMAT || !s->obj)
@@ -144,6 +151,14 @@ int configure_crypttab(const struct plan *p, struct strbuf *out) {
                                 l->discard ? ",discard" : "");
         }
         return r;
+}
+
+int configure_crypttab(const struct plan *p, struct strbuf *out) {
+        return crypttab(p, false, out);
+}
+
+int configure_crypttab_initramfs(const struct plan *p, struct strbuf *out) {
+        return crypttab(p, true, out);
 }
 
 int configure_mdadm_conf(const struct plan *p, struct strbuf *out, struct strbuf *err) {

@@ -10,6 +10,9 @@
  * (UUIDs read with libblkid). Pure apart from reading the devices. */
 int configure_fstab(const struct plan *p, struct strbuf *out);
 int configure_crypttab(const struct plan *p, struct strbuf *out);
+/* What cryptroot's initramfs hook makes of that crypttab: its LUKS lines
+ * (/cryptroot/crypttab in a generic initramfs, initrd.h). */
+int configure_crypttab_initramfs(const struct plan *p, struct strbuf *out);
 /* The PARTUUID of a partition the plan makes, read back from its disk
  * (-ENOENT: dev is no partition of the plan). */
 int configure_partuuid(const struct plan *p, const char *dev, char **ret);

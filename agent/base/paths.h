@@ -23,6 +23,10 @@ struct kiln_paths {
         const char *t_debconf_set;          /* /usr/bin/debconf-set-selections */
         const char *t_useradd;              /* /usr/sbin/useradd: the CloudStack login, when the image lacks it */
         const char *t_sshd;                 /* /usr/sbin/sshd (only looked for: addHost logs in over SSH) */
+        const char *t_boot;                 /* /boot: the kernels and their initrd.img-VERSION */
+        const char *generic_initramfs;      /* /usr/lib/kiln/generic-initramfs, in the target: the image's
+                                             * initramfs boots any layout (apply/initrd.h); read by
+                                             * initramfs/base-image/generic-initramfs.sh too */
         const char *t_sudo;                 /* /usr/bin/sudo (only looked for: CloudStack's setup runs it) */
         const char *self_exe;       /* kiln itself, copied to the installed system for its first boot:
                                      * /proc/self/exe */

@@ -20,8 +20,10 @@
 # what the installed system sees to the second serial port and powers off
 # (boot/kiln-report), and a stub /usr/bin/cloudstack-setup-agent
 # (cloudstack-agent is not in Debian) that records how CloudStack's
-# management server ran it over SSH. kiln's boot-loader step
-# makes the node's initramfs and installs GRUB after the image is unpacked.
+# management server ran it over SSH. Its initramfs is generic, built here
+# (generic-initramfs.sh, with boot/initramfs-test.conf), and marked so: kiln's
+# boot-loader step appends the node's crypttab and mdadm.conf to it and
+# installs GRUB after the image is unpacked.
 #
 # Cached in /var/cache/kiln (or $KILN_CACHE) in two layers, each under a
 # hash of its inputs: the package root (suite, packages, dpkg filters, the
@@ -84,7 +86,18 @@ includes=(
   "$m/net/bridge/*" "$m/net/802/*" "$m/net/llc/*" "$m/net/8021q/*" "$m/net/tls/*" "$m/drivers/net/bonding/*"
   "$m/fs/xfs/*" "$m/fs/ext4/*" "$m/fs/jbd2/*" "$m/fs/mbcache.ko" "$m/fs/fat/*" "$m/fs/nls/*"
   "$m/fs/efivarfs/*" "$m/fs/autofs/*" "$m/fs/binfmt_misc.ko"
+  # what those of initramfs/modules below need (generic-initramfs.sh fails
+  # the build when one is missing)
+  "$m/drivers/scsi/raid_class.ko" "$m/drivers/scsi/scsi_transport_sas.ko" "$m/drivers/dca/*"
+  "$m/drivers/i2c/algos/*" "$m/drivers/net/mdio.ko" "$m/drivers/net/phy/*" "$m/net/xfrm/xfrm_algo.ko"
 )
+# every module the netboot initramfs loads (its storage and NIC drivers):
+# the generic initramfs has them all (generic-initramfs.sh); a module name's
+# '_' is '-' in some file names
+while read -r name; do
+  name=${name%%#*}; name=${name//[[:space:]]/}; name=${name#\?}
+  [[ -n $name ]] && includes+=("$m/*/${name//_/[-_]}.ko")
+done <"$here/../modules"
 dpkgopts=()
 for e in "${excludes[@]}"; do dpkgopts+=(--dpkgopt="path-exclude=$e"); done
 for e in "${includes[@]}"; do dpkgopts+=(--dpkgopt="path-include=$e"); done
@@ -96,6 +109,10 @@ key1=$( {
   printf 'pkg %s\n' "${pkgs[@]}"
   printf 'opt %s\n' "${dpkgopts[@]}"
   for s in "${sources[@]}"; do echo "source $s"; cat "$s"; done
+  # the generic initramfs: its script, the module list and conf it reads,
+  # and where the marker goes (agent/base/paths.c)
+  cat "$here/generic-initramfs.sh" "$here/../modules" "$here/boot/initramfs-test.conf"
+  grep generic_initramfs "$here/../../agent/base/paths.c"
 } | sha256sum | cut -c1-16)
 root=$cache/boot-root-$suite-$key1.tar.zst
 exec 9>"$cache/.lock-boot-image"
@@ -113,6 +130,7 @@ if [[ ! -s $root ]]; then
     --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
     --aptopt='Apt::Install-Recommends "false"' \
     --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*' \
+    --customize-hook="$here/generic-initramfs.sh \"\$1\" $here/boot/initramfs-test.conf" \
     --customize-hook='rm -f "$1"/etc/apt/sources.list "$1"/etc/apt/sources.list.d/*' \
     --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin "$1"/var/cache/apt/archives/*.deb' \
     "$suite" - "${sources[@]}" | zstd -q -T0 -3 -o "$tmp" -f
@@ -135,8 +153,6 @@ if [[ ! -s $img ]]; then
   install -D -m 0644 "$here/boot/kiln-report.service" "$o/etc/systemd/system/kiln-report.service"
   install -D -m 0644 "$here/boot/ssh-keygen.conf" "$o/etc/systemd/system/ssh.service.d/kiln-keygen.conf"
   install -D -m 0644 "$here/boot/journald-persistent.conf" "$o/etc/systemd/journald.conf.d/kiln-test-image.conf"
-  install -D -m 0644 "$here/boot/initramfs-test.conf" "$o/etc/initramfs-tools/conf.d/kiln-test-image.conf"
-  install -D -m 0644 "$here/boot/initramfs-test.modules" "$o/usr/share/initramfs-tools/modules.d/kiln-test-image"
   mkdir -p "$o/etc/systemd/system/multi-user.target.wants"
   ln -s /etc/systemd/system/kiln-report.service "$o/etc/systemd/system/multi-user.target.wants/kiln-report.service"
   echo kiln-boot >"$o/etc/hostname"

@@ -32,8 +32,10 @@ pkgs=(
   grub-pc grub-pc-bin grub-efi-amd64-bin grub2-common initramfs-tools openssh-server ca-certificates
   clevis clevis-luks clevis-initramfs
 )
-# The installed system's initramfs and GRUB are made on the node after the
-# image is unpacked (the storage layout is only known there): GRUB for both
+# The image's initramfs is generic, built here (generic-initramfs.sh: every
+# module the netboot initramfs has, mdadm, LVM, cryptsetup and clevis) and
+# marked so: kiln appends the node's crypttab and mdadm.conf to it and
+# installs GRUB on the node after the image is unpacked: GRUB for both
 # firmwares (grub-pc-bin, grub-efi-amd64-bin) and clevis's LUKS and
 # initramfs parts, which unlock the disks through Tang at boot, as in the
 # bootable test image (build-boot.sh). sshd makes its host keys on its
@@ -42,6 +44,7 @@ setsid --wait mmdebstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}"
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*/LC_MESSAGES/*.mo' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*' \
+  --customize-hook="$(cd "$(dirname "$0")" && pwd)/generic-initramfs.sh \"\$1\"" \
   --customize-hook='mkdir -p "$1/etc/systemd/system/ssh.service.d"' \
   --customize-hook="upload $(cd "$(dirname "$0")" && pwd)/boot/ssh-keygen.conf /etc/systemd/system/ssh.service.d/kiln-keygen.conf" \
   --customize-hook='echo kvm-host >"$1/etc/hostname"' \

@@ -40,7 +40,7 @@ static int boot(const char *spec_path, const char *inv_path, struct strbuf *err)
         if (r == 0 && !st)
                 r = -ENOENT;
         if (r == 0 && (r = chroot_enter(kiln_paths.target, err)) == 0) {
-                r = bootloader_install(p, st, err);
+                r = bootloader_install(p, st, true, err);
                 int q = chroot_leave(kiln_paths.target);
                 if (r == 0)
                         r = q;

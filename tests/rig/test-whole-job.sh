@@ -17,7 +17,9 @@
 #           there; then the secrets check of the installed system (below);
 #   boot 4  PXE with the operator's reinstall act (kiln.reinstall= on the
 #           command line, as the boot server's iPXE script passes it): a
-#           fresh install, new run_id and new UUIDs.
+#           fresh install, new run_id and new UUIDs, from the bootable image
+#           without its generic-initramfs marker (kiln's fallback: the
+#           target's update-initramfs).
 # Secrets check (after boot 3, the node registered): the installed system's
 # kiln-report searches its whole file tree, its initramfs unpacked and the
 # journal of every boot for the test's LUKS passphrase, host password, API
@@ -86,6 +88,8 @@ jqc() {  # jqc BOOT FILTER: the filter's output on the controller dump after BOO
 # --- boot 1: netboot and install ---------------------------------------------
 rig_boot --pxe || rig_die "boot 1: the installation did not finish (see the console above)"
 T+=("boot 1 (netboot, install): $RIG_BOOT_SECONDS s")
+rig_check "boot 1: the image's generic initramfs took the node's files, no update-initramfs (console)" \
+  grep -aq "appended this node's crypttab and mdadm.conf to the image's generic initramfs" "$RIG_SERIAL"
 rig_last_report
 rig_expect_exit 0
 rig_expect_section mdstat '^md[^ ]* : active raid10 ' "boot 1: raid10 built"
@@ -210,8 +214,16 @@ rig_check "boot 3: no secret on the console, in the reports or in the controller
 
 # --- boot 4: the operator's reinstall act: a fresh install -------------------------
 REINSTALL=wj-$(od -An -tx1 -N4 /dev/urandom | tr -d ' \n')
+# the reinstall takes the bootable image without its generic-initramfs marker,
+# as an operator's own image: the one rig install that keeps kiln's fallback,
+# the target's update-initramfs (docs/apply.md "The boot-loader step")
+rig_boot_image_unmarked
+rig_spec specs/whole-job.yaml
+"$KILN" validate "$RIG_SPEC" >/dev/null || rig_die "the spec with the unmarked image does not validate"
 rig_boot --pxe --append "kiln.reinstall=$REINSTALL" || rig_die "boot 4: the reinstall did not finish"
 T+=("boot 4 (PXE, kiln.reinstall=, fresh install): $RIG_BOOT_SECONDS s")
+rig_check "boot 4: an image without the marker: kiln says it runs update-initramfs in the target (console)" \
+  grep -aq "image has no generic initramfs marker at $(bash "$SRC/initramfs/base-image/generic-initramfs.sh" --marker): running update-initramfs in the target" "$RIG_SERIAL"
 rig_last_report
 rig_expect_exit 0
 UUIDS4=$(uuids_from_blkid)

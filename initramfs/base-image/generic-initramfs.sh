@@ -1,0 +1,73 @@
+#!/bin/bash
+# Makes the image's initramfs generic, on the build host (an mmdebstrap
+# customize hook of build.sh and build-boot.sh: fast, nothing is emulated):
+#
+#   generic-initramfs.sh ROOT [CONF]
+#   generic-initramfs.sh --marker     (prints the marker's path, for the rig)
+#
+# The initramfs then boots any layout kiln makes without being rebuilt on the
+# node: Debian 12's cryptroot, clevis, mdadm and lvm2 hooks always put in
+# their tools (cryptsetup, askpass, clevis with curl and jose, mdadm with its
+# udev rules and every RAID personality, lvm); what they take from the build
+# root's /etc (crypttab, mdadm.conf, the ciphers of open volumes) the node
+# adds at install time (agent/apply/initrd.h). Every module the netboot
+# initramfs loads (initramfs/modules: its storage and NIC drivers, md, dm,
+# the ciphers) goes in through modules.d; a required one the image's kernel
+# lacks fails the build, and so does one whose dependencies the image left
+# out. CONF, if given, is installed as /etc/initramfs-tools/conf.d/kiln.conf
+# (the bootable test image's MODULES=list and compression). Last, the marker
+# kiln looks for (its path is agent/base/paths.c's generic_initramfs) names
+# each kernel and the size of its initrd as built here.
+set -euo pipefail
+trap 'echo "generic-initramfs.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
+root=${1:?usage: generic-initramfs.sh ROOT [CONF]}
+conf=${2:-}
+here=$(cd "$(dirname "$0")" && pwd)
+src=$here/../..
+marker=$(sed -n 's/^ *\.generic_initramfs = "\(\/[^"]*\)",$/\1/p' "$src/agent/base/paths.c")
+[[ -n $marker ]] || { echo "generic-initramfs.sh: no generic_initramfs in agent/base/paths.c" >&2; exit 1; }
+[[ $root == --marker ]] && { echo "$marker"; exit 0; }
+
+if [[ -n $conf ]]; then
+  install -D -m 0644 "$conf" "$root/etc/initramfs-tools/conf.d/kiln.conf"
+fi
+# initramfs-tools' resume hook would otherwise take the build host's largest
+# swap (/proc/swaps) as the resume device of every node; kiln's swap has a
+# random key (nothing to resume from), and a node's own rebuild keeps this
+mkdir -p "$root/etc/initramfs-tools/conf.d"
+printf '# kiln: no hibernation resume device (generic-initramfs.sh)\nRESUME=none\n' \
+  >"$root/etc/initramfs-tools/conf.d/kiln-resume"
+versions=()
+for d in "$root"/lib/modules/*/; do
+  [[ -e $d/modules.dep ]] && versions+=("$(basename "$d")")
+done
+((${#versions[@]})) || { echo "generic-initramfs.sh: no kernel in $root" >&2; exit 1; }
+list=$root/usr/share/initramfs-tools/modules.d/kiln-generic
+mkdir -p "$(dirname "$list")"
+{
+  echo "# written by kiln's generic-initramfs.sh from initramfs/modules: the netboot initramfs's modules"
+  while read -r m; do
+    m=${m%%#*}; m=${m//[[:space:]]/}
+    [[ -n $m ]] || continue
+    name=${m#\?}
+    for v in "${versions[@]}"; do
+      if ! deps=$(modprobe -d "$root" -S "$v" --show-depends "$name" 2>/dev/null); then
+        [[ $m == \?* ]] && continue 2
+        echo "generic-initramfs.sh: kernel $v has no module $name (initramfs/modules)" >&2; exit 1
+      fi
+      while read -r kind path _; do
+        [[ $kind == insmod && ! -e $path ]] && { echo "generic-initramfs.sh: $name needs ${path#"$root"}, not in the image" >&2; exit 1; }
+      done <<<"$deps"
+    done
+    echo "$name"
+  done <"$src/initramfs/modules"
+} >"$list"
+chroot "$root" update-initramfs -u -k all
+mkdir -p "$root$(dirname "$marker")"
+{
+  echo "# kiln: the initramfs of these kernels is generic (initramfs/base-image/generic-initramfs.sh);"
+  echo "# kernel version, size of /boot/initrd.img-VERSION as built"
+  for v in "${versions[@]}"; do
+    echo "$v $(stat -c %s "$root/boot/initrd.img-$v")"
+  done
+} >"$root$marker"
