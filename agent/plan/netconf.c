@@ -129,6 +129,11 @@ static int build_bridge(struct nbuild *b, const struct spec_bridge *sb, struct n
         snprintf(who, sizeof who, "'gateway' of bridge '%s'", sb->name);
         if ((r = expand_ip(b, sb->gateway, sb->gateway_mark, who, false, &nb->gateway)) < 0)
                 return r;
+        char why[320];
+        const char *p = nb->address && nb->gateway ? spec_gateway_problem(nb->address, nb->gateway, why, sizeof why) : NULL;
+        if (p && (strstr(sb->address, "${") || strstr(sb->gateway, "${")) &&
+            (r = nfinding(b, false, sb->gateway_mark, "%s '%s' %s", who, nb->gateway, p)) < 0)
+                return r;
         snprintf(who, sizeof who, "'dns' of bridge '%s'", sb->name);
         for (size_t i = 0; sb->dns && sb->dns[i]; i++) {
                 char *d = NULL;
