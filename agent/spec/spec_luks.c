@@ -194,7 +194,8 @@ static void parse_luks_unlock(struct ctx *c, const struct ynode *u, const char *
         const struct ynode *th = spec_map_get(u, "threshold");
         if (spec_get_unsigned(c, &lu, "threshold", th, 1, SPEC_TANG_MAX, &x->unlock.threshold) > 0 &&
             x->unlock.threshold > tv->n)
-                emitn(c, th, "%s is %u, but only %zu pins are given", spec_field(&lu, "threshold", f), x->unlock.threshold, tv->n);
+                emitn(c, th, "%s is %u, but only %zu %s given", spec_field(&lu, "threshold", f), x->unlock.threshold, tv->n,
+                      tv->n == 1 ? "pin is" : "pins are");
 }
 
 void spec_parse_luks(struct ctx *c, const struct ynode *m, size_t idx, struct spec_luks *x) {
