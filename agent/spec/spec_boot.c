@@ -85,6 +85,23 @@ void spec_check_boot(struct ctx *c) {
                                 known = false;
                 if (!known)
                         return;
+                /* GRUB on a disk without /boot boots only while another disk
+                 * holds /boot: no redundancy, and its own bios_grub or ESP
+                 * would be asked for next. Refused here, and left out of the
+                 * checks below, so the cause is the one message. */
+                _cleanup_strv_free_ char **keep = NULL;
+                for (size_t i = 0; b->disks[i]; i++)
+                        if (!strv_contains(under, b->disks[i]))
+                                spec_emit(c, b->disk_marks[i].line, b->disk_marks[i].col,
+                                          "'disks' of boot names disk '%s', which carries no part of %s ('%s'); "
+                                          "GRUB goes to the disks /boot is on", spec_quote(b->disks[i], t), bname,
+                                          spec_quote(bfs->on, t2));
+                        else if (strv_pushdup(&keep, b->disks[i]) < 0) {
+                                c->error = -ENOMEM;
+                                return;
+                        }
+                strv_free(grub);
+                grub = TAKE_PTR(keep);
                 for (size_t i = 0; under && under[i]; i++)
                         if (!strv_contains(grub, under[i]))
                                 spec_emit(c, b->disks_mark.line, b->disks_mark.col,
