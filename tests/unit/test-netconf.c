@@ -176,9 +176,36 @@ static void test_lone_member(void) {
         diags_clear(&d);
 }
 
+/* A gateway with variables is checked against the expanded address. */
+static void test_gateway_expanded(void) {
+        static const char text[] =
+                "version: 1\n"
+                "disks: [{id: d, path: /dev/vda}]\n"
+                "filesystems: [{on: d, type: xfs, mount: /}]\n"
+                "network:\n"
+                "  bridges: [{name: cloudbr0, nic: {link: true}, address: \"10.${hostname}.0.5/24\", gateway: 10.7.1.1}]\n";
+        struct diags d = {};
+        _cleanup_spec_free_ struct spec *s = NULL;
+        CHECK_INT(spec_parse("t.yaml", text, strlen(text), &s, &d), 0);
+        CHECK_INT(d.n, 0);
+        if (!s)
+                return;
+        struct inv_nic nics[] = { { .name = S("eno1"), .mac = S("aa:bb:cc:00:00:01"), .up = true } };
+        struct inventory inv = { .hostname = S("7"), .nics = nics, .n_nics = 1 };
+        _cleanup_(netconf_freep) struct netconf *n = NULL;
+        CHECK_INT(netconf_build(s, &inv, &n, &d), -EINVAL);
+        CHECK_INT(d.n, 1);
+        if (d.n == 1)
+                CHECK_STR(d.items[0].message, "'gateway' of bridge 'cloudbr0' '10.7.1.1' is outside 10.7.0.0/24, the subnet of "
+                          "'address' 10.7.0.5/24: the kernel has no route to it, so the node would have no default route "
+                          "(give a gateway in that subnet, or the right prefix)");
+        diags_clear(&d);
+}
+
 int main(void) {
         test_model();
         test_files();
         test_lone_member();
+        test_gateway_expanded();
         return TEST_DONE();
 }
