@@ -96,6 +96,27 @@ static int marks_json(struct strbuf *out, const struct plan_mark *m, size_t n, e
         return r;
 }
 
+/* The plan's own warnings (not the spec's, which kiln validate shows) in the
+ * JSON plan too, as "warnings": [{file, line, col, severity, message, rule,
+ * disk}], when there are any: a program reading stdout would not see stderr. */
+static int warnings_json(struct strbuf *out, const struct diags *d) {
+        _cleanup_strbuf_ struct strbuf w = STRBUF_INIT;
+        int r = diags_to_json(d, &w);
+        if (r < 0)
+                return r;
+        json_object *o = json_tokener_parse(strbuf_str(out)), *list = json_tokener_parse(strbuf_str(&w));
+        if (!o || !list) {
+                json_object_put(o);
+                json_object_put(list);
+                return -ENOMEM;
+        }
+        json_object_object_add(o, "warnings", list);
+        strbuf_reset(out);
+        r = strbuf_addf(out, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
+        return r;
+}
+
 int cmd_plan(int argc, char **argv) {
         static const struct option options[] = {
                 { "inventory", required_argument, NULL, 'i' },
@@ -148,12 +169,16 @@ int cmd_plan(int argc, char **argv) {
         }
         if (json && strict && diags_warnings(&diags, 0) > 0)
                 (void) print_refusal(KILN_EXIT_REFUSED, &diags);
-        r = cmd_plan_warnings(&diags, strict, "plan", spec_path);
-        if (r != KILN_EXIT_OK)
-                return r;
         const struct plan *shown = resume ? resume : plan;
         _cleanup_strbuf_ struct strbuf out = STRBUF_INIT;
         r = json ? plan_to_json(shown, &out) : plan_to_text(shown, &out);
+        if (r >= 0 && json && diags_warnings(&diags, 0) > 0) {
+                diags_sort(&diags);
+                r = warnings_json(&out, &diags);
+        }
+        int rc = cmd_plan_warnings(&diags, strict, "plan", spec_path);
+        if (rc != KILN_EXIT_OK)
+                return rc;
         if (r < 0) {
                 log_error_errno(r, "failed to format the plan of '%s': %m", spec_path);
                 return KILN_EXIT_FAILURE;

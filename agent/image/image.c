@@ -43,6 +43,7 @@ struct stream {
         struct strbuf fetch_why; /* what fetch_url said of fetch_err */
 
         /* decompress thread */
+        bool hash_rest;         /* (atomic) the archive is bad: read the rest of the download for its sha256 */
         int in_err;             /* why reading `in` failed (the fetch error, or cancelled) */
         char decomp_error[256]; /* set when the data itself is bad; read after `out` ends */
 
@@ -161,11 +162,15 @@ static int decompress(struct stream *s) {
 static void *decompress_thread(void *userdata) {
         struct stream *s = userdata;
         int r = decompress(s);
-        /* the hash covers trailing bytes too (e.g. padding after the last frame) */
+        /* the hash covers trailing bytes too (e.g. padding after the last
+         * frame); after bad data, here or in the archive downstream, the rest
+         * is read too, so that the caller can tell a wrong file (its sha256
+         * does not match) from a damaged image */
+        int k = r == 0 || r == -EBADMSG || __atomic_load_n(&s->hash_rest, __ATOMIC_ACQUIRE) ? ring_drain(&s->in) : r;
         if (r == 0)
-                r = ring_drain(&s->in);
-        if (r < 0)
-                ring_cancel(&s->in, r);         /* ends the download */
+                r = k;
+        if (k < 0)
+                ring_cancel(&s->in, k);         /* ends the download */
         ring_finish(&s->out, r);
         return NULL;
 }
@@ -575,7 +580,10 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
         r = raw ? extract_raw(s, target_fd, dev_size, rawbuf, target, err) : extract_tar(s, res, err);
         if (r == 0)
                 r = drain(s);   /* the hash covers trailing padding too */
-        if (r < 0)
+        if (r == -EBADMSG) {
+                __atomic_store_n(&s->hash_rest, true, __ATOMIC_RELEASE);
+                ring_cancel(&s->out, r);        /* the download goes on, for its sha256 */
+        } else if (r < 0)
                 stream_cancel(s, r);
         pthread_join(decompressor, NULL);
         pthread_join(fetcher, NULL);
@@ -588,6 +596,12 @@ static int install(struct stream *s, const struct spec_image *img, const char *t
         if (r < 0) {
                 if (!err->len)
                         strbuf_errorf(err, r, "%s", strerror(-r));
+                /* a bad archive whose sha256 is wrong too: another file than
+                 * the image (an error page, the wrong name); say so first */
+                if (r == -EBADMSG && s->fetch_err == 0 && !sha256_hex_equal(img->sha256, s->fres.sha256))
+                        return strbuf_errorf(err, r, "sha256 mismatch: expected %s, got %s, and the download is no image "
+                                             "(%s): the URL probably names another file", img->sha256, s->fres.sha256,
+                                             strbuf_str(err));
                 return r;
         }
 

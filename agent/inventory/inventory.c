@@ -88,6 +88,21 @@ size_t inventory_count_serial(const struct inventory *inv, const char *serial) {
         return n;
 }
 
+int inventory_serial_warning(const struct inventory *inv, const char *serial, struct strbuf *sb) {
+        size_t n = inventory_count_serial(inv, serial);
+        if (n < 2)
+                return 0;
+        int r = strbuf_adds(sb, "disks ");
+        for (size_t j = 0, k = 0; r >= 0 && j < inv->n_disks; j++)
+                if (inv->disks[j].serial && streq(inv->disks[j].serial, serial))
+                        r = strbuf_addf(sb, "%s%s", k++ == 0 ? "" : k == n ? " and " : ", ",
+                                        inv->disks[j].path ? inv->disks[j].path : inv->disks[j].name);
+        if (r >= 0)
+                r = strbuf_addf(sb, " report the same serial '%s' (a USB bridge or virtual disks?): "
+                                    "a spec cannot select them by serial; use path, by_id or wwn", serial);
+        return r < 0 ? r : 1;
+}
+
 int inventory_warnings(const struct inventory *inv, char ***ret) {
         _cleanup_strv_free_ char **w = NULL;
         for (size_t i = 0; i < inv->n_disks; i++) {
@@ -100,14 +115,7 @@ int inventory_warnings(const struct inventory *inv, char ***ret) {
                 if (!first)
                         continue;
                 _cleanup_strbuf_ struct strbuf sb = { .max = 64 * 1024 };
-                int r = strbuf_adds(&sb, "disks ");
-                for (size_t j = i, k = 0, n = inventory_count_serial(inv, serial); r >= 0 && j < inv->n_disks; j++)
-                        if (inv->disks[j].serial && streq(inv->disks[j].serial, serial))
-                                r = strbuf_addf(&sb, "%s%s", k++ == 0 ? "" : k == n ? " and " : ", ",
-                                                inv->disks[j].path ? inv->disks[j].path : inv->disks[j].name);
-                if (r >= 0)
-                        r = strbuf_addf(&sb, " report the same serial '%s' (a USB bridge or virtual disks?): "
-                                             "a spec cannot select them by serial; use path, by_id or wwn", serial);
+                int r = inventory_serial_warning(inv, serial, &sb);
                 if (r < 0)
                         return r;
                 char *m = strbuf_detach(&sb);

@@ -92,6 +92,10 @@ size_t inventory_count_serial(const struct inventory *inv, const char *serial);
 /* What is odd about this machine, one message a line, e.g. "disks /dev/sda
  * and /dev/sdb report the same serial 'X'...". *ret is NULL if nothing is. */
 int inventory_warnings(const struct inventory *inv, char ***ret);
+/* Appends to sb the warning about the disks that report serial ("disks
+ * /dev/sda and /dev/sdb report the same serial 'X' ..."): 1, or 0 (nothing
+ * appended) when fewer than two do. */
+int inventory_serial_warning(const struct inventory *inv, const char *serial, struct strbuf *sb);
 
 /* The MAC of the boot NIC (first NIC that is up with a MAC, else first with a MAC). */
 const char *inventory_primary_mac(const struct inventory *inv);

@@ -644,7 +644,8 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                 bool free_retry = pushback && !opts->no_retry && opts->pushback_sec &&
                                   now_usec() - started < (uint64_t) opts->pushback_sec * 1000000u;
                 if (!free_retry && faults++ >= max_faults)
-                        return strbuf_errorf(err, r, "%s (gave up after %u attempts)", strbuf_why(&why, r), rr->attempts);
+                        return strbuf_errorf(err, r, "%s (gave up after %u attempt%s)", strbuf_why(&why, r), rr->attempts,
+                                             rr->attempts == 1 ? "" : "s");
                 backoff_sleep_ms(backoff_spread_ms(&b, n++, not_before_ms));
         }
 

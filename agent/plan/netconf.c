@@ -129,6 +129,11 @@ static int build_bridge(struct nbuild *b, const struct spec_bridge *sb, struct n
         snprintf(who, sizeof who, "'gateway' of bridge '%s'", sb->name);
         if ((r = expand_ip(b, sb->gateway, sb->gateway_mark, who, false, &nb->gateway)) < 0)
                 return r;
+        char why[320];
+        const char *p = nb->address && nb->gateway ? spec_gateway_problem(nb->address, nb->gateway, why, sizeof why) : NULL;
+        if (p && (strstr(sb->address, "${") || strstr(sb->gateway, "${")) &&
+            (r = nfinding(b, false, sb->gateway_mark, "%s '%s' %s", who, nb->gateway, p)) < 0)
+                return r;
         snprintf(who, sizeof who, "'dns' of bridge '%s'", sb->name);
         for (size_t i = 0; sb->dns && sb->dns[i]; i++) {
                 char *d = NULL;
@@ -138,6 +143,28 @@ static int build_bridge(struct nbuild *b, const struct spec_bridge *sb, struct n
                         return r;
         }
         return 0;
+}
+
+/* A bond of one member (the spec warns already): name the NICs with link
+ * that nothing takes, the likely forgotten second member. */
+static int warn_lone_member(struct nbuild *b, const struct netconf_bond *nb) {
+        if (nb->n_members != 1)
+                return 0;
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        size_t n = 0;
+        for (size_t i = 0; i < b->inv->n_nics; i++) {
+                const struct inv_nic *x = &b->inv->nics[i];
+                if (x->up && !b->taken_by[i] &&
+                    strbuf_addf(&sb, "%s%s (%s)", n++ ? ", " : "", x->name ? x->name : "?", x->mac) < 0)
+                        return -ENOMEM;
+        }
+        if (n == 0)
+                return 0;
+        const struct inv_nic *m = nb->members[0];
+        return diags_warn(b->f.diags, b->f.file, nb->spec->mark.line, nb->spec->mark.col,
+                          "bond '%s' has one member, %s (%s); %s %s link and %s taken by nothing: the forgotten second member?",
+                          nb->spec->name, m->name ? m->name : "?", m->mac, strbuf_str(&sb), n == 1 ? "has" : "have",
+                          n == 1 ? "is" : "are");
 }
 
 int netconf_build(const struct spec *s, const struct inventory *inv, struct netconf **ret, struct diags *diags) {
@@ -178,6 +205,8 @@ int netconf_build(const struct spec *s, const struct inventory *inv, struct netc
                 r = -ENOMEM;
         for (size_t i = 0; r >= 0 && i < sn->n_bridges; i++)
                 r = build_bridge(&b, &sn->bridges[i], &n->bridges[n->n_bridges++]);
+        for (size_t i = 0; r >= 0 && i < n->n_bonds; i++)
+                r = warn_lone_member(&b, &n->bonds[i]);
         for (size_t i = 0; i < inv->n_nics; i++)
                 free(texts[i]);
         if (r < 0 || (r = plan_findings_result(&b.f)) < 0)

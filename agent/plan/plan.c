@@ -438,6 +438,30 @@ static int match_criteria(struct builder *b, const struct spec_disk *crit, unsig
         return 0;
 }
 
+/* A disk the plan takes whose serial another disk repeats: the inventory's
+ * warning again, at the rule that takes it, once per rule and serial (the
+ * operator reads the plan, not the inventory). */
+static int warn_serial_twins(struct builder *b) {
+        for (size_t k = 0; k < b->plan->n_disks; k++) {
+                const struct plan_disk *pd = &b->plan->disks[k];
+                const char *serial = pd->disk->serial;
+                bool first = !strempty(serial);
+                for (size_t j = 0; first && j < k; j++)
+                        first = !(b->plan->disks[j].rule == pd->rule && b->plan->disks[j].disk->serial &&
+                                  streq(b->plan->disks[j].disk->serial, serial));
+                if (!first)
+                        continue;
+                _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+                int r = inventory_serial_warning(b->inv, serial, &sb);
+                if (r > 0)
+                        r = warning(b, pd->rule->mark, "disk rule '%s' takes %s, and %s", pd->rule->id, disk_path(pd->disk),
+                                    strbuf_str(&sb));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int select_disks(struct builder *b) {
         const struct spec *s = b->spec;
         const struct inventory *inv = b->inv;
@@ -1690,6 +1714,8 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
         }
         if (r >= 0)
                 r = select_disks(&b);
+        if (r >= 0 && !b.f.refused)
+                r = warn_serial_twins(&b);
         if (r >= 0 && !b.f.refused)
                 r = make_nodes(&b);
         if (r >= 0 && !b.f.refused && !b.f.invalid)

@@ -305,7 +305,8 @@ static int check_disks(struct rbuild *b) {
                         if (!d || !sig_typed(inv, d->path, "gpt"))
                                 return not_resumable(b, "%s holds no GPT", dev);
                         if (d->n_parts != st->n_parts)
-                                return not_resumable(b, "%s has %zu partitions, this plan makes %zu", dev, d->n_parts, st->n_parts);
+                                return not_resumable(b, "%s has %zu partition%s, this plan makes %zu", dev, d->n_parts,
+                                                     d->n_parts == 1 ? "" : "s", st->n_parts);
                         for (size_t k = 0; k < st->n_parts; k++) {
                                 const struct plan_part *pp = &st->parts[k];
                                 const struct inv_partition *ip = NULL;

@@ -197,8 +197,8 @@ static int cs_request(const struct cs_client *c, const char *command, const stru
                         return strbuf_errorf(err, r, "CloudStack refused %s (HTTP %ld, errorcode %s): %s",
                                              command, resp.status, code ? code : "?", text);
                 if (r == -ETIMEDOUT || r == -EAGAIN)
-                        return strbuf_errorf(err, r, "CloudStack at '%s' did not answer %s in time after %u attempts (last: %s)",
-                                             shown, command, resp.attempts, last.len ? last.buf : "timeout");
+                        return strbuf_errorf(err, r, "CloudStack at '%s' did not answer %s in time after %u attempt%s (last: %s)",
+                                             shown, command, resp.attempts, resp.attempts == 1 ? "" : "s", last.len ? last.buf : "timeout");
                 return strbuf_errorf(err, r, "CloudStack request %s to '%s' failed: %s", command, shown,
                                      strbuf_why(&last, r));
         }

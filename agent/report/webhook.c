@@ -71,8 +71,8 @@ int webhook_post(const struct webhook_target *t, const char *event, const char *
                 char shown[URL_DISPLAY_MAX];
                 url_display(t->url, shown);
                 if (r == -ETIMEDOUT)
-                        return strbuf_errorf(err, r, "webhook '%s' did not take the %s event in time after %u attempts (last: %s)",
-                                             shown, event, resp.attempts, last.len ? last.buf : "timeout");
+                        return strbuf_errorf(err, r, "webhook '%s' did not take the %s event in time after %u attempt%s (last: %s)",
+                                             shown, event, resp.attempts, resp.attempts == 1 ? "" : "s", last.len ? last.buf : "timeout");
                 return strbuf_errorf(err, r, "webhook '%s' refused the %s event: %s", shown, event,
                                      strbuf_why(&last, r));
         }

@@ -482,5 +482,9 @@ const struct spec_luks *spec_luks_below(const struct spec *s, const char *id);
 const struct spec_bond *spec_network_bond(const struct spec *s, const char *name);
 /* Why s is not an IP address (with_prefix: "ADDR/PREFIX"), or NULL when it is one. */
 const char *spec_ip_problem(const char *s, bool with_prefix);
+/* Why gateway cannot be the next hop of address ("ADDR/PREFIX"; both valid):
+ * outside its subnet, of the other family, the address itself; NULL when it
+ * can. The text may be in buf. */
+const char *spec_gateway_problem(const char *address, const char *gateway, char *buf, size_t size);
 /* Does any luks have an unlock pin? */
 bool spec_has_unlock(const struct spec *s);

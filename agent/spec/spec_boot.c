@@ -7,6 +7,26 @@ static const char *const firmware_names[] = {
         [SPEC_FIRMWARE_BIOS] = "bios", [SPEC_FIRMWARE_UEFI] = "uefi", [SPEC_FIRMWARE_BOTH] = "both", NULL,
 };
 
+/* The least an ESP partition (or each member of an ESP RAID1) may be. Two
+ * needs, the larger binds: grub-install writes GRUB twice (EFI/debian and the
+ * removable EFI/BOOT/BOOTX64.EFI): 152-204 KiB each as grub-mkimage builds it
+ * from Debian 12's grub-efi-amd64-bin for /boot on GPT, md and ext4, 4.0 MiB
+ * each as its monolithic grubx64.efi, about 12 MiB in all with shim and
+ * MokManager; and the UEFI specification asks FAT32 of an ESP on a fixed
+ * disk, which needs 65525 clusters: mkfs.fat 4.2 -F 32 makes one without a
+ * warning from 33 MiB on (32 MiB gives 64496 clusters). docs/spec.md "boot". */
+#define ESP_MIN_BYTES (UINT64_C(33) << 20)
+
+static void check_esp_size(struct ctx *c, const struct spec_partition *p) {
+        char sz[32], t[QUOTE_MAX + 4];
+        if (p->size.kind != SPEC_SIZE_BYTES || p->size.bytes >= ESP_MIN_BYTES)
+                return;
+        spec_emit(c, p->size.mark.line, p->size.mark.col,
+                  "'size' of partition '%s' is %s, too small for an ESP: it is at least 33M (GRUB twice, at EFI/debian and "
+                  "the removable EFI/BOOT, up to 4 MiB each, and FAT32, which UEFI asks of an ESP, needs 65525 clusters)",
+                  spec_quote(p->id ? p->id : "?", t), format_size(p->size.bytes, sz, sizeof sz));
+}
+
 void spec_parse_boot(struct ctx *c, const struct ynode *m, struct spec_boot *b) {
         static const char *const keys[] = { "firmware", "cmdline", "disks", NULL };
         char f[256];
@@ -85,6 +105,23 @@ void spec_check_boot(struct ctx *c) {
                                 known = false;
                 if (!known)
                         return;
+                /* GRUB on a disk without /boot boots only while another disk
+                 * holds /boot: no redundancy, and its own bios_grub or ESP
+                 * would be asked for next. Refused here, and left out of the
+                 * checks below, so the cause is the one message. */
+                _cleanup_strv_free_ char **keep = NULL;
+                for (size_t i = 0; b->disks[i]; i++)
+                        if (!strv_contains(under, b->disks[i]))
+                                spec_emit(c, b->disk_marks[i].line, b->disk_marks[i].col,
+                                          "'disks' of boot names disk '%s', which carries no part of %s ('%s'); "
+                                          "GRUB goes to the disks /boot is on", spec_quote(b->disks[i], t), bname,
+                                          spec_quote(bfs->on, t2));
+                        else if (strv_pushdup(&keep, b->disks[i]) < 0) {
+                                c->error = -ENOMEM;
+                                return;
+                        }
+                strv_free(grub);
+                grub = TAKE_PTR(keep);
                 for (size_t i = 0; under && under[i]; i++)
                         if (!strv_contains(grub, under[i]))
                                 spec_emit(c, b->disks_mark.line, b->disks_mark.col,
@@ -125,6 +162,8 @@ void spec_check_boot(struct ctx *c) {
         if (k == SPEC_OBJ_PARTITION) {
                 const struct spec_partition *p = o;
                 parts_ok = p->type == SPEC_PART_ESP;
+                if (parts_ok)
+                        check_esp_size(c, p);
         } else if (k == SPEC_OBJ_RAID) {
                 const struct spec_raid *a = o;
                 if (a->level != 1 || !a->metadata || !streq(a->metadata, "1.0")) {
@@ -138,6 +177,8 @@ void spec_check_boot(struct ctx *c) {
                         if (spec_lookup(s, a->members[i], &m) != SPEC_OBJ_PARTITION ||
                             ((const struct spec_partition *) m)->type != SPEC_PART_ESP)
                                 parts_ok = false;
+                        else
+                                check_esp_size(c, m);
                 }
         } else {
                 spec_emit(c, esp->on_mark.line, esp->on_mark.col,

@@ -335,6 +335,44 @@ int spec_get_double(struct ctx *c, const struct loc *l, const char *key, const s
         return 1;
 }
 
+/* A fraction ("1.5T", "0.5GB", "2.25GiB") as the same size in whole units of
+ * the next smaller unit that holds it exactly ("1536G"), in buf; false when
+ * s is no fraction or no smaller unit holds it (only bytes, or not even). */
+static bool fraction_in_whole_units(const char *s, char *buf, size_t size) {
+        static const char units[] = "KMGTP";
+        size_t ni = strspn(s, "0123456789");
+        if (ni == 0 || ni > 9 || s[ni] != '.')
+                return false;
+        const char *fr = s + ni + 1;
+        size_t nf = strspn(fr, "0123456789");
+        const char *u = fr + nf, *k = *u ? strchr(units, toupper((unsigned char) *u)) : NULL;
+        if (nf == 0 || nf > 6 || !k)
+                return false;
+        const char *suffix = u + 1;             /* "", "B" or "iB" */
+        if (*suffix && !streq(suffix, "B") && !streq(suffix, "iB"))
+                return false;
+        uint64_t base = streq(suffix, "B") ? 1000 : 1024, n = 0, div = 1;
+        for (const char *p = s; p < u; p++)
+                if (*p != '.')
+                        n = n * 10 + (uint64_t) (*p - '0');
+        for (size_t i = 0; i < nf; i++)
+                div *= 10;
+        /* n / div units of base^(k+1): try base^k, base^(k-1), ... bytes */
+        for (size_t j = (size_t) (k - units); ; j--) {
+                if (__builtin_mul_overflow(n, base, &n))
+                        return false;
+                if (n % div == 0) {
+                        if (j == 0)
+                                snprintf(buf, size, "%" PRIu64 "B", n / div);
+                        else
+                                snprintf(buf, size, "%" PRIu64 "%c%s", n / div, units[j - 1], suffix);
+                        return true;
+                }
+                if (j == 0)
+                        return false;
+        }
+}
+
 /* A byte size (docs/spec.md "Sizes"): 512M, 20G, 30GB, 1TiB, 512B. A bare
  * number is refused: "size: 512" on an ESP meant MiB, not a 1 MiB partition. */
 static int parse_bytes_value(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
@@ -358,6 +396,13 @@ static int parse_bytes_value(struct ctx *c, const struct loc *l, const char *key
                         snprintf(hint, sizeof hint, " (write '%.*s%cB' for powers of 1000 or '%.*s%c' / '%.*s%ciB' for powers of 1024)",
                                  n, v->value, L, n, v->value, L, n, v->value, L);
                 }
+                /* a fraction: sizes are whole numbers of their unit, so the plan
+                 * is exact to the byte and rounds nothing; say the whole one */
+                char whole[48];
+                if (fraction_in_whole_units(v->value, whole, sizeof whole))
+                        snprintf(hint, sizeof hint, " (no fractions, so that a size is exact to the byte: write '%s')", whole);
+                else if (u != v->value && *u == '.')
+                        snprintf(hint, sizeof hint, " (no fractions, so that a size is exact to the byte: this one is no whole number of bytes)");
                 emitn(c, v, "%s must be %s, not %s%s", spec_field(l, key, f), expect, spec_describe(v, t), hint);
                 return -1;
         }

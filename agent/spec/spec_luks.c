@@ -3,6 +3,7 @@
  * of where its pins can be bound. */
 #include "spec_internal.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 
 const char *const spec_luks_keys[] = {
@@ -88,6 +89,37 @@ static bool valid_thp(const char *s) {
 
 #define SPEC_TANG_MAX 8u
 
+/* The host of an http(s) url (without userinfo, port and brackets) in buf;
+ * NULL when url is none (check_url says so). */
+static const char *url_host(const char *url, char *buf, size_t size) {
+        const char *p = strstr(url, "://");
+        if (!p || (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0))
+                return NULL;
+        p += 3;
+        size_t n = strcspn(p, "/?#");
+        const char *at = memchr(p, '@', n);
+        if (at) {
+                n -= (size_t) (at + 1 - p);
+                p = at + 1;
+        }
+        if (*p == '[') {
+                const char *e = memchr(p, ']', n);
+                if (!e)
+                        return NULL;
+                p++;
+                n = (size_t) (e - p);
+        } else {
+                const char *colon = memchr(p, ':', n);
+                if (colon)
+                        n = (size_t) (colon - p);
+        }
+        if (n == 0 || n >= size)
+                return NULL;
+        memcpy(buf, p, n);
+        buf[n] = 0;
+        return buf;
+}
+
 /* unlock: {tang: [{url, thp}], threshold}; room is left for tpm2 (refused
  * by name until it is built, so a spec that asks for it is not silently
  * left without it). */
@@ -140,6 +172,17 @@ static void parse_luks_unlock(struct ctx *c, const struct ynode *u, const char *
                         spec_missing(c, e, tw, "url");
                 else if (spec_get_url(c, &lt, "url", v, false, &tg->url) > 0 && strstr(tg->url, "${"))
                         emitn(c, v, "%s must not use variables (clevis keeps the url as written)", spec_field(&lt, "url", f));
+                else if (tg->url) {
+                        /* the installed initramfs brings the network up with
+                         * ip= and resolves no name: clevis would never reach a
+                         * Tang named by one, and the node waits at the prompt */
+                        char host[256];
+                        unsigned char bin[16];
+                        const char *h = url_host(tg->url, host, sizeof host);
+                        if (h && inet_pton(AF_INET, h, bin) != 1 && inet_pton(AF_INET6, h, bin) != 1)
+                                emitn(c, v, "%s names host '%s'; give its IP address (http://10.0.2.100:7500): the initramfs "
+                                      "that unlocks at boot resolves no names", spec_field(&lt, "url", f), spec_quote(h, t));
+                }
                 v = spec_map_get(e, "thp");
                 if (!v)
                         spec_missing(c, e, tw, "thp");
@@ -151,7 +194,8 @@ static void parse_luks_unlock(struct ctx *c, const struct ynode *u, const char *
         const struct ynode *th = spec_map_get(u, "threshold");
         if (spec_get_unsigned(c, &lu, "threshold", th, 1, SPEC_TANG_MAX, &x->unlock.threshold) > 0 &&
             x->unlock.threshold > tv->n)
-                emitn(c, th, "%s is %u, but only %zu pins are given", spec_field(&lu, "threshold", f), x->unlock.threshold, tv->n);
+                emitn(c, th, "%s is %u, but only %zu %s given", spec_field(&lu, "threshold", f), x->unlock.threshold, tv->n,
+                      tv->n == 1 ? "pin is" : "pins are");
 }
 
 void spec_parse_luks(struct ctx *c, const struct ynode *m, size_t idx, struct spec_luks *x) {

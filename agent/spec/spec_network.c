@@ -31,32 +31,89 @@ static bool valid_mac(const char *s) {
         return true;
 }
 
-const char *spec_ip_problem(const char *s, bool with_prefix) {
+/* s ("ADDR" or "ADDR/PREFIX") as bytes: its family's length (4, 16), or 0
+ * when it is no address; *pfx is the prefix, or the family's bits without one. */
+static size_t ip_parse(const char *s, unsigned char bin[static 16], unsigned *pfx) {
         char buf[INET6_ADDRSTRLEN + 8];
+        const char *slash = strchr(s, '/');
+        size_t n = slash ? (size_t) (slash - s) : strlen(s), len;
+        if (n == 0 || n >= sizeof buf)
+                return 0;
+        memcpy(buf, s, n);
+        buf[n] = 0;
+        if (inet_pton(AF_INET, buf, bin) == 1)
+                len = 4;
+        else if (inet_pton(AF_INET6, buf, bin) == 1)
+                len = 16;
+        else
+                return 0;
+        *pfx = (unsigned) len * 8;
+        if (slash && (safe_atou(slash + 1, pfx) < 0 || !isdigit((unsigned char) slash[1]) || *pfx == 0 || *pfx > len * 8))
+                *pfx = 0;
+        return len;
+}
+
+/* Bit i (0 = the highest) of bin. */
+static unsigned ip_bit(const unsigned char *bin, unsigned i) {
+        return (bin[i / 8] >> (7 - i % 8)) & 1;
+}
+
+const char *spec_ip_problem(const char *s, bool with_prefix) {
         const char *slash = strchr(s, '/');
         if (with_prefix && !slash)
                 return "has no '/prefix' (write 10.1.0.5/24)";
         if (!with_prefix && slash)
                 return "takes no '/prefix'";
-        size_t n = slash ? (size_t) (slash - s) : strlen(s);
-        if (n == 0 || n >= sizeof buf)
-                return "is not an IPv4 or IPv6 address";
-        memcpy(buf, s, n);
-        buf[n] = 0;
         unsigned char bin[16];
-        unsigned max;
-        if (inet_pton(AF_INET, buf, bin) == 1)
-                max = 32;
-        else if (inet_pton(AF_INET6, buf, bin) == 1)
-                max = 128;
-        else
+        unsigned pfx;
+        size_t len = ip_parse(s, bin, &pfx);
+        if (len == 0)
                 return "is not an IPv4 or IPv6 address";
-        if (slash) {
-                unsigned pfx;
-                if (safe_atou(slash + 1, &pfx) < 0 || !isdigit((unsigned char) slash[1]) || pfx == 0 || pfx > max)
-                        return max == 32 ? "has a prefix that is not 1..32" : "has a prefix that is not 1..128";
+        if (pfx == 0)
+                return len == 4 ? "has a prefix that is not 1..32" : "has a prefix that is not 1..128";
+        /* IPv4 below /31 (RFC 3021): the lowest and highest address of the
+         * subnet are its network and broadcast address, no host's */
+        if (slash && len == 4 && pfx <= 30) {
+                unsigned ones = 0;
+                for (unsigned i = pfx; i < 32; i++)
+                        ones += ip_bit(bin, i);
+                if (ones == 0)
+                        return "is the network address of its subnet, no host's (give the host's own address, like 10.1.0.5/24)";
+                if (ones == 32 - pfx)
+                        return "is the broadcast address of its subnet, no host's (give the host's own address, like 10.1.0.5/24)";
         }
         return NULL;
+}
+
+const char *spec_gateway_problem(const char *address, const char *gateway, char *buf, size_t size) {
+        unsigned char a[16], g[16];
+        unsigned pfx, gp;
+        size_t len = ip_parse(address, a, &pfx), glen = ip_parse(gateway, g, &gp);
+        if (len == 0 || pfx == 0 || glen == 0)
+                return NULL;            /* spec_ip_problem() names these */
+        if (glen != len) {
+                snprintf(buf, size, "is an %s address, and 'address' %s is %s: the node would have no default route",
+                         glen == 4 ? "IPv4" : "IPv6", address, len == 4 ? "IPv4" : "IPv6");
+                return buf;
+        }
+        if (memcmp(a, g, len) == 0)
+                return "is the bridge's own address (give the router's)";
+        /* an IPv6 router is usually named by its link-local address (fe80::/10) */
+        if (len == 16 && g[0] == 0xfe && (g[1] & 0xc0) == 0x80)
+                return NULL;
+        bool inside = true;
+        for (unsigned i = 0; i < pfx; i++)
+                inside &= ip_bit(a, i) == ip_bit(g, i);
+        if (inside)
+                return NULL;
+        for (unsigned i = pfx; i < len * 8; i++)
+                a[i / 8] &= (unsigned char) ~(1u << (7 - i % 8));
+        char net[INET6_ADDRSTRLEN];
+        if (!inet_ntop(len == 4 ? AF_INET : AF_INET6, a, net, sizeof net))
+                return NULL;
+        snprintf(buf, size, "is outside %s/%u, the subnet of 'address' %s: the kernel has no route to it, so the node "
+                 "would have no default route (give a gateway in that subnet, or the right prefix)", net, pfx, address);
+        return buf;
 }
 
 /* An address field: its ${...} are checked here, its syntax too when it has
@@ -167,6 +224,11 @@ static void parse_bond(struct ctx *c, const struct ynode *m, size_t idx, struct 
                 snprintf(key, sizeof key, "members[%zu]", i);
                 parse_nic(c, v->items[i], where, key, &x->members[x->n_members++]);
         }
+        /* a bond of one NIC has nothing to fail over to or balance across:
+         * almost always a forgotten second member */
+        if (v->n == 1 && x->name)
+                spec_warn(c, v, "bond '%s' has one member: it has no NIC to fail over to (add the second NIC to 'members', "
+                          "or put the bridge on the NIC itself with 'nic')", x->name);
 }
 
 static void parse_bridge(struct ctx *c, const struct ynode *m, size_t idx, struct spec_bridge *x) {
@@ -203,6 +265,13 @@ static void parse_bridge(struct ctx *c, const struct ynode *m, size_t idx, struc
                 if (!x->address)
                         emitn(c, spec_map_key(m, "gateway"), "%s has 'gateway' without 'address'%s", where,
                               x->dhcp ? " (DHCP gives the gateway)" : "");
+                else if (!strstr(x->address, "${") && !strstr(x->gateway, "${") &&
+                         !spec_ip_problem(x->address, true) && !spec_ip_problem(x->gateway, false)) {
+                        char why[320], f[256], t[QUOTE_MAX + 4];
+                        const char *p = spec_gateway_problem(x->address, x->gateway, why, sizeof why);
+                        if (p)
+                                emitn(c, v, "%s: '%s' %s", spec_field(&l, "gateway", f), spec_quote(x->gateway, t), p);
+                }
         }
         v = spec_map_get(m, "dns");
         if (spec_get_strv(c, &l, "dns", v, true, &x->dns, NULL) > 0) {
@@ -217,6 +286,18 @@ const struct spec_bond *spec_network_bond(const struct spec *s, const char *name
                 if (s->network.bonds[i].name && streq(s->network.bonds[i].name, name))
                         return &s->network.bonds[i];
         return NULL;
+}
+
+/* Does bridge b give the node a default route? Not when its gateway is
+ * refused already (its own message says why). */
+static bool default_route(const struct spec_bridge *b) {
+        char why[320];
+        if (!b->gateway || !b->address)
+                return false;
+        if (strstr(b->address, "${") || strstr(b->gateway, "${"))
+                return true;
+        return !spec_ip_problem(b->address, true) && !spec_ip_problem(b->gateway, false) &&
+               !spec_gateway_problem(b->address, b->gateway, why, sizeof why);
 }
 
 /* Names unique over bridges, bonds and VLAN devices; a bridge's bond exists;
@@ -251,6 +332,19 @@ static void check_network(struct ctx *c) {
                                 spec_emit(c, b->mark.line, b->mark.col, "bridges '%s' and '%s' both take bond '%s' untagged (give one a 'vlan')",
                                           n->bridges[j].name ? n->bridges[j].name : "?", spec_quote(b->name, t), b->bond);
         }
+        /* one default route per family: two of equal weight make the kernel
+         * spread or flip the node's traffic between the networks */
+        for (size_t i = 0; i < n->n_bridges; i++)
+                for (size_t j = 0; default_route(&n->bridges[i]) && j < i; j++)
+                        if (default_route(&n->bridges[j]) &&
+                            !strchr(n->bridges[i].gateway, ':') == !strchr(n->bridges[j].gateway, ':')) {
+                                spec_emit(c, n->bridges[i].gateway_mark.line, n->bridges[i].gateway_mark.col,
+                                          "bridges '%s' and '%s' both have an %s 'gateway': the node would get two default routes "
+                                          "of equal weight; keep 'gateway' on the bridge that reaches the management server only",
+                                          n->bridges[j].name ? n->bridges[j].name : "?", n->bridges[i].name ? n->bridges[i].name : "?",
+                                          strchr(n->bridges[i].gateway, ':') ? "IPv6" : "IPv4");
+                                break;
+                        }
         for (size_t k = 0; k < n->n_bonds; k++) {
                 bool used = false;
                 for (size_t i = 0; i < n->n_bridges; i++)

@@ -146,7 +146,8 @@ int spec_check_raids(struct ctx *c) {
                                         snprintf(lay, sizeof lay, " layout '%s'", a->layout ? spec_quote(a->layout, t2) : "n2");
                                 char sp[64] = "";
                                 if (a->spares)
-                                        snprintf(sp, sizeof sp, " (%u devices, %u spares)", devices, a->spares);
+                                        snprintf(sp, sizeof sp, " (%u device%s, %u spare%s)", devices, devices == 1 ? "" : "s", a->spares,
+                                                 a->spares == 1 ? "" : "s");
                                 spec_emit(c, a->members_mark.line, a->members_mark.col,
                                           "raid '%s' (level %u%s) needs at least %u active members, but has %u%s",
                                           a->id ? spec_quote(a->id, t) : "?", a->level, lay, need, active, sp);

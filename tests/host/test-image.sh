@@ -127,6 +127,13 @@ run_kiln 5 image "$U/garbage.bin" --sha256 "$(sha256sum <"$T/www/garbage.bin" | 
 expect_err "cannot read the archive: Unrecognized archive format"
 marker_present; only_marker
 
+echo "# not an archive, and the sha256 is another file's: the wrong URL, said first"
+GARBAGE_SUM=$(sha256sum <"$T/www/garbage.bin" | cut -d' ' -f1)
+fresh
+run_kiln 5 image "$U/garbage.bin" --sha256 "$SMALL_SUM" --target "$T/target"
+expect_err "failed verification: sha256 mismatch: expected $SMALL_SUM, got $GARBAGE_SUM, and the download is no image (cannot read the archive: Unrecognized archive format): the URL probably names another file"
+marker_present; only_marker
+
 echo "# compression detected from the data, not the name"
 zstd -dc "$SMALL_DIR/small.tar.zst" >"$T/small.tar"
 xz -T1 -1 -c "$T/small.tar" >"$T/www/xz.bin"

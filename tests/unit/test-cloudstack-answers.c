@@ -172,7 +172,7 @@ int main(void) {
         CHECK_INT(cs_host_address("fd00::5%eth0", &a), -EINVAL);
         /* the connection goes away after the zones */
         expect((struct canned) { .body = { ZONES } }, -ETIMEDOUT,
-               "CloudStack at 'http://127.0.0.1:9/client/api' did not answer listPods in time after 1 attempts (last: Connection refused)",
+               "CloudStack at 'http://127.0.0.1:9/client/api' did not answer listPods in time after 1 attempt (last: Connection refused)",
                "listZones,listPods");
         return TEST_DONE();
 }

@@ -60,6 +60,21 @@ static void test_model(void) {
         CHECK_STR(spec_ip_problem("fd00::1/129", true), "has a prefix that is not 1..128");
         CHECK_STR(spec_ip_problem("10.0.0.1/2x", true), "has a prefix that is not 1..32");
         CHECK_STR(spec_ip_problem("host.lab", false), "is not an IPv4 or IPv6 address");
+        CHECK_STR(spec_ip_problem("10.0.0.0/24", true), "is the network address of its subnet, no host's (give the host's own address, like 10.1.0.5/24)");
+        CHECK_STR(spec_ip_problem("10.0.0.3/30", true), "is the broadcast address of its subnet, no host's (give the host's own address, like 10.1.0.5/24)");
+        CHECK(spec_ip_problem("10.0.0.0/31", true) == NULL);    /* RFC 3021: both are hosts */
+        CHECK(spec_ip_problem("10.0.0.7/32", true) == NULL);
+        char why[320];
+        CHECK(spec_gateway_problem("10.0.2.15/24", "10.0.2.2", why, sizeof why) == NULL);
+        CHECK(spec_gateway_problem("fd00::5/64", "fe80::1", why, sizeof why) == NULL);
+        CHECK(spec_gateway_problem("fd00::5/64", "fd00::1", why, sizeof why) == NULL);
+        CHECK(spec_gateway_problem("10.0.2.15/23", "10.0.3.1", why, sizeof why) == NULL);      /* 10.0.2.0/23 */
+        CHECK_STR(spec_gateway_problem("10.0.2.15/24", "10.0.3.1", why, sizeof why),
+                  "is outside 10.0.2.0/24, the subnet of 'address' 10.0.2.15/24: the kernel has no route to it, so the node "
+                  "would have no default route (give a gateway in that subnet, or the right prefix)");
+        CHECK_STR(spec_gateway_problem("fd00:1::5/64", "fd00:2::1", why, sizeof why),
+                  "is outside fd00:1::/64, the subnet of 'address' fd00:1::5/64: the kernel has no route to it, so the node "
+                  "would have no default route (give a gateway in that subnet, or the right prefix)");
 }
 
 static void test_files(void) {
@@ -124,8 +139,73 @@ static void test_files(void) {
         diags_clear(&d);
 }
 
+/* A bond of one member: the spec warns; the plan names the NICs with link
+ * nothing takes (the likely forgotten member), not those without link. */
+static void test_lone_member(void) {
+        static const char text[] =
+                "version: 1\n"
+                "disks: [{id: d, path: /dev/vda}]\n"
+                "filesystems: [{on: d, type: xfs, mount: /}]\n"
+                "network:\n"
+                "  bonds: [{name: bond0, members: [{name: eno1}]}]\n"
+                "  bridges: [{name: cloudbr0, bond: bond0, dhcp: true}]\n";
+        struct diags d = {};
+        _cleanup_spec_free_ struct spec *s = NULL;
+        CHECK_INT(spec_parse("t.yaml", text, strlen(text), &s, &d), 0);
+        CHECK_INT(d.n, 1);
+        if (d.n == 1)
+                CHECK_STR(d.items[0].message, "bond 'bond0' has one member: it has no NIC to fail over to (add the second NIC "
+                          "to 'members', or put the bridge on the NIC itself with 'nic')");
+        diags_clear(&d);
+        if (!s)
+                return;
+        struct inv_nic nics[] = {
+                { .name = S("eno1"), .mac = S("aa:bb:cc:00:00:01"), .up = true },
+                { .name = S("eno2"), .mac = S("aa:bb:cc:00:00:02"), .up = true },
+                { .name = S("eno3"), .mac = S("aa:bb:cc:00:00:03"), .up = false },
+        };
+        struct inventory inv = { .hostname = S("n1"), .nics = nics, .n_nics = 3 };
+        _cleanup_(netconf_freep) struct netconf *n = NULL;
+        CHECK_INT(netconf_build(s, &inv, &n, &d), 0);
+        CHECK_INT(d.n, 1);
+        if (d.n == 1) {
+                CHECK_STR(d.items[0].message, "bond 'bond0' has one member, eno1 (aa:bb:cc:00:00:01); eno2 (aa:bb:cc:00:00:02) "
+                          "has link and is taken by nothing: the forgotten second member?");
+                CHECK_INT(d.items[0].line, 5);
+        }
+        diags_clear(&d);
+}
+
+/* A gateway with variables is checked against the expanded address. */
+static void test_gateway_expanded(void) {
+        static const char text[] =
+                "version: 1\n"
+                "disks: [{id: d, path: /dev/vda}]\n"
+                "filesystems: [{on: d, type: xfs, mount: /}]\n"
+                "network:\n"
+                "  bridges: [{name: cloudbr0, nic: {link: true}, address: \"10.${hostname}.0.5/24\", gateway: 10.7.1.1}]\n";
+        struct diags d = {};
+        _cleanup_spec_free_ struct spec *s = NULL;
+        CHECK_INT(spec_parse("t.yaml", text, strlen(text), &s, &d), 0);
+        CHECK_INT(d.n, 0);
+        if (!s)
+                return;
+        struct inv_nic nics[] = { { .name = S("eno1"), .mac = S("aa:bb:cc:00:00:01"), .up = true } };
+        struct inventory inv = { .hostname = S("7"), .nics = nics, .n_nics = 1 };
+        _cleanup_(netconf_freep) struct netconf *n = NULL;
+        CHECK_INT(netconf_build(s, &inv, &n, &d), -EINVAL);
+        CHECK_INT(d.n, 1);
+        if (d.n == 1)
+                CHECK_STR(d.items[0].message, "'gateway' of bridge 'cloudbr0' '10.7.1.1' is outside 10.7.0.0/24, the subnet of "
+                          "'address' 10.7.0.5/24: the kernel has no route to it, so the node would have no default route "
+                          "(give a gateway in that subnet, or the right prefix)");
+        diags_clear(&d);
+}
+
 int main(void) {
         test_model();
         test_files();
+        test_lone_member();
+        test_gateway_expanded();
         return TEST_DONE();
 }

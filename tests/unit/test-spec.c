@@ -259,6 +259,14 @@ static void test_inline(void) {
                           "raid 'm' (level 10 layout 'n3') needs at least 3 active members, but has 2 (4 devices, 2 spares)");
         }
         diags_clear(&d);
+        /* one spare: counted in the singular */
+        bad = parse("version: 1\ndisks: [{id: d, count: 2}]\n"
+                    "raid: [{id: m, level: 1, members: d, spares: 1}]\n", &d);
+        CHECK(bad == NULL);
+        CHECK_INT(d.n, 1);
+        if (d.n == 1)
+                CHECK_STR(d.items[0].message, "raid 'm' (level 1) needs at least 2 active members, but has 1 (2 devices, 1 spare)");
+        diags_clear(&d);
 
         /* secrets never appear in diagnostics */
         bad = parse("version: 1\ndisks: [{id: d}]\nluks: [{id: l, on: d, key: {passphrase: short}}]\n", &d);
