@@ -73,7 +73,7 @@ int configure_fstab(const struct plan *p, struct strbuf *out) {
                         unsigned pass = fs->type == SPEC_FS_XFS ? 0 : streq(fs->mount, "/") ? 1 : 2;
                         r = strbuf_addf(out, "UUID=%s %s %s %s 0 %u\n", uuid, fs->mount,
                                         fs_name(fs->type),
-                                        fs->mount_options ? fs->mount_options : "defaults", pass);
+                                        plan_mount_options(fs), pass);
                 }
         }
         return r;

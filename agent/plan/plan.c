@@ -50,6 +50,8 @@ struct builder {
         size_t n_sorted;
         struct plan_findings f;
         bool allow_signatures;  /* PLAN_ALLOW_SIGNATURES */
+        size_t bench_step;      /* the number (1-based) of the last bench-raw step, 0 = none: it tunes */
+        const struct spec_luks *bench_luks;     /* the LUKS volume of that step (all its copies) */
 };
 
 static const char *const kind_names[_PLAN_STEP_KIND_MAX] = {
@@ -202,6 +204,10 @@ static void step_clear(struct plan_step *s) {
                 free(s->parts[i].device);
         free(s->parts);
         free(s->uuid);
+        if (s->kind == PLAN_LUKS_FORMAT || s->kind == PLAN_LUKS_OPEN)
+                free(s->luks.name);
+        if (s->kind == PLAN_VG_ACTIVATE)
+                strv_free(s->vg.lv_nodes);
 }
 
 struct plan *plan_free(struct plan *p) {
@@ -978,6 +984,9 @@ static int emit_raid(struct builder *b, struct node *n) {
         struct plan_step *st = step_add(b, PLAN_MD_CREATE, x->id, x, 0);
         if (!st)
                 return -ENOMEM;
+        st->md = (struct plan_md) { .name = x->name, .level = x->level, .layout = x->layout, .chunk = x->chunk,
+                                    .metadata = x->metadata, .bitmap = x->bitmap, .spares = x->spares,
+                                    .assume_clean = x->assume_clean };
         st->inputs = TAKE_PTR(members);
         st->size = n->size;
         st->size_approx = true;
@@ -1002,6 +1011,41 @@ static const char *key_source_name(enum spec_key_source k) {
         }
 }
 
+static struct plan_step *last_step(struct builder *b) {
+        return &b->plan->steps[b->plan->n_steps - 1];
+}
+
+static struct plan_crypt crypt_of(const struct spec_luks *x) {
+        return (struct plan_crypt) { .cipher = x->cipher, .key_size = x->key_size, .sector_size = x->sector_size,
+                                     .no_read_workqueue = x->no_read_workqueue,
+                                     .no_write_workqueue = x->no_write_workqueue, .discard = x->discard };
+}
+
+/* The LUKS_FORMAT and LUKS_OPEN payload of copy k of x on dev. */
+static int luks_payload(struct builder *b, const struct spec_luks *x, unsigned k, const char *dev, struct plan_luks *ret) {
+        *ret = (struct plan_luks) {
+                .key = x, .crypt = crypt_of(x), .label = x->label,
+                .pbkdf = x->pbkdf.type, .pbkdf_time_ms = x->pbkdf.time_ms, .pbkdf_iterations = x->pbkdf.iterations,
+                .pbkdf_parallel = x->pbkdf.parallel, .pbkdf_max_memory = x->pbkdf.max_memory,
+                .key_done = x->key.source != SPEC_KEY_GENERATE && k + 1 >= x->count,
+        };
+        /* with tune, the bench-raw step of copy #0 chooses for every copy */
+        if (b->spec->bench.present && b->spec->bench.tune && b->bench_luks == x)
+                ret->tuned_by = b->bench_step;
+        ret->backing = dev;
+        return spec_luks_name(x, k, &ret->name);
+}
+
+/* The step just emitted takes the payload (its backing device is the step's own copy). */
+static int luks_take(struct builder *b, const struct plan_luks *l) {
+        struct plan_step *st = last_step(b);
+        st->luks = *l;
+        st->luks.backing = st->inputs && st->inputs[0] ? st->inputs[0] : NULL;
+        if (!st->luks.backing)
+                return -EINVAL;
+        return (st->luks.name = strdup(l->name)) ? 0 : -ENOMEM;
+}
+
 /* The steps of device #k of a luks: on dev (the device under it), opened
  * as mapper (bench: only on #0, see docs/spec.md "LUKS on each disk"). */
 static int emit_luks_one(struct builder *b, struct node *n, const struct node *under, unsigned k, const char *dev,
@@ -1015,9 +1059,21 @@ static int emit_luks_one(struct builder *b, struct node *n, const struct node *u
                            strdupf("benchmark ciphers and raw I/O on %s before luksFormat", dev),
                            strdupf("data on %s (benchmark writes)", dev))) < 0)
                 return r;
+        if (bench) {
+                last_step(b)->bench = (struct plan_bench) { .policy = &s->bench, .ciphers = x->bench_ciphers,
+                                                            .want = crypt_of(x), .luks_id = x->id };
+                b->bench_step = b->plan->n_steps;
+                b->bench_luks = x;
+        }
+        struct plan_luks lp;
+        _cleanup_free_ char *lp_name = NULL;
+        r = luks_payload(b, x, k, dev, &lp);
+        lp_name = lp.name;
+        if (r < 0)
+                return r;
 
         _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
-        if (s->bench.present && s->bench.tune) {
+        if (lp.tuned_by) {
                 /* bench_choose_for_luks() picks among the candidates at run time */
                 char *const *c = x->bench_ciphers;
                 r = strbuf_addf(&desc, "luksFormat %s as LUKS2: cipher and key size%s chosen at run time by the "
@@ -1039,7 +1095,7 @@ static int emit_luks_one(struct builder *b, struct node *n, const struct node *u
         if (r >= 0)
                 r = strbuf_addf(&desc, ", %s", key_source_name(x->key.source));
         if (r < 0 || (r = step_emit(b, PLAN_LUKS_FORMAT, x->id, x, k, dev, n->size, n->approx, dev, strbuf_detach(&desc),
-                                    strdupf("contents of %s", dev))) < 0)
+                                    strdupf("contents of %s", dev))) < 0 || (r = luks_take(b, &lp)) < 0)
                 return r;
 
         r = strbuf_addf(&desc, "open %s as %s", dev, mapper);
@@ -1047,15 +1103,19 @@ static int emit_luks_one(struct builder *b, struct node *n, const struct node *u
                 r = strbuf_addf(&desc, " with%s%s%s", x->no_read_workqueue ? " no_read_workqueue" : "",
                                 x->no_write_workqueue ? " no_write_workqueue" : "", x->discard ? " discard" : "");
         if (r < 0 || (r = step_emit(b, PLAN_LUKS_OPEN, x->id, x, k, dev, n->size, n->approx, mapper,
-                                    strbuf_detach(&desc), NULL)) < 0)
+                                    strbuf_detach(&desc), NULL)) < 0 || (r = luks_take(b, &lp)) < 0)
                 return r;
 
-        if (bench)
-                return step_emit(b, PLAN_BENCH_CRYPT, x->id, x, k, dev, n->size, n->approx, mapper,
-                                 strdupf("benchmark I/O through %s against %s, then the gate (%s on failure)%s", mapper,
-                                         dev, s->bench.on_fail == SPEC_ON_FAIL_WARN ? "warn" : "abort",
-                                         n->n_devs > 1 ? "; the other disks' LUKS are the same stack on the same kind of disk" : ""),
-                                 strdupf("data on %s (benchmark writes)", mapper));
+        if (bench) {
+                r = step_emit(b, PLAN_BENCH_CRYPT, x->id, x, k, dev, n->size, n->approx, mapper,
+                              strdupf("benchmark I/O through %s against %s, then the gate (%s on failure)%s", mapper,
+                                      dev, s->bench.on_fail == SPEC_ON_FAIL_WARN ? "warn" : "abort",
+                                      n->n_devs > 1 ? "; the other disks' LUKS are the same stack on the same kind of disk" : ""),
+                              strdupf("data on %s (benchmark writes)", mapper));
+                if (r < 0)
+                        return r;
+                last_step(b)->bench = (struct plan_bench) { .policy = &s->bench, .luks_id = x->id };
+        }
         return 0;
 }
 
@@ -1203,6 +1263,7 @@ static int emit_vg(struct builder *b, struct node *n) {
         struct plan_step *st = step_add(b, PLAN_VGCREATE, x->id, x, 0);
         if (!st)
                 return -ENOMEM;
+        st->vg = (struct plan_vg) { .name = x->name, .extent_size = x->extent_size };
         st->inputs = TAKE_PTR(pvs);
         st->size = n->size;
         st->size_approx = n->approx;
@@ -1278,6 +1339,7 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                                                    devs[i], name, SPEC_SWAP_CIPHER, SPEC_SWAP_KEY_SIZE),
                                            strdupf("contents of %s", devs[i]))) < 0)
                                 return r;
+                        last_step(b)->fs = (struct plan_fs) { .type = f->type, .blank = true };
                         continue;
                 }
                 _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
@@ -1293,8 +1355,13 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                 if ((r = step_emit(b, PLAN_MKFS, f->on, f, 0, NULL, n->size, n->approx, devs[i], strbuf_detach(&desc),
                                    strdupf("contents of %s", devs[i]))) < 0)
                         return r;
+                last_step(b)->fs = (struct plan_fs) { .type = f->type, .label = f->label, .mkfs_options = f->mkfs_options };
         }
         return 0;
+}
+
+const char *plan_mount_options(const struct spec_filesystem *f) {
+        return f->mount_options ? f->mount_options : "defaults";
 }
 
 unsigned plan_mount_depth(const char *mountpoint) {
@@ -1321,11 +1388,17 @@ static int emit_mounts(struct builder *b, const char **devs) {
                                 deeper = true;
                         if (dd != depth)
                                 continue;
+                        const char *options = plan_mount_options(f);
                         if ((r = step_emit(b, PLAN_MOUNT, f->on, f, 0, NULL, 0, false, devs[i],
                                            strdupf("mount %s on %s%s (%s)", devs[i], target, streq(f->mount, "/") ? "" : f->mount,
-                                                   f->mount_options ? f->mount_options : "defaults"),
+                                                   options),
                                            NULL)) < 0)
                                 return r;
+                        /* a finished node is looked at read-only, without journal replay */
+                        last_step(b)->fs = (struct plan_fs) {
+                                .type = f->type, .mountpoint = f->mount, .options = options,
+                                .inspect_options = f->type == SPEC_FS_XFS ? "ro,norecovery" :
+                                                   f->type == SPEC_FS_EXT4 ? "ro,noload" : "ro" };
                 }
                 if (!deeper)
                         return 0;
@@ -1444,6 +1517,7 @@ static int emit_boot(struct builder *b) {
                                                    "as the recovery keyslot), then prove it: the pin alone must open the new keyslot",
                                                    dev, x->id, how, target), NULL)) < 0)
                                 return r;
+                        last_step(b)->bind = x;
                 }
         }
         if (!s->boot.present)
@@ -1480,6 +1554,8 @@ static int emit_boot(struct builder *b) {
         if (r < 0)
                 return r;
         struct plan_step *st = step_add(b, PLAN_BOOTLOADER, NULL, &s->boot, 0);
+        if (st)
+                st->boot = &s->boot;
         if (!st)
                 return -ENOMEM;
         st->inputs = TAKE_PTR(disks);

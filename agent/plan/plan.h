@@ -46,6 +46,70 @@ struct plan_part {
         uint64_t start, size;   /* bytes, both multiples of 1 MiB */
 };
 
+/* The dm-crypt parameters a benchmark may replace (bench: {tune: true}). */
+struct plan_crypt {
+        const char *cipher;             /* "aes-xts-plain64" (points into the spec) */
+        unsigned key_size;              /* bits */
+        unsigned sector_size;           /* 0 = libcryptsetup's default */
+        bool no_read_workqueue, no_write_workqueue, discard;
+};
+
+/* LUKS_FORMAT, LUKS_OPEN: the volume as luksFormat makes it and the open maps it. */
+struct plan_luks {
+        const struct spec_luks *key;    /* whose key: (passphrase, URL, generate): the one spec object
+                                         * the executor reads, for the key material alone */
+        const char *backing;            /* the device under LUKS (luksFormat writes it, the open reads it) */
+        char *name;                     /* the dm name (spec_luks_name()): /dev/mapper/NAME */
+        struct plan_crypt crypt;        /* the spec's values, or, with tuned_by, what the bench replaces */
+        size_t tuned_by;                /* 0, or the number (1-based) of the bench-raw step whose choice
+                                         * replaces crypt: the one hand-over between two steps */
+        const char *label;
+        enum spec_pbkdf_type pbkdf;
+        unsigned pbkdf_time_ms, pbkdf_iterations, pbkdf_parallel;
+        uint64_t pbkdf_max_memory;
+        bool key_done;                  /* LUKS_OPEN: the key is not needed again (the last copy's open, and
+                                         * not generated: bind fetches it again) */
+};
+
+/* BENCH_RAW, BENCH_CRYPT: what the benchmark runs and, raw, chooses among. */
+struct plan_bench {
+        const struct spec_bench *policy;        /* spec->bench: sizes, gate, tune */
+        char *const *ciphers;                   /* BENCH_RAW: the candidates ("cipher:key_size", the spec's) */
+        struct plan_crypt want;                 /* BENCH_RAW: the volume's own values (kept without tune, or when
+                                                 * tuning measured nothing they allow) */
+        const char *luks_id;
+};
+
+/* MKFS, MOUNT: the filesystem. */
+struct plan_fs {
+        enum spec_fs_type type;
+        const char *label;              /* MKFS */
+        char *const *mkfs_options;      /* MKFS: extra mkfs argv, NULL for none */
+        bool blank;                     /* MKFS: no filesystem, signatures cleared (swap encrypted at every boot) */
+        const char *mountpoint;         /* MOUNT: under the target ("/", "/var/lib") */
+        const char *options;            /* MOUNT: the mount options (the spec's, "defaults" when none) */
+        const char *inspect_options;    /* MOUNT: the read-only look at a finished node (no journal replay) */
+};
+
+/* MD_CREATE, MD_ASSEMBLE: the array. */
+struct plan_md {
+        const char *name;               /* /dev/md/NAME */
+        unsigned level;
+        const char *layout;
+        uint64_t chunk;
+        const char *metadata;
+        const char *bitmap;
+        unsigned spares;
+        bool assume_clean;
+};
+
+/* VGCREATE, VG_ACTIVATE: the volume group. */
+struct plan_vg {
+        const char *name;
+        uint64_t extent_size;           /* VGCREATE: bytes, 0 = LVM's default */
+        char **lv_nodes;                /* VG_ACTIVATE: the LV nodes to wait for (owned) */
+};
+
 struct plan_step {
         enum plan_step_kind kind;
         const char *id;         /* spec object id (points into the spec), NULL for global steps */
@@ -65,6 +129,16 @@ struct plan_step {
                 uint64_t bytes;                     /* exact size, or 0 with: */
                 unsigned percent_free;              /* -l N%FREE (spec "rest" = 100) */
         } lv;
+        /* by kind, decided by plan_build (the executor runs these and reads no spec object) */
+        union {
+                struct plan_luks luks;          /* LUKS_FORMAT, LUKS_OPEN */
+                struct plan_bench bench;        /* BENCH_RAW, BENCH_CRYPT */
+                struct plan_fs fs;              /* MKFS, MOUNT */
+                struct plan_md md;              /* MD_CREATE, MD_ASSEMBLE */
+                struct plan_vg vg;              /* VGCREATE, VG_ACTIVATE */
+                const struct spec_luks *bind;   /* LUKS_BIND: the volume, its key: and its unlock: */
+                const struct spec_boot *boot;   /* BOOTLOADER */
+        };
 };
 
 /* Step fields by kind:
@@ -169,6 +243,9 @@ int plan_to_text(const struct plan *p, struct strbuf *out);
 int plan_losses_text(const struct plan *p, struct strbuf *out);
 int plan_to_json(const struct plan *p, struct strbuf *out);
 const char *plan_step_kind_name(enum plan_step_kind k);
+/* The options a filesystem is mounted with, in the target and in its fstab:
+ * the spec's mount_options, "defaults" when it gives none. */
+const char *plan_mount_options(const struct spec_filesystem *f);
 /* The mount order's rule (plan_build emits mounts shallowest first, equal
  * depths in spec order; the executor runs them as planned): the number of
  * path components, "/" = 0, "/var/lib" = 2. */
