@@ -2003,6 +2003,101 @@ static json_object *json_disk(const struct plan *p, const struct inv_disk *d, in
         return json_done(o, *r);
 }
 
+static json_object *json_crypt(const struct plan_crypt *c, int *r) {
+        json_object *o = json_object_new_object();
+        json_set_str(o, "cipher", c->cipher, r);
+        json_set(o, "key_size", json_object_new_uint64(c->key_size), r);
+        json_set(o, "sector_size", json_object_new_uint64(c->sector_size), r);
+        json_set(o, "no_read_workqueue", json_object_new_boolean(c->no_read_workqueue), r);
+        json_set(o, "no_write_workqueue", json_object_new_boolean(c->no_write_workqueue), r);
+        json_set(o, "discard", json_object_new_boolean(c->discard), r);
+        return json_done(o, *r);
+}
+
+static json_object *json_strv(char *const *v, int *r) {
+        json_object *a = json_object_new_array();
+        for (size_t k = 0; v && v[k]; k++)
+                json_append(a, json_object_new_string(v[k]), r);
+        return json_done(a, *r);
+}
+
+/* What the step's executor runs, as plan_build decided it (plan.h, by kind). */
+static void json_payload(json_object *o, const struct plan_step *st, int *r) {
+        json_object *x = NULL;
+        const char *key = NULL;
+        switch (st->kind) {
+        case PLAN_LUKS_FORMAT: case PLAN_LUKS_OPEN: {
+                const struct plan_luks *l = &st->luks;
+                key = "luks";
+                x = json_object_new_object();
+                json_set_str(x, "backing", l->backing, r);
+                json_set_str(x, "name", l->name, r);
+                /* tuned_by: the bench-raw step (its "n") whose choice replaces these at run time */
+                json_set(x, "crypt", json_crypt(&l->crypt, r), r);
+                if (l->tuned_by)
+                        json_set(x, "tuned_by", json_object_new_uint64(l->tuned_by), r);
+                if (st->kind == PLAN_LUKS_FORMAT) {
+                        json_set_str(x, "label", l->label, r);
+                        json_set_str(x, "pbkdf", pbkdf_name(l->pbkdf), r);
+                        json_set(x, "pbkdf_time_ms", json_object_new_uint64(l->pbkdf_time_ms), r);
+                        json_set(x, "pbkdf_iterations", json_object_new_uint64(l->pbkdf_iterations), r);
+                        json_set(x, "pbkdf_max_memory", json_object_new_uint64(l->pbkdf_max_memory), r);
+                        json_set(x, "pbkdf_parallel", json_object_new_uint64(l->pbkdf_parallel), r);
+                }
+                break;
+        }
+        case PLAN_BENCH_RAW:
+                key = "bench";
+                x = json_object_new_object();
+                json_set(x, "tune", json_object_new_boolean(st->bench.policy && st->bench.policy->tune), r);
+                json_set(x, "candidates", json_strv(st->bench.ciphers, r), r);
+                json_set(x, "spec", json_crypt(&st->bench.want, r), r);
+                break;
+        case PLAN_MKFS:
+                key = "mkfs";
+                x = json_object_new_object();
+                json_set_str(x, "type", spec_fs_type_name(st->fs.type), r);
+                json_set_str(x, "label", st->fs.label, r);
+                json_set(x, "options", json_strv(st->fs.mkfs_options, r), r);
+                json_set(x, "blank", json_object_new_boolean(st->fs.blank), r);
+                break;
+        case PLAN_MOUNT:
+                key = "mount";
+                x = json_object_new_object();
+                json_set_str(x, "path", st->fs.mountpoint, r);
+                json_set_str(x, "type", spec_fs_type_name(st->fs.type), r);
+                json_set_str(x, "options", st->fs.options, r);
+                json_set_str(x, "inspect_options", st->fs.inspect_options, r);
+                break;
+        case PLAN_MD_CREATE: case PLAN_MD_ASSEMBLE:
+                key = "md";
+                x = json_object_new_object();
+                json_set_str(x, "name", st->md.name, r);
+                if (st->kind == PLAN_MD_CREATE) {
+                        json_set(x, "level", json_object_new_uint64(st->md.level), r);
+                        json_set_str(x, "layout", st->md.layout, r);
+                        json_set(x, "chunk", json_object_new_uint64(st->md.chunk), r);
+                        json_set_str(x, "metadata", st->md.metadata, r);
+                        json_set_str(x, "bitmap", st->md.bitmap, r);
+                        json_set(x, "spares", json_object_new_uint64(st->md.spares), r);
+                        json_set(x, "assume_clean", json_object_new_boolean(st->md.assume_clean), r);
+                }
+                break;
+        case PLAN_VGCREATE: case PLAN_VG_ACTIVATE:
+                key = "vg";
+                x = json_object_new_object();
+                json_set_str(x, "name", st->vg.name, r);
+                if (st->kind == PLAN_VGCREATE)
+                        json_set(x, "extent_size", json_object_new_uint64(st->vg.extent_size), r);
+                else
+                        json_set(x, "lv_nodes", json_strv(st->vg.lv_nodes, r), r);
+                break;
+        default:
+                return;
+        }
+        json_set(o, key, json_done(x, *r), r);
+}
+
 static json_object *json_step(const struct plan *p, const struct plan_step *st, size_t n, int *r) {
         json_object *o = json_object_new_object();
         json_set(o, "n", json_object_new_uint64(n), r);
@@ -2046,6 +2141,7 @@ static json_object *json_step(const struct plan *p, const struct plan_step *st, 
                 json_set(lv, "percent_free", json_object_new_uint64(st->lv.percent_free), r);
                 json_set(o, "lv", lv, r);
         }
+        json_payload(o, st, r);
         json_set_str(o, "description", st->description, r);
         json_set_str(o, "destroys", st->destroys, r);
         json_set(o, "destroyed", json_destroyed(p, st, r), r);
