@@ -141,29 +141,30 @@ struct plan_step {
         };
 };
 
-/* Step fields by kind:
+/* Step fields by kind (the typed payload, the union above, is what the
+ * executor runs; obj stays for the reports' ids and the fingerprint):
  *   WIPE         id/obj: disk rule; device: the disk; inputs: holders to stop first (/dev/md127, /dev/dm-0)
  *   PARTITION    id/obj: disk rule; device: the disk; parts: the GPT entries
- *   MD_CREATE    id/obj: raid; device: /dev/md/NAME; inputs: members, the last raid->spares are spares
- *   BENCH_RAW    id/obj: luks; device: the device under LUKS (before luksFormat)
- *   LUKS_FORMAT  id/obj: luks; device: the device under LUKS; inputs: { that device }
- *   LUKS_OPEN    id/obj: luks; device: /dev/mapper/NAME; inputs: { the device under LUKS }
- *   BENCH_CRYPT  id/obj: luks; device: /dev/mapper/NAME; inputs: { the device under LUKS }
+ *   MD_CREATE    id/obj: raid; device: /dev/md/NAME; inputs: members, the last md.spares are spares; md
+ *   BENCH_RAW    id/obj: luks; device: the device under LUKS (before luksFormat); bench
+ *   LUKS_FORMAT  id/obj: luks; device: the device under LUKS; inputs: { that device }; luks
+ *   LUKS_OPEN    id/obj: luks; device: /dev/mapper/NAME; inputs: { the device under LUKS }; luks
+ *   BENCH_CRYPT  id/obj: luks; device: /dev/mapper/NAME; inputs: { the device under LUKS }; bench.policy
  *   PVCREATE     id/obj: vg; device: the PV; index: which PV of the VG
- *   VGCREATE     id/obj: vg; device: /dev/VG; inputs: the PVs
+ *   VGCREATE     id/obj: vg; device: /dev/VG; inputs: the PVs; vg
  *   LVCREATE     id/obj: lv; device: /dev/VG/LV; inputs: { /dev/VG }; lv: VG and LV names, size rule
- *   MKFS, MOUNT  id: the filesystem's "on"; obj: struct spec_filesystem; device: the block device
+ *   MKFS, MOUNT  id: the filesystem's "on"; obj: struct spec_filesystem; device: the block device; fs
  *   IMAGE        obj: struct spec_image; device: raw target or NULL (tar into the target root)
  *   CONFIGURE    obj: the spec
  *   NETWORK      obj: struct spec_network; plan->net holds the resolved NICs (netconf.h)
- *   LUKS_BIND    id/obj: luks; device: the device under LUKS (its header)
- *   BOOTLOADER   obj: struct spec_boot; device: NULL; inputs: the disks GRUB is installed on
+ *   LUKS_BIND    id/obj: luks; device: the device under LUKS (its header); bind
+ *   BOOTLOADER   obj: struct spec_boot; device: NULL; inputs: the disks GRUB is installed on; boot
  *                (i386-pc writes to each; with UEFI they carry the ESP's members)
  *   REGISTER     obj: struct spec_cloudstack (index 0) or struct spec_webhook (index 1)
  *   FINISH       obj: the spec (spec->finish)
  * Resume plans only (resume.h):
- *   MD_ASSEMBLE  id/obj: raid; device: /dev/md/NAME; inputs: members; uuid: the array UUID on them
- *   VG_ACTIVATE  id/obj: vg; device: /dev/VG
+ *   MD_ASSEMBLE  id/obj: raid; device: /dev/md/NAME; inputs: members; uuid: the array UUID on them; md
+ *   VG_ACTIVATE  id/obj: vg; device: /dev/VG; vg (with lv_nodes)
  *   SKIP_STAGE   the step it replaces: skipped (kind, id, obj, index, device of that step)
  *   RESUME_CHECK device: the progress record's path */
 
