@@ -34,16 +34,6 @@ int configure_probe_value(const char *dev, const char *key, char **ret) {
         return 0;
 }
 
-static const char *fs_name(enum spec_fs_type t) {
-        switch (t) {
-        case SPEC_FS_XFS: return "xfs";
-        case SPEC_FS_EXT4: return "ext4";
-        case SPEC_FS_SWAP: return "swap";
-        case SPEC_FS_VFAT: return "vfat";
-        default: return "auto";
-        }
-}
-
 static const struct spec_filesystem *step_fs(const struct plan_step *s) {
         return s->obj;
 }
@@ -72,8 +62,8 @@ int configure_fstab(const struct plan *p, struct strbuf *out) {
                 else {
                         unsigned pass = fs->type == SPEC_FS_XFS ? 0 : streq(fs->mount, "/") ? 1 : 2;
                         r = strbuf_addf(out, "UUID=%s %s %s %s 0 %u\n", uuid, fs->mount,
-                                        fs_name(fs->type),
-                                        plan_mount_options(fs), pass);
+                                        spec_fs_type_name(fs->type),
+                                        spec_fs_mount_options(fs), pass);
                 }
         }
         return r;

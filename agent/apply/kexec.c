@@ -17,15 +17,10 @@
 /* name inside root, resolved there; *ret_shown: "name -> target" for a symlink */
 static int open_in_root(int rootfd, const char *name, int *ret_fd, char **ret_shown) {
         struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-        int fd = (int) syscall(SYS_openat2, rootfd, name, &how, sizeof how);
-        if (fd < 0)
-                return -errno;
         struct stat st;
-        if (fstat(fd, &st) < 0) {
-                int r = -errno;
-                close(fd);
-                return r;
-        }
+        int fd = fd_stat((int) syscall(SYS_openat2, rootfd, name, &how, sizeof how), &st);
+        if (fd < 0)
+                return fd;
         if (!S_ISREG(st.st_mode)) {
                 close(fd);
                 return -EISDIR;

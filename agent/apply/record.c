@@ -62,15 +62,10 @@ static int clean_dir(int dfd, dev_t dev, bool top, unsigned *removed) {
 }
 
 int resume_clean_root(const char *target, unsigned *ret_removed) {
-        int fd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
         struct stat st;
-        if (fstat(fd, &st) < 0) {
-                int r = -errno;
-                close(fd);
-                return r;
-        }
+        int fd = fd_stat(open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC), &st);
+        if (fd < 0)
+                return fd;
         unsigned n = 0;
         int r = clean_dir(fd, st.st_dev, true, &n);
         if (r < 0)

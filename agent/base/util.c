@@ -179,6 +179,17 @@ int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
         return read_full_fd(fd, max, ret, ret_len);
 }
 
+int fd_stat(int fd, struct stat *ret_st) {
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, ret_st) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
         size_t alloc = 4096, len = 0;
         _cleanup_free_ char *buf = malloc(alloc);

@@ -82,6 +82,11 @@ int read_one_line(const char *path, char **ret);
 int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
 /* The same from an open descriptor (a pipe, stdin), read to its end. */
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);
+/* A descriptor as open() (or openat2()) returned it, checked with fstat():
+ * fd with *ret_st filled, or -errno: open()'s own (fd < 0, errno still
+ * set) or fstat()'s, fd then closed. */
+struct stat;
+int fd_stat(int fd, struct stat *ret_st);
 /* mkdir -p: dir and its missing parents, mode 0755. */
 int mkdir_p(const char *dir);
 /* Replace path with buf atomically: parents made, a temporary file beside it

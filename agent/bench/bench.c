@@ -175,7 +175,7 @@ int bench_parse_cipher(const char *s, char **ret_cipher, unsigned *ret_key_size)
                 if (!(s[i] == '-' || s[i] == ',' || s[i] == '_' || (s[i] >= '0' && s[i] <= '9') ||
                       (s[i] >= 'a' && s[i] <= 'z')))
                         return -EINVAL;
-        unsigned ks = strstr(s, "adiantum") ? 256 : 512;
+        unsigned ks = spec_cipher_key_size(s);
         if (colon) {
                 int r = safe_atou(colon + 1, &ks);
                 if (r < 0)
@@ -459,15 +459,10 @@ static int io_run(struct bench_io_engine *e, int fd, bool write, bool random, un
 }
 
 static int open_direct(const char *path, bool write, uint64_t *ret_size) {
-        int fd = open(path, (write ? O_RDWR : O_RDONLY) | O_DIRECT | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
         struct stat st;
-        if (fstat(fd, &st) < 0) {
-                int e = -errno;
-                close(fd);
-                return e;
-        }
+        int fd = fd_stat(open(path, (write ? O_RDWR : O_RDONLY) | O_DIRECT | O_CLOEXEC | O_NOCTTY), &st);
+        if (fd < 0)
+                return fd;
         if (ret_size) {
                 off_t end = lseek(fd, 0, SEEK_END);
                 if (end < 0) {
@@ -1297,6 +1292,25 @@ int bench_to_text(const struct bench_result *res, struct strbuf *out) {
                     (r = strbuf_addf(out, "overhead of dm-crypt: write %.0f %%, read %.0f %%, 4k random read %.0f %%\n",
                                      res->overhead_write * 100, res->overhead_read * 100, res->overhead_rand * 100)) < 0)
                         return r;
+        }
+        return 0;
+}
+
+int bench_run(const struct spec_bench *policy, const char *device, const char *crypt_device, uint64_t offset,
+              uint64_t len, const struct bench_options *o, struct bench_result *res, struct strbuf *err) {
+        int r = bench_raw(policy, device, offset, device ? len : 0, o, res, err);
+        if (r >= 0 && crypt_device)
+                r = bench_crypt(policy, crypt_device, offset, len, o, res, err);
+        return r;
+}
+
+int bench_default_ciphers(char ***ciphers) {
+        if (*ciphers)
+                return 0;
+        char *dflt = strdupf("%s:%u", SPEC_LUKS_CIPHER, SPEC_LUKS_KEY_SIZE);
+        if (!dflt || strv_push(ciphers, dflt) < 0) {
+                free(dflt);
+                return -ENOMEM;
         }
         return 0;
 }

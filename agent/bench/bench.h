@@ -118,6 +118,13 @@ int bench_raw(const struct spec_bench *policy, const char *device, uint64_t offs
 /* The dm-crypt device opened over res->device; the same region size from offset. */
 int bench_crypt(const struct spec_bench *policy, const char *crypt_device, uint64_t offset, uint64_t len,
                 const struct bench_options *o, struct bench_result *res, struct strbuf *err);
+/* `kiln bench` on its own: bench_raw() (device NULL: the ciphers only, len
+ * then ignored), then over crypt_device (may be NULL) bench_crypt(). */
+int bench_run(const struct spec_bench *policy, const char *device, const char *crypt_device, uint64_t offset,
+              uint64_t len, const struct bench_options *o, struct bench_result *res, struct strbuf *err);
+/* No cipher named: *ciphers gets the one a LUKS object gets when its spec
+ * names none ("aes-xts-plain64:512"). Nothing if *ciphers is set; 0 or -ENOMEM. */
+int bench_default_ciphers(char ***ciphers);
 /* 0 if every floor in the policy is met; -ERANGE and *why (appended, one
  * reason per line) otherwise. policy->on_fail is the caller's to apply. */
 int bench_gate(const struct spec_bench *policy, const struct bench_result *res, struct strbuf *why);

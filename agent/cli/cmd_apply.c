@@ -14,7 +14,6 @@
 #include "spec.h"
 #include "url.h"
 
-#include <getopt.h>
 #include <openssl/evp.h>
 
 static void apply_usage(FILE *f) {
@@ -100,7 +99,7 @@ static int apply_check(struct cmd_run *run, void *userdata) {
 }
 
 int cmd_apply(int argc, char **argv) {
-        static const struct option longopts[] = {
+        static const struct option options[] = {
                 { "inventory", required_argument, NULL, 'i' },
                 { "dry-run", no_argument, NULL, 'n' },
                 { "yes", no_argument, NULL, 'y' },
@@ -112,8 +111,7 @@ int cmd_apply(int argc, char **argv) {
         const char *inv_path = NULL, *spec_url = NULL;
         bool dry_run = false, yes = false, fresh = false;
         int c;
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "i:nyfh", longopts, NULL)) >= 0)
+        CMD_FOREACH_OPTION(c, argc, argv, "i:nyfh", options)
                 switch (c) {
                 case 'i': inv_path = optarg; break;
                 case 'n': dry_run = true; break;

@@ -3,7 +3,6 @@
 #include "exitcode.h"
 #include "log.h"
 
-#include <getopt.h>
 #include <math.h>
 
 static int help(void) {
@@ -33,8 +32,19 @@ static int parse_double(const char *s, double *ret) {
         return 0;
 }
 
-int cmd_bench(int argc, char **argv) {
-        static const struct option opts[] = {
+/* What kiln bench's options say. */
+struct bench_args {
+        bool json;
+        struct bench_options bo;
+        uint64_t offset, size;
+        const char *device, *crypt_dev;
+        char **ciphers;
+        struct spec_bench policy;
+};
+
+/* The options into a; -1 to go on, else the exit code (--help, a bad option). */
+static int bench_parse_args(int argc, char **argv, struct bench_args *a) {
+        static const struct option options[] = {
                 { "json", no_argument, NULL, 'j' },
                 { "cipher", required_argument, NULL, 'c' },
                 { "tune", no_argument, NULL, 't' },
@@ -51,20 +61,13 @@ int cmd_bench(int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        bool json = false;
-        struct bench_options bo = {};
-        uint64_t offset = 0, size = 256ull * 1024 * 1024;
-        const char *crypt_dev = NULL;
-        _cleanup_strv_free_ char **ciphers = NULL;
-        struct spec_bench policy = { .present = true, .on_fail = SPEC_ON_FAIL_ABORT };
-        int c, r;
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
+        int c;
+        CMD_FOREACH_OPTION(c, argc, argv, "+h", options) {
                 double *d = NULL;
                 switch (c) {
-                case 'j': json = true; break;
-                case 't': policy.tune = true; break;
-                case 'w': bo.write = true; break;
+                case 'j': a->json = true; break;
+                case 't': a->policy.tune = true; break;
+                case 'w': a->bo.write = true; break;
                 case 5:
                 case 6: {
                         unsigned v;
@@ -74,12 +77,12 @@ int cmd_bench(int argc, char **argv) {
                                 return KILN_EXIT_USAGE;
                         }
                         if (c == 5)
-                                bo.depth = v;
+                                a->bo.depth = v;
                         else
-                                bo.slice_ms = v;
+                                a->bo.slice_ms = v;
                         break;
                 }
-                case 'C': crypt_dev = optarg; break;
+                case 'C': a->crypt_dev = optarg; break;
                 case 'c': {
                         _cleanup_free_ char *name = NULL;
                         unsigned ks;
@@ -87,9 +90,7 @@ int cmd_bench(int argc, char **argv) {
                                 log_error("bad --cipher '%s' (expected e.g. aes-xts-plain64:512)", optarg);
                                 return KILN_EXIT_USAGE;
                         }
-                        char *dup = strdup(optarg);
-                        if (!dup || strv_push(&ciphers, dup) < 0) {
-                                free(dup);
+                        if (strv_pushdup(&a->ciphers, optarg) < 0) {
                                 log_error("out of memory");
                                 return KILN_EXIT_FAILURE;
                         }
@@ -97,15 +98,15 @@ int cmd_bench(int argc, char **argv) {
                 }
                 case 'o':
                 case 's':
-                        if (parse_size(optarg, c == 'o' ? &offset : &size, NULL) < 0) {
+                        if (parse_size(optarg, c == 'o' ? &a->offset : &a->size, NULL) < 0) {
                                 log_error("bad --%s '%s' (expected a size like 256M)", c == 'o' ? "offset" : "size", optarg);
                                 return KILN_EXIT_USAGE;
                         }
                         break;
-                case 1: d = &policy.cipher_mbps; break;
-                case 2: d = &policy.write_mbps; break;
-                case 3: d = &policy.read_mbps; break;
-                case 4: d = &policy.max_overhead; break;
+                case 1: d = &a->policy.cipher_mbps; break;
+                case 2: d = &a->policy.write_mbps; break;
+                case 3: d = &a->policy.read_mbps; break;
+                case 4: d = &a->policy.max_overhead; break;
                 case 'h': return help();
                 default: return KILN_EXIT_USAGE;
                 }
@@ -119,25 +120,32 @@ int cmd_bench(int argc, char **argv) {
                 log_error("unexpected argument '%s' (see 'kiln bench --help')", argv[optind + 1]);
                 return KILN_EXIT_USAGE;
         }
-        const char *device = optind < argc ? argv[optind] : NULL;
-        if (crypt_dev && !device) {
+        a->device = optind < argc ? argv[optind] : NULL;
+        if (a->crypt_dev && !a->device) {
                 log_error("--crypt needs the raw DEVICE under it to compare with");
                 return KILN_EXIT_USAGE;
         }
-        /* no --cipher: the cipher a LUKS object gets when its spec names none */
-        char *dflt = ciphers ? NULL : strdupf("%s:%u", SPEC_LUKS_CIPHER, SPEC_LUKS_KEY_SIZE);
-        if (!ciphers && (!dflt || strv_push(&ciphers, dflt) < 0)) {
-                free(dflt);
+        return -1;
+}
+
+int cmd_bench(int argc, char **argv) {
+        struct bench_args a = {
+                .size = 256ull * 1024 * 1024,
+                .policy = { .present = true, .on_fail = SPEC_ON_FAIL_ABORT },
+        };
+        int r = bench_parse_args(argc, argv, &a);
+        _cleanup_strv_free_ char **ciphers = a.ciphers;        /* also those of a bad command line */
+        if (r >= 0)
+                return r;
+        if (bench_default_ciphers(&ciphers) < 0) {
                 log_error("out of memory");
                 return KILN_EXIT_FAILURE;
         }
-        policy.ciphers = ciphers;
+        a.policy.ciphers = ciphers;
 
         struct bench_result res = { .chosen = -1 };
         _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
-        r = bench_raw(&policy, device, offset, device ? size : 0, &bo, &res, &err);
-        if (r >= 0 && crypt_dev)
-                r = bench_crypt(&policy, crypt_dev, offset, size, &bo, &res, &err);
+        r = bench_run(&a.policy, a.device, a.crypt_dev, a.offset, a.size, &a.bo, &res, &err);
         if (r < 0) {
                 if (r == -ENODEV)
                         log_error("crypt benchmark cannot run: %s", strbuf_why(&err, r));
@@ -147,8 +155,8 @@ int cmd_bench(int argc, char **argv) {
                 return KILN_EXIT_FAILURE;
         }
         _cleanup_strbuf_ struct strbuf out = STRBUF_INIT, why = STRBUF_INIT;
-        r = json ? bench_to_json(&res, &out) : bench_to_text(&res, &out);
-        int g = bench_gate(&policy, &res, &why);
+        r = a.json ? bench_to_json(&res, &out) : bench_to_text(&res, &out);
+        int g = bench_gate(&a.policy, &res, &why);
         bench_result_done(&res);
         if (r < 0) {
                 log_error_errno(r, "failed to format the benchmark result: %m");

@@ -24,9 +24,9 @@
 #include "enlist.h"
 #include "exitcode.h"
 #include "fetch.h"
+#include "finish.h"
 #include "inventory.h"
 #include "log.h"
-#include "mount.h"
 #include "paths.h"
 #include "plan.h"
 #include "progress.h"
@@ -34,11 +34,9 @@
 #include "report.h"
 #include "spec.h"
 #include "url.h"
-#include "wipe.h"
 
 #include <json-c/json.h>
 #include <limits.h>
-#include <getopt.h>
 #include <sys/reboot.h>
 
 #define BOOT_CA_MAX_BYTES (1024u * 1024u)
@@ -66,27 +64,6 @@ static const char *finish_name(enum spec_finish f) {
 
 static bool is_url(const char *s) {
         return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0 || strncmp(s, "file://", 7) == 0;
-}
-
-/* The storage stack down, top first, before a reboot or power-off: every
- * filesystem under the target (latest mount first), then whatever holds the
- * plan's disks (LVs, LUKS mappings, md arrays; wipe_teardown() walks the
- * holders top layer first, whatever the stacking order). Failures are
- * logged: the node goes down anyway. /init does the same in shell for the
- * finish it does itself (initramfs/init: stack_down). */
-static void stack_down(const struct plan *p, const char *why) {
-        int r = mount_unmount_target();
-        if (r < 0)
-                log_warning_errno(r, "failed to unmount '%s' before %s: %m", kiln_paths.target, why);
-        sync();
-        for (size_t i = 0; i < p->n_disks; i++) {
-                _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
-                const char *dev = p->disks[i].disk->path;
-                r = wipe_teardown(dev, &err);
-                if (r < 0)
-                        log_warning_errno(r, "failed to stop the storage on '%s' before %s: %s%s%m", dev, why,
-                                          strbuf_str(&err), err.len ? ": " : "");
-        }
 }
 
 /* No spec for this machine: post its inventory to kiln.enlist= and power
@@ -247,8 +224,15 @@ static int boot_installed(struct cmd_run *run, struct apply_inspection *in, cons
         return KILN_EXIT_OK;
 }
 
-int cmd_boot(int argc, char **argv) {
-        static const struct option longopts[] = {
+/* What kiln boot's options say. */
+struct boot_args {
+        const char *cmdline_file, *inv_path;
+        bool dry_run, no_finish, skip_storage, no_kexec;
+};
+
+/* The options into a; -1 to go on, else the exit code (--help, a bad option). */
+static int boot_parse_args(int argc, char **argv, struct boot_args *a) {
+        static const struct option options[] = {
                 { "cmdline", required_argument, NULL, 'c' },
                 { "inventory", required_argument, NULL, 'i' },
                 { "dry-run", no_argument, NULL, 'n' },
@@ -258,19 +242,15 @@ int cmd_boot(int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
-        const char *cmdline_file = NULL, *inv_path = NULL;
-        bool dry_run = false, no_finish = false, skip_storage = false, no_kexec = false;
-        int c, r;
-
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) >= 0)
+        int c;
+        CMD_FOREACH_OPTION(c, argc, argv, "h", options)
                 switch (c) {
-                case 'c': cmdline_file = optarg; break;
-                case 'i': inv_path = optarg; break;
-                case 'n': dry_run = true; break;
-                case 'F': no_finish = true; break;
-                case 'S': skip_storage = true; break;
-                case 'K': no_kexec = true; break;
+                case 'c': a->cmdline_file = optarg; break;
+                case 'i': a->inv_path = optarg; break;
+                case 'n': a->dry_run = true; break;
+                case 'F': a->no_finish = true; break;
+                case 'S': a->skip_storage = true; break;
+                case 'K': a->no_kexec = true; break;
                 case 'h': boot_usage(stdout); return KILN_EXIT_OK;
                 default: boot_usage(stderr); return KILN_EXIT_USAGE;
                 }
@@ -278,14 +258,18 @@ int cmd_boot(int argc, char **argv) {
                 boot_usage(stderr);
                 return KILN_EXIT_USAGE;
         }
-        if (skip_storage && !inv_path) {
+        if (a->skip_storage && !a->inv_path) {
                 log_error("--skip-storage is a test knob for a recorded machine: it needs --inventory");
                 return KILN_EXIT_USAGE;
         }
-        log_set_timestamps(true);
+        return -1;
+}
 
-        /* 1. the kernel command line */
-        _cleanup_cmdline_ struct kiln_cmdline cl = {};
+/* The kernel command line (cmdline_file, or PROCFS/cmdline) into cl, its
+ * unknown kiln.* options warned about; KILN_EXIT_OK, or KILN_EXIT_USAGE
+ * (KILN_EXIT_FAILURE) after the one message. */
+static int boot_read_cmdline(const char *cmdline_file, struct kiln_cmdline *cl) {
+        int r;
         _cleanup_free_ char *bad = NULL, *cmdline_path = NULL;
         if (!cmdline_file && asprintf(&cmdline_path, "%s/cmdline", kiln_paths.procfs) < 0)
                 return log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
@@ -295,7 +279,7 @@ int cmd_boot(int argc, char **argv) {
                 r = read_full_file(clp, CMDLINE_MAX_BYTES, &text, NULL);
                 if (r < 0)
                         return log_error_errno(r, "failed to read the kernel command line '%s': %m", clp), KILN_EXIT_USAGE;
-                r = cmdline_parse(text, &cl, &bad);
+                r = cmdline_parse(text, cl, &bad);
         }
         if (r == -EINVAL && bad) {
                 _cleanup_strbuf_ struct strbuf shown_bad = STRBUF_INIT;
@@ -305,13 +289,94 @@ int cmd_boot(int argc, char **argv) {
         }
         if (r < 0)
                 return log_error_errno(r, "failed to parse the kernel command line '%s': %m", clp), KILN_EXIT_USAGE;
-        for (char **u = cl.unknown; u && *u; u++) {
+        for (char **u = cl->unknown; u && *u; u++) {
                 _cleanup_strbuf_ struct strbuf shown_u = STRBUF_INIT;
                 (void) url_scrub(*u, strlen(*u), &shown_u);
                 log_warning("ignoring unknown kernel command line option '%s'", strbuf_str(&shown_u));
         }
-        if (!cl.spec && !cl.enlist)
+        if (!cl->spec && !cl->enlist)
                 return log_error("no kiln.spec= or kiln.enlist= on the kernel command line '%s'", clp), KILN_EXIT_USAGE;
+        return KILN_EXIT_OK;
+}
+
+/* kiln.ca=: a file on the initramfs, or fetched (it is then trusted on the
+ * strength of the system CAs alone and saved as RUN_DIR/ca.pem, *ret_path);
+ * fo->ca_file names it. KILN_EXIT_OK, or the exit code after the message. */
+static int boot_ca(const char *ca, struct fetch_options *fo, char **ret_path) {
+        _cleanup_free_ char *pem = NULL;
+        int r;
+        char ca_shown[URL_DISPLAY_MAX];
+        url_display(ca, ca_shown);
+        if (is_url(ca)) {
+                size_t len;
+                _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+                r = fetch_to_buffer(ca, fo, BOOT_CA_MAX_BYTES, NULL, &pem, &len, NULL, &err);
+                if (r < 0 && err.len)
+                        return log_error("failed to fetch the CA bundle '%s': %s", ca_shown, err.buf), KILN_EXIT_FETCH;
+                if (r < 0)
+                        return log_error_errno(r, "failed to fetch the CA bundle '%s': %m", ca_shown), KILN_EXIT_FETCH;
+                /* One CA for everything after this: the spec, the keys, the
+                 * image and the controller all take it as a file. */
+                r = run_file_write(BOOT_CA_FILE, pem, len, ret_path);
+                if (r < 0)
+                        return log_error_errno(r, "failed to save the CA bundle '%s' to '%s/%s': %m", ca_shown,
+                                               kiln_paths.run_dir, BOOT_CA_FILE), KILN_EXIT_FAILURE;
+                fo->ca_file = *ret_path;
+        } else {
+                if (access(ca, R_OK) < 0)
+                        return log_error_errno(-errno, "failed to read the CA bundle '%s': %m", ca), KILN_EXIT_FETCH;
+                fo->ca_file = ca;
+        }
+        return KILN_EXIT_OK;
+}
+
+/* After a run that succeeded: a finished node of this plan boots its
+ * installed system (kexec; with --no-finish the finish 'kexec' for /init),
+ * else the spec's finish (the storage stack down first). An exit code. */
+static int boot_finish(const struct boot_args *a, const struct spec *spec, const struct cmd_run *run, bool loaded,
+                       bool finish, uint64_t t0) {
+        int r;
+        if (run->verdict == PLAN_VERDICT_BOOT_INSTALLED) {
+                if (!loaded)
+                        return KILN_EXIT_OK;    /* --no-kexec, --dry-run */
+                if (a->no_finish) {             /* /init reports, then runs `kiln kexec` */
+                        r = run_file_write("finish", "kexec\n", strlen("kexec\n"), NULL);
+                        if (r < 0)
+                                return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
+                        log_info("the installed system is loaded; finish: kexec");
+                        return KILN_EXIT_OK;
+                }
+                log_info("booting the installed system (kexec)");
+                r = kexec_reboot();
+                return log_error_errno(r, "failed to kexec the installed system: %m"), KILN_EXIT_FAILURE;
+        }
+        log_info("spec '%s' applied in %.1f s; finish: %s", run->subject, (now_usec() - t0) / 1e6,
+                 a->dry_run ? "none (dry run)" : finish_name(spec->finish));
+        if (!finish || spec->finish == SPEC_FINISH_NONE)
+                return KILN_EXIT_OK;
+        /* every stage has ended and the report is saved and delivered: the
+         * storage stack goes down, so the disks the node boots next are clean */
+        apply_stack_down(run->plan, finish_name(spec->finish));
+        sync();
+        if (reboot(spec->finish == SPEC_FINISH_REBOOT ? RB_AUTOBOOT : RB_POWER_OFF) < 0)
+                return log_error_errno(-errno, "failed to %s: %m", finish_name(spec->finish)), KILN_EXIT_FAILURE;
+        return KILN_EXIT_OK;
+}
+
+int cmd_boot(int argc, char **argv) {
+        struct boot_args a = {};
+        int r = boot_parse_args(argc, argv, &a);
+        if (r >= 0)
+                return r;
+        const char *inv_path = a.inv_path;
+        bool dry_run = a.dry_run, no_finish = a.no_finish, skip_storage = a.skip_storage;
+        log_set_timestamps(true);
+
+        /* 1. the kernel command line */
+        _cleanup_cmdline_ struct kiln_cmdline cl = {};
+        r = boot_read_cmdline(a.cmdline_file, &cl);
+        if (r != KILN_EXIT_OK)
+                return r;
 
         /* 2. this machine: the values ${mac} etc. expand to, and the disks to plan on */
         _cleanup_inventory_free_ struct inventory *inv = NULL;
@@ -321,34 +386,11 @@ int cmd_boot(int argc, char **argv) {
         struct spec_vars vars;
         plan_spec_vars(inv, &vars);
 
-        /* 3. the extra CA: a file on the initramfs, or fetched (it is then
-         * trusted on the strength of the system CAs alone) */
+        /* 3. the extra CA (boot_ca) */
         struct fetch_options fo = { .max_retries = BOOT_FETCH_RETRIES, .pushback_sec = FETCH_PUSHBACK_SEC };
-        _cleanup_free_ char *ca_pem = NULL, *ca_path = NULL;
-        if (cl.ca) {
-                char ca_shown[URL_DISPLAY_MAX];
-                url_display(cl.ca, ca_shown);
-                if (is_url(cl.ca)) {
-                        size_t len;
-                        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
-                        r = fetch_to_buffer(cl.ca, &fo, BOOT_CA_MAX_BYTES, NULL, &ca_pem, &len, NULL, &err);
-                        if (r < 0 && err.len)
-                                return log_error("failed to fetch the CA bundle '%s': %s", ca_shown, err.buf), KILN_EXIT_FETCH;
-                        if (r < 0)
-                                return log_error_errno(r, "failed to fetch the CA bundle '%s': %m", ca_shown), KILN_EXIT_FETCH;
-                        /* One CA for everything after this: the spec, the keys, the
-                         * image and the controller all take it as a file. */
-                        r = run_file_write(BOOT_CA_FILE, ca_pem, len, &ca_path);
-                        if (r < 0)
-                                return log_error_errno(r, "failed to save the CA bundle '%s' to '%s/%s': %m", ca_shown,
-                                                       kiln_paths.run_dir, BOOT_CA_FILE), KILN_EXIT_FAILURE;
-                        fo.ca_file = ca_path;
-                } else {
-                        if (access(cl.ca, R_OK) < 0)
-                                return log_error_errno(-errno, "failed to read the CA bundle '%s': %m", cl.ca), KILN_EXIT_FETCH;
-                        fo.ca_file = cl.ca;
-                }
-        }
+        _cleanup_free_ char *ca_path = NULL;
+        if (cl.ca && (r = boot_ca(cl.ca, &fo, &ca_path)) != KILN_EXIT_OK)
+                return r;
 
         /* no spec for this machine: enlist it (agent/report/enlist.h) */
         bool power_off = !dry_run && !no_finish && !inv_path;
@@ -399,7 +441,7 @@ int cmd_boot(int argc, char **argv) {
                 log_error("--inventory plans for another machine: it needs --dry-run");
                 return KILN_EXIT_USAGE;
         }
-        struct boot_run b = { .spec = spec, .inv = inv, .no_finish = no_finish, .no_kexec = no_kexec || dry_run };
+        struct boot_run b = { .spec = spec, .inv = inv, .no_finish = no_finish, .no_kexec = a.no_kexec || dry_run };
         _cleanup_(cmd_run_done) struct cmd_run run = {
                 .subject = shown, .dry_run = dry_run, .fresh = cl.fresh, .ca_file = fo.ca_file, .ca_in_dry_run = true,
                 .inspect = !inv_path, .reinstall = cl.reinstall, .marks = true, .installed = boot_installed,
@@ -422,29 +464,5 @@ int cmd_boot(int argc, char **argv) {
                         (void) kexec_unload();
                 return r;
         }
-        if (run.verdict == PLAN_VERDICT_BOOT_INSTALLED) {
-                if (!b.loaded)
-                        return KILN_EXIT_OK;    /* --no-kexec, --dry-run */
-                if (no_finish) {                /* /init reports, then runs `kiln kexec` */
-                        r = run_file_write("finish", "kexec\n", strlen("kexec\n"), NULL);
-                        if (r < 0)
-                                return log_error_errno(r, "failed to write '%s/finish': %m", kiln_paths.run_dir), KILN_EXIT_FAILURE;
-                        log_info("the installed system is loaded; finish: kexec");
-                        return KILN_EXIT_OK;
-                }
-                log_info("booting the installed system (kexec)");
-                r = kexec_reboot();
-                return log_error_errno(r, "failed to kexec the installed system: %m"), KILN_EXIT_FAILURE;
-        }
-        log_info("spec '%s' applied in %.1f s; finish: %s", shown, (now_usec() - t0) / 1e6,
-                 dry_run ? "none (dry run)" : finish_name(spec->finish));
-        if (!ao.finish || spec->finish == SPEC_FINISH_NONE)
-                return KILN_EXIT_OK;
-        /* every stage has ended and the report is saved and delivered: the
-         * storage stack goes down, so the disks the node boots next are clean */
-        stack_down(run.plan, finish_name(spec->finish));
-        sync();
-        if (reboot(spec->finish == SPEC_FINISH_REBOOT ? RB_AUTOBOOT : RB_POWER_OFF) < 0)
-                return log_error_errno(-errno, "failed to %s: %m", finish_name(spec->finish)), KILN_EXIT_FAILURE;
-        return KILN_EXIT_OK;
+        return boot_finish(&a, spec, &run, b.loaded, ao.finish, t0);
 }

@@ -6,69 +6,29 @@
 #include "commands.h"
 #include "exitcode.h"
 #include "fetch.h"
+#include "fetch_file.h"
 #include "log.h"
 #include "url.h"
 
-#include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <libgen.h>
-#include <sys/stat.h>
 
-struct fd_sink {
-        int fd;
-        bool seekable;
-};
+#define FETCH_USAGE "usage: kiln fetch URL [--sha256 HEX] [--ca FILE] [--max SIZE] [--retries N] [-o FILE]"
 
-static int fd_write(const void *data, size_t len, void *userdata) {
-        struct fd_sink *s = userdata;
-        const char *p = data;
-        while (len > 0) {
-                ssize_t n = write(s->fd, p, len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += n;
-                len -= (size_t) n;
-        }
-        return 0;
-}
-
-/* The temporary file, removed unless it was renamed into place. */
-static void unlink_freep(char **p) {
-        if (*p) {
-                (void) unlink(*p);
-                free(*p);
-        }
-}
-
-/* "DIR/.BASE.XXXXXX" beside path, created 0600, O_CLOEXEC. */
-static int tmpfile_beside(const char *path, char **ret_path, int *ret_fd) {
-        _cleanup_free_ char *d = strdup(path), *b = strdup(path);
-        if (!d || !b)
-                return -ENOMEM;
-        _cleanup_free_ char *tmp = NULL;
-        if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(d), basename(b)) < 0)
-                return -ENOMEM;
-        int fd = mkostemp(tmp, O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        *ret_path = TAKE_PTR(tmp);
-        *ret_fd = fd;
-        return 0;
-}
-
-static int fd_restart(void *userdata) {
-        struct fd_sink *s = userdata;
-        if (lseek(s->fd, 0, SEEK_SET) < 0 || ftruncate(s->fd, 0) < 0)
-                return -errno;
-        return 0;
+static void fetch_usage(void) {
+        printf(FETCH_USAGE "\n"
+               "fetches one URL (http, https, file) the way kiln boot fetches a spec: 5xx and timeouts\n"
+               "retried with capped backoff, an interrupted download resumed with Range\n"
+               "  --sha256 HEX   the content must hash to this (64 hex digits), else exit 8\n"
+               "  --ca FILE      trust this CA bundle beside the system CAs\n"
+               "  --max SIZE     refuse more than SIZE bytes (512M, 2G; docs/spec.md \"Sizes\")\n"
+               "  --retries N    retries after the first attempt (0: none)\n"
+               "  -o, --output FILE  write to FILE (written whole, then renamed) instead of stdout\n"
+               "the URL is shown without userinfo and query string\n"
+               "exit 0 fetched, 8 fetch failed or sha256 mismatch, 1 the output file could not be written, 64 usage\n");
 }
 
 int cmd_fetch(int argc, char **argv) {
-        static const struct option longopts[] = {
+        static const struct option options[] = {
                 { "sha256", required_argument, NULL, 's' },
                 { "ca", required_argument, NULL, 'c' },
                 { "max", required_argument, NULL, 'm' },
@@ -81,8 +41,7 @@ int cmd_fetch(int argc, char **argv) {
         const char *sha = NULL, *out = NULL;
         int c, r;
 
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) >= 0) {
+        CMD_FOREACH_OPTION(c, argc, argv, "o:h", options) {
                 switch (c) {
                 case 's':
                         if (!sha256_hex_valid(optarg)) {
@@ -111,45 +70,27 @@ int cmd_fetch(int argc, char **argv) {
                         out = optarg;
                         break;
                 case 'h':
-                        printf("usage: kiln fetch URL [--sha256 HEX] [--ca FILE] [--max SIZE] [--retries N] [-o FILE]\n"
-                               "fetches one URL (http, https, file) the way kiln boot fetches a spec: 5xx and timeouts\n"
-                               "retried with capped backoff, an interrupted download resumed with Range\n"
-                               "  --sha256 HEX   the content must hash to this (64 hex digits), else exit 8\n"
-                               "  --ca FILE      trust this CA bundle beside the system CAs\n"
-                               "  --max SIZE     refuse more than SIZE bytes (512M, 2G; docs/spec.md \"Sizes\")\n"
-                               "  --retries N    retries after the first attempt (0: none)\n"
-                               "  -o, --output FILE  write to FILE (written whole, then renamed) instead of stdout\n"
-                               "the URL is shown without userinfo and query string\n"
-                               "exit 0 fetched, 8 fetch failed or sha256 mismatch, 1 the output file could not be written, 64 usage\n");
+                        fetch_usage();
                         return KILN_EXIT_OK;
                 default:
                         return KILN_EXIT_USAGE;
                 }
         }
         if (optind + 1 != argc) {
-                log_error("usage: kiln fetch URL [--sha256 HEX] [--ca FILE] [--max SIZE] [--retries N] [-o FILE]");
+                log_error("%s", FETCH_USAGE);
                 return KILN_EXIT_USAGE;
         }
         const char *url = argv[optind];
         char shown[URL_DISPLAY_MAX];
         url_display(url, shown);        /* what is logged: no userinfo, no query string */
 
-        _cleanup_close_ int fd = -1;
-        _cleanup_(unlink_freep) char *tmp = NULL;
-        struct fd_sink s = { .fd = STDOUT_FILENO };
-        if (out) {
-                r = tmpfile_beside(out, &tmp, &fd);
-                if (r < 0)
-                        return log_error_errno(r, "failed to create a temporary file beside '%s': %m", out), KILN_EXIT_FAILURE;
-                s.fd = fd;
-        }
-        s.seekable = lseek(s.fd, 0, SEEK_CUR) >= 0;
-
-        /* A pipe cannot start over: then fetch drops the repeated bytes itself. */
-        struct fetch_sink sink = { .write = fd_write, .restart = s.seekable ? fd_restart : NULL, .userdata = &s };
+        _cleanup_(fetch_file_done) struct fetch_file f = { .fd = -1 };
+        r = fetch_file_open(out, &f);
+        if (r < 0)
+                return log_error_errno(r, "failed to create a temporary file beside '%s': %m", out), KILN_EXIT_FAILURE;
         struct fetch_result res = {};
         _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
-        r = fetch_url(url, &o, &sink, &res, &err);
+        r = fetch_url(url, &o, &f.sink, &res, &err);
         if (r < 0) {
                 log_error_errno(r, "failed to fetch '%s': %s", shown, strbuf_why(&err, r));
                 return KILN_EXIT_FETCH;
@@ -160,14 +101,11 @@ int cmd_fetch(int argc, char **argv) {
                 log_error("sha256 mismatch for '%s': expected %s, got %s", shown, sha, res.sha256);
                 return KILN_EXIT_FETCH;
         }
-        if (out) {
-                mode_t mask = umask(0);
-                umask(mask);
-                if (fchmod(fd, 0666 & ~mask) < 0 || fsync(fd) < 0)
-                        return log_error_errno(-errno, "failed to write '%s': %m", tmp), KILN_EXIT_FAILURE;
-                if (rename(tmp, out) < 0)
-                        return log_error_errno(-errno, "failed to rename '%s' to '%s': %m", tmp, out), KILN_EXIT_FAILURE;
-                free(TAKE_PTR(tmp));
-        }
+        bool renaming;
+        r = fetch_file_commit(&f, &renaming);
+        if (r < 0 && renaming)
+                return log_error_errno(r, "failed to rename '%s' to '%s': %m", f.tmp, out), KILN_EXIT_FAILURE;
+        if (r < 0)
+                return log_error_errno(r, "failed to write '%s': %m", f.tmp), KILN_EXIT_FAILURE;
         return KILN_EXIT_OK;
 }

@@ -7,15 +7,29 @@
 #include "log.h"
 #include "url.h"
 
-#include <getopt.h>
 #include <inttypes.h>
-#include <sys/stat.h>
 
 #define IMAGE_USAGE "usage: kiln image URL --sha256 HEX --target DIR|DEVICE [--format tar|raw] [--ca FILE] " \
                     "[--max SIZE] [--retries N] [--no-sync]"
 
+static void image_usage(void) {
+        printf("%s\n"
+               "streams an image the way kiln apply does: HTTP(S) or file:// -> sha256 -> libarchive -> target\n"
+               "  --sha256 HEX       the file as downloaded must hash to this (required)\n"
+               "  --target DIR|DEV   a directory to unpack a tar into, or a block device for a raw image\n"
+               "  --format tar|raw   default: raw for a block device, else tar (zstd/xz/gzip detected)\n"
+               "  --ca FILE          trust this CA bundle beside the system CAs\n"
+               "  --max SIZE         refuse downloads larger than SIZE (docs/spec.md \"Sizes\")\n"
+               "  --retries N        retries after the first attempt (0: none)\n"
+               "  --no-sync          do not sync the target at the end\n"
+               "until verified the target carries .kiln-incomplete (raw: RUN_DIR/image-incomplete), which\n"
+               "names the image (raw: the device) and, after a failure, why: \"failed: ...\"\n"
+               "exit 0 installed and verified, 5 failed (the target is left marked incomplete), 64 usage\n",
+               IMAGE_USAGE);
+}
+
 int cmd_image(int argc, char **argv) {
-        static const struct option longopts[] = {
+        static const struct option options[] = {
                 { "sha256", required_argument, NULL, 's' },
                 { "target", required_argument, NULL, 't' },
                 { "format", required_argument, NULL, 'f' },
@@ -32,8 +46,7 @@ int cmd_image(int argc, char **argv) {
         const char *target = NULL, *format = NULL;
         int c, r;
 
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) >= 0) {
+        CMD_FOREACH_OPTION(c, argc, argv, "h", options) {
                 switch (c) {
                 case 's':
                         if (!sha256_hex_valid(optarg)) {
@@ -72,19 +85,7 @@ int cmd_image(int argc, char **argv) {
                         o.no_sync = true;
                         break;
                 case 'h':
-                        printf("%s\n"
-                               "streams an image the way kiln apply does: HTTP(S) or file:// -> sha256 -> libarchive -> target\n"
-                               "  --sha256 HEX       the file as downloaded must hash to this (required)\n"
-                               "  --target DIR|DEV   a directory to unpack a tar into, or a block device for a raw image\n"
-                               "  --format tar|raw   default: raw for a block device, else tar (zstd/xz/gzip detected)\n"
-                               "  --ca FILE          trust this CA bundle beside the system CAs\n"
-                               "  --max SIZE         refuse downloads larger than SIZE (docs/spec.md \"Sizes\")\n"
-                               "  --retries N        retries after the first attempt (0: none)\n"
-                               "  --no-sync          do not sync the target at the end\n"
-                               "until verified the target carries .kiln-incomplete (raw: RUN_DIR/image-incomplete), which\n"
-                               "names the image (raw: the device) and, after a failure, why: \"failed: ...\"\n"
-                               "exit 0 installed and verified, 5 failed (the target is left marked incomplete), 64 usage\n",
-                               IMAGE_USAGE);
+                        image_usage();
                         return KILN_EXIT_OK;
                 default:
                         return KILN_EXIT_USAGE;
@@ -97,12 +98,7 @@ int cmd_image(int argc, char **argv) {
         img.url = argv[optind];
         char shown[URL_DISPLAY_MAX];
         url_display(img.url, shown);    /* what is logged: no userinfo, no query string */
-        if (format)
-                img.format = streq(format, "raw") ? SPEC_IMAGE_RAW : SPEC_IMAGE_TAR;
-        else {
-                struct stat st;
-                img.format = stat(target, &st) >= 0 && S_ISBLK(st.st_mode) ? SPEC_IMAGE_RAW : SPEC_IMAGE_TAR;
-        }
+        img.format = !format ? image_format_for_target(target) : streq(format, "raw") ? SPEC_IMAGE_RAW : SPEC_IMAGE_TAR;
 
         o.progress = image_progress_print;
         o.progress_userdata = &pp;

@@ -4,7 +4,6 @@
 #include "log.h"
 #include "probe.h"
 
-#include <getopt.h>
 
 static int help(void) {
         printf("usage: kiln inventory [--json] [--sysroot DIR|FILE]\n\n"
@@ -17,7 +16,7 @@ static int help(void) {
 }
 
 int cmd_inventory(int argc, char **argv) {
-        static const struct option opts[] = {
+        static const struct option options[] = {
                 { "json", no_argument, NULL, 'j' },
                 { "sysroot", required_argument, NULL, 's' },
                 { "help", no_argument, NULL, 'h' },
@@ -26,8 +25,7 @@ int cmd_inventory(int argc, char **argv) {
         bool json = false;
         const char *sysroot = NULL;
         int c;
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0)
+        CMD_FOREACH_OPTION(c, argc, argv, "+h", options)
                 switch (c) {
                 case 'j':
                         json = true;

@@ -10,7 +10,6 @@
 #include "log.h"
 #include "paths.h"
 
-#include <getopt.h>
 #include <limits.h>
 
 static void kexec_usage(FILE *f) {
@@ -20,10 +19,9 @@ static void kexec_usage(FILE *f) {
 }
 
 int cmd_kexec(int argc, char **argv) {
-        static const struct option longopts[] = { { "help", no_argument, NULL, 'h' }, {} };
+        static const struct option options[] = { { "help", no_argument, NULL, 'h' }, {} };
         int c;
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) >= 0)
+        CMD_FOREACH_OPTION(c, argc, argv, "h", options)
                 switch (c) {
                 case 'h': kexec_usage(stdout); return KILN_EXIT_OK;
                 default: kexec_usage(stderr); return KILN_EXIT_USAGE;

@@ -9,7 +9,6 @@
 #include "plan.h"
 #include "resume.h"
 #include "spec.h"
-#include <getopt.h>
 #include <json-c/json.h>
 
 static void usage(FILE *f) {
@@ -110,8 +109,7 @@ int cmd_plan(int argc, char **argv) {
         const char *inventory_file = NULL, *sysroot = NULL;
         bool json = false, fresh = false, strict = false;
         int c;
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+        CMD_FOREACH_OPTION(c, argc, argv, "h", options)
                 switch (c) {
                 case 'i': inventory_file = optarg; break;
                 case 's': sysroot = optarg; break;

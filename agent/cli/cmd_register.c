@@ -18,9 +18,7 @@
 #include "report.h"
 #include "spec.h"
 
-#include <getopt.h>
 #include <limits.h>
-#include <time.h>
 
 static void help(void) {
         printf("usage: kiln register --report FILE --spec FILE [OPTIONS]\n"
@@ -104,17 +102,6 @@ static int firstboot_load(const char *conf_path, const char *root, const char *c
         return KILN_EXIT_OK;
 }
 
-static int firstboot_mark(const char *path, struct report *report) {
-        char line[256];
-        time_t now = time(NULL);
-        struct tm tm;
-        char when[32] = "";
-        if (gmtime_r(&now, &tm))
-                strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        snprintf(line, sizeof line, "registered %s run %s\n", when, report_run_id(report) ? report_run_id(report) : "-");
-        return write_file_atomic(path, line, strlen(line));
-}
-
 static int parse_seconds(const char *s, unsigned *ret_ms) {
         unsigned v;
         if (safe_atou(s, &v) < 0 || v == 0 || v > 86400)
@@ -123,8 +110,15 @@ static int parse_seconds(const char *s, unsigned *ret_ms) {
         return 0;
 }
 
-int cmd_register(int argc, char **argv) {
-        static const struct option opts[] = {
+/* What kiln register's options say. */
+struct register_args {
+        const char *report_path, *spec_path, *save, *ip, *firstboot, *root;
+        struct register_options ro;
+};
+
+/* The options into a; -1 to go on, else the exit code (--help, a bad option). */
+static int register_parse_args(int argc, char **argv, struct register_args *a) {
+        static const struct option options[] = {
                 { "report", required_argument, NULL, 'r' },
                 { "spec", required_argument, NULL, 's' },
                 { "save", required_argument, NULL, 'o' },
@@ -137,35 +131,25 @@ int cmd_register(int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
-        const char *report_path = NULL, *spec_path = NULL, *save = NULL, *ip = NULL, *firstboot = NULL, *root = NULL;
-        _cleanup_(firstboot_conf_done) struct firstboot_conf conf = {};
-        _cleanup_free_ char *fb_report = NULL, *fb_ca = NULL, *fb_marker = NULL;
-        _cleanup_report_free_ struct report *report = NULL;
-        _cleanup_spec_free_ struct spec *spec = NULL;
-        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
-        struct register_options ro;
-        struct register_events ev;
-        int c, r;
-
-        register_options_default(&ro);
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0)
+        int c;
+        register_options_default(&a->ro);
+        CMD_FOREACH_OPTION(c, argc, argv, "h", options)
                 switch (c) {
-                case 'r': report_path = optarg; break;
-                case 's': spec_path = optarg; break;
-                case 'o': save = optarg; break;
-                case 'i': ip = optarg; break;
-                case 'c': ro.ca_file = optarg; break;
-                case 'F': firstboot = optarg; break;
-                case 'R': root = optarg; break;
+                case 'r': a->report_path = optarg; break;
+                case 's': a->spec_path = optarg; break;
+                case 'o': a->save = optarg; break;
+                case 'i': a->ip = optarg; break;
+                case 'c': a->ro.ca_file = optarg; break;
+                case 'F': a->firstboot = optarg; break;
+                case 'R': a->root = optarg; break;
                 case 't':
-                        if (parse_seconds(optarg, &ro.policy.total_ms) < 0) {
+                        if (parse_seconds(optarg, &a->ro.policy.total_ms) < 0) {
                                 log_error("invalid --timeout '%s': expected seconds, 1 to 86400", optarg);
                                 return KILN_EXIT_USAGE;
                         }
                         break;
                 case 'T':
-                        if (parse_seconds(optarg, &ro.policy.request_timeout_ms) < 0) {
+                        if (parse_seconds(optarg, &a->ro.policy.request_timeout_ms) < 0) {
                                 log_error("invalid --request-timeout '%s': expected seconds, 1 to 86400", optarg);
                                 return KILN_EXIT_USAGE;
                         }
@@ -173,24 +157,74 @@ int cmd_register(int argc, char **argv) {
                 case 'h': help(); return KILN_EXIT_OK;
                 default: return KILN_EXIT_USAGE;
                 }
-        if (firstboot && (report_path || spec_path)) {
+        if (a->firstboot && (a->report_path || a->spec_path)) {
                 log_error("kiln register --firstboot takes the report and the spec from its config: no --report or --spec");
                 return KILN_EXIT_USAGE;
         }
-        if (root && !firstboot) {
+        if (a->root && !a->firstboot) {
                 log_error("kiln register --root DIR goes with --firstboot CONF");
                 return KILN_EXIT_USAGE;
         }
-        if (optind < argc || (!firstboot && (!report_path || !spec_path))) {
+        if (optind < argc || (!a->firstboot && (!a->report_path || !a->spec_path))) {
                 log_error("kiln register needs --report FILE and --spec FILE, or --firstboot CONF (see 'kiln register --help')");
                 return KILN_EXIT_USAGE;
         }
-        /* One budget for the whole command; events get at most a fifth of it each. */
-        if (ro.event_policy.total_ms > ro.policy.total_ms / 5)
-                ro.event_policy.total_ms = ro.policy.total_ms / 5;
-        if (ro.event_policy.request_timeout_ms > ro.event_policy.total_ms)
-                ro.event_policy.request_timeout_ms = ro.event_policy.total_ms;
+        return -1;
+}
 
+/* The saved run report at path; KILN_EXIT_OK, or KILN_EXIT_REGISTER after its message. */
+static int register_load_report(const char *path, struct report **ret) {
+        int r = report_load(path, ret);
+        if (r == -EBADMSG) {
+                log_error("'%s' is not a kiln run report", path);
+                return KILN_EXIT_REGISTER;
+        }
+        if (r == -ENOTEMPTY) {
+                log_error("run report '%s' has data after its JSON document: refusing it", path);
+                return KILN_EXIT_REGISTER;
+        }
+        if (r < 0) {
+                log_error_errno(r, "failed to read run report '%s': %m", path);
+                return KILN_EXIT_REGISTER;
+        }
+        return KILN_EXIT_OK;
+}
+
+/* What a registration did, said once: the CloudStack host (added, found,
+ * already there), the webhook's report. */
+static void register_said(const struct spec *spec, struct report *report) {
+        json_object *reg = report_get(report, "registration"), *cs, *v;
+        if (reg && json_object_object_get_ex(reg, "cloudstack", &cs) && json_object_object_get_ex(cs, "host_id", &v)) {
+                json_object *added = NULL, *after = NULL;
+                (void) json_object_object_get_ex(cs, "added", &added);
+                (void) json_object_object_get_ex(cs, "found_after_addhost", &after);
+                log_info("node '%s' (%s) %s CloudStack zone '%s', cluster '%s' as host %s%s",
+                         report_node_field(report, "id") ?: "?", report_node_field(report, "ip") ?: "?",
+                         json_object_get_boolean(added) ? "added to" :
+                         json_object_get_boolean(after) ? "found in" : "was already in",
+                         spec->cloudstack.zone, spec->cloudstack.cluster, json_object_get_string(v),
+                         json_object_get_boolean(after) ? " after its addHost (added by another run, or by a request whose answer was lost)" : "");
+        } else if (spec->cloudstack.present)
+                log_warning("the run failed: node '%s' reported but not added to CloudStack",
+                            report_node_field(report, "id") ?: "?");
+        if (spec->webhook.present)
+                log_info("run report %s delivered to the webhook", report_run_id(report));
+}
+
+int cmd_register(int argc, char **argv) {
+        _cleanup_(firstboot_conf_done) struct firstboot_conf conf = {};
+        _cleanup_free_ char *fb_report = NULL, *fb_ca = NULL, *fb_marker = NULL;
+        _cleanup_report_free_ struct report *report = NULL;
+        _cleanup_spec_free_ struct spec *spec = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        struct register_events ev;
+        struct register_args a = {};
+        int r = register_parse_args(argc, argv, &a);
+        if (r >= 0)
+                return r;
+        const char *report_path = a.report_path, *spec_path = a.spec_path, *save = a.save, *ip = a.ip;
+        const char *firstboot = a.firstboot, *root = a.root;
+        struct register_options ro = a.ro;
         if (firstboot) {
                 r = firstboot_load(firstboot, root, ro.ca_file, &conf, &spec, &fb_report, &fb_ca);
                 if (r != KILN_EXIT_OK)
@@ -223,25 +257,15 @@ int cmd_register(int argc, char **argv) {
                 return KILN_EXIT_REGISTER;
         }
 
-        r = report_load(report_path, &report);
-        if (r == -EBADMSG) {
-                log_error("'%s' is not a kiln run report", report_path);
-                return KILN_EXIT_REGISTER;
-        }
-        if (r == -ENOTEMPTY) {
-                log_error("run report '%s' has data after its JSON document: refusing it", report_path);
-                return KILN_EXIT_REGISTER;
-        }
-        if (r < 0) {
-                log_error_errno(r, "failed to read run report '%s': %m", report_path);
-                return KILN_EXIT_REGISTER;
-        }
+        r = register_load_report(report_path, &report);
+        if (r != KILN_EXIT_OK)
+                return r;
         if (ip && (r = report_set_node_field(report, "ip", ip)) < 0) {
                 log_error_errno(r, "failed to set the node's address: %m");
                 return KILN_EXIT_FAILURE;
         }
 
-        ro.policy.deadline_usec = ro.event_policy.deadline_usec = now_usec() + (uint64_t) ro.policy.total_ms * 1000;
+        register_options_start(&ro);
         register_attach_events(report, &ev, spec, &ro);
         (void) report_stage_begin(report, "register");
         r = register_run(spec, report, &ro, &err);
@@ -261,24 +285,9 @@ int cmd_register(int argc, char **argv) {
                           strbuf_why(&err, r));
                 return KILN_EXIT_REGISTER;
         }
-        json_object *reg = report_get(report, "registration"), *cs, *v;
-        if (reg && json_object_object_get_ex(reg, "cloudstack", &cs) && json_object_object_get_ex(cs, "host_id", &v)) {
-                json_object *added = NULL, *after = NULL;
-                (void) json_object_object_get_ex(cs, "added", &added);
-                (void) json_object_object_get_ex(cs, "found_after_addhost", &after);
-                log_info("node '%s' (%s) %s CloudStack zone '%s', cluster '%s' as host %s%s",
-                         report_node_field(report, "id") ?: "?", report_node_field(report, "ip") ?: "?",
-                         json_object_get_boolean(added) ? "added to" :
-                         json_object_get_boolean(after) ? "found in" : "was already in",
-                         spec->cloudstack.zone, spec->cloudstack.cluster, json_object_get_string(v),
-                         json_object_get_boolean(after) ? " after its addHost (added by another run, or by a request whose answer was lost)" : "");
-        } else if (spec->cloudstack.present)
-                log_warning("the run failed: node '%s' reported but not added to CloudStack",
-                            report_node_field(report, "id") ?: "?");
-        if (spec->webhook.present)
-                log_info("run report %s delivered to the webhook", report_run_id(report));
+        register_said(spec, report);
         if (fb_marker) {
-                k = firstboot_mark(fb_marker, report);
+                k = firstboot_mark_write(fb_marker, report_run_id(report));
                 if (k < 0)
                         return log_error_errno(k, "registered, but failed to write the marker '%s' (the unit runs again "
                                                "at the next boot, which adds no second host): %m", fb_marker), KILN_EXIT_FAILURE;

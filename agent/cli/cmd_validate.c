@@ -6,7 +6,6 @@
 #include "log.h"
 #include "spec.h"
 #include "strbuf.h"
-#include <getopt.h>
 #include <unistd.h>
 
 #define STDIN_NAME "<stdin>"
@@ -51,8 +50,7 @@ int cmd_validate(int argc, char **argv) {
         };
         bool strict = false, json = false;
         int c;
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+        CMD_FOREACH_OPTION(c, argc, argv, "+h", options)
                 switch (c) {
                 case 's': strict = true; break;
                 case 'j': json = true; break;

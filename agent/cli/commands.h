@@ -8,6 +8,8 @@
 #include "resume.h"
 #include "spec.h"
 
+#include <getopt.h>
+
 int cmd_validate(int argc, char **argv);
 int cmd_inventory(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
@@ -18,6 +20,14 @@ int cmd_boot(int argc, char **argv);
 int cmd_kexec(int argc, char **argv);
 int cmd_fetch(int argc, char **argv);
 int cmd_image(int argc, char **argv);
+
+/* The one option loop of every subcommand, over its static const struct
+ * option options[]: getopt_long() from argv[0] on, each option in c.
+ * optind = 0 is glibc's full reset (musl's too), so the loop starts afresh
+ * whoever parsed before it. shortopts: "+..." stops at the first operand
+ * (bench, inventory, validate), else getopt permutes. */
+#define CMD_FOREACH_OPTION(c, argc, argv, shortopts, options) \
+        for (optind = 0; ((c) = getopt_long((argc), (argv), (shortopts), (options), NULL)) >= 0;)
 
 /* Shared by the subcommands (cmd_common.c); both log and return an exit code. */
 /* Loads and validates the spec at path (its problems printed, sorted) and

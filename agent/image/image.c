@@ -222,6 +222,11 @@ static int out_close_cb(struct archive *a, void *userdata) {
 
 /* ---- formatting errors ---- */
 
+enum spec_image_format image_format_for_target(const char *target) {
+        struct stat st;
+        return stat(target, &st) >= 0 && S_ISBLK(st.st_mode) ? SPEC_IMAGE_RAW : SPEC_IMAGE_TAR;
+}
+
 void image_result_done(struct image_result *res) {
         free(res->warning);
         *res = (struct image_result) {};

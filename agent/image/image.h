@@ -71,6 +71,10 @@ struct image_result {
  * _cleanup_(image_result_done) struct image_result res = {}; */
 void image_result_done(struct image_result *res);
 
+/* The format an image for target has when none is named: raw for a block
+ * device, else tar (a directory, or a path that does not exist yet). */
+enum spec_image_format image_format_for_target(const char *target);
+
 /* img->url and img->sha256 are required; img->format picks tar or raw;
  * target: the mounted root directory (tar) or the block device (raw).
  * opts may be NULL. ret may be NULL, or zeroed, or an earlier result (it is

@@ -993,24 +993,6 @@ static int emit_raid(struct builder *b, struct node *n) {
         return step_text(st, n->devs[0], strbuf_detach(&desc), strbuf_detach(&destroys));
 }
 
-static const char *pbkdf_name(enum spec_pbkdf_type t) {
-        switch (t) {
-        case SPEC_PBKDF_ARGON2ID: return "argon2id";
-        case SPEC_PBKDF_ARGON2I: return "argon2i";
-        case SPEC_PBKDF_PBKDF2: return "pbkdf2";
-        default: return "argon2id";
-        }
-}
-
-static const char *key_source_name(enum spec_key_source k) {
-        switch (k) {
-        case SPEC_KEY_PASSPHRASE: return "passphrase from the spec";
-        case SPEC_KEY_URL: return "key fetched from a URL (sha256 pinned)";
-        case SPEC_KEY_GENERATE: return "key generated on the node and kept nowhere (cannot be opened after a reboot)";
-        default: return "no key";
-        }
-}
-
 static struct plan_step *last_step(struct builder *b) {
         return &b->plan->steps[b->plan->n_steps - 1];
 }
@@ -1087,13 +1069,13 @@ static int emit_luks_one(struct builder *b, struct node *n, const struct node *u
         if (r >= 0 && x->sector_size)
                 r = strbuf_addf(&desc, ", sector %u", x->sector_size);
         if (r >= 0)
-                r = strbuf_addf(&desc, ", pbkdf %s", pbkdf_name(x->pbkdf.type));
+                r = strbuf_addf(&desc, ", pbkdf %s", spec_pbkdf_type_name(spec_pbkdf_effective(x->pbkdf.type)));
         if (r >= 0 && x->pbkdf.max_memory)
                 r = strbuf_addf(&desc, " (max memory %s)", SIZE(x->pbkdf.max_memory));
         if (r >= 0 && x->label)
                 r = strbuf_addf(&desc, ", label '%s'", x->label);
         if (r >= 0)
-                r = strbuf_addf(&desc, ", %s", key_source_name(x->key.source));
+                r = strbuf_addf(&desc, ", %s", spec_key_source_name(x->key.source));
         if (r < 0 || (r = step_emit(b, PLAN_LUKS_FORMAT, x->id, x, k, dev, n->size, n->approx, dev, strbuf_detach(&desc),
                                     strdupf("contents of %s", dev))) < 0 || (r = luks_take(b, &lp)) < 0)
                 return r;
@@ -1360,10 +1342,6 @@ static int emit_mkfs(struct builder *b, const char **devs) {
         return 0;
 }
 
-const char *plan_mount_options(const struct spec_filesystem *f) {
-        return f->mount_options ? f->mount_options : "defaults";
-}
-
 unsigned plan_mount_depth(const char *mountpoint) {
         unsigned d = 0;
         for (const char *p = mountpoint; p && *p; p++)
@@ -1388,7 +1366,7 @@ static int emit_mounts(struct builder *b, const char **devs) {
                                 deeper = true;
                         if (dd != depth)
                                 continue;
-                        const char *options = plan_mount_options(f);
+                        const char *options = spec_fs_mount_options(f);
                         if ((r = step_emit(b, PLAN_MOUNT, f->on, f, 0, NULL, 0, false, devs[i],
                                            strdupf("mount %s on %s%s (%s)", devs[i], target, streq(f->mount, "/") ? "" : f->mount,
                                                    options),
@@ -1675,7 +1653,7 @@ static int fp_step(struct strbuf *t, const struct plan_step *st) {
         case PLAN_LUKS_FORMAT: {
                 const struct spec_luks *x = st->obj;
                 r = strbuf_addf(t, " name=%s on=%s cipher=%s key_size=%u sector=%u label=%s key=%s", x->name, nz(x->on),
-                                nz(x->cipher), x->key_size, x->sector_size, nz(x->label), key_source_name(x->key.source));
+                                nz(x->cipher), x->key_size, x->sector_size, nz(x->label), spec_key_source_name(x->key.source));
                 break;
         }
         case PLAN_VGCREATE: {
@@ -2038,7 +2016,7 @@ static void json_payload(json_object *o, const struct plan_step *st, int *r) {
                         json_set(x, "tuned_by", json_object_new_uint64(l->tuned_by), r);
                 if (st->kind == PLAN_LUKS_FORMAT) {
                         json_set_str(x, "label", l->label, r);
-                        json_set_str(x, "pbkdf", pbkdf_name(l->pbkdf), r);
+                        json_set_str(x, "pbkdf", spec_pbkdf_type_name(l->pbkdf), r);
                         json_set(x, "pbkdf_time_ms", json_object_new_uint64(l->pbkdf_time_ms), r);
                         json_set(x, "pbkdf_iterations", json_object_new_uint64(l->pbkdf_iterations), r);
                         json_set(x, "pbkdf_max_memory", json_object_new_uint64(l->pbkdf_max_memory), r);

@@ -87,7 +87,7 @@ struct plan_fs {
         char *const *mkfs_options;      /* MKFS: extra mkfs argv, NULL for none */
         bool blank;                     /* MKFS: no filesystem, signatures cleared (swap encrypted at every boot) */
         const char *mountpoint;         /* MOUNT: under the target ("/", "/var/lib") */
-        const char *options;            /* MOUNT: the mount options (the spec's, "defaults" when none) */
+        const char *options;            /* MOUNT: the mount options (spec_fs_mount_options()) */
         const char *inspect_options;    /* MOUNT: the read-only look at a finished node (no journal replay) */
 };
 
@@ -244,9 +244,6 @@ int plan_to_text(const struct plan *p, struct strbuf *out);
 int plan_losses_text(const struct plan *p, struct strbuf *out);
 int plan_to_json(const struct plan *p, struct strbuf *out);
 const char *plan_step_kind_name(enum plan_step_kind k);
-/* The options a filesystem is mounted with, in the target and in its fstab:
- * the spec's mount_options, "defaults" when it gives none. */
-const char *plan_mount_options(const struct spec_filesystem *f);
 /* The mount order's rule (plan_build emits mounts shallowest first, equal
  * depths in spec order; the executor runs them as planned): the number of
  * path components, "/" = 0, "/var/lib" = 2. */

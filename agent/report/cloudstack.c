@@ -414,6 +414,10 @@ static bool wait_before_looking(struct backoff *b, const struct delivery_policy 
         return true;
 }
 
+/* Over 120 lines on purpose: after the set-up (one budget, the address,
+ * the ids), the loop is one state machine (look, add, look again) whose
+ * every exit shares the result, CloudStack's last verdict and the backoff;
+ * split up, each piece would take and hand back all three. */
 int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct cs_result *ret, struct strbuf *err) {
         static const struct delivery_policy def = DELIVERY_POLICY_DEFAULT;
         _cleanup_(cs_result_done) struct cs_result res = { 0 };

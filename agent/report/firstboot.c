@@ -1,6 +1,8 @@
 #include "firstboot.h"
 #include "util.h"
 
+#include <time.h>
+
 void firstboot_conf_done(struct firstboot_conf *c) {
         if (!c)
                 return;
@@ -114,4 +116,15 @@ int firstboot_unit_text(struct strbuf *out) {
                             "WantedBy=multi-user.target\n",
                             FIRSTBOOT_MARKER, FIRSTBOOT_BINARY, FIRSTBOOT_CONF);
         return r < 0 ? r : 0;
+}
+
+int firstboot_mark_write(const char *path, const char *run_id) {
+        char line[256];
+        time_t now = time(NULL);
+        struct tm tm;
+        char when[32] = "";
+        if (gmtime_r(&now, &tm))
+                strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        snprintf(line, sizeof line, "registered %s run %s\n", when, run_id ? run_id : "-");
+        return write_file_atomic(path, line, strlen(line));
 }

@@ -58,3 +58,6 @@ int firstboot_conf_parse(const char *text, struct firstboot_conf *ret, struct st
 
 /* The unit file's text (FIRSTBOOT_UNIT_PATH). */
 int firstboot_unit_text(struct strbuf *out);
+/* The marker at path (atomically): "registered <UTC time> run <run_id>"
+ * (run_id NULL: "-"). 0 or -errno. */
+int firstboot_mark_write(const char *path, const char *run_id);

@@ -14,6 +14,14 @@ void register_options_default(struct register_options *o) {
         };
 }
 
+void register_options_start(struct register_options *o) {
+        /* One budget for the whole command; events get at most a fifth of it each. */
+        if (o->event_policy.total_ms > o->policy.total_ms / 5)
+                o->event_policy.total_ms = o->policy.total_ms / 5;
+        if (o->event_policy.request_timeout_ms > o->event_policy.total_ms)
+                o->event_policy.request_timeout_ms = o->event_policy.total_ms;
+        o->policy.deadline_usec = o->event_policy.deadline_usec = now_usec() + (uint64_t) o->policy.total_ms * 1000;
+}
 
 static void on_event(struct report *r, const char *kind, json_object *event, void *userdata) {
         struct register_events *ev = userdata;

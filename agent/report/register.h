@@ -41,6 +41,11 @@ unsigned register_report_share_ms(unsigned total_ms);
 /* Full policy as DELIVERY_POLICY_DEFAULT; events 2 s connect, 5 s per request and in all. */
 void register_options_default(struct register_options *o);
 
+/* The start of one registration with these options: each event gets at
+ * most a fifth of the whole budget (policy.total_ms), and both policies end
+ * at the same deadline, total_ms from now. */
+void register_options_start(struct register_options *o);
+
 struct register_events {
         const struct spec *spec;
         const struct register_options *opts;

@@ -1,53 +1,20 @@
 /* Host spec v1: YAML tree (spec_yaml.c) -> struct spec, with every problem
- * collected as "file:line:col: message". The reference is docs/spec.md. */
-#include "spec.h"
+ * collected as "file:line:col: message". The reference is docs/spec.md.
+ *
+ * This is the core: it parses the top level and hands each section to its
+ * object family (spec_disks.c, spec_raid.c, spec_luks.c, spec_lvm.c,
+ * spec_fs.c, spec_image.c, spec_boot.c, spec_bench.c, spec_register.c,
+ * spec_network.c), indexes the objects by id, resolves the references
+ * between them and runs the families' cross-checks in order. The readers of
+ * typed values the families share are in spec_fields.c. */
+#include "spec_internal.h"
 
 #include "log.h"
-#include "spec_yaml.h"
 #include "strbuf.h"
 #include "url.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <inttypes.h>
-#include <math.h>
-
-#define ID_MAX 64
-#define SPEC_MAX_DIAGS 1000u    /* per file; a garbage file should not print a million lines */
-#define QUOTE_MAX 48
-
-/* Every object that has an id, for references, duplicates, consumers and cycles. */
-struct obj {
-        const char *id;
-        enum spec_obj_kind kind;
-        const void *ptr;
-        unsigned line, col;
-        unsigned mult;          /* how many block devices this id stands for */
-        char *used_by;          /* first consumer, e.g. "raid 'md0'" */
-        const void *user;       /* identity of the first consumer */
-        enum spec_obj_kind user_kind;   /* its kind; SPEC_OBJ_NONE for filesystems and the image */
-        unsigned used_line;     /* where the first consumer refers to it */
-        bool used_shared;       /* the consumer is a partition (several may share a disk) */
-        int color;              /* cycle search: 0 new, 1 on stack, 2 done */
-};
-
-struct ctx {
-        const char *file;
-        struct diags *d;
-        int error;              /* first allocation failure */
-        size_t n_emitted;
-        struct spec *s;
-        struct obj *objs;
-        size_t n_objs;
-        struct obj **index;     /* first object of each id, sorted by id */
-        size_t n_index;
-};
-
-/* Where a field lives, for messages: "'pbkdf.type' of luks 'c'". */
-struct loc {
-        const char *where;      /* NULL: top level */
-        const char *prefix;     /* "" or "pbkdf." */
-};
 
 static const struct {
         enum spec_obj_kind kind;
@@ -61,607 +28,11 @@ static const struct {
         { SPEC_OBJ_LV, "volume" },
 };
 
-static const char *kind_name(enum spec_obj_kind k) {
+const char *spec_kind_name(enum spec_obj_kind k) {
         for (size_t i = 0; i < ELEMENTSOF(kind_names); i++)
                 if (kind_names[i].kind == k)
                         return kind_names[i].name;
         return "object";
-}
-
-#define KIND_BIT(k) (1u << (k))
-#define BLOCK_KINDS (KIND_BIT(SPEC_OBJ_DISK) | KIND_BIT(SPEC_OBJ_PARTITION) | KIND_BIT(SPEC_OBJ_RAID) | \
-                     KIND_BIT(SPEC_OBJ_LUKS) | KIND_BIT(SPEC_OBJ_LV))
-
-/* ---- messages ---------------------------------------------------------- */
-
-static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...) _printf_(4, 5);
-static void emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...) {
-        if (c->n_emitted >= SPEC_MAX_DIAGS) {
-                if (c->n_emitted++ == SPEC_MAX_DIAGS && diags_add(c->d, c->file, 0, 0,
-                                "more than %u problems; only the first %u are shown",
-                                SPEC_MAX_DIAGS, SPEC_MAX_DIAGS) < 0 && c->error == 0)
-                        c->error = -ENOMEM;
-                return;
-        }
-        c->n_emitted++;
-        va_list ap;
-        va_start(ap, fmt);
-        int r = diags_addv(c->d, c->file, line, col, fmt, ap);
-        va_end(ap);
-        if (r < 0 && c->error == 0)
-                c->error = r;
-}
-
-/* A warning (docs/spec.md "Warnings"): shown, the spec stands unless --strict. */
-static void warn(struct ctx *c, const struct ynode *n, const char *fmt, ...) _printf_(3, 4);
-static void warn(struct ctx *c, const struct ynode *n, const char *fmt, ...) {
-        if (c->n_emitted >= SPEC_MAX_DIAGS)
-                return;
-        c->n_emitted++;
-        va_list ap;
-        va_start(ap, fmt);
-        int r = diags_warnv(c->d, c->file, n ? n->line : 0, n ? n->col : 0, fmt, ap);
-        va_end(ap);
-        if (r < 0 && c->error == 0)
-                c->error = r;
-}
-
-/* At a node; nothing more is said about a refused alias (no cascades). */
-#define emitn(c, n, ...)                                                                        \
-        do {                                                                                    \
-                const struct ynode *_n = (n);                                                   \
-                if (!_n || !_n->alias)                                                          \
-                        emit((c), _n ? _n->line : 0, _n ? _n->col : 0, __VA_ARGS__);            \
-        } while (0)
-
-/* Quote user text safely: printable ASCII only, bounded length. */
-static const char *q(const char *s, char buf[static QUOTE_MAX + 4]) {
-        size_t i = 0;
-        for (; s && s[i] && i < QUOTE_MAX; i++)
-                buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-        if (s && s[i]) {
-                memcpy(buf + i, "...", 3);
-                i += 3;
-        }
-        buf[i] = 0;
-        return buf;
-}
-
-/* "'key' of where" or "'key'" at top level */
-static const char *fld(const struct loc *l, const char *key, char buf[static 256]) {
-        if (l->where)
-                snprintf(buf, 256, "'%s%s' of %s", l->prefix, key, l->where);
-        else
-                snprintf(buf, 256, "'%s%s'", l->prefix, key);
-        return buf;
-}
-
-static const char *describe(const struct ynode *n, char buf[static QUOTE_MAX + 8]) {
-        if (n->kind == YNODE_SEQ)
-                return "a list";
-        if (n->kind == YNODE_MAP)
-                return "a mapping";
-        char t[QUOTE_MAX + 4];
-        snprintf(buf, QUOTE_MAX + 8, "'%s'", q(n->value, t));
-        return buf;
-}
-
-/* Optimal string alignment distance, for "did you mean". */
-static unsigned edit_distance(const char *a, const char *b) {
-        size_t la = strlen(a), lb = strlen(b);
-        if (la > ID_MAX || lb > ID_MAX)
-                return UINT32_MAX;
-        unsigned d[ID_MAX + 1][ID_MAX + 1];
-        for (size_t i = 0; i <= la; i++)
-                d[i][0] = (unsigned) i;
-        for (size_t j = 0; j <= lb; j++)
-                d[0][j] = (unsigned) j;
-        for (size_t i = 1; i <= la; i++)
-                for (size_t j = 1; j <= lb; j++) {
-                        unsigned cost = a[i - 1] != b[j - 1];
-                        unsigned v = d[i - 1][j] + 1;
-                        if (d[i][j - 1] + 1 < v)
-                                v = d[i][j - 1] + 1;
-                        if (d[i - 1][j - 1] + cost < v)
-                                v = d[i - 1][j - 1] + cost;
-                        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
-                                v = d[i - 2][j - 2] + 1;
-                        d[i][j] = v;
-                }
-        return d[la][lb];
-}
-
-static bool close_enough(const char *word, const char *cand, unsigned *best) {
-        unsigned dist = edit_distance(word, cand);
-        size_t lw = strlen(word);
-        if (dist > 2 || dist >= lw || dist >= strlen(cand) || dist >= *best)
-                return false;
-        *best = dist;
-        return true;
-}
-
-static const char *suggest(const char *word, const char *const *cands) {
-        const char *pick = NULL;
-        unsigned best = UINT32_MAX;
-        for (size_t i = 0; cands[i]; i++)
-                if (close_enough(word, cands[i], &best))
-                        pick = cands[i];
-        return pick;
-}
-
-/* ---- mapping access ---------------------------------------------------- */
-
-static const struct ynode *map_get(const struct ynode *m, const char *key) {
-        if (!m || m->kind != YNODE_MAP)
-                return NULL;
-        for (size_t i = 0; i + 1 < m->n; i += 2) {
-                const struct ynode *k = m->items[i];
-                if (k->kind == YNODE_SCALAR && k->len == strlen(k->value) && streq(k->value, key))
-                        return m->items[i + 1];
-        }
-        return NULL;
-}
-
-static const struct ynode *map_key_node(const struct ynode *m, const char *key) {
-        if (!m || m->kind != YNODE_MAP)
-                return NULL;
-        for (size_t i = 0; i + 1 < m->n; i += 2) {
-                const struct ynode *k = m->items[i];
-                if (k->kind == YNODE_SCALAR && streq(k->value, key))
-                        return k;
-        }
-        return NULL;
-}
-
-static const char *const disk_keys[] = {
-        "id", "match", "count", "wipe",
-        "path", "by_id", "serial", "wwn", "model", "transport", "min_size", "max_size", "rotational", "vendor", "size", NULL,
-};
-
-static const char *const partition_keys[] = { "id", "on", "size", "type", "name", NULL };
-
-static const char *const raid_keys[] = {
-        "id", "name", "level", "layout", "chunk", "metadata", "bitmap", "members", "spares", "assume_clean", NULL,
-};
-
-static const char *const luks_keys[] = {
-        "id", "on", "name", "cipher", "key_size", "sector_size", "label", "pbkdf", "perf", "discard", "key",
-        "unlock", NULL,
-};
-
-static const char *const vg_keys[] = { "id", "name", "pvs", "extent_size", NULL };
-
-static const char *const lv_keys[] = { "id", "vg", "name", "size", NULL };
-
-static const char *const fs_keys[] = { "on", "type", "label", "mkfs_options", "mount", "mount_options", "encrypt", NULL };
-
-/* The keys of each object kind: a key of one kind written under another
- * ("level" under a luks) is named as such instead of getting a near miss. */
-static const struct {
-        const char *kind;
-        const char *const *keys;
-} object_keys[] = {
-        { "disk", disk_keys }, { "partition", partition_keys }, { "raid", raid_keys }, { "luks", luks_keys },
-        { "volume group", vg_keys }, { "volume", lv_keys }, { "filesystem", fs_keys },
-};
-
-/* Reports unknown and duplicate keys; only known keys are read later. */
-static void check_keys(struct ctx *c, const struct ynode *m, const struct loc *l, const char *const *keys) {
-        char t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
-        for (size_t i = 0; i + 1 < m->n; i += 2) {
-                const struct ynode *k = m->items[i];
-                if (k->kind != YNODE_SCALAR || ynode_is_null(k) || k->len != strlen(k->value)) {
-                        if (l->where)
-                                emitn(c, k, "keys must be plain strings in %s", l->where);
-                        else
-                                emitn(c, k, "top-level keys must be plain strings");
-                        continue;
-                }
-                bool dup = false;
-                for (size_t j = 0; j < i; j += 2) {
-                        const struct ynode *o = m->items[j];
-                        if (o->kind == YNODE_SCALAR && streq(o->value, k->value)) {
-                                if (l->where)
-                                        emitn(c, k, "duplicate key '%s%s' in %s (first at line %u)",
-                                              l->prefix, q(k->value, t), l->where, o->line);
-                                else
-                                        emitn(c, k, "duplicate top-level key '%s' (first at line %u)",
-                                              q(k->value, t), o->line);
-                                dup = true;
-                                break;
-                        }
-                }
-                if (dup)
-                        continue;
-                bool known = false;
-                for (size_t j = 0; keys[j]; j++)
-                        if (streq(keys[j], k->value))
-                                known = true;
-                if (known)
-                        continue;
-                const char *sug = suggest(k->value, keys);
-                char hint[160] = "";
-                /* a key of another object kind: say whose it is, not a near miss */
-                _cleanup_strbuf_ struct strbuf owners = STRBUF_INIT;
-                const char *own_kind = NULL;
-                size_t n_owners = 0, last = 0;
-                for (size_t j = 0; j < ELEMENTSOF(object_keys); j++)
-                        if (object_keys[j].keys == keys)
-                                own_kind = object_keys[j].kind;
-                for (size_t j = 0; own_kind && j < ELEMENTSOF(object_keys); j++)
-                        if (object_keys[j].keys != keys && strv_contains((char **) object_keys[j].keys, k->value)) {
-                                n_owners++;
-                                last = j;
-                        }
-                for (size_t j = 0, seen = 0; n_owners && j < ELEMENTSOF(object_keys); j++)
-                        if (object_keys[j].keys != keys && strv_contains((char **) object_keys[j].keys, k->value))
-                                (void) strbuf_addf(&owners, "%s%s", seen++ == 0 ? "" : j == last ? " and " : ", ",
-                                                   object_keys[j].kind);
-                if (n_owners)
-                        snprintf(hint, sizeof hint, " ('%s' is a key of %s, not of %s)", q(k->value, t2),
-                                 strbuf_str(&owners), own_kind);
-                else if (sug)
-                        snprintf(hint, sizeof hint, " (did you mean '%s%s'?)", l->prefix, q(sug, t2));
-                if (l->where)
-                        emitn(c, k, "unknown key '%s%s' in %s%s", l->prefix, q(k->value, t), l->where, hint);
-                else
-                        emitn(c, k, "unknown top-level key '%s'%s", q(k->value, t), hint);
-        }
-}
-
-/* ---- typed values: return 1 set, 0 absent, -1 invalid (reported) ------- */
-
-static int want_scalar(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *expect) {
-        char f[256], t[QUOTE_MAX + 8];
-        if (v->kind != YNODE_SCALAR) {
-                emitn(c, v, "%s must be %s, not %s", fld(l, key, f), expect, describe(v, t));
-                return -1;
-        }
-        if (ynode_is_null(v)) {
-                emitn(c, v, "%s is empty", fld(l, key, f));
-                return -1;
-        }
-        if (v->len != strlen(v->value)) {
-                emitn(c, v, "%s contains a NUL character", fld(l, key, f));
-                return -1;
-        }
-        return 1;
-}
-
-static int get_str(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, char **ret) {
-        if (!v)
-                return 0;
-        if (want_scalar(c, l, key, v, "a string") < 0)
-                return -1;
-        char *s = strdup(v->value);
-        if (!s) {
-                c->error = -ENOMEM;
-                return -1;
-        }
-        free(*ret);
-        *ret = s;
-        return 1;
-}
-
-static int get_bool(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, bool *ret) {
-        char f[256], t[QUOTE_MAX + 8];
-        if (!v)
-                return 0;
-        if (want_scalar(c, l, key, v, "true or false") < 0)
-                return -1;
-        if (v->plain && (streq(v->value, "true") || streq(v->value, "True") || streq(v->value, "TRUE"))) {
-                *ret = true;
-                return 1;
-        }
-        if (v->plain && (streq(v->value, "false") || streq(v->value, "False") || streq(v->value, "FALSE"))) {
-                *ret = false;
-                return 1;
-        }
-        if (!v->plain && (strcasecmp(v->value, "true") == 0 || strcasecmp(v->value, "false") == 0))
-                emitn(c, v, "%s must be true or false, not the quoted string %s (write it without quotes)",
-                      fld(l, key, f), describe(v, t));
-        else
-                emitn(c, v, "%s must be true or false, not %s", fld(l, key, f), describe(v, t));
-        return -1;
-}
-
-static int get_uint(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
-                    uint64_t min, uint64_t max, uint64_t *ret) {
-        char f[256], t[QUOTE_MAX + 8];
-        if (!v)
-                return 0;
-        if (want_scalar(c, l, key, v, "an integer") < 0)
-                return -1;
-        uint64_t x;
-        int r = v->plain ? safe_atou64(v->value, &x) : -EINVAL;
-        if (r == -EINVAL && !v->plain && safe_atou64(v->value, &x) >= 0) {
-                emitn(c, v, "%s must be an integer, not the quoted string %s (write it without quotes)",
-                      fld(l, key, f), describe(v, t));
-                return -1;
-        }
-        if (r == -EINVAL) {
-                emitn(c, v, "%s must be an integer, not %s", fld(l, key, f), describe(v, t));
-                return -1;
-        }
-        if (r < 0 || x < min || x > max) {
-                emitn(c, v, "%s must be between %llu and %llu, not %s", fld(l, key, f),
-                      (unsigned long long) min, (unsigned long long) max, describe(v, t));
-                return -1;
-        }
-        *ret = x;
-        return 1;
-}
-
-static int get_unsigned(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
-                        unsigned min, unsigned max, unsigned *ret) {
-        uint64_t x;
-        int r = get_uint(c, l, key, v, min, max, &x);
-        if (r > 0)
-                *ret = (unsigned) x;
-        return r;
-}
-
-static int get_double(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
-                      double min, double max, double *ret) {
-        char f[256], t[QUOTE_MAX + 8];
-        if (!v)
-                return 0;
-        if (want_scalar(c, l, key, v, "a number") < 0)
-                return -1;
-        bool ok = v->plain && v->len > 0 && v->len < 32;
-        for (size_t i = 0; ok && i < v->len; i++)
-                if (!isdigit((unsigned char) v->value[i]) && !strchr(".eE+-", v->value[i]))
-                        ok = false;
-        double x = 0;
-        if (ok) {
-                char *end = NULL;
-                errno = 0;
-                x = strtod(v->value, &end);
-                ok = end && *end == 0 && errno == 0 && isfinite(x);
-        }
-        if (!ok) {
-                emitn(c, v, "%s must be a number, not %s", fld(l, key, f), describe(v, t));
-                return -1;
-        }
-        if (x < min || x > max) {
-                emitn(c, v, "%s must be between %g and %g, not %s", fld(l, key, f), min, max, describe(v, t));
-                return -1;
-        }
-        *ret = x;
-        return 1;
-}
-
-/* A byte size (docs/spec.md "Sizes"): 512M, 20G, 30GB, 1TiB, 512B. A bare
- * number is refused: "size: 512" on an ESP meant MiB, not a 1 MiB partition. */
-static int parse_bytes_value(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
-                             const char *expect, uint64_t *ret) {
-        char f[256], t[QUOTE_MAX + 8], t2[QUOTE_MAX + 4];
-        uint64_t x;
-        unsigned flags = 0;
-        int r = parse_size(v->value, &x, &flags);
-        if (r == -ERANGE) {
-                emitn(c, v, "%s is too large: %s", fld(l, key, f), describe(v, t));
-                return -1;
-        }
-        if (r < 0) {
-                /* a unit in the wrong case ("30gb", "1Tb", "20GIB"): say which spellings mean what */
-                const char *u = v->value + strspn(v->value, "0123456789");
-                char hint[160] = "";
-                if (u != v->value && *u && strchr("KMGTPkmgtp", *u) &&
-                    (!u[1] || strcasecmp(u + 1, "b") == 0 || strcasecmp(u + 1, "ib") == 0)) {
-                        int n = (int) (u - v->value);
-                        char L = (char) toupper((unsigned char) *u);
-                        snprintf(hint, sizeof hint, " (write '%.*s%cB' for powers of 1000 or '%.*s%c' / '%.*s%ciB' for powers of 1024)",
-                                 n, v->value, L, n, v->value, L, n, v->value, L);
-                }
-                emitn(c, v, "%s must be %s, not %s%s", fld(l, key, f), expect, describe(v, t), hint);
-                return -1;
-        }
-        if (x == 0) {
-                emitn(c, v, "%s must not be 0", fld(l, key, f));
-                return -1;
-        }
-        if (flags & SIZE_BARE) {
-                static const char units[] = "KMGTP";
-                unsigned u = 0;
-                uint64_t y = x;
-                while (u < 5 && y >= 1024 && y % 1024 == 0) {
-                        y /= 1024;
-                        u++;
-                }
-                q(v->value, t2);
-                if (u > 0)
-                        emitn(c, v, "%s has no unit: write '%" PRIu64 "%c' (%s bytes) or '%sB'", fld(l, key, f), y,
-                              units[u - 1], t2, t2);
-                else
-                        emitn(c, v, "%s has no unit: write '%sM' (MiB), '%sMB' (10^6 bytes) or '%sB' (bytes)",
-                              fld(l, key, f), t2, t2, t2);
-                return -1;
-        }
-        *ret = x;
-        return 1;
-}
-
-static int get_bytes(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, uint64_t *ret) {
-        if (!v)
-                return 0;
-        if (want_scalar(c, l, key, v, "a size") < 0)
-                return -1;
-        return parse_bytes_value(c, l, key, v, "a size like 512M, 20G, 30GB or 1TiB", ret);
-}
-
-static bool is_pow2(uint64_t x) {
-        return x && !(x & (x - 1));
-}
-
-/* Partition sizes: bytes, "N%" of the disk, "rest". Volume sizes: bytes, "N%FREE", "100%FREE", "rest". */
-static int get_spec_size(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
-                         bool lv, struct spec_size *ret) {
-        char f[256], t[QUOTE_MAX + 8];
-        if (!v)
-                return 0;
-        if (want_scalar(c, l, key, v, "a size") < 0)
-                return -1;
-        struct spec_size sz = { .mark = { v->line, v->col } };
-        const char *s = v->value;
-        const char *pct = strchr(s, '%');
-        if (streq(s, "rest"))
-                sz.kind = SPEC_SIZE_REST;
-        else if (pct) {
-                char num[16];
-                size_t n = (size_t) (pct - s);
-                unsigned p = 0;
-                bool ok = n > 0 && n < sizeof num;
-                if (ok) {
-                        memcpy(num, s, n);
-                        num[n] = 0;
-                        ok = safe_atou(num, &p) == 0;
-                }
-                ok = ok && (lv ? streq(pct, "%FREE") : streq(pct, "%"));
-                if (!ok || p < 1 || p > 100) {
-                        emitn(c, v, "%s must be %s, not %s", fld(l, key, f),
-                              lv ? "a size like 20G, 'N%FREE' (1-100) or '100%FREE'"
-                                 : "a size like 20G, a percentage of the disk (1%-100%) or 'rest'",
-                              describe(v, t));
-                        return -1;
-                }
-                if (lv && p == 100)
-                        sz.kind = SPEC_SIZE_REST;
-                else {
-                        sz.kind = SPEC_SIZE_PERCENT;
-                        sz.percent = p;
-                }
-        } else {
-                if (parse_bytes_value(c, l, key, v,
-                                      lv ? "a size like 20G, 'N%FREE' (1-100) or '100%FREE'"
-                                         : "a size like 20G, a percentage of the disk (1%-100%) or 'rest'",
-                                      &sz.bytes) < 0)
-                        return -1;
-                sz.kind = SPEC_SIZE_BYTES;
-        }
-        *ret = sz;
-        return 1;
-}
-
-static int get_enum(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
-                    const char *const *names, int *ret) {
-        char f[256], t[QUOTE_MAX + 8], t2[QUOTE_MAX + 4];
-        if (!v)
-                return 0;
-        if (want_scalar(c, l, key, v, "a string") < 0)
-                return -1;
-        for (size_t i = 0; names[i]; i++)
-                if (streq(names[i], v->value)) {
-                        *ret = (int) i;
-                        return 1;
-                }
-        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
-        for (size_t i = 0; names[i]; i++)
-                (void) strbuf_addf(&sb, "%s%s", i ? ", " : "", names[i]);
-        const char *sug = suggest(v->value, names);
-        char hint[128] = "";
-        if (sug)
-                snprintf(hint, sizeof hint, " (did you mean '%s'?)", q(sug, t2));
-        emitn(c, v, "%s must be one of %s, not %s%s", fld(l, key, f), strbuf_str(&sb), describe(v, t), hint);
-        return -1;
-}
-
-/* A list of strings; with allow_single, one plain string counts as a list of one. */
-static int get_strv(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
-                    bool allow_single, char ***ret, struct spec_mark **ret_marks) {
-        char f[256], t[QUOTE_MAX + 8];
-        if (!v)
-                return 0;
-        const struct ynode *const *items;
-        size_t n;
-        if (v->kind == YNODE_SEQ) {
-                items = (const struct ynode *const *) v->items;
-                n = v->n;
-        } else if (allow_single && v->kind == YNODE_SCALAR && !ynode_is_null(v)) {
-                items = (const struct ynode *const *) &v;
-                n = 1;
-        } else {
-                if (ynode_is_null(v))
-                        emitn(c, v, "%s is empty", fld(l, key, f));
-                else
-                        emitn(c, v, "%s must be a list%s, not %s", fld(l, key, f),
-                              allow_single ? " or a single id" : " of strings", describe(v, t));
-                return -1;
-        }
-        if (n == 0) {
-                emitn(c, v, "%s is an empty list", fld(l, key, f));
-                return -1;
-        }
-        _cleanup_strv_free_ char **sv = calloc(n + 1, sizeof *sv);
-        _cleanup_free_ struct spec_mark *marks = calloc(n, sizeof *marks);
-        if (!sv || !marks) {
-                c->error = -ENOMEM;
-                return -1;
-        }
-        bool bad = false;
-        for (size_t i = 0; i < n; i++) {
-                const struct ynode *it = items[i];
-                if (it->kind != YNODE_SCALAR || ynode_is_null(it) || it->len != strlen(it->value)) {
-                        emitn(c, it, "%s must list strings, not %s", fld(l, key, f),
-                              it->kind == YNODE_SCALAR ? "an empty value" : describe(it, t));
-                        bad = true;
-                        sv[i] = strdup("");
-                } else
-                        sv[i] = strdup(it->value);
-                if (!sv[i]) {
-                        c->error = -ENOMEM;
-                        return -1;
-                }
-                marks[i] = (struct spec_mark) { it->line, it->col };
-        }
-        if (bad)
-                return -1;
-        strv_free(*ret);
-        *ret = TAKE_PTR(sv);
-        if (ret_marks) {
-                free(*ret_marks);
-                *ret_marks = TAKE_PTR(marks);
-        }
-        return 1;
-}
-
-static int want_map(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v) {
-        char f[256], t[QUOTE_MAX + 8];
-        if (!v)
-                return 0;
-        if (v->kind != YNODE_MAP) {
-                if (ynode_is_null(v))
-                        emitn(c, v, "%s is empty", fld(l, key, f));
-                else
-                        emitn(c, v, "%s must be a mapping, not %s", fld(l, key, f), describe(v, t));
-                return -1;
-        }
-        return 1;
-}
-
-/* ---- value checks ------------------------------------------------------ */
-
-static bool valid_id(const char *s) {
-        size_t n = strlen(s);
-        if (n == 0 || n > ID_MAX || !isalnum((unsigned char) s[0]))
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!isalnum((unsigned char) s[i]) && !strchr("_.-", s[i]))
-                        return false;
-        return true;
-}
-
-/* md, dm, VG and LV names: letters, digits, "_.+-", not starting with '-' or '.' */
-static void check_name(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
-                       const char *name, size_t max) {
-        char f[256], t[QUOTE_MAX + 4];
-        bool ok = *name && *name != '-' && *name != '.' && strlen(name) <= max;
-        for (const char *p = name; ok && *p; p++)
-                if (!isalnum((unsigned char) *p) && !strchr("_.+-", *p))
-                        ok = false;
-        if (!ok)
-                emitn(c, v, "%s must be a name of at most %zu letters, digits, '_', '.', '+', '-', not '%s'",
-                      fld(l, key, f), max, q(name, t));
 }
 
 /* ${mac:hexhyp} and ${mac:hexraw} are iPXE's spellings of the MAC without
@@ -670,12 +41,12 @@ static const char *const spec_vars[] = { "mac", "mac:hexhyp", "mac:hexraw", "uui
 #define SPEC_VARS_TEXT "${mac}, ${mac:hexhyp}, ${mac:hexraw}, ${uuid}, ${serial}, ${hostname}"
 
 /* ${mac} ${uuid} ${serial} ${hostname} (and the ${mac} forms) are the only variables. */
-static bool check_vars(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *s) {
+bool spec_check_vars(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *s) {
         char f[256], t[QUOTE_MAX + 4];
         for (const char *p = s; (p = strstr(p, "${")); ) {
                 const char *e = strchr(p + 2, '}');
                 if (!e) {
-                        emitn(c, v, "%s has an unterminated '${'", fld(l, key, f));
+                        emitn(c, v, "%s has an unterminated '${'", spec_field(l, key, f));
                         return false;
                 }
                 char name[32];
@@ -694,7 +65,7 @@ static bool check_vars(struct ctx *c, const struct loc *l, const char *key, cons
                         memcpy(raw, p + 2, rn);
                         raw[rn] = 0;
                         emitn(c, v, "%s uses unknown variable '${%s}' (known: " SPEC_VARS_TEXT ")",
-                              fld(l, key, f), q(raw, t));
+                              spec_field(l, key, f), spec_quote(raw, t));
                         return false;
                 }
                 p = e + 1;
@@ -766,7 +137,7 @@ static void check_hostname(struct ctx *c, const struct ynode *v, const char *h) 
         }
         const char *why = spec_hostname_problem(strbuf_str(&sb));
         if (why)
-                emitn(c, v, "'hostname' must be a host name (RFC 1123), but '%s' %s", q(h, t), why);
+                emitn(c, v, "'hostname' must be a host name (RFC 1123), but '%s' %s", spec_quote(h, t), why);
 }
 
 /* Values cheap boards and some hypervisors put in SMBIOS instead of a real
@@ -805,1317 +176,6 @@ bool spec_value_is_placeholder(const char *value) {
         return true;
 }
 
-static void check_url(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
-                      const char *url, bool allow_file) {
-        char f[256], t[QUOTE_MAX + 4], shown[URL_DISPLAY_MAX];
-        const char *sep = strstr(url, "://");
-        url_display(url, shown);        /* errors quote it without userinfo or query string */
-        if (!sep) {
-                emitn(c, v, "%s is not a url: '%s'", fld(l, key, f), q(shown, t));
-                return;
-        }
-        size_t n = (size_t) (sep - url);
-        bool http = (n == 4 && strncmp(url, "http", 4) == 0) || (n == 5 && strncmp(url, "https", 5) == 0);
-        bool file = n == 4 && strncmp(url, "file", 4) == 0;
-        if (!http && !(file && allow_file)) {
-                char scheme[QUOTE_MAX + 1];
-                size_t sn = n < QUOTE_MAX ? n : QUOTE_MAX;
-                memcpy(scheme, url, sn);
-                scheme[sn] = 0;
-                emitn(c, v, "%s uses scheme '%s'; use %s", fld(l, key, f), q(scheme, t),
-                      allow_file ? "http, https or file" : "http or https");
-                return;
-        }
-        const char *rest = sep + 3;
-        if (http && (!*rest || *rest == '/')) {
-                emitn(c, v, "%s has no host: '%s'", fld(l, key, f), q(shown, t));
-                return;
-        }
-        if (file && *rest != '/') {
-                emitn(c, v, "%s must name an absolute path: '%s'", fld(l, key, f), q(shown, t));
-                return;
-        }
-        for (const char *p = url; *p; p++)
-                if ((unsigned char) *p <= 0x20 || *p == 0x7f) {
-                        emitn(c, v, "%s contains a space or control character", fld(l, key, f));
-                        return;
-                }
-        check_vars(c, l, key, v, url);
-}
-
-static int get_url(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
-                   bool allow_file, char **ret) {
-        int r = get_str(c, l, key, v, ret);
-        if (r > 0)
-                check_url(c, l, key, v, *ret, allow_file);
-        return r;
-}
-
-static int get_sha256(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, char **ret) {
-        char f[256];
-        int r = get_str(c, l, key, v, ret);
-        if (r <= 0)
-                return r;
-        bool ok = hex_valid(*ret, 64);
-        for (char *p = *ret; ok && *p; p++)
-                *p = (char) tolower((unsigned char) *p);
-        if (!ok) {
-                emitn(c, v, "%s must be 64 hexadecimal digits", fld(l, key, f));
-                return -1;
-        }
-        if (strspn(*ret, "0") == 64)
-                warn(c, v, "%s is all zeros, a placeholder: no download will match it", fld(l, key, f));
-        return 1;
-}
-
-/* The fake values templates and examples carry; a node given one would use
- * it as its real secret. Matched without regard to case. */
-static bool secret_is_placeholder(const char *s) {
-        static const char *const words[] = {
-                "fake", "changeme", "change-me", "change_me", "placeholder", "not-a-secret", "example",
-                "replace-me", "replaceme", "your-", "todo", "xxxx", "12345678", "password", NULL,
-        };
-        for (size_t i = 0; words[i]; i++)
-                if (strcasestr(s, words[i]))
-                        return true;
-        size_t n = strlen(s);
-        return n > 0 && strspn(s, (char[]) { s[0], 0 }) == n;
-}
-
-/* A secret: any string, long enough that the log filter can redact it. Never echoed. */
-static int get_secret(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, char **ret) {
-        char f[256];
-        int r = get_str(c, l, key, v, ret);
-        if (r > 0 && strlen(*ret) < 8) {
-                emitn(c, v, "%s is too short (at least 8 characters)", fld(l, key, f));
-                return -1;
-        }
-        /* never echo it, not even the word that matched */
-        if (r > 0 && secret_is_placeholder(*ret))
-                warn(c, v, "%s looks like a placeholder: put the real secret in before a node uses this spec",
-                     fld(l, key, f));
-        return r;
-}
-
-static void missing(struct ctx *c, const struct ynode *m, const char *where, const char *key) {
-        if (where)
-                emitn(c, m, "%s has no '%s'", where, key);
-        else
-                emitn(c, m, "spec has no '%s'", key);
-}
-
-/* A required reference ("on", "vg"): the string and its mark, or a
- * "missing" diagnostic when the key is absent. > 0 when it was read. */
-static int get_ref(struct ctx *c, const struct ynode *m, const struct loc *l, const char *where, const char *key,
-                   char **ret, struct spec_mark *ret_mark) {
-        const struct ynode *v = map_get(m, key);
-        int r = get_str(c, l, key, v, ret);
-        if (r > 0)
-                *ret_mark = (struct spec_mark) { v->line, v->col };
-        else if (!v)
-                missing(c, m, where, key);
-        return r;
-}
-
-/* ---- objects ----------------------------------------------------------- */
-
-/* Reads "id" and sets where to "KIND 'ID'" (or "KIND #N" without a usable id). */
-static void get_id(struct ctx *c, const struct ynode *m, const char *kind, size_t idx, char **ret,
-                   char where[static 128]) {
-        char t[QUOTE_MAX + 4];
-        const struct ynode *v = map_get(m, "id");
-        snprintf(where, 128, "%s #%zu", kind, idx + 1);
-        struct loc l = { where, "" };
-        if (!v) {
-                missing(c, m, where, "id");
-                return;
-        }
-        if (get_str(c, &l, "id", v, ret) <= 0)
-                return;
-        if (!valid_id(*ret)) {
-                emitn(c, v, "invalid id '%s' in %s (letters, digits, '_', '.', '-'; starts with a letter or digit; at most %d)",
-                      q(*ret, t), where, ID_MAX);
-                free(*ret);
-                *ret = NULL;
-                return;
-        }
-        snprintf(where, 128, "%s '%s'", kind, *ret);
-}
-
-static const struct ynode *entry_map(struct ctx *c, const struct ynode *it, const char *kind, size_t idx) {
-        char t[QUOTE_MAX + 8];
-        if (it->kind == YNODE_MAP)
-                return it;
-        if (ynode_is_null(it))
-                emitn(c, it, "%s #%zu is empty", kind, idx + 1);
-        else
-                emitn(c, it, "%s #%zu must be a mapping, not %s", kind, idx + 1, describe(it, t));
-        return NULL;
-}
-
-static const char *const disk_match_keys[] = {
-        "path", "by_id", "serial", "wwn", "model", "transport", "min_size", "max_size", "rotational", "vendor", "size", NULL,
-};
-
-/* The criteria of a disk rule, from the keys written directly in its entry
- * (m, at l) and those under one 'match' mapping (match, at lm); either may
- * be NULL. A key given in both is an error. */
-static void parse_disk_criteria(struct ctx *c, const struct ynode *m, const struct loc *l,
-                                const struct ynode *match, const struct loc *lm, struct spec_disk *d) {
-        char f[256], t[QUOTE_MAX + 4];
-        const struct ynode *vals[ELEMENTSOF(disk_match_keys)] = {};
-        const struct loc *locs[ELEMENTSOF(disk_match_keys)] = {};
-        for (size_t i = 0; disk_match_keys[i]; i++) {
-                const struct ynode *a = map_get(m, disk_match_keys[i]), *b = map_get(match, disk_match_keys[i]);
-                if (a && b)
-                        emitn(c, map_key_node(m, disk_match_keys[i]), "%s is given both directly and under 'match'",
-                              fld(l, disk_match_keys[i], f));
-                vals[i] = b ?: a;
-                locs[i] = b ? lm : l;
-        }
-        if (get_str(c, locs[0], "path", vals[0], &d->path) > 0 && strncmp(d->path, "/dev/", 5) != 0)
-                emitn(c, vals[0], "%s must start with '/dev/', not '%s'", fld(locs[0], "path", f), q(d->path, t));
-        (void) get_str(c, locs[1], "by_id", vals[1], &d->by_id);
-        if (d->by_id && strchr(d->by_id, '/') && strncmp(d->by_id, "/dev/disk/by-id/", 16) != 0)
-                emitn(c, vals[1], "%s must be a name under /dev/disk/by-id, not '%s'", fld(locs[1], "by_id", f), q(d->by_id, t));
-        (void) get_str(c, locs[2], "serial", vals[2], &d->serial);
-        (void) get_str(c, locs[3], "wwn", vals[3], &d->wwn);
-        (void) get_str(c, locs[4], "model", vals[4], &d->model);
-        if (get_str(c, locs[5], "transport", vals[5], &d->transport) > 0)
-                for (char *p = d->transport; *p; p++)
-                        *p = (char) tolower((unsigned char) *p);
-        (void) get_bytes(c, locs[6], "min_size", vals[6], &d->min_size);
-        (void) get_bytes(c, locs[7], "max_size", vals[7], &d->max_size);
-        bool rot;
-        if (get_bool(c, locs[8], "rotational", vals[8], &rot) > 0)
-                d->rotational = rot;
-        (void) get_str(c, locs[9], "vendor", vals[9], &d->vendor);
-        static const char *const picks[] = { [SPEC_PICK_NONE] = "-", [SPEC_PICK_LARGEST] = "largest",
-                                             [SPEC_PICK_SMALLEST] = "smallest", NULL };
-        int pk;
-        if (vals[10] && want_scalar(c, locs[10], "size", vals[10], "largest or smallest") > 0) {
-                if (streq(vals[10]->value, "largest") || streq(vals[10]->value, "smallest")) {
-                        (void) get_enum(c, locs[10], "size", vals[10], picks, &pk);
-                        d->pick = pk;
-                } else
-                        emitn(c, vals[10], "%s must be 'largest' or 'smallest' (for a size bound use "
-                              "'min_size' and 'max_size'), not '%s'", fld(locs[10], "size", f), q(vals[10]->value, t));
-        }
-        if (d->min_size && d->max_size && d->min_size > d->max_size && vals[7])
-                emitn(c, vals[7], "%s is smaller than 'min_size'", fld(locs[7], "max_size", f));
-}
-
-/* Fill what an alternative leaves open from the criteria written directly
- * in the entry (from), so each alternative is a whole rule. */
-static int disk_criteria_merge(struct spec_disk *to, const struct spec_disk *from) {
-        char **fields[] = { &to->path, &to->by_id, &to->serial, &to->wwn, &to->model, &to->vendor, &to->transport };
-        char *const vals[] = { from->path, from->by_id, from->serial, from->wwn, from->model, from->vendor, from->transport };
-        for (size_t i = 0; i < ELEMENTSOF(fields); i++)
-                if (!*fields[i] && vals[i] && !(*fields[i] = strdup(vals[i])))
-                        return -ENOMEM;
-        if (!to->min_size)
-                to->min_size = from->min_size;
-        if (!to->max_size)
-                to->max_size = from->max_size;
-        if (to->rotational < 0)
-                to->rotational = from->rotational;
-        if (to->pick == SPEC_PICK_NONE)
-                to->pick = from->pick;
-        return 0;
-}
-
-/* Does the rule name a single disk (path, by_id, a serial that is no glob, wwn)? Which key, or NULL. */
-static const char *disk_names_one(const struct spec_disk *d) {
-        return d->path ? "path" : d->by_id ? "by_id" : d->serial && !spec_is_glob(d->serial) ? "serial" :
-               d->wwn ? "wwn" : NULL;
-}
-
-/* match: a list of mappings: the fallbacks, in order. */
-static void parse_disk_alts(struct ctx *c, const struct ynode *m, const struct ynode *match, const struct loc *l,
-                            struct spec_disk *d) {
-        char f[256], t[QUOTE_MAX + 8];
-        if (match->n == 0) {
-                emitn(c, match, "%s is an empty list (give one mapping of criteria, or a list of them to try in order)",
-                      fld(l, "match", f));
-                return;
-        }
-        if (match->n > SPEC_DISK_MAX_ALTS) {
-                emitn(c, match, "%s lists %zu alternatives; at most %u are allowed", fld(l, "match", f), match->n,
-                      SPEC_DISK_MAX_ALTS);
-                return;
-        }
-        for (size_t k = 0; k < match->n; k++)
-                if (match->items[k]->kind != YNODE_MAP) {
-                        emitn(c, match->items[k], "alternative #%zu of %s must be a mapping of criteria, not %s", k + 1,
-                              fld(l, "match", f), describe(match->items[k], t));
-                        return;
-                }
-        parse_disk_criteria(c, m, l, NULL, NULL, d);    /* the criteria common to every alternative */
-        if (!(d->alts = calloc(match->n, sizeof *d->alts))) {
-                c->error = -ENOMEM;
-                return;
-        }
-        d->n_alts = match->n;
-        for (size_t k = 0; k < match->n; k++) {
-                const struct ynode *am = match->items[k];
-                struct spec_disk *a = &d->alts[k];
-                char prefix[48];
-                (void) snprintf(prefix, sizeof prefix, "match[%zu].", k + 1);
-                struct loc la = { l->where, prefix };
-                *a = (struct spec_disk) { .rotational = -1, .count = d->count, .wipe = d->wipe,
-                                          .mark = { am->line, am->col }, .match_mark = { am->line, am->col } };
-                if (d->id && !(a->id = strdup(d->id))) {
-                        c->error = -ENOMEM;
-                        return;
-                }
-                check_keys(c, am, &la, disk_match_keys);
-                for (size_t i = 0; disk_match_keys[i]; i++)
-                        if (map_get(m, disk_match_keys[i]) && map_get(am, disk_match_keys[i]))
-                                emitn(c, map_key_node(m, disk_match_keys[i]), "%s is given both directly and under "
-                                      "alternative #%zu of 'match'", fld(l, disk_match_keys[i], f), k + 1);
-                parse_disk_criteria(c, NULL, &la, am, &la, a);
-                if (disk_criteria_merge(a, d) < 0) {
-                        c->error = -ENOMEM;
-                        return;
-                }
-                if (a->min_size && a->max_size && a->min_size > a->max_size &&
-                    !(map_get(am, "max_size") && map_get(am, "min_size")) && !(map_get(m, "max_size") && map_get(m, "min_size")))
-                        emitn(c, am, "alternative #%zu of %s has 'max_size' below 'min_size' (one given directly, "
-                              "one in the alternative)", k + 1, fld(l, "match", f));
-        }
-}
-
-static void parse_disk(struct ctx *c, const struct ynode *m, size_t idx, struct spec_disk *d) {
-        char where[128], f[256];
-        d->mark = (struct spec_mark) { m->line, m->col };
-        d->match_mark = d->mark;
-        d->rotational = -1;
-        d->count = 1;
-        get_id(c, m, "disk", idx, &d->id, where);
-        struct loc l = { where, "" }, lm = { where, "match." };
-        check_keys(c, m, &l, disk_keys);
-
-        if (get_unsigned(c, &l, "count", map_get(m, "count"), 1, 256, &d->count) < 0)
-                d->count = 0;   /* unknown: nothing downstream counts its devices (no cascades) */
-        (void) get_bool(c, &l, "wipe", map_get(m, "wipe"), &d->wipe);
-
-        const struct ynode *match = map_get(m, "match");
-        if (match && match->kind == YNODE_SEQ) {
-                d->match_mark = (struct spec_mark) { match->line, match->col };
-                parse_disk_alts(c, m, match, &l, d);
-        } else {
-                if (match && match->kind != YNODE_MAP && !ynode_is_null(match)) {
-                        char t[QUOTE_MAX + 8];
-                        emitn(c, match, "%s must be a mapping of criteria or a list of them, not %s",
-                              fld(&l, "match", f), describe(match, t));
-                        match = NULL;
-                } else if (want_map(c, &l, "match", match) > 0) {
-                        check_keys(c, match, &lm, disk_match_keys);
-                        d->match_mark = (struct spec_mark) { match->line, match->col };
-                } else
-                        match = NULL;
-                parse_disk_criteria(c, m, &l, match, &lm, d);
-        }
-
-        if (d->count > 1) {
-                const char *one = disk_names_one(d);
-                for (size_t k = 0; !one && k < d->n_alts; k++)
-                        one = disk_names_one(&d->alts[k]);
-                if (one)
-                        emitn(c, map_get(m, "count"), "%s must be 1 when '%s' names a single disk", fld(&l, "count", f), one);
-        }
-}
-
-static const char *const part_types[] = {
-        [SPEC_PART_LINUX] = "linux", [SPEC_PART_RAID] = "raid", [SPEC_PART_LVM] = "lvm",
-        [SPEC_PART_BIOS_GRUB] = "bios_grub", [SPEC_PART_ESP] = "esp", [SPEC_PART_SWAP] = "swap", NULL,
-};
-
-static void parse_partition(struct ctx *c, const struct ynode *m, size_t idx, struct spec_partition *p) {
-        char where[128], f[256], t[QUOTE_MAX + 4];
-        p->mark = (struct spec_mark) { m->line, m->col };
-        get_id(c, m, "partition", idx, &p->id, where);
-        struct loc l = { where, "" };
-        check_keys(c, m, &l, partition_keys);
-        (void) get_ref(c, m, &l, where, "on", &p->on, &p->on_mark);
-        const struct ynode *v;
-        if (!(v = map_get(m, "size")))
-                missing(c, m, where, "size");
-        if (get_spec_size(c, &l, "size", v, false, &p->size) > 0 && p->size.kind == SPEC_SIZE_BYTES &&
-            p->size.bytes < (1u << 20)) {
-                char sz[32];
-                emitn(c, v, "%s is %s; a partition is at least 1M (partitions are aligned to 1 MiB)",
-                      fld(&l, "size", f), format_size(p->size.bytes, sz, sizeof sz));
-        }
-        int e;
-        if (get_enum(c, &l, "type", map_get(m, "type"), part_types, &e) > 0)
-                p->type = e;
-        v = map_get(m, "name");
-        if (get_str(c, &l, "name", v, &p->name) > 0 && strlen(p->name) > 36)
-                emitn(c, v, "%s '%s' is longer than 36 characters", fld(&l, "name", f), q(p->name, t));
-        if (!p->name && p->id && !(p->name = strdup(p->id)))
-                c->error = -ENOMEM;
-}
-
-static const char *const raid10_layouts[] = { "n2", "f2", "o2", "n3", "f3", "o3", NULL };
-static const char *const raid5_layouts[] = {
-        "left-symmetric", "right-symmetric", "left-asymmetric", "right-asymmetric", "parity-first", "parity-last", NULL,
-};
-static const char *const md_metadata[] = { "1.2", "1.1", "1.0", "0.90", NULL };
-static const char *const md_bitmaps[] = { "internal", "none", NULL };
-
-static void parse_raid(struct ctx *c, const struct ynode *m, size_t idx, struct spec_raid *a) {
-        char where[128], f[256], t[QUOTE_MAX + 8];
-        a->mark = (struct spec_mark) { m->line, m->col };
-        get_id(c, m, "raid", idx, &a->id, where);
-        struct loc l = { where, "" };
-        check_keys(c, m, &l, raid_keys);
-
-        const struct ynode *v = map_get(m, "level");
-        bool level_ok = false;
-        if (!v)
-                missing(c, m, where, "level");
-        else if (want_scalar(c, &l, "level", v, "a raid level") > 0) {
-                a->level_mark = (struct spec_mark) { v->line, v->col };
-                unsigned lv;
-                if (v->plain && safe_atou(v->value, &lv) == 0 && (lv == 0 || lv == 1 || lv == 5 || lv == 6 || lv == 10)) {
-                        a->level = lv;
-                        level_ok = true;
-                } else
-                        emitn(c, v, "%s must be one of 0, 1, 5, 6, 10, not %s", fld(&l, "level", f), describe(v, t));
-        }
-
-        v = map_get(m, "layout");
-        if (get_str(c, &l, "layout", v, &a->layout) > 0) {
-                a->layout_mark = (struct spec_mark) { v->line, v->col };
-                bool r10 = strv_contains((char **) raid10_layouts, a->layout);
-                bool r5 = strv_contains((char **) raid5_layouts, a->layout);
-                if (!r10 && !r5) {
-                        const char *sug = suggest(a->layout, raid10_layouts) ?: suggest(a->layout, raid5_layouts);
-                        char hint[128] = "", t2[QUOTE_MAX + 4];
-                        if (sug)
-                                snprintf(hint, sizeof hint, " (did you mean '%s'?)", sug);
-                        emitn(c, v, "%s must be one of n2, f2, o2, n3, f3, o3 (level 10) or left-symmetric, right-symmetric, left-asymmetric, right-asymmetric, parity-first, parity-last (level 5 and 6), not '%s'%s",
-                              fld(&l, "layout", f), q(a->layout, t2), hint);
-                } else if (level_ok && r10 && a->level != 10)
-                        emitn(c, v, "layout '%s' of %s is only valid for level 10, not level %u", a->layout, where, a->level);
-                else if (level_ok && r5 && a->level != 5 && a->level != 6)
-                        emitn(c, v, "layout '%s' of %s is only valid for level 5 or 6, not level %u", a->layout, where, a->level);
-        }
-
-        v = map_get(m, "chunk");
-        if (get_bytes(c, &l, "chunk", v, &a->chunk) > 0) {
-                if (!is_pow2(a->chunk) || a->chunk < 4096)
-                        emitn(c, v, "%s must be a power of two of at least 4K, not %s", fld(&l, "chunk", f), describe(v, t));
-                else if (level_ok && a->level == 1)
-                        emitn(c, v, "%s has no meaning for level 1", fld(&l, "chunk", f));
-        }
-
-        int e;
-        if (get_enum(c, &l, "metadata", map_get(m, "metadata"), md_metadata, &e) > 0)
-                a->metadata = strdup(md_metadata[e]);
-        else
-                a->metadata = strdup("1.2");
-        if (!a->metadata)
-                c->error = -ENOMEM;
-        if (get_enum(c, &l, "bitmap", map_get(m, "bitmap"), md_bitmaps, &e) > 0 && !(a->bitmap = strdup(md_bitmaps[e])))
-                c->error = -ENOMEM;
-
-        v = map_get(m, "members");
-        if (!v)
-                missing(c, m, where, "members");
-        else if (get_strv(c, &l, "members", v, true, &a->members, &a->member_marks) > 0)
-                a->members_mark = (struct spec_mark) { v->line, v->col };
-        (void) get_unsigned(c, &l, "spares", map_get(m, "spares"), 0, 64, &a->spares);
-        (void) get_bool(c, &l, "assume_clean", map_get(m, "assume_clean"), &a->assume_clean);
-        if (level_ok && a->level == 0 && a->spares > 0)
-                emitn(c, map_get(m, "spares"), "%s of level 0 cannot have spares", where);
-
-        v = map_get(m, "name");
-        if (get_str(c, &l, "name", v, &a->name) > 0)
-                check_name(c, &l, "name", v, a->name, 32);
-        if (!a->name && a->id && !(a->name = strdup(a->id)))
-                c->error = -ENOMEM;
-}
-
-static const char *const pbkdf_types[] = {
-        [SPEC_PBKDF_DEFAULT] = "default", [SPEC_PBKDF_ARGON2ID] = "argon2id", [SPEC_PBKDF_ARGON2I] = "argon2i",
-        [SPEC_PBKDF_PBKDF2] = "pbkdf2", NULL,
-};
-
-static void parse_luks_key(struct ctx *c, const struct ynode *m, const char *where, struct spec_luks *x) {
-        static const char *const keys[] = { "passphrase", "url", "sha256", "generate", NULL };
-        char f[256];
-        struct loc lk = { where, "key." };
-        const struct ynode *k = map_get(m, "key");
-        if (!k) {
-                emitn(c, m, "%s has no 'key' (give 'passphrase', 'url' with 'sha256', or 'generate: true')", where);
-                return;
-        }
-        if (k->kind != YNODE_MAP) {
-                /* never echo the value: it may well be a passphrase */
-                emitn(c, k, "'key' of %s must be a mapping with 'passphrase', 'url' and 'sha256', or 'generate'", where);
-                return;
-        }
-        x->key.mark = (struct spec_mark) { k->line, k->col };
-        check_keys(c, k, &lk, keys);
-        const struct ynode *pass = map_get(k, "passphrase"), *url = map_get(k, "url"),
-                           *sha = map_get(k, "sha256"), *gen = map_get(k, "generate");
-        const char *given[3];
-        size_t n = 0;
-        if (pass)
-                given[n++] = "passphrase";
-        if (url)
-                given[n++] = "url";
-        if (gen)
-                given[n++] = "generate";
-        if (n == 0) {
-                emitn(c, k, "'key' of %s gives no key source (give 'passphrase', 'url' with 'sha256', or 'generate: true')", where);
-                return;
-        }
-        if (n > 1) {
-                emitn(c, k, "'key' of %s is ambiguous: both '%s' and '%s' are given", where, given[0], given[1]);
-                return;
-        }
-        if (pass) {
-                if (get_secret(c, &lk, "passphrase", pass, &x->key.passphrase) > 0)
-                        x->key.source = SPEC_KEY_PASSPHRASE;
-                if (sha)
-                        emitn(c, map_key_node(k, "sha256"), "%s is only used with 'url'", fld(&lk, "sha256", f));
-        } else if (url) {
-                if (!sha)
-                        emitn(c, k, "'key' of %s has 'url' but no 'sha256'", where);
-                int r1 = get_url(c, &lk, "url", url, true, &x->key.url);
-                int r2 = get_sha256(c, &lk, "sha256", sha, &x->key.sha256);
-                if (r1 > 0 && r2 > 0)
-                        x->key.source = SPEC_KEY_URL;
-        } else {
-                bool g = false;
-                if (get_bool(c, &lk, "generate", gen, &g) > 0) {
-                        if (g)
-                                x->key.source = SPEC_KEY_GENERATE;
-                        else
-                                emitn(c, gen, "%s must be true when given", fld(&lk, "generate", f));
-                }
-                if (sha)
-                        emitn(c, map_key_node(k, "sha256"), "%s is only used with 'url'", fld(&lk, "sha256", f));
-        }
-}
-
-/* A Tang thumbprint as `jose jwk thp` prints it: base64url, no padding
- * (S1: 27 characters, S256: 43, S512: 86). */
-static bool valid_thp(const char *s) {
-        size_t n = strlen(s);
-        if (n != 27 && n != 43 && n != 86)
-                return false;
-        for (const char *p = s; *p; p++)
-                if (!isalnum((unsigned char) *p) && *p != '-' && *p != '_')
-                        return false;
-        return true;
-}
-
-#define SPEC_TANG_MAX 8u
-
-/* unlock: {tang: [{url, thp}], threshold}; room is left for tpm2 (refused
- * by name until it is built, so a spec that asks for it is not silently
- * left without it). */
-static void parse_luks_unlock(struct ctx *c, const struct ynode *u, const char *where, struct spec_luks *x) {
-        static const char *const keys[] = { "tang", "threshold", "tpm2", NULL };
-        static const char *const tang_keys[] = { "url", "thp", NULL };
-        char f[256], t[QUOTE_MAX + 8], tw[192];
-        struct loc l = { where, "" }, lu = { where, "unlock." };
-        if (want_map(c, &l, "unlock", u) <= 0)
-                return;
-        x->unlock.mark = (struct spec_mark) { u->line, u->col };
-        check_keys(c, u, &lu, keys);
-        if (map_get(u, "tpm2"))
-                emitn(c, map_key_node(u, "tpm2"), "%s is not supported yet (only 'tang' pins)", fld(&lu, "tpm2", f));
-        const struct ynode *tv = map_get(u, "tang");
-        if (!tv) {
-                emitn(c, u, "'unlock' of %s has no 'tang' (a list of {url, thp})", where);
-                return;
-        }
-        if (tv->kind == YNODE_SEQ && tv->n == 0) {
-                emitn(c, tv, "%s is an empty list (give at least one {url, thp})", fld(&lu, "tang", f));
-                return;
-        }
-        if (tv->kind != YNODE_SEQ) {
-                emitn(c, tv, "%s must be a list of {url, thp}, not %s", fld(&lu, "tang", f), describe(tv, t));
-                return;
-        }
-        if (tv->n > SPEC_TANG_MAX) {
-                emitn(c, tv, "%s has %zu servers, at most %u are allowed", fld(&lu, "tang", f), tv->n, SPEC_TANG_MAX);
-                return;
-        }
-        x->unlock.tang = calloc(tv->n, sizeof *x->unlock.tang);
-        if (!x->unlock.tang) {
-                c->error = -ENOMEM;
-                return;
-        }
-        for (size_t i = 0; i < tv->n; i++) {
-                const struct ynode *e = tv->items[i];
-                snprintf(tw, sizeof tw, "tang server #%zu of %s", i + 1, where);
-                struct loc lt = { tw, "" };
-                if (e->kind != YNODE_MAP) {
-                        emitn(c, e, "%s must be a mapping with 'url' and 'thp', not %s", tw, describe(e, t));
-                        continue;
-                }
-                struct spec_tang *tg = &x->unlock.tang[x->unlock.n_tang++];
-                tg->mark = (struct spec_mark) { e->line, e->col };
-                check_keys(c, e, &lt, tang_keys);
-                const struct ynode *v = map_get(e, "url");
-                if (!v)
-                        missing(c, e, tw, "url");
-                else if (get_url(c, &lt, "url", v, false, &tg->url) > 0 && strstr(tg->url, "${"))
-                        emitn(c, v, "%s must not use variables (clevis keeps the url as written)", fld(&lt, "url", f));
-                v = map_get(e, "thp");
-                if (!v)
-                        missing(c, e, tw, "thp");
-                else if (get_str(c, &lt, "thp", v, &tg->thp) > 0 && !valid_thp(tg->thp))
-                        emitn(c, v, "%s must be a key thumbprint as 'jose jwk thp' prints it (43 characters of base64url), not %s",
-                              fld(&lt, "thp", f), describe(v, t));
-        }
-        x->unlock.threshold = 1;
-        const struct ynode *th = map_get(u, "threshold");
-        if (get_unsigned(c, &lu, "threshold", th, 1, SPEC_TANG_MAX, &x->unlock.threshold) > 0 &&
-            x->unlock.threshold > tv->n)
-                emitn(c, th, "%s is %u, but only %zu pins are given", fld(&lu, "threshold", f), x->unlock.threshold, tv->n);
-}
-
-static void parse_luks(struct ctx *c, const struct ynode *m, size_t idx, struct spec_luks *x) {
-        static const char *const pbkdf_keys[] = { "type", "time_ms", "max_memory", "iterations", "parallel", NULL };
-        static const char *const perf_keys[] = { "no_read_workqueue", "no_write_workqueue", NULL };
-        char where[128], f[256], t[QUOTE_MAX + 8];
-        x->mark = (struct spec_mark) { m->line, m->col };
-        x->count = 1;
-        get_id(c, m, "luks", idx, &x->id, where);
-        struct loc l = { where, "" };
-        check_keys(c, m, &l, luks_keys);
-
-        (void) get_ref(c, m, &l, where, "on", &x->on, &x->on_mark);
-
-        const struct ynode *v = map_get(m, "cipher");
-        if (get_str(c, &l, "cipher", v, &x->cipher) > 0) {
-                bool ok = strchr(x->cipher, '-') && strlen(x->cipher) < 64;
-                for (const char *p = x->cipher; ok && *p; p++)
-                        if (!islower((unsigned char) *p) && !isdigit((unsigned char) *p) && !strchr("-_,", *p))
-                                ok = false;
-                if (!ok)
-                        emitn(c, v, "%s must look like 'aes-xts-plain64', not %s", fld(&l, "cipher", f), describe(v, t));
-        }
-        if (!x->cipher && !(x->cipher = strdup(SPEC_LUKS_CIPHER)))
-                c->error = -ENOMEM;
-        v = map_get(m, "key_size");
-        x->key_size = SPEC_LUKS_KEY_SIZE;
-        if (get_unsigned(c, &l, "key_size", v, 128, 1024, &x->key_size) > 0 && x->key_size % 8)
-                emitn(c, v, "%s must be a multiple of 8 bits, not %s", fld(&l, "key_size", f), describe(v, t));
-        v = map_get(m, "sector_size");
-        uint64_t ss;
-        if (get_uint(c, &l, "sector_size", v, 0, UINT64_MAX, &ss) > 0) {
-                if (ss == 512 || ss == 1024 || ss == 2048 || ss == 4096)
-                        x->sector_size = (unsigned) ss;
-                else
-                        emitn(c, v, "%s must be 512, 1024, 2048 or 4096, not %s", fld(&l, "sector_size", f), describe(v, t));
-        }
-        v = map_get(m, "label");
-        if (get_str(c, &l, "label", v, &x->label) > 0 && strlen(x->label) > 47)
-                emitn(c, v, "%s is longer than 47 characters", fld(&l, "label", f));
-
-        const struct ynode *pb = map_get(m, "pbkdf");
-        if (want_map(c, &l, "pbkdf", pb) > 0) {
-                struct loc lp = { where, "pbkdf." };
-                check_keys(c, pb, &lp, pbkdf_keys);
-                int e;
-                if (get_enum(c, &lp, "type", map_get(pb, "type"), pbkdf_types, &e) > 0)
-                        x->pbkdf.type = e;
-                (void) get_unsigned(c, &lp, "time_ms", map_get(pb, "time_ms"), 1, 600000, &x->pbkdf.time_ms);
-                v = map_get(pb, "max_memory");
-                if (get_bytes(c, &lp, "max_memory", v, &x->pbkdf.max_memory) > 0 &&
-                    (x->pbkdf.max_memory < 32 * 1024 || x->pbkdf.max_memory > 4ull << 30))
-                        emitn(c, v, "%s must be between 32K and 4G, not %s", fld(&lp, "max_memory", f), describe(v, t));
-                v = map_get(pb, "iterations");
-                if (get_unsigned(c, &lp, "iterations", v, 1000, UINT32_MAX, &x->pbkdf.iterations) > 0 &&
-                    x->pbkdf.type != SPEC_PBKDF_PBKDF2)
-                        emitn(c, v, "%s is only for type pbkdf2", fld(&lp, "iterations", f));
-                bool argon = x->pbkdf.type != SPEC_PBKDF_PBKDF2;
-                if (!argon && map_get(pb, "max_memory"))
-                        emitn(c, map_get(pb, "max_memory"), "%s is only for argon2 types", fld(&lp, "max_memory", f));
-                v = map_get(pb, "parallel");
-                if (get_unsigned(c, &lp, "parallel", v, 1, 64, &x->pbkdf.parallel) > 0 && !argon)
-                        emitn(c, v, "%s is only for argon2 types", fld(&lp, "parallel", f));
-        }
-        const struct ynode *pf = map_get(m, "perf");
-        if (want_map(c, &l, "perf", pf) > 0) {
-                struct loc lp = { where, "perf." };
-                check_keys(c, pf, &lp, perf_keys);
-                (void) get_bool(c, &lp, "no_read_workqueue", map_get(pf, "no_read_workqueue"), &x->no_read_workqueue);
-                (void) get_bool(c, &lp, "no_write_workqueue", map_get(pf, "no_write_workqueue"), &x->no_write_workqueue);
-        }
-        (void) get_bool(c, &l, "discard", map_get(m, "discard"), &x->discard);
-        parse_luks_key(c, m, where, x);
-        parse_luks_unlock(c, map_get(m, "unlock"), where, x);
-
-        v = map_get(m, "name");
-        if (get_str(c, &l, "name", v, &x->name) > 0)
-                check_name(c, &l, "name", v, x->name, 127);
-        if (!x->name && x->id && !(x->name = strdup(x->id)))
-                c->error = -ENOMEM;
-}
-
-static void parse_vg(struct ctx *c, const struct ynode *m, size_t idx, struct spec_vg *g) {
-        char where[128], f[256], t[QUOTE_MAX + 8];
-        g->mark = (struct spec_mark) { m->line, m->col };
-        get_id(c, m, "volume group", idx, &g->id, where);
-        struct loc l = { where, "" };
-        check_keys(c, m, &l, vg_keys);
-        const struct ynode *v = map_get(m, "pvs");
-        if (!v)
-                missing(c, m, where, "pvs");
-        else if (get_strv(c, &l, "pvs", v, true, &g->pvs, &g->pv_marks) > 0)
-                g->pvs_mark = (struct spec_mark) { v->line, v->col };
-        v = map_get(m, "extent_size");
-        if (get_bytes(c, &l, "extent_size", v, &g->extent_size) > 0 && (!is_pow2(g->extent_size) || g->extent_size < 4096))
-                emitn(c, v, "%s must be a power of two of at least 4K, not %s", fld(&l, "extent_size", f), describe(v, t));
-        v = map_get(m, "name");
-        if (get_str(c, &l, "name", v, &g->name) > 0)
-                check_name(c, &l, "name", v, g->name, 127);
-        if (!g->name && g->id && !(g->name = strdup(g->id)))
-                c->error = -ENOMEM;
-}
-
-static void parse_lv(struct ctx *c, const struct ynode *m, size_t idx, struct spec_lv *lv) {
-        char where[128];
-        lv->mark = (struct spec_mark) { m->line, m->col };
-        get_id(c, m, "volume", idx, &lv->id, where);
-        struct loc l = { where, "" };
-        check_keys(c, m, &l, lv_keys);
-        (void) get_ref(c, m, &l, where, "vg", &lv->vg, &lv->vg_mark);
-        const struct ynode *v;
-        if (!(v = map_get(m, "size")))
-                missing(c, m, where, "size");
-        (void) get_spec_size(c, &l, "size", v, true, &lv->size);
-        v = map_get(m, "name");
-        if (get_str(c, &l, "name", v, &lv->name) > 0)
-                check_name(c, &l, "name", v, lv->name, 127);
-        if (!lv->name && lv->id && !(lv->name = strdup(lv->id)))
-                c->error = -ENOMEM;
-}
-
-static const char *const fs_types[] = {
-        [SPEC_FS_XFS] = "xfs", [SPEC_FS_EXT4] = "ext4", [SPEC_FS_SWAP] = "swap", [SPEC_FS_VFAT] = "vfat", NULL,
-};
-
-static bool valid_mount(const char *p) {
-        if (p[0] != '/')
-                return false;
-        if (streq(p, "/"))
-                return true;
-        size_t n = strlen(p);
-        if (p[n - 1] == '/' || strstr(p, "//") || strstr(p, "/./") || strstr(p, "/../"))
-                return false;
-        if (n >= 2 && streq(p + n - 2, "/."))
-                return false;
-        if (n >= 3 && streq(p + n - 3, "/.."))
-                return false;
-        for (const char *s = p; *s; s++)
-                if ((unsigned char) *s <= 0x20 || *s == 0x7f)
-                        return false;
-        return true;
-}
-
-static void parse_fs(struct ctx *c, const struct ynode *m, size_t idx, struct spec_filesystem *fs) {
-        static const size_t label_max[] = { [SPEC_FS_XFS] = 12, [SPEC_FS_EXT4] = 16, [SPEC_FS_SWAP] = 15, [SPEC_FS_VFAT] = 11 };
-        char where[128], f[256], t[QUOTE_MAX + 4];
-        fs->mark = (struct spec_mark) { m->line, m->col };
-        snprintf(where, sizeof where, "filesystem #%zu", idx + 1);
-        struct loc l = { where, "" };
-        if (get_ref(c, m, &l, where, "on", &fs->on, &fs->on_mark) > 0)
-                snprintf(where, sizeof where, "filesystem on '%s'", q(fs->on, t));
-        check_keys(c, m, &l, fs_keys);
-        const struct ynode *v;
-        int e;
-        bool typed = false;
-        if (!(v = map_get(m, "type")))
-                missing(c, m, where, "type");
-        else if (get_enum(c, &l, "type", v, fs_types, &e) > 0) {
-                fs->type = e;
-                typed = true;
-        }
-        v = map_get(m, "label");
-        if (get_str(c, &l, "label", v, &fs->label) > 0 && typed && strlen(fs->label) > label_max[fs->type])
-                emitn(c, v, "%s is longer than %zu characters (the limit of %s)", fld(&l, "label", f),
-                      label_max[fs->type], fs_types[fs->type]);
-        (void) get_strv(c, &l, "mkfs_options", map_get(m, "mkfs_options"), false, &fs->mkfs_options, NULL);
-        v = map_get(m, "mount");
-        if (get_str(c, &l, "mount", v, &fs->mount) > 0) {
-                fs->mount_mark = (struct spec_mark) { v->line, v->col };
-                if (typed && fs->type == SPEC_FS_SWAP)
-                        emitn(c, v, "%s is not allowed for swap", fld(&l, "mount", f));
-                else if (!valid_mount(fs->mount))
-                        emitn(c, v, "%s must be an absolute path without '.', '..', '//' or a trailing '/', not '%s'",
-                              fld(&l, "mount", f), q(fs->mount, t));
-        }
-        static const char *const encrypts[] = { "random", NULL };
-        v = map_get(m, "encrypt");
-        if (get_enum(c, &l, "encrypt", v, encrypts, &e) > 0) {
-                fs->encrypt_random = true;
-                fs->encrypt_mark = (struct spec_mark) { v->line, v->col };
-                if (typed && fs->type != SPEC_FS_SWAP)
-                        emitn(c, v, "%s is only for swap: a random key is made again at every boot, so a %s filesystem "
-                              "on it would be lost at each one (to encrypt it, put it on a luks with a key)",
-                              fld(&l, "encrypt", f), fs_types[fs->type]);
-                if (fs->label)
-                        emitn(c, map_get(m, "label"), "%s is not kept with 'encrypt: random': the swap is made again "
-                              "at every boot, without a label", fld(&l, "label", f));
-                if (fs->mkfs_options)
-                        emitn(c, map_get(m, "mkfs_options"), "%s is not used with 'encrypt: random': kiln runs no "
-                              "mkswap (the installed system's cryptsetup does, at every boot)", fld(&l, "mkfs_options", f));
-        }
-        v = map_get(m, "mount_options");
-        if (get_str(c, &l, "mount_options", v, &fs->mount_options) > 0) {
-                if (!fs->mount)
-                        emitn(c, v, "%s is given without 'mount'", fld(&l, "mount_options", f));
-                for (const char *p = fs->mount_options; *p; p++)
-                        if ((unsigned char) *p <= 0x20 || *p == 0x7f) {
-                                emitn(c, v, "%s must not contain spaces or control characters", fld(&l, "mount_options", f));
-                                break;
-                        }
-        }
-}
-
-static const char *const image_formats[] = { [SPEC_IMAGE_TAR] = "tar", [SPEC_IMAGE_RAW] = "raw", NULL };
-
-static void parse_image(struct ctx *c, const struct ynode *m, struct spec_image *im) {
-        static const char *const keys[] = { "url", "sha256", "format", "target", "max_size", NULL };
-        struct loc l = { "image", "" };
-        im->present = true;
-        im->mark = (struct spec_mark) { m->line, m->col };
-        check_keys(c, m, &l, keys);
-        const struct ynode *v;
-        if (!(v = map_get(m, "url")))
-                missing(c, m, "image", "url");
-        (void) get_url(c, &l, "url", v, true, &im->url);
-        if (!(v = map_get(m, "sha256")))
-                missing(c, m, "image", "sha256");
-        (void) get_sha256(c, &l, "sha256", v, &im->sha256);
-        int e;
-        bool fmt_ok = true;
-        if (get_enum(c, &l, "format", map_get(m, "format"), image_formats, &e) > 0)
-                im->format = e;
-        else if (map_get(m, "format"))
-                fmt_ok = false;
-        v = map_get(m, "target");
-        (void) get_str(c, &l, "target", v, &im->target);
-        if (fmt_ok && im->format == SPEC_IMAGE_RAW && !v)
-                emitn(c, m, "image of format 'raw' has no 'target'");
-        if (fmt_ok && im->format == SPEC_IMAGE_TAR && v)
-                emitn(c, map_key_node(m, "target"), "'target' of image is only for format 'raw' (a tar image is unpacked onto the mounted filesystems)");
-        (void) get_bytes(c, &l, "max_size", map_get(m, "max_size"), &im->max_size);
-}
-
-static const char *const firmware_names[] = {
-        [SPEC_FIRMWARE_BIOS] = "bios", [SPEC_FIRMWARE_UEFI] = "uefi", [SPEC_FIRMWARE_BOTH] = "both", NULL,
-};
-
-static void parse_boot(struct ctx *c, const struct ynode *m, struct spec_boot *b) {
-        static const char *const keys[] = { "firmware", "cmdline", "disks", NULL };
-        char f[256];
-        struct loc l = { "boot", "" };
-        b->present = true;
-        b->mark = (struct spec_mark) { m->line, m->col };
-        check_keys(c, m, &l, keys);
-        const struct ynode *v = map_get(m, "firmware");
-        int e;
-        if (!v)
-                emitn(c, m, "'boot' has no 'firmware' (bios, uefi or both)");
-        else if (get_enum(c, &l, "firmware", v, firmware_names, &e) > 0) {
-                b->firmware = e;
-                b->firmware_mark = (struct spec_mark) { v->line, v->col };
-        }
-        v = map_get(m, "cmdline");
-        if (get_strv(c, &l, "cmdline", v, false, &b->cmdline, NULL) > 0)
-                for (size_t i = 0; b->cmdline[i]; i++) {
-                        const char *a = b->cmdline[i];
-                        bool ok = *a != 0;
-                        for (const char *p = a; ok && *p; p++)
-                                if ((unsigned char) *p <= 0x20 || *p == 0x7f || strchr("\"'\\$`", *p))
-                                        ok = false;
-                        if (!ok)
-                                emitn(c, v->items[i], "%s: each entry is one kernel argument without spaces, quotes, '\\', '$' or '`'",
-                                      fld(&l, "cmdline", f));
-                }
-        v = map_get(m, "disks");
-        if (get_strv(c, &l, "disks", v, true, &b->disks, &b->disk_marks) > 0)
-                b->disks_mark = (struct spec_mark) { v->line, v->col };
-}
-
-static const char *const on_fail_names[] = { [SPEC_ON_FAIL_ABORT] = "abort", [SPEC_ON_FAIL_WARN] = "warn", NULL };
-
-/* The one place the benchmark's candidate list of each luks is decided:
- * bench.ciphers when the spec names some, else the luks's own cipher and key
- * size (the plan lists them, the benchmark measures them). */
-static void set_bench_ciphers(struct ctx *c) {
-        const struct spec_bench *b = &c->s->bench;
-        for (size_t i = 0; c->error >= 0 && i < c->s->n_luks; i++) {
-                struct spec_luks *x = &c->s->luks[i];
-                if (b->ciphers && b->ciphers[0]) {
-                        for (size_t k = 0; c->error >= 0 && b->ciphers[k]; k++)
-                                if (strv_pushdup(&x->bench_ciphers, b->ciphers[k]) < 0)
-                                        c->error = -ENOMEM;
-                        continue;
-                }
-                char *own = strdupf("%s:%u", x->cipher, x->key_size);
-                if (!own || strv_push(&x->bench_ciphers, own) < 0) {
-                        free(own);
-                        c->error = -ENOMEM;
-                }
-        }
-}
-
-static void parse_bench(struct ctx *c, const struct ynode *m, struct spec_bench *b) {
-        static const char *const keys[] = { "ciphers", "tune", "require", "on_fail", NULL };
-        static const char *const req_keys[] = { "cipher_mbps", "write_mbps", "read_mbps", "max_overhead", NULL };
-        char f[256], t[QUOTE_MAX + 4];
-        struct loc l = { "bench", "" }, lr = { "bench", "require." };
-        b->present = true;
-        b->mark = (struct spec_mark) { m->line, m->col };
-        check_keys(c, m, &l, keys);
-        const struct ynode *v = map_get(m, "ciphers");
-        if (get_strv(c, &l, "ciphers", v, false, &b->ciphers, NULL) > 0)
-                for (size_t i = 0; b->ciphers[i]; i++) {
-                        bool ok = strchr(b->ciphers[i], '-') != NULL;
-                        for (const char *p = b->ciphers[i]; ok && *p; p++)
-                                if (!islower((unsigned char) *p) && !isdigit((unsigned char) *p) && !strchr("-_,:", *p))
-                                        ok = false;
-                        if (!ok)
-                                emitn(c, v->kind == YNODE_SEQ ? v->items[i] : v,
-                                      "%s: '%s' does not look like 'aes-xts-plain64:512'", fld(&l, "ciphers", f),
-                                      q(b->ciphers[i], t));
-                }
-        (void) get_bool(c, &l, "tune", map_get(m, "tune"), &b->tune);
-        const struct ynode *r = map_get(m, "require");
-        if (want_map(c, &l, "require", r) > 0) {
-                check_keys(c, r, &lr, req_keys);
-                (void) get_double(c, &lr, "cipher_mbps", map_get(r, "cipher_mbps"), 0, 1e6, &b->cipher_mbps);
-                (void) get_double(c, &lr, "write_mbps", map_get(r, "write_mbps"), 0, 1e6, &b->write_mbps);
-                (void) get_double(c, &lr, "read_mbps", map_get(r, "read_mbps"), 0, 1e6, &b->read_mbps);
-                (void) get_double(c, &lr, "max_overhead", map_get(r, "max_overhead"), 0, 1, &b->max_overhead);
-        }
-        int e;
-        if (get_enum(c, &l, "on_fail", map_get(m, "on_fail"), on_fail_names, &e) > 0)
-                b->on_fail = e;
-}
-
-/* A login name useradd takes on Debian (its default NAME_REGEX, without the trailing '$'). */
-static bool valid_username(const char *u) {
-        size_t n = strlen(u);
-        if (n == 0 || n > 32 || !(islower((unsigned char) u[0]) || u[0] == '_'))
-                return false;
-        for (size_t i = 1; i < n; i++)
-                if (!islower((unsigned char) u[i]) && !isdigit((unsigned char) u[i]) && u[i] != '_' && u[i] != '-')
-                        return false;
-        return true;
-}
-
-/* Why k is not one line "TYPE BASE64 [COMMENT]" of authorized_keys (no
- * options), or NULL. */
-static const char *ssh_key_problem(const char *k) {
-        static const char *const types[] = {
-                "ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
-                "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com", NULL,
-        };
-        if (strpbrk(k, "\n\r"))
-                return "it holds a line break";
-        size_t tl = strcspn(k, " ");
-        bool known = false;
-        for (size_t i = 0; types[i] && !known; i++)
-                known = strlen(types[i]) == tl && strncmp(types[i], k, tl) == 0;
-        if (!known)
-                return "it does not start with a key type (ssh-ed25519, ssh-rsa, ecdsa-sha2-nistp256, ...)";
-        const char *b = k + tl;
-        while (*b == ' ')
-                b++;
-        size_t bl = strcspn(b, " ");
-        if (bl < 16)
-                return "no base64 key data after the type";
-        for (size_t i = 0; i < bl; i++)
-                if (!isalnum((unsigned char) b[i]) && !strchr("+/=", b[i]))
-                        return "the key data is not base64";
-        return NULL;
-}
-
-static void parse_register(struct ctx *c, const struct ynode *m, struct spec *s) {
-        char f[256], t[QUOTE_MAX + 8];
-        static const char *const keys[] = { "cloudstack", "webhook", NULL };
-        static const char *const cs_keys[] = {
-                "endpoint", "zone", "pod", "cluster", "api_key", "secret_key", "host_username", "host_password", "host_authorized_key",
-                "host_url", NULL,
-        };
-        static const char *const wh_keys[] = { "url", "hmac_key", NULL };
-        struct loc l = { "register", "" }, lc = { "register", "cloudstack." }, lw = { "register", "webhook." };
-        check_keys(c, m, &l, keys);
-        const struct ynode *cs = map_get(m, "cloudstack"), *wh = map_get(m, "webhook"), *v;
-        if (want_map(c, &l, "cloudstack", cs) > 0) {
-                struct spec_cloudstack *x = &s->cloudstack;
-                x->present = true;
-                x->mark = (struct spec_mark) { cs->line, cs->col };
-                check_keys(c, cs, &lc, cs_keys);
-                static const char *const required[] = { "endpoint", "zone", "pod", "cluster", "api_key", "secret_key" };
-                for (size_t i = 0; i < ELEMENTSOF(required); i++)
-                        if (!map_get(cs, required[i]))
-                                emitn(c, cs, "'cloudstack' of register has no '%s'", required[i]);
-                (void) get_url(c, &lc, "endpoint", map_get(cs, "endpoint"), false, &x->endpoint);
-                (void) get_str(c, &lc, "zone", map_get(cs, "zone"), &x->zone);
-                (void) get_str(c, &lc, "pod", map_get(cs, "pod"), &x->pod);
-                (void) get_str(c, &lc, "cluster", map_get(cs, "cluster"), &x->cluster);
-                (void) get_str(c, &lc, "api_key", map_get(cs, "api_key"), &x->api_key);
-                (void) get_secret(c, &lc, "secret_key", map_get(cs, "secret_key"), &x->secret_key);
-                if (get_str(c, &lc, "host_username", v = map_get(cs, "host_username"), &x->host_username) > 0 &&
-                    !valid_username(x->host_username))
-                        emitn(c, v, "%s must be a user name (lower-case letters, digits, '_' and '-', starting with a "
-                              "letter or '_', at most 32), not '%s'", fld(&lc, "host_username", f), q(x->host_username, t));
-                if (!x->host_username && !(x->host_username = strdup("root")))      /* addHost's default login */
-                        c->error = -ENOMEM;
-                (void) get_secret(c, &lc, "host_password", map_get(cs, "host_password"), &x->host_password);
-                if (get_str(c, &lc, "host_authorized_key", v = map_get(cs, "host_authorized_key"), &x->host_authorized_key) > 0) {
-                        const char *why = ssh_key_problem(x->host_authorized_key);
-                        if (why)
-                                emitn(c, v, "%s must be one OpenSSH public key ('ssh-ed25519 AAAA... comment'): %s",
-                                      fld(&lc, "host_authorized_key", f), why);
-                }
-                (void) get_url(c, &lc, "host_url", map_get(cs, "host_url"), false, &x->host_url);
-        }
-        if (want_map(c, &l, "webhook", wh) > 0) {
-                struct spec_webhook *x = &s->webhook;
-                x->present = true;
-                x->mark = (struct spec_mark) { wh->line, wh->col };
-                check_keys(c, wh, &lw, wh_keys);
-                if (!(v = map_get(wh, "url")))
-                        emitn(c, wh, "'webhook' of register has no 'url'");
-                (void) get_url(c, &lw, "url", v, false, &x->url);
-                (void) get_secret(c, &lw, "hmac_key", map_get(wh, "hmac_key"), &x->hmac_key);
-        }
-}
-
-/* A top-level list section: allocates n entries and parses each mapping. */
-#define PARSE_SECTION(c, root, key, kname, arr, n_arr, fn)                                       \
-        do {                                                                                    \
-                const struct ynode *_v = map_get((root), (key));                                \
-                if (!_v)                                                                        \
-                        break;                                                                  \
-                if (_v->kind != YNODE_SEQ) {                                                    \
-                        char _f[256], _t[QUOTE_MAX + 8];                                        \
-                        struct loc _l = { NULL, "" };                                           \
-                        if (ynode_is_null(_v))                                                  \
-                                emitn((c), _v, "%s is empty", fld(&_l, (key), _f));             \
-                        else                                                                    \
-                                emitn((c), _v, "%s must be a list, not %s", fld(&_l, (key), _f), \
-                                      describe(_v, _t));                                        \
-                        break;                                                                  \
-                }                                                                               \
-                if (_v->n == 0)                                                                 \
-                        break;                                                                  \
-                (arr) = calloc(_v->n, sizeof *(arr));                                           \
-                if (!(arr)) {                                                                   \
-                        (c)->error = -ENOMEM;                                                   \
-                        break;                                                                  \
-                }                                                                               \
-                for (size_t _i = 0; _i < _v->n; _i++) {                                         \
-                        const struct ynode *_m = entry_map((c), _v->items[_i], (kname), _i);     \
-                        if (_m)                                                                 \
-                                fn((c), _m, _i, &(arr)[(n_arr)++]);                             \
-                }                                                                               \
-        } while (0)
-
-/* ---- network ----------------------------------------------------------- */
-
-static const char *const bond_modes[] = {
-        "balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb", NULL,
-};
-
-/* Linux interface names: 1..15 characters, no '/', ':', whitespace; not "." or "..". */
-static bool valid_ifname(const char *s) {
-        size_t n = strlen(s);
-        if (n == 0 || n > 15 || streq(s, ".") || streq(s, ".."))
-                return false;
-        for (const char *p = s; *p; p++)
-                if (!isalnum((unsigned char) *p) && !strchr("_.-", *p))
-                        return false;
-        return true;
-}
-
-static bool valid_mac(const char *s) {
-        if (strlen(s) != 17)
-                return false;
-        for (size_t i = 0; i < 17; i++)
-                if (i % 3 == 2 ? s[i] != ':' : !isxdigit((unsigned char) s[i]))
-                        return false;
-        return true;
-}
-
-const char *spec_ip_problem(const char *s, bool with_prefix) {
-        char buf[INET6_ADDRSTRLEN + 8];
-        const char *slash = strchr(s, '/');
-        if (with_prefix && !slash)
-                return "has no '/prefix' (write 10.1.0.5/24)";
-        if (!with_prefix && slash)
-                return "takes no '/prefix'";
-        size_t n = slash ? (size_t) (slash - s) : strlen(s);
-        if (n == 0 || n >= sizeof buf)
-                return "is not an IPv4 or IPv6 address";
-        memcpy(buf, s, n);
-        buf[n] = 0;
-        unsigned char bin[16];
-        unsigned max;
-        if (inet_pton(AF_INET, buf, bin) == 1)
-                max = 32;
-        else if (inet_pton(AF_INET6, buf, bin) == 1)
-                max = 128;
-        else
-                return "is not an IPv4 or IPv6 address";
-        if (slash) {
-                unsigned pfx;
-                if (safe_atou(slash + 1, &pfx) < 0 || !isdigit((unsigned char) slash[1]) || pfx == 0 || pfx > max)
-                        return max == 32 ? "has a prefix that is not 1..32" : "has a prefix that is not 1..128";
-        }
-        return NULL;
-}
-
-/* An address field: its ${...} are checked here, its syntax too when it has
- * none (the plan checks the expanded value again). */
-static void check_ip(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *s,
-                     bool with_prefix) {
-        char f[256], t[QUOTE_MAX + 4];
-        if (!check_vars(c, l, key, v, s) || strstr(s, "${"))
-                return;
-        const char *why = spec_ip_problem(s, with_prefix);
-        if (why)
-                emitn(c, v, "%s: '%s' %s", fld(l, key, f), q(s, t), why);
-}
-
-/* A NIC rule: exactly one of {mac: X}, {boot: true}, {link: true}, {name: GLOB}. */
-static void parse_nic(struct ctx *c, const struct ynode *m, const char *where, const char *key, struct spec_nic *n) {
-        static const char *const keys[] = { "mac", "boot", "link", "name", NULL };
-        char f[256], t[QUOTE_MAX + 4], w[192];
-        snprintf(w, sizeof w, "'%s' of %s", key, where);
-        struct loc l = { w, "" }, lo = { where, "" };
-        if (want_map(c, &lo, key, m) <= 0)
-                return;
-        n->mark = (struct spec_mark) { m->line, m->col };
-        check_keys(c, m, &l, keys);
-        size_t given = 0;
-        for (size_t i = 0; keys[i]; i++)
-                given += map_get(m, keys[i]) != NULL;
-        if (given != 1) {
-                emitn(c, m, "%s must name exactly one of 'mac', 'boot', 'link', 'name', not %zu", fld(&lo, key, f), given);
-                return;
-        }
-        const struct ynode *v;
-        bool b = false;
-        if ((v = map_get(m, "mac"))) {
-                if (get_str(c, &l, "mac", v, &n->value) <= 0)
-                        return;
-                for (char *p = n->value; *p; p++)
-                        *p = (char) tolower((unsigned char) *p);
-                if (!valid_mac(n->value))
-                        emitn(c, v, "%s must be a MAC address like 52:54:00:12:34:56, not '%s'", fld(&l, "mac", f), q(n->value, t));
-                else
-                        n->rule = SPEC_NIC_MAC;
-        } else if ((v = map_get(m, "name"))) {
-                if (get_str(c, &l, "name", v, &n->value) > 0)
-                        n->rule = SPEC_NIC_NAME;
-        } else if ((v = map_get(m, "boot")) && get_bool(c, &l, "boot", v, &b) > 0) {
-                if (b)
-                        n->rule = SPEC_NIC_BOOT;
-                else
-                        emitn(c, v, "%s can only be true", fld(&l, "boot", f));
-        } else if ((v = map_get(m, "link")) && get_bool(c, &l, "link", v, &b) > 0) {
-                if (b)
-                        n->rule = SPEC_NIC_LINK;
-                else
-                        emitn(c, v, "%s can only be true", fld(&l, "link", f));
-        }
-}
-
-/* The name of a bond or bridge: required, an interface name; once valid, it
- * names the object in later messages (where becomes "KIND 'NAME'"). */
-static void parse_ifname(struct ctx *c, const struct ynode *m, const struct loc *l, const char *kind,
-                         char *where, size_t where_size, char **ret) {
-        char f[256], t[QUOTE_MAX + 8];
-        const struct ynode *v = map_get(m, "name");
-        if (!v)
-                missing(c, m, where, "name");
-        else if (get_str(c, l, "name", v, ret) > 0) {
-                if (!valid_ifname(*ret))
-                        emitn(c, v, "%s '%s' is not an interface name (1..15 letters, digits, '_', '.', '-')",
-                              fld(l, "name", f), q(*ret, t));
-                else
-                        snprintf(where, where_size, "%s '%s'", kind, *ret);
-        }
-}
-
-static void parse_bond(struct ctx *c, const struct ynode *m, size_t idx, struct spec_bond *x) {
-        static const char *const keys[] = { "name", "mode", "members", NULL };
-        char where[128], f[256], t[QUOTE_MAX + 8];
-        snprintf(where, sizeof where, "bond #%zu", idx + 1);
-        struct loc l = { where, "" };
-        x->mark = (struct spec_mark) { m->line, m->col };
-        parse_ifname(c, m, &l, "bond", where, sizeof where, &x->name);
-        const struct ynode *v;
-        check_keys(c, m, &l, keys);
-        int e;
-        if (get_enum(c, &l, "mode", map_get(m, "mode"), bond_modes, &e) > 0)
-                x->mode = strdup(bond_modes[e]);
-        else
-                x->mode = strdup("active-backup");
-        if (!x->mode)
-                c->error = -ENOMEM;
-        v = map_get(m, "members");
-        if (!v) {
-                missing(c, m, where, "members");
-                return;
-        }
-        if (v->kind != YNODE_SEQ || v->n == 0) {
-                emitn(c, v, "%s must be a list of NIC rules, not %s", fld(&l, "members", f),
-                      v->kind == YNODE_SEQ ? "an empty list" : describe(v, t));
-                return;
-        }
-        if (!(x->members = calloc(v->n, sizeof *x->members))) {
-                c->error = -ENOMEM;
-                return;
-        }
-        for (size_t i = 0; i < v->n; i++) {
-                char key[32];
-                snprintf(key, sizeof key, "members[%zu]", i);
-                parse_nic(c, v->items[i], where, key, &x->members[x->n_members++]);
-        }
-}
-
-static void parse_bridge(struct ctx *c, const struct ynode *m, size_t idx, struct spec_bridge *x) {
-        static const char *const keys[] = { "name", "nic", "bond", "vlan", "dhcp", "address", "gateway", "dns", NULL };
-        char where[128];
-        snprintf(where, sizeof where, "bridge #%zu", idx + 1);
-        struct loc l = { where, "" };
-        x->mark = (struct spec_mark) { m->line, m->col };
-        parse_ifname(c, m, &l, "bridge", where, sizeof where, &x->name);
-        const struct ynode *v;
-        check_keys(c, m, &l, keys);
-        const struct ynode *nic = map_get(m, "nic"), *bond = map_get(m, "bond");
-        if (!nic && !bond)
-                emitn(c, m, "%s has neither 'nic' nor 'bond' (the port it bridges)", where);
-        else if (nic && bond)
-                emitn(c, map_key_node(m, "bond"), "%s has both 'nic' and 'bond'; give one", where);
-        else if (nic)
-                parse_nic(c, nic, where, "nic", &x->nic);
-        else if (get_str(c, &l, "bond", bond, &x->bond) > 0)
-                x->bond_mark = (struct spec_mark) { bond->line, bond->col };
-        (void) get_unsigned(c, &l, "vlan", map_get(m, "vlan"), 1, 4094, &x->vlan);
-        (void) get_bool(c, &l, "dhcp", map_get(m, "dhcp"), &x->dhcp);
-        v = map_get(m, "address");
-        if (get_str(c, &l, "address", v, &x->address) > 0) {
-                x->address_mark = (struct spec_mark) { v->line, v->col };
-                check_ip(c, &l, "address", v, x->address, true);
-        }
-        if (x->dhcp && v)       /* neither: a bridge without an address of the host (guest traffic) */
-                emitn(c, map_key_node(m, "address"), "%s has both 'dhcp: true' and 'address'; give one", where);
-        v = map_get(m, "gateway");
-        if (get_str(c, &l, "gateway", v, &x->gateway) > 0) {
-                x->gateway_mark = (struct spec_mark) { v->line, v->col };
-                check_ip(c, &l, "gateway", v, x->gateway, false);
-                if (!x->address)
-                        emitn(c, map_key_node(m, "gateway"), "%s has 'gateway' without 'address'%s", where,
-                              x->dhcp ? " (DHCP gives the gateway)" : "");
-        }
-        v = map_get(m, "dns");
-        if (get_strv(c, &l, "dns", v, true, &x->dns, NULL) > 0) {
-                x->dns_mark = (struct spec_mark) { v->line, v->col };
-                for (size_t i = 0; x->dns[i]; i++)
-                        check_ip(c, &l, "dns", v->kind == YNODE_SEQ ? v->items[i] : v, x->dns[i], false);
-        }
-}
-
-const struct spec_bond *spec_network_bond(const struct spec *s, const char *name) {
-        for (size_t i = 0; name && i < s->network.n_bonds; i++)
-                if (s->network.bonds[i].name && streq(s->network.bonds[i].name, name))
-                        return &s->network.bonds[i];
-        return NULL;
-}
-
-/* Names unique over bridges, bonds and VLAN devices; a bridge's bond exists;
- * a port carries at most one untagged bridge; a VLAN id is used once. */
-static void check_network(struct ctx *c) {
-        const struct spec_network *n = &c->s->network;
-        char t[QUOTE_MAX + 4];
-        for (size_t i = 0; i < n->n_bonds; i++)
-                for (size_t j = 0; n->bonds[i].name && j < i; j++)
-                        if (n->bonds[j].name && streq(n->bonds[i].name, n->bonds[j].name))
-                                emit(c, n->bonds[i].mark.line, n->bonds[i].mark.col,
-                                     "bond name '%s' is used twice (first at line %u)", q(n->bonds[i].name, t), n->bonds[j].mark.line);
-        for (size_t i = 0; i < n->n_bridges; i++) {
-                const struct spec_bridge *b = &n->bridges[i];
-                if (!b->name)
-                        continue;
-                for (size_t j = 0; j < i; j++)
-                        if (n->bridges[j].name && streq(b->name, n->bridges[j].name))
-                                emit(c, b->mark.line, b->mark.col, "bridge name '%s' is used twice (first at line %u)",
-                                     q(b->name, t), n->bridges[j].mark.line);
-                if (spec_network_bond(c->s, b->name))
-                        emit(c, b->mark.line, b->mark.col, "bridge name '%s' is also the name of a bond", q(b->name, t));
-                if (b->bond && !spec_network_bond(c->s, b->bond))
-                        emit(c, b->bond_mark.line, b->bond_mark.col, "'bond' of bridge '%s' names no bond of network.bonds: '%s'",
-                             q(b->name, t), b->bond);
-                for (size_t j = 0; b->vlan && j < i; j++)
-                        if (n->bridges[j].vlan == b->vlan)
-                                emit(c, b->mark.line, b->mark.col, "bridges '%s' and '%s' both use VLAN %u",
-                                     n->bridges[j].name ? n->bridges[j].name : "?", q(b->name, t), b->vlan);
-                for (size_t j = 0; b->bond && !b->vlan && j < i; j++)
-                        if (!n->bridges[j].vlan && n->bridges[j].bond && streq(n->bridges[j].bond, b->bond))
-                                emit(c, b->mark.line, b->mark.col, "bridges '%s' and '%s' both take bond '%s' untagged (give one a 'vlan')",
-                                     n->bridges[j].name ? n->bridges[j].name : "?", q(b->name, t), b->bond);
-        }
-        for (size_t k = 0; k < n->n_bonds; k++) {
-                bool used = false;
-                for (size_t i = 0; i < n->n_bridges; i++)
-                        used |= n->bridges[i].bond && n->bonds[k].name && streq(n->bridges[i].bond, n->bonds[k].name);
-                if (!used && n->bonds[k].name && c->n_emitted < SPEC_MAX_DIAGS) {
-                        c->n_emitted++;
-                        int r = diags_warn(c->d, c->file, n->bonds[k].mark.line, n->bonds[k].mark.col,
-                                           "bond '%s' is used by no bridge", q(n->bonds[k].name, t));
-                        if (r < 0 && c->error == 0)
-                                c->error = r;
-                }
-        }
-}
-
-static void parse_network(struct ctx *c, const struct ynode *m) {
-        static const char *const keys[] = { "bridges", "bonds", NULL };
-        struct loc l = { "network", "" };
-        struct spec_network *n = &c->s->network;
-        n->present = true;
-        n->mark = (struct spec_mark) { m->line, m->col };
-        check_keys(c, m, &l, keys);
-        PARSE_SECTION(c, m, "bonds", "bond", n->bonds, n->n_bonds, parse_bond);
-        PARSE_SECTION(c, m, "bridges", "bridge", n->bridges, n->n_bridges, parse_bridge);
-        if (!map_get(m, "bridges"))
-                emitn(c, m, "'network' has no 'bridges' (CloudStack's KVM hosts need cloudbr0)");
-        check_network(c);
-}
-
-static void network_free(struct spec_network *n) {
-        for (size_t i = 0; i < n->n_bonds; i++) {
-                free(n->bonds[i].name); free(n->bonds[i].mode);
-                for (size_t j = 0; j < n->bonds[i].n_members; j++)
-                        free(n->bonds[i].members[j].value);
-                free(n->bonds[i].members);
-        }
-        free(n->bonds);
-        for (size_t i = 0; i < n->n_bridges; i++) {
-                struct spec_bridge *b = &n->bridges[i];
-                free(b->name); free(b->nic.value); free(b->bond); free(b->address); free(b->gateway); strv_free(b->dns);
-        }
-        free(n->bridges);
-}
-
 /* ---- cross-object checks ----------------------------------------------- */
 
 static void add_obj(struct ctx *c, const char *id, enum spec_obj_kind kind, const void *ptr, struct spec_mark mark) {
@@ -2149,8 +209,8 @@ static void index_objs(struct ctx *c) {
         for (size_t i = 0; i < c->n_objs; i++) {
                 struct obj *first = c->n_index ? c->index[c->n_index - 1] : NULL;
                 if (first && streq(first->id, all[i]->id)) {
-                        emit(c, all[i]->line, all[i]->col, "duplicate id '%s' (already used by the %s at line %u)",
-                             q(all[i]->id, t), kind_name(first->kind), first->line);
+                        spec_emit(c, all[i]->line, all[i]->col, "duplicate id '%s' (already used by the %s at line %u)",
+                                  spec_quote(all[i]->id, t), spec_kind_name(first->kind), first->line);
                         continue;
                 }
                 c->index[c->n_index++] = all[i];
@@ -2161,7 +221,7 @@ static int obj_key_cmp(const void *key, const void *elem) {
         return strcmp(key, (*(const struct obj *const *) elem)->id);
 }
 
-static struct obj *find_obj(struct ctx *c, const char *id) {
+struct obj *spec_find_obj(struct ctx *c, const char *id) {
         if (!id || !c->index)
                 return NULL;
         struct obj **o = bsearch(id, c->index, c->n_index, sizeof *c->index, obj_key_cmp);
@@ -2186,26 +246,26 @@ static void kinds_text(unsigned mask, char buf[static 128]) {
 /* Is o the object "where" describes ("luks 'c'")? It cannot refer to itself. */
 static bool is_self(const struct obj *o, const char *where) {
         char t[QUOTE_MAX + 4], me[160];
-        snprintf(me, sizeof me, "%s '%s'", kind_name(o->kind), q(o->id, t));
+        snprintf(me, sizeof me, "%s '%s'", spec_kind_name(o->kind), spec_quote(o->id, t));
         return streq(me, where);
 }
 
 /* Resolves a reference; reports unknown ids and wrong kinds. */
-static struct obj *resolve(struct ctx *c, const char *field, const char *where, const char *id,
+struct obj *spec_resolve(struct ctx *c, const char *field, const char *where, const char *id,
                            struct spec_mark mark, unsigned kinds) {
         char t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4], kt[128];
         if (!id || !*id)
                 return NULL;
-        struct obj *o = find_obj(c, id);
+        struct obj *o = spec_find_obj(c, id);
         if (!o) {
                 const char *pick = NULL;
                 unsigned best = UINT32_MAX;
                 for (size_t i = 0; c->n_emitted < 100 && i < c->n_objs; i++)
-                        if ((kinds & KIND_BIT(c->objs[i].kind)) && close_enough(id, c->objs[i].id, &best))
+                        if ((kinds & KIND_BIT(c->objs[i].kind)) && spec_close_enough(id, c->objs[i].id, &best))
                                 pick = c->objs[i].id;
                 _cleanup_strbuf_ struct strbuf hint = STRBUF_INIT;
                 if (pick)
-                        (void) strbuf_addf(&hint, " (did you mean '%s'?)", q(pick, t2));
+                        (void) strbuf_addf(&hint, " (did you mean '%s'?)", spec_quote(pick, t2));
                 else {
                         /* no near miss: list what it could name, in file order */
                         size_t n = 0, shown = 0;
@@ -2216,20 +276,20 @@ static struct obj *resolve(struct ctx *c, const char *field, const char *where, 
                         for (size_t i = 0; i < c->n_objs && shown < 8; i++)
                                 if ((kinds & KIND_BIT(c->objs[i].kind)) && !is_self(&c->objs[i], where))
                                         (void) strbuf_addf(&hint, "%s%s '%s'", shown++ ? ", " : "; it may name ",
-                                                           kind_name(c->objs[i].kind), q(c->objs[i].id, t2));
+                                                           spec_kind_name(c->objs[i].kind), spec_quote(c->objs[i].id, t2));
                         if (n > shown)
                                 (void) strbuf_addf(&hint, " and %zu more", n - shown);
                         if (n == 0)
                                 (void) strbuf_addf(&hint, "; the spec has no object it may name (%s)", kt);
                 }
-                emit(c, mark.line, mark.col, "'%s' of %s refers to unknown id '%s'%s", field, where, q(id, t),
-                     strbuf_str(&hint));
+                spec_emit(c, mark.line, mark.col, "'%s' of %s refers to unknown id '%s'%s", field, where, spec_quote(id, t),
+                          strbuf_str(&hint));
                 return NULL;
         }
         if (!(kinds & KIND_BIT(o->kind))) {
                 kinds_text(kinds, kt);
-                emit(c, mark.line, mark.col, "'%s' of %s refers to %s '%s', but must name %s", field, where,
-                     kind_name(o->kind), q(id, t), kt);
+                spec_emit(c, mark.line, mark.col, "'%s' of %s refers to %s '%s', but must name %s", field, where,
+                          spec_kind_name(o->kind), spec_quote(id, t), kt);
                 return NULL;
         }
         return o;
@@ -2237,7 +297,7 @@ static struct obj *resolve(struct ctx *c, const char *field, const char *where, 
 
 /* Records that consumer (e.g. "raid 'md0'", identity who) uses o; each device
  * has one user, except that any number of partitions may share a disk. */
-static void consume(struct ctx *c, struct obj *o, const void *who, enum spec_obj_kind who_kind,
+void spec_consume(struct ctx *c, struct obj *o, const void *who, enum spec_obj_kind who_kind,
                     const char *consumer, bool shared, struct spec_mark mark) {
         char t[QUOTE_MAX + 4];
         if (!o)
@@ -2246,10 +306,10 @@ static void consume(struct ctx *c, struct obj *o, const void *who, enum spec_obj
                 if (shared && o->used_shared)
                         return;
                 if (o->user == who)
-                        emit(c, mark.line, mark.col, "%s uses '%s' twice", consumer, q(o->id, t));
+                        spec_emit(c, mark.line, mark.col, "%s uses '%s' twice", consumer, spec_quote(o->id, t));
                 else
-                        emit(c, mark.line, mark.col, "%s '%s' is already used by %s (line %u)",
-                             kind_name(o->kind), q(o->id, t), o->used_by, o->used_line);
+                        spec_emit(c, mark.line, mark.col, "%s '%s' is already used by %s (line %u)",
+                                  spec_kind_name(o->kind), spec_quote(o->id, t), o->used_by, o->used_line);
                 return;
         }
         if (!(o->used_by = strdup(consumer)))
@@ -2260,32 +320,15 @@ static void consume(struct ctx *c, struct obj *o, const void *who, enum spec_obj
         o->used_shared = shared;
 }
 
-static void single_device(struct ctx *c, const struct obj *o, const char *field, const char *where, struct spec_mark mark) {
+void spec_single_device(struct ctx *c, const struct obj *o, const char *field, const char *where, struct spec_mark mark) {
         char t[QUOTE_MAX + 4];
         if (o && o->mult > 1)
-                emit(c, mark.line, mark.col, "'%s' of %s refers to '%s', which stands for %u devices; name one device",
-                     field, where, q(o->id, t), o->mult);
-}
-
-unsigned spec_raid10_copies(const char *layout) {
-        size_t l = layout ? strlen(layout) : 0;
-        if (l >= 2 && layout[l - 1] >= '2' && layout[l - 1] <= '9')
-                return (unsigned) (layout[l - 1] - '0');
-        return 2;
-}
-
-static unsigned raid_min_members(const struct spec_raid *a) {
-        switch (a->level) {
-        case 0: case 1: return 2;
-        case 5: return 3;
-        case 6: return 4;
-        case 10: return spec_raid10_copies(a->layout);
-        default: return 2;
-        }
+                spec_emit(c, mark.line, mark.col, "'%s' of %s refers to '%s', which stands for %u devices; name one device",
+                          field, where, spec_quote(o->id, t), o->mult);
 }
 
 /* The i-th id an object is built on, or NULL past the last. */
-static const char *obj_dep(const struct obj *o, size_t i) {
+const char *spec_obj_dep(const struct obj *o, size_t i) {
         switch (o->kind) {
         case SPEC_OBJ_PARTITION:
                 return i == 0 ? ((const struct spec_partition *) o->ptr)->on : NULL;
@@ -2321,19 +364,19 @@ static bool find_cycle(struct ctx *c, struct obj *o, struct obj **path, size_t d
                 char t[QUOTE_MAX + 4];
                 for (size_t i = k; i <= depth; i++) {
                         if (i - k < 8 || i + 1 >= depth)
-                                (void) strbuf_addf(&sb, "%s'%s'", i > k ? " -> " : "", q(path[i]->id, t));
+                                (void) strbuf_addf(&sb, "%s'%s'", i > k ? " -> " : "", spec_quote(path[i]->id, t));
                         else if (i - k == 8)
                                 (void) strbuf_addf(&sb, " -> ... (%zu more)", depth - k - 9);
                 }
-                emit(c, o->line, o->col, "reference cycle: %s", strbuf_str(&sb));
+                spec_emit(c, o->line, o->col, "reference cycle: %s", strbuf_str(&sb));
                 return true;
         }
         if (depth >= c->n_objs)
                 return false;
         o->color = 1;
         const char *dep;
-        for (size_t i = 0; (dep = obj_dep(o, i)); i++) {
-                struct obj *d = find_obj(c, dep);
+        for (size_t i = 0; (dep = spec_obj_dep(o, i)); i++) {
+                struct obj *d = spec_find_obj(c, dep);
                 if (d && find_cycle(c, d, path, depth + 1))
                         return true;
         }
@@ -2341,154 +384,14 @@ static bool find_cycle(struct ctx *c, struct obj *o, struct obj **path, size_t d
         return false;
 }
 
-/* The luks with a generated key that o is built on, if any. The key is kept
- * nowhere (docs/spec.md), so whatever the node must find again after a
- * reboot cannot sit on it. Called only on a graph without cycles. */
-static const struct obj *generated_key_below(struct ctx *c, const struct obj *o) {
-        if (!o)
-                return NULL;
-        if (o->kind == SPEC_OBJ_LUKS && ((const struct spec_luks *) o->ptr)->key.source == SPEC_KEY_GENERATE)
-                return o;
-        const char *dep;
-        for (size_t i = 0; (dep = obj_dep(o, i)); i++) {
-                const struct obj *g = generated_key_below(c, find_obj(c, dep));
-                if (g)
-                        return g;
-        }
-        return NULL;
-}
-
-/* boot: what GRUB needs to find and boot the installed system unattended
- * (notes: Debian 12's GRUB 2.06 opens no argon2 keyslot; BIOS on GPT needs a
- * bios_grub partition for the core image; firmware reads the ESP as plain
- * FAT). Called only on a graph without cycles. */
-static void check_boot(struct ctx *c) {
+/* Every object with an id, indexed; duplicates reported. */
+static int collect_objs(struct ctx *c) {
         struct spec *s = c->s;
-        const struct spec_boot *b = &s->boot;
-        char t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
-        if (!b->present)
-                return;
-        if (!s->image.present || s->image.format != SPEC_IMAGE_TAR)
-                emit(c, b->mark.line, b->mark.col,
-                     "'boot' installs GRUB from the installed system: the spec needs an image of format 'tar'");
-        const struct spec_filesystem *bfs = spec_boot_filesystem(s);
-        if (!bfs || !bfs->on) {
-                emit(c, b->mark.line, b->mark.col, "'boot' needs a filesystem mounted at '/boot' or '/'");
-                return;
-        }
-        const char *bname = streq(bfs->mount, "/boot") ? "/boot" : "/ (which holds /boot)";
-        const struct spec_luks *lk = spec_luks_below(s, bfs->on);
-        if (lk) {
-                bool argon = lk->pbkdf.type != SPEC_PBKDF_PBKDF2;
-                if (argon)
-                        emit(c, bfs->mount_mark.line, bfs->mount_mark.col,
-                             "%s would sit inside luks '%s', whose %s keyslot Debian 12's GRUB (2.06) cannot open "
-                             "('Argon2 not supported'); put /boot on its own filesystem outside LUKS (e.g. an md RAID1)",
-                             bname, q(lk->id ? lk->id : "?", t),
-                             lk->pbkdf.type == SPEC_PBKDF_ARGON2I ? "argon2i" : "argon2id");
-                else
-                        emit(c, bfs->mount_mark.line, bfs->mount_mark.col,
-                             "%s would sit inside luks '%s': GRUB would ask for its passphrase on the console at every boot; "
-                             "put /boot on its own filesystem outside LUKS (e.g. an md RAID1)",
-                             bname, q(lk->id ? lk->id : "?", t));
-        }
-        _cleanup_strv_free_ char **under = NULL, **grub = NULL;
-        if (spec_disks_below(s, bfs->on, &under) < 0 || spec_boot_disks(s, &grub) < 0) {
-                c->error = -ENOMEM;
-                return;
-        }
-        if (b->disks) {
-                bool known = true;
-                for (size_t i = 0; b->disks[i]; i++)
-                        if (!resolve(c, "disks", "boot", b->disks[i], b->disk_marks[i], KIND_BIT(SPEC_OBJ_DISK)))
-                                known = false;
-                if (!known)
-                        return;
-                for (size_t i = 0; under && under[i]; i++)
-                        if (!strv_contains(grub, under[i]))
-                                emit(c, b->disks_mark.line, b->disks_mark.col,
-                                     "the boot loader would miss disk '%s', which carries /boot's '%s'; "
-                                     "add it to 'disks' of boot (a node whose first disk fails must still boot)",
-                                     q(under[i], t), q(bfs->on, t2));
-        }
-        const char *fw = firmware_names[b->firmware];
-        if (b->firmware == SPEC_FIRMWARE_BIOS || b->firmware == SPEC_FIRMWARE_BOTH)
-                for (size_t i = 0; grub && grub[i]; i++) {
-                        bool found = false;
-                        for (size_t j = 0; j < s->n_partitions && !found; j++)
-                                found = s->partitions[j].type == SPEC_PART_BIOS_GRUB && s->partitions[j].on &&
-                                        streq(s->partitions[j].on, grub[i]);
-                        if (!found)
-                                emit(c, b->firmware_mark.line, b->firmware_mark.col,
-                                     "boot firmware '%s' needs a 'bios_grub' partition on disk '%s', where GRUB is installed "
-                                     "(GRUB keeps its core image there on GPT)", fw, q(grub[i], t));
-                }
-        if (b->firmware != SPEC_FIRMWARE_UEFI && b->firmware != SPEC_FIRMWARE_BOTH)
-                return;
-        const struct spec_filesystem *esp = spec_esp_filesystem(s);
-        if (!esp || !esp->on) {
-                emit(c, b->firmware_mark.line, b->firmware_mark.col,
-                     "boot firmware '%s' needs an ESP: a vfat filesystem mounted at '/boot/efi' on an 'esp' partition, "
-                     "or on an md RAID1 with metadata \"1.0\" of 'esp' partitions, one on every disk GRUB is installed on", fw);
-                return;
-        }
-        if (esp->type != SPEC_FS_VFAT) {
-                emit(c, esp->mount_mark.line, esp->mount_mark.col, "the ESP (mounted at '/boot/efi') must be vfat, not %s",
-                     fs_types[esp->type]);
-                return;
-        }
-        const void *o = NULL;
-        enum spec_obj_kind k = spec_lookup(s, esp->on, &o);
-        _cleanup_strv_free_ char **esp_disks = NULL;
-        bool parts_ok = true;
-        if (k == SPEC_OBJ_PARTITION) {
-                const struct spec_partition *p = o;
-                parts_ok = p->type == SPEC_PART_ESP;
-        } else if (k == SPEC_OBJ_RAID) {
-                const struct spec_raid *a = o;
-                if (a->level != 1 || !a->metadata || !streq(a->metadata, "1.0")) {
-                        emit(c, esp->on_mark.line, esp->on_mark.col,
-                             "the ESP is on raid '%s', which must be level 1 with metadata \"1.0\" "
-                             "(the firmware reads each member as a plain FAT filesystem)", q(a->id ? a->id : "?", t));
-                        return;
-                }
-                for (size_t i = 0; a->members && a->members[i]; i++) {
-                        const void *m = NULL;
-                        if (spec_lookup(s, a->members[i], &m) != SPEC_OBJ_PARTITION ||
-                            ((const struct spec_partition *) m)->type != SPEC_PART_ESP)
-                                parts_ok = false;
-                }
-        } else {
-                emit(c, esp->on_mark.line, esp->on_mark.col,
-                     "the ESP must be on an 'esp' partition or an md RAID1 of them, not on %s '%s'",
-                     kind_name(k), q(esp->on, t));
-                return;
-        }
-        if (!parts_ok) {
-                emit(c, esp->on_mark.line, esp->on_mark.col,
-                     "the ESP on '%s' must be made of partitions of type 'esp'", q(esp->on, t));
-                return;
-        }
-        if (spec_disks_below(s, esp->on, &esp_disks) < 0) {
-                c->error = -ENOMEM;
-                return;
-        }
-        for (size_t i = 0; grub && grub[i]; i++)
-                if (!strv_contains(esp_disks, grub[i]))
-                        emit(c, b->firmware_mark.line, b->firmware_mark.col,
-                             "boot firmware '%s' needs an ESP on disk '%s', where GRUB is installed, but the ESP on '%s' "
-                             "is not there; put an 'esp' partition on every boot disk into an md RAID1 with metadata \"1.0\"",
-                             fw, q(grub[i], t), q(esp->on, t2));
-}
-
-static void cross_check(struct ctx *c) {
-        struct spec *s = c->s;
-        char where[128], t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
         size_t total = s->n_disks + s->n_partitions + s->n_raids + s->n_luks + s->n_vgs + s->n_lvs;
         c->objs = calloc(total ? total : 1, sizeof *c->objs);
         if (!c->objs) {
                 c->error = -ENOMEM;
-                return;
+                return c->error;
         }
         for (size_t i = 0; i < s->n_disks; i++)
                 add_obj(c, s->disks[i].id, SPEC_OBJ_DISK, &s->disks[i], s->disks[i].mark);
@@ -2503,279 +406,44 @@ static void cross_check(struct ctx *c) {
         for (size_t i = 0; i < s->n_lvs; i++)
                 add_obj(c, s->lvs[i].id, SPEC_OBJ_LV, &s->lvs[i], s->lvs[i].mark);
         index_objs(c);
-        if (c->error < 0)
-                return;
+        return c->error;
+}
 
-        for (size_t i = 0; i < c->n_objs; i++)
-                if (c->objs[i].kind == SPEC_OBJ_DISK)
-                        c->objs[i].mult = ((const struct spec_disk *) c->objs[i].ptr)->count;
-
-        /* partitions: on a disk; "rest" last; percentages add up to at most 100 */
-        for (size_t i = 0; i < s->n_partitions; i++) {
-                struct spec_partition *p = &s->partitions[i];
-                snprintf(where, sizeof where, "partition '%s'", p->id ? q(p->id, t) : "?");
-                struct obj *d = resolve(c, "on", where, p->on, p->on_mark, KIND_BIT(SPEC_OBJ_DISK));
-                p->disk = d ? d->ptr : NULL;
-                consume(c, d, p, SPEC_OBJ_PARTITION, where, true, p->on_mark);
-                struct obj *self = p->id ? find_obj(c, p->id) : NULL;
-                if (d && self && self->ptr == p)
-                        self->mult = d->mult;
-        }
-        for (size_t i = 0; i < s->n_disks; i++) {
-                const char *rest = NULL;
-                unsigned pct = 0;
-                bool over = false;
-                for (size_t j = 0; j < s->n_partitions; j++) {
-                        struct spec_partition *p = &s->partitions[j];
-                        if (p->disk != &s->disks[i])
-                                continue;
-                        if (rest)
-                                emit(c, p->mark.line, p->mark.col, "partition '%s' follows 'rest' partition '%s' on disk '%s'",
-                                     q(p->id ? p->id : "?", t), q(rest, t2), s->disks[i].id);
-                        if (p->size.kind == SPEC_SIZE_REST)
-                                rest = p->id ? p->id : "?";
-                        if (p->size.kind == SPEC_SIZE_PERCENT) {
-                                pct += p->size.percent;
-                                if (pct > 100 && !over) {
-                                        emit(c, p->size.mark.line, p->size.mark.col,
-                                             "partitions on disk '%s' add up to more than 100%%", s->disks[i].id);
-                                        over = true;
-                                }
-                        }
-                }
-        }
-
-        /* a luks stands for as many devices as what it is on (one LUKS per
-         * disk of a count: N rule); known before the raids count their members.
-         * Twice: a luks on a luks learns its count in the second pass. */
-        for (int pass = 0; pass < 2; pass++)
-                for (size_t i = 0; i < s->n_luks; i++) {
-                        struct spec_luks *x = &s->luks[i];
-                        struct obj *on = x->on ? find_obj(c, x->on) : NULL, *self = x->id ? find_obj(c, x->id) : NULL;
-                        if (on && self && self->ptr == x && on != self && on->kind != SPEC_OBJ_VG) {
-                                self->mult = on->mult;
-                                x->count = on->mult;
-                        }
-                }
-
-        /* every /dev/mapper name a luks makes (NAME, or NAME-0..NAME-N-1) once */
-        for (size_t i = 0; i < s->n_luks; i++)
-                for (unsigned k = 0; k < (s->luks[i].count ? s->luks[i].count : 1); k++) {
-                        _cleanup_free_ char *a = NULL;
-                        if (spec_luks_name(&s->luks[i], k, &a) < 0)
-                                break;
-                        bool clash = false;
-                        for (size_t j = 0; !clash && j < i; j++)
-                                for (unsigned m = 0; !clash && m < (s->luks[j].count ? s->luks[j].count : 1); m++) {
-                                        _cleanup_free_ char *o = NULL;
-                                        if (spec_luks_name(&s->luks[j], m, &o) == 0 && streq(a, o)) {
-                                                emit(c, s->luks[i].mark.line, s->luks[i].mark.col,
-                                                     "luks '%s' would open /dev/mapper/%s, which luks '%s' (line %u) opens too",
-                                                     q(s->luks[i].id ? s->luks[i].id : "?", t), a,
-                                                     s->luks[j].id ? s->luks[j].id : "?", s->luks[j].mark.line);
-                                                clash = true;
-                                        }
-                                }
-                        if (clash)
-                                break;
-                }
-
-        /* raid members */
-        for (size_t i = 0; i < s->n_raids; i++) {
-                struct spec_raid *a = &s->raids[i];
-                snprintf(where, sizeof where, "raid '%s'", a->id ? q(a->id, t) : "?");
-                unsigned devices = 0;
-                bool all = a->members != NULL;
-                if (a->members && !(a->member_refs = calloc(strv_length(a->members), sizeof *a->member_refs))) {
-                        c->error = -ENOMEM;
-                        return;
-                }
-                for (size_t j = 0; a->members && a->members[j]; j++) {
-                        struct obj *o = resolve(c, "members", where, a->members[j], a->member_marks[j],
-                                                KIND_BIT(SPEC_OBJ_DISK) | KIND_BIT(SPEC_OBJ_PARTITION) |
-                                                KIND_BIT(SPEC_OBJ_LUKS));
-                        if (o)
-                                a->member_refs[j] = (struct spec_ref) { o->kind, o->ptr };
-                        if (!o) {
-                                all = false;
-                                continue;
-                        }
-                        consume(c, o, a, SPEC_OBJ_RAID, where, false, a->member_marks[j]);
-                        if (o->mult == 0)
-                                all = false;    /* a disk rule whose count is wrong: reported there */
-                        devices += o->mult;
-                }
-                if (all && a->level_mark.line && a->level <= 10) {
-                        unsigned need = raid_min_members(a);
-                        unsigned active = devices > a->spares ? devices - a->spares : 0;
-                        if (active < need) {
-                                char lay[64] = "";
-                                if (a->level == 10)
-                                        snprintf(lay, sizeof lay, " layout '%s'", a->layout ? q(a->layout, t2) : "n2");
-                                char sp[64] = "";
-                                if (a->spares)
-                                        snprintf(sp, sizeof sp, " (%u devices, %u spares)", devices, a->spares);
-                                emit(c, a->members_mark.line, a->members_mark.col,
-                                     "raid '%s' (level %u%s) needs at least %u active members, but has %u%s",
-                                     a->id ? q(a->id, t) : "?", a->level, lay, need, active, sp);
-                        }
-                }
-        }
-
-        for (size_t i = 0; i < s->n_luks; i++) {
-                struct spec_luks *x = &s->luks[i];
-                snprintf(where, sizeof where, "luks '%s'", x->id ? q(x->id, t) : "?");
-                struct obj *o = resolve(c, "on", where, x->on, x->on_mark, BLOCK_KINDS);
-                x->on_ref = o ? (struct spec_ref) { o->kind, o->ptr } : (struct spec_ref) {};
-                /* on N devices (a disk rule with count N, a partition on one): one LUKS2 on each */
-                consume(c, o, x, SPEC_OBJ_LUKS, where, false, x->on_mark);
-        }
-        for (size_t i = 0; i < s->n_vgs; i++) {
-                struct spec_vg *g = &s->vgs[i];
-                snprintf(where, sizeof where, "volume group '%s'", g->id ? q(g->id, t) : "?");
-                if (g->pvs && !(g->pv_refs = calloc(strv_length(g->pvs), sizeof *g->pv_refs))) {
-                        c->error = -ENOMEM;
-                        return;
-                }
-                for (size_t j = 0; g->pvs && g->pvs[j]; j++) {
-                        struct obj *o = resolve(c, "pvs", where, g->pvs[j], g->pv_marks[j], BLOCK_KINDS & ~KIND_BIT(SPEC_OBJ_LV));
-                        if (o)
-                                g->pv_refs[j] = (struct spec_ref) { o->kind, o->ptr };
-                        consume(c, o, g, SPEC_OBJ_VG, where, false, g->pv_marks[j]);
-                }
-        }
-        for (size_t i = 0; i < s->n_lvs; i++) {
-                struct spec_lv *lv = &s->lvs[i];
-                snprintf(where, sizeof where, "volume '%s'", lv->id ? q(lv->id, t) : "?");
-                struct obj *o = resolve(c, "vg", where, lv->vg, lv->vg_mark, KIND_BIT(SPEC_OBJ_VG));
-                lv->vg_obj = o ? o->ptr : NULL;
-        }
-        for (size_t i = 0; i < s->n_vgs; i++) {
-                const char *all = NULL;
-                for (size_t j = 0; j < s->n_lvs; j++) {
-                        struct spec_lv *lv = &s->lvs[j];
-                        if (lv->vg_obj != &s->vgs[i])
-                                continue;
-                        if (all)
-                                emit(c, lv->mark.line, lv->mark.col,
-                                     "volume '%s' follows volume '%s', which takes all free space of volume group '%s'",
-                                     q(lv->id ? lv->id : "?", t), q(all, t2), s->vgs[i].id);
-                        if (lv->size.kind == SPEC_SIZE_REST)
-                                all = lv->id ? lv->id : "?";
-                }
-        }
-
-        /* filesystems: one per device and per mount point */
-        bool root = false;
-        for (size_t i = 0; i < s->n_filesystems; i++) {
-                struct spec_filesystem *fs = &s->filesystems[i];
-                if (fs->on)
-                        snprintf(where, sizeof where, "filesystem on '%s'", q(fs->on, t));
-                else
-                        snprintf(where, sizeof where, "filesystem #%zu", i + 1);
-                struct obj *o = resolve(c, "on", where, fs->on, fs->on_mark, BLOCK_KINDS);
-                fs->on_ref = o ? (struct spec_ref) { o->kind, o->ptr } : (struct spec_ref) {};
-                single_device(c, o, "on", where, fs->on_mark);
-                consume(c, o, fs, SPEC_OBJ_NONE, where, false, fs->on_mark);
-                /* crypttab overwrites the device at every boot: it must be named by
-                 * something that cannot turn into another disk's partition */
-                if (o && fs->encrypt_random && (o->kind == SPEC_OBJ_DISK || o->kind == SPEC_OBJ_LUKS))
-                        emit(c, fs->on_mark.line, fs->on_mark.col,
-                             o->kind == SPEC_OBJ_DISK ?
-                             "swap with 'encrypt: random' on disk '%s': it must sit on a partition, raid or volume, "
-                             "which crypttab names by PARTUUID, /dev/md/NAME or /dev/VG/LV (a whole disk has only "
-                             "its /dev/sdX name, which may be another disk at the next boot, and crypttab "
-                             "overwrites it at every boot)" :
-                             "swap with 'encrypt: random' on luks '%s': it is its own plain dm-crypt with a fresh "
-                             "key, so put it on the device under the luks and drop the luks",
-                             q(fs->on, t));
-                if (!fs->mount)
-                        continue;
-                if (streq(fs->mount, "/"))
-                        root = true;
-                for (size_t j = 0; j < i; j++)
-                        if (s->filesystems[j].mount && streq(s->filesystems[j].mount, fs->mount)) {
-                                emit(c, fs->mount_mark.line, fs->mount_mark.col,
-                                     "mount point '%s' is already used by the filesystem on '%s' (line %u)",
-                                     q(fs->mount, t), q(s->filesystems[j].on ? s->filesystems[j].on : "?", t2),
-                                     s->filesystems[j].mount_mark.line);
-                                break;
-                        }
-        }
-
-        if (s->image.present && s->image.format == SPEC_IMAGE_RAW && s->image.target) {
-                struct obj *o = resolve(c, "target", "image", s->image.target, s->image.mark, BLOCK_KINDS);
-                s->image.target_ref = o ? (struct spec_ref) { o->kind, o->ptr } : (struct spec_ref) {};
-                single_device(c, o, "target", "image", s->image.mark);
-                consume(c, o, &s->image, SPEC_OBJ_NONE, "image", false, s->image.mark);
-        }
-        if (s->image.present && s->image.format == SPEC_IMAGE_TAR && !root)
-                emit(c, s->image.mark.line, s->image.mark.col,
-                     "image of format 'tar' needs a filesystem mounted at '/'");
-
-        /* partition types say what a partition is for */
-        for (size_t i = 0; i < c->n_objs; i++) {
-                const struct obj *o = &c->objs[i];
-                if (o->kind != SPEC_OBJ_PARTITION || !o->used_by)
-                        continue;
-                const struct spec_partition *p = o->ptr;
-                const char *want = NULL;
-                if (p->type == SPEC_PART_RAID && o->user_kind != SPEC_OBJ_RAID)
-                        want = "a raid";
-                else if (p->type == SPEC_PART_LVM && o->user_kind != SPEC_OBJ_VG)
-                        want = "a volume group";
-                else if (p->type == SPEC_PART_BIOS_GRUB)
-                        want = "the boot loader";
-                if (want)
-                        emit(c, p->mark.line, p->mark.col, "partition '%s' of type '%s' cannot be used by %s (it is for %s)",
-                             q(o->id, t), part_types[p->type], o->used_by, want);
-        }
-
-        /* cycles (e.g. luks on a volume of a volume group on that luks) */
+/* cycles (e.g. luks on a volume of a volume group on that luks): true when
+ * one was found (reported) or memory ran out */
+static bool check_cycles(struct ctx *c) {
         _cleanup_free_ struct obj **path = calloc(c->n_objs + 1, sizeof *path);
         if (!path) {
                 c->error = -ENOMEM;
-                return;
+                return true;
         }
         bool cycle = false;
         for (size_t i = 0; i < c->n_objs; i++)
                 if (c->objs[i].color == 0 && find_cycle(c, &c->objs[i], path, 0))
                         cycle = true;
-        if (cycle)
+        return cycle;
+}
+
+/* The checks that look across objects, in this order: what each one reports
+ * relies on the counts and references the ones before it resolved. */
+static void cross_check(struct ctx *c) {
+        if (collect_objs(c) < 0)
                 return;
-
-        /* a filesystem in fstab (mounted, or swap) on a generated key would
-         * stop the node's next boot at a passphrase prompt nobody can answer */
-        for (size_t i = 0; i < s->n_filesystems; i++) {
-                const struct spec_filesystem *fs = &s->filesystems[i];
-                if (!fs->on || (!fs->mount && fs->type != SPEC_FS_SWAP))
-                        continue;
-                const struct obj *g = generated_key_below(c, find_obj(c, fs->on));
-                if (!g)
-                        continue;
-                const struct spec_luks *x = g->ptr;
-                char use[QUOTE_MAX + 32], t3[QUOTE_MAX + 4];
-                if (fs->mount)
-                        snprintf(use, sizeof use, "mounted at '%s'", q(fs->mount, t2));
-                else
-                        snprintf(use, sizeof use, "used as swap");
-                emit(c, x->key.mark.line, x->key.mark.col,
-                     "luks '%s' has a generated key, which is kept nowhere, but the filesystem on '%s' (%s) "
-                     "must be opened again after a reboot; give the luks a key 'url' or 'passphrase'%s",
-                     q(g->id, t), q(fs->on, t3), use,
-                     fs->mount ? "" : " (for swap with a fresh key at every boot, drop the luks and write "
-                                      "'encrypt: random' on the swap)");
-        }
-
-        /* unlock pins are bound inside the installed system (its clevis) */
-        for (size_t i = 0; i < s->n_luks; i++) {
-                const struct spec_luks *x = &s->luks[i];
-                if (x->unlock.n_tang && (!s->image.present || s->image.format != SPEC_IMAGE_TAR))
-                        emit(c, x->unlock.mark.line, x->unlock.mark.col,
-                             "'unlock' of luks '%s' is bound with the installed system's clevis: the spec needs an image of format 'tar'",
-                             q(x->id ? x->id : "?", t));
-        }
-        check_boot(c);
+        spec_check_partitions(c);
+        spec_check_luks_names(c);
+        if (spec_check_raids(c) < 0)
+                return;
+        spec_check_luks_on(c);
+        if (spec_check_lvm(c) < 0)
+                return;
+        bool root = spec_check_filesystems(c);
+        spec_check_image(c, root);
+        spec_check_partition_types(c);
+        if (check_cycles(c))
+                return;
+        spec_check_generated_keys(c);
+        spec_check_unlock(c);
+        spec_check_boot(c);
 }
 
 /* ---- entry points ------------------------------------------------------ */
@@ -2792,64 +460,64 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
         struct spec *s = c->s;
         struct loc l = { NULL, "" };
         char t[QUOTE_MAX + 8];
-        check_keys(c, root, &l, keys);
+        spec_check_keys(c, root, &l, keys);
 
-        const struct ynode *v = map_get(root, "version");
+        const struct ynode *v = spec_map_get(root, "version");
         if (!v)
                 emitn(c, root, "spec has no 'version' (this is version 1 of the format)");
-        else if (want_scalar(c, &l, "version", v, "1") > 0) {
+        else if (spec_want_scalar(c, &l, "version", v, "1") > 0) {
                 if (!v->plain)
                         emitn(c, v, "'version' must be the number 1, not a quoted string");
                 else if (!streq(v->value, "1"))
-                        emitn(c, v, "'version' must be 1, not %s", describe(v, t));
+                        emitn(c, v, "'version' must be 1, not %s", spec_describe(v, t));
                 else
                         s->version = 1;
         }
-        v = map_get(root, "hostname");
-        if (get_str(c, &l, "hostname", v, &s->hostname) > 0) {
+        v = spec_map_get(root, "hostname");
+        if (spec_get_str(c, &l, "hostname", v, &s->hostname) > 0) {
                 s->hostname_mark = (struct spec_mark) { v->line, v->col };
-                if (check_vars(c, &l, "hostname", v, s->hostname))
+                if (spec_check_vars(c, &l, "hostname", v, s->hostname))
                         check_hostname(c, v, s->hostname);
         }
-        (void) get_str(c, &l, "ca", map_get(root, "ca"), &s->ca);
-        v = map_get(root, "reinstall");
-        if (get_str(c, &l, "reinstall", v, &s->reinstall) > 0 && spec_reinstall_problem(s->reinstall))
+        (void) spec_get_str(c, &l, "ca", spec_map_get(root, "ca"), &s->ca);
+        v = spec_map_get(root, "reinstall");
+        if (spec_get_str(c, &l, "reinstall", v, &s->reinstall) > 0 && spec_reinstall_problem(s->reinstall))
                 emitn(c, v, "'reinstall' must be a token of A-Z a-z 0-9 . _ : - (at most 64), but '%s' %s",
-                      q(s->reinstall, t), spec_reinstall_problem(s->reinstall));
+                      spec_quote(s->reinstall, t), spec_reinstall_problem(s->reinstall));
 
-        PARSE_SECTION(c, root, "disks", "disk", s->disks, s->n_disks, parse_disk);
-        PARSE_SECTION(c, root, "partitions", "partition", s->partitions, s->n_partitions, parse_partition);
-        PARSE_SECTION(c, root, "raid", "raid", s->raids, s->n_raids, parse_raid);
-        PARSE_SECTION(c, root, "luks", "luks", s->luks, s->n_luks, parse_luks);
-        PARSE_SECTION(c, root, "lvm", "volume group", s->vgs, s->n_vgs, parse_vg);
-        PARSE_SECTION(c, root, "volumes", "volume", s->lvs, s->n_lvs, parse_lv);
-        PARSE_SECTION(c, root, "filesystems", "filesystem", s->filesystems, s->n_filesystems, parse_fs);
-        if (!map_get(root, "disks"))
+        PARSE_SECTION(c, root, "disks", "disk", s->disks, s->n_disks, spec_parse_disk);
+        PARSE_SECTION(c, root, "partitions", "partition", s->partitions, s->n_partitions, spec_parse_partition);
+        PARSE_SECTION(c, root, "raid", "raid", s->raids, s->n_raids, spec_parse_raid);
+        PARSE_SECTION(c, root, "luks", "luks", s->luks, s->n_luks, spec_parse_luks);
+        PARSE_SECTION(c, root, "lvm", "volume group", s->vgs, s->n_vgs, spec_parse_vg);
+        PARSE_SECTION(c, root, "volumes", "volume", s->lvs, s->n_lvs, spec_parse_lv);
+        PARSE_SECTION(c, root, "filesystems", "filesystem", s->filesystems, s->n_filesystems, spec_parse_fs);
+        if (!spec_map_get(root, "disks"))
                 emitn(c, root, "spec has no 'disks'");
 
-        v = map_get(root, "image");
-        if (want_map(c, &l, "image", v) > 0)
-                parse_image(c, v, &s->image);
-        v = map_get(root, "boot");
-        if (want_map(c, &l, "boot", v) > 0)
-                parse_boot(c, v, &s->boot);
-        v = map_get(root, "bench");
-        if (want_map(c, &l, "bench", v) > 0)
-                parse_bench(c, v, &s->bench);
-        v = map_get(root, "register");
-        if (want_map(c, &l, "register", v) > 0)
-                parse_register(c, v, s);
-        v = map_get(root, "network");
-        if (want_map(c, &l, "network", v) > 0)
-                parse_network(c, v);
-        v = map_get(root, "finish");
+        v = spec_map_get(root, "image");
+        if (spec_want_map(c, &l, "image", v) > 0)
+                spec_parse_image(c, v, &s->image);
+        v = spec_map_get(root, "boot");
+        if (spec_want_map(c, &l, "boot", v) > 0)
+                spec_parse_boot(c, v, &s->boot);
+        v = spec_map_get(root, "bench");
+        if (spec_want_map(c, &l, "bench", v) > 0)
+                spec_parse_bench(c, v, &s->bench);
+        v = spec_map_get(root, "register");
+        if (spec_want_map(c, &l, "register", v) > 0)
+                spec_parse_register(c, v, s);
+        v = spec_map_get(root, "network");
+        if (spec_want_map(c, &l, "network", v) > 0)
+                spec_parse_network(c, v);
+        v = spec_map_get(root, "finish");
         int e;
-        if (get_enum(c, &l, "finish", v, finish_names, &e) > 0) {
+        if (spec_get_enum(c, &l, "finish", v, finish_names, &e) > 0) {
                 s->finish = e;
                 s->finish_mark = (struct spec_mark) { v->line, v->col };
         }
 
-        set_bench_ciphers(c);
+        spec_set_bench_ciphers(c);
         cross_check(c);
 }
 
@@ -2870,7 +538,7 @@ int spec_parse(const char *file, const char *data, size_t len, struct spec **ret
                 return r < 0 ? r : -EINVAL;
         }
         if (root->kind != YNODE_MAP) {
-                r = diags_add(diags, file, root->line, root->col, "spec must be a mapping, not %s", describe(root, t));
+                r = diags_add(diags, file, root->line, root->col, "spec must be a mapping, not %s", spec_describe(root, t));
                 return r < 0 ? r : -EINVAL;
         }
         _cleanup_spec_free_ struct spec *s = calloc(1, sizeof *s);
@@ -2905,7 +573,7 @@ int spec_load(const char *path, struct spec **ret, struct diags *diags) {
         return r;
 }
 
-static void free_secret(char *s) {
+void spec_free_secret(char *s) {
         if (s) {
                 explicit_wipe(s, strlen(s));
                 free(s);
@@ -2915,61 +583,16 @@ static void free_secret(char *s) {
 struct spec *spec_free(struct spec *s) {
         if (!s)
                 return NULL;
-        for (size_t i = 0; i < s->n_disks; i++) {
-                struct spec_disk *d = &s->disks[i];
-                free(d->id); free(d->path); free(d->by_id); free(d->serial);
-                free(d->wwn); free(d->model); free(d->vendor); free(d->transport);
-                for (size_t k = 0; k < d->n_alts; k++) {
-                        struct spec_disk *a = &d->alts[k];
-                        free(a->id); free(a->path); free(a->by_id); free(a->serial);
-                        free(a->wwn); free(a->model); free(a->vendor); free(a->transport);
-                }
-                free(d->alts);
-        }
-        free(s->disks);
-        for (size_t i = 0; i < s->n_partitions; i++) {
-                free(s->partitions[i].id); free(s->partitions[i].on); free(s->partitions[i].name);
-        }
-        free(s->partitions);
-        for (size_t i = 0; i < s->n_raids; i++) {
-                struct spec_raid *a = &s->raids[i];
-                free(a->id); free(a->name); free(a->layout); free(a->metadata); free(a->bitmap);
-                strv_free(a->members); free(a->member_marks); free(a->member_refs);
-        }
-        free(s->raids);
-        for (size_t i = 0; i < s->n_luks; i++) {
-                struct spec_luks *x = &s->luks[i];
-                free(x->id); free(x->on); free(x->name); free(x->cipher); free(x->label);
-                strv_free(x->bench_ciphers);
-                free_secret(x->key.passphrase); free(x->key.url); free(x->key.sha256);
-                for (size_t j = 0; j < x->unlock.n_tang; j++) {
-                        free(x->unlock.tang[j].url); free(x->unlock.tang[j].thp);
-                }
-                free(x->unlock.tang);
-        }
-        free(s->luks);
-        for (size_t i = 0; i < s->n_vgs; i++) {
-                free(s->vgs[i].id); free(s->vgs[i].name); strv_free(s->vgs[i].pvs); free(s->vgs[i].pv_marks); free(s->vgs[i].pv_refs);
-        }
-        free(s->vgs);
-        for (size_t i = 0; i < s->n_lvs; i++) {
-                free(s->lvs[i].id); free(s->lvs[i].vg); free(s->lvs[i].name);
-        }
-        free(s->lvs);
-        for (size_t i = 0; i < s->n_filesystems; i++) {
-                struct spec_filesystem *fs = &s->filesystems[i];
-                free(fs->on); free(fs->label); strv_free(fs->mkfs_options); free(fs->mount); free(fs->mount_options);
-        }
-        free(s->filesystems);
-        free(s->image.url); free(s->image.sha256); free(s->image.target);
-        strv_free(s->boot.cmdline); strv_free(s->boot.disks); free(s->boot.disk_marks);
-        strv_free(s->bench.ciphers);
-        struct spec_cloudstack *cs = &s->cloudstack;
-        free(cs->endpoint); free(cs->zone); free(cs->pod); free(cs->cluster); free(cs->api_key);
-        free_secret(cs->secret_key); free(cs->host_username); free_secret(cs->host_password); free(cs->host_url);
-        free(cs->host_authorized_key);
-        free(s->webhook.url); free_secret(s->webhook.hmac_key);
-        network_free(&s->network);
+        spec_free_disks(s);
+        spec_free_raids(s);
+        spec_free_luks(s);
+        spec_free_lvm(s);
+        spec_free_filesystems(s);
+        spec_free_image(s);
+        spec_free_boot(s);
+        spec_free_bench(s);
+        spec_free_register(s);
+        spec_free_network(&s->network);
         free(s->file); free(s->hostname); free(s->ca); free(s->reinstall);
         free(s);
         return NULL;
@@ -3028,14 +651,14 @@ int spec_expand(const char *in, const struct spec_vars *vars, char **ret, const 
                         return -EINVAL;
                 size_t n = (size_t) (e - d - 2);
                 const char *val = NULL, *name = NULL;
-                static const char *const names[] = { "mac", "mac:hexhyp", "mac:hexraw", "uuid", "serial", "hostname" };
                 const char *vals[] = { vars ? vars->mac : NULL, vars ? vars->mac : NULL, vars ? vars->mac : NULL,
                                        vars ? vars->uuid : NULL, vars ? vars->serial : NULL,
                                        vars ? vars->hostname : NULL };
                 size_t which = 0;
-                for (size_t i = 0; i < ELEMENTSOF(names); i++)
-                        if (strlen(names[i]) == n && strncmp(names[i], d + 2, n) == 0) {
-                                name = names[i];
+                _Static_assert(ELEMENTSOF(vals) == ELEMENTSOF(spec_vars) - 1, "a value for each variable");
+                for (size_t i = 0; spec_vars[i]; i++)
+                        if (strlen(spec_vars[i]) == n && strncmp(spec_vars[i], d + 2, n) == 0) {
+                                name = spec_vars[i];
                                 val = vals[i];
                                 which = i;
                         }
@@ -3061,71 +684,6 @@ int spec_expand(const char *in, const struct spec_vars *vars, char **ret, const 
                 return -ENOMEM;
         *ret = out;
         return 0;
-}
-
-bool spec_is_glob(const char *s) {
-        return s && strpbrk(s, "*?[") != NULL;
-}
-
-const char *spec_part_type_name(enum spec_part_type t) {
-        return (size_t) t < ELEMENTSOF(part_types) - 1 ? part_types[t] : "unknown";
-}
-
-int spec_luks_name(const struct spec_luks *x, unsigned index, char **ret) {
-        if (!x)
-                return -EINVAL;
-        const char *name = x->name;
-        if (!name)
-                return -EINVAL;
-        char *n = x->count > 1 ? strdupf("%s-%u", name, index) : strdup(name);
-        if (!n)
-                return -ENOMEM;
-        *ret = n;
-        return 0;
-}
-
-int spec_swap_crypt_name(const struct spec_filesystem *fs, char **ret) {
-        if (!fs || !fs->on)
-                return -EINVAL;
-        char *n = strdupf("%s_crypt", fs->on);
-        if (!n)
-                return -ENOMEM;
-        *ret = n;
-        return 0;
-}
-
-const char *spec_fs_type_name(enum spec_fs_type t) {
-        return (size_t) t < ELEMENTSOF(fs_types) - 1 ? fs_types[t] : "unknown";
-}
-
-const char *spec_firmware_name(enum spec_firmware f) {
-        return firmware_names[f];
-}
-
-const struct spec_filesystem *spec_boot_filesystem(const struct spec *s) {
-        const struct spec_filesystem *root = NULL;
-        for (size_t i = 0; i < s->n_filesystems; i++) {
-                const struct spec_filesystem *fs = &s->filesystems[i];
-                if (fs->mount && streq(fs->mount, "/boot"))
-                        return fs;
-                if (fs->mount && streq(fs->mount, "/"))
-                        root = fs;
-        }
-        return root;
-}
-
-const struct spec_filesystem *spec_esp_filesystem(const struct spec *s) {
-        for (size_t i = 0; i < s->n_filesystems; i++)
-                if (s->filesystems[i].mount && streq(s->filesystems[i].mount, "/boot/efi"))
-                        return &s->filesystems[i];
-        return NULL;
-}
-
-bool spec_has_unlock(const struct spec *s) {
-        for (size_t i = 0; i < s->n_luks; i++)
-                if (s->luks[i].unlock.n_tang > 0)
-                        return true;
-        return false;
 }
 
 /* The ids object id is built on (partition: its disk; raid: members; luks: on;
@@ -3170,23 +728,6 @@ int spec_disks_below(const struct spec *s, const char *id, char ***ret) {
                 return r;
         *ret = TAKE_PTR(acc);
         return 0;
-}
-
-int spec_boot_disks(const struct spec *s, char ***ret) {
-        if (s->boot.disks) {
-                _cleanup_strv_free_ char **v = NULL;
-                for (size_t i = 0; s->boot.disks[i]; i++)
-                        if (!strv_contains(v, s->boot.disks[i]) && strv_pushdup(&v, s->boot.disks[i]) < 0)
-                                return -ENOMEM;
-                *ret = TAKE_PTR(v);
-                return 0;
-        }
-        const struct spec_filesystem *fs = spec_boot_filesystem(s);
-        if (!fs || !fs->on) {
-                *ret = NULL;
-                return 0;
-        }
-        return spec_disks_below(s, fs->on, ret);
 }
 
 static const struct spec_luks *luks_below(const struct spec *s, const char *id, size_t depth) {

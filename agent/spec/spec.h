@@ -229,7 +229,7 @@ struct spec_filesystem {
         char **mkfs_options;    /* extra argv for mkfs, NULL-terminated */
         char *mount;            /* absolute path inside the target; NULL for swap / unmounted */
         struct spec_mark mount_mark;
-        char *mount_options;    /* "defaults" when NULL */
+        char *mount_options;    /* NULL: "defaults" (spec_fs_mount_options) */
         /* encrypt: random (swap only): plain dm-crypt with a fresh key from
          * /dev/urandom at every boot (crypttab's swap option); kiln leaves the
          * device blank and formats nothing */
@@ -439,8 +439,22 @@ bool spec_is_glob(const char *s);
  * o2: 2, n3 f3 o3: 3; NULL is mdadm's default n2): its minimum member count
  * and the divisor of its capacity. */
 unsigned spec_raid10_copies(const char *layout);
+/* The names of the spec's enums, as the spec writes them: one table each,
+ * beside the parser that reads them; NULL for a value out of range. */
 const char *spec_part_type_name(enum spec_part_type t);
 const char *spec_fs_type_name(enum spec_fs_type t);
+const char *spec_pbkdf_type_name(enum spec_pbkdf_type t);
+/* What a key source is, for the plan's text ("passphrase from the spec"). */
+const char *spec_key_source_name(enum spec_key_source k);
+/* The PBKDF a keyslot gets: default stands for libcryptsetup's LUKS2
+ * default, argon2id. */
+enum spec_pbkdf_type spec_pbkdf_effective(enum spec_pbkdf_type t);
+/* The mount options of a filesystem: its mount_options, else "defaults". */
+const char *spec_fs_mount_options(const struct spec_filesystem *fs);
+/* The key size in bits of a cipher written without one (bench.ciphers'
+ * "cipher" rather than "cipher:bits", kiln bench --cipher): 256 for
+ * Adiantum, which takes no other, else SPEC_LUKS_KEY_SIZE. */
+unsigned spec_cipher_key_size(const char *cipher);
 /* The dm name of device #index of a luks: its name when it stands for one
  * device, else "<name>-<index>" (crypt0-0 .. crypt0-3): the one place the
  * per-disk names are made (plan, apply, crypttab, resume). */

@@ -84,6 +84,10 @@ static int syntax_error(const yaml_parser_t *p, const char *file, const char *da
         return r < 0 ? r : -EINVAL;
 }
 
+/* One loop over libyaml's events with one switch (about 130 lines): every
+ * case pushes, pops or fills the node stack the loop owns, so the cases read
+ * best side by side; split up, each would take the stack, the depth and the
+ * document count as parameters. */
 int ytree_parse(const char *file, const char *data, size_t len, unsigned max_depth,
                 struct ynode **ret, struct diags *d) {
         _cleanup_(yaml_parser_deletep) yaml_parser_t p;

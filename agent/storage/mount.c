@@ -59,13 +59,9 @@ static int parse_options(const char *options, unsigned long *ret_flags, char **r
 int mount_under_target(const char *dev, const char *mountpoint, enum spec_fs_type type, const char *options) {
         if (!mountpoint || mountpoint[0] != '/')
                 return -EINVAL;
-        const char *fstype;
-        switch (type) {
-        case SPEC_FS_XFS: fstype = "xfs"; break;
-        case SPEC_FS_EXT4: fstype = "ext4"; break;
-        case SPEC_FS_VFAT: fstype = "vfat"; break;
-        default: return -EINVAL;
-        }
+        const char *fstype = type == SPEC_FS_SWAP ? NULL : spec_fs_type_name(type);
+        if (!fstype)
+                return -EINVAL;
         char where[PATH_MAX];
         if ((size_t) snprintf(where, sizeof where, "%s%s", kiln_paths.target, streq(mountpoint, "/") ? "" : mountpoint) >= sizeof where)
                 return -ENAMETOOLONG;

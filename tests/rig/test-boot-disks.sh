@@ -4,7 +4,10 @@
 #   boot 1  netboot: kiln provisions RAID1 /boot + RAID1 ESP + raid10 f2 +
 #           LUKS2 (argon2id, bound to the rig's Tang) + LVM + XFS from the
 #           small bootable image (initramfs/base-image/build-boot.sh), then
-#           installs GRUB on every disk and powers off with the stack down;
+#           installs GRUB on every disk and powers off with the stack down
+#           (the shared install "boot-tang", tests/rig/fixture-boot-tang.sh,
+#           made once for this test and test-finished.sh: boots 2-5 run on
+#           qcow2 overlays of its disks, with its Tang keys);
 #   boot 2  from the disks (SeaBIOS, -boot c), Tang up: the installed system
 #           reaches multi-user and reports, from its own kernel, over ttyS1;
 #   boot 3  Tang stopped: the node waits at the passphrase prompt;
@@ -18,16 +21,12 @@ set -uo pipefail
 rig_init
 command -v jq >/dev/null || rig_skip "no jq"
 rig_boot_image
-rig_tang_start
-RIG_VAR_PASSPHRASE=$(rig_secret boot-pass-)
-rig_disks 4 2G
-rig_spec specs/boot-tang.yaml
-"$KILN" validate "$RIG_SPEC" >/dev/null || rig_die "the spec does not validate"
 T=()    # "what took how long" lines for the summary
 
-# --- boot 1: netboot and provision -------------------------------------------
-rig_boot --pxe || rig_die "provisioning did not finish (see the console above)"
-T+=("boot 1 (netboot, provision): $RIG_BOOT_SECONDS s")
+# --- boot 1: netboot and provision (the shared install) ----------------------
+rig_fixture_boot boot-tang specs/boot-tang.yaml
+"$KILN" validate "$RIG_SPEC" >/dev/null || rig_die "the spec does not validate"
+T+=("boot 1 (netboot, provision; the shared install): $RIG_BOOT_SECONDS s")
 rig_expect_exit 0
 rig_expect_section mdstat 'raid10' "boot 1: raid10 built"
 binds=$(rig_tang_requests)
