@@ -53,10 +53,13 @@ struct apply_ctx {
         size_t n_keys;
         struct strbuf why;      /* the reason a step failed: helper stderr, library message */
         struct bench_result bench;
-        /* what bench_raw decided for the LUKS object it ran for (tuning's choice or the spec's) */
-        const struct spec_luks *bench_luks;
-        struct bench_luks_choice bench_choice;
-        char *bench_choice_cipher;      /* owns bench_choice.cipher */
+        /* the hand-over the plan names (plan_luks.tuned_by): what each bench-raw step chose */
+        struct apply_choice {
+                size_t step;                    /* the bench-raw step's number (1-based) */
+                struct bench_luks_choice ch;
+                char *cipher;                   /* owns ch.cipher */
+        } *choices;
+        size_t n_choices;
         struct report *report;  /* opts->report, or one apply_run made */
         bool registered;        /* register_run covers every target at once */
         bool target_ready;      /* configure ran: the target's /var/lib/kiln takes the report */
@@ -187,8 +190,8 @@ static int step_partition(struct apply_ctx *c, const struct plan_step *s) {
 }
 
 static int step_md_create(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec_raid *raid = s->obj;
-        if (!raid)
+        const struct plan_md *raid = &s->md;
+        if (!raid->name)
                 return -EINVAL;
         struct md_create_params p = {
                 .name = raid->name,
@@ -296,89 +299,90 @@ static int key_get(struct apply_ctx *c, const struct spec_luks *l, const struct 
         return 0;
 }
 
-/* The benchmark's decision for l when there is one (tuning may change the
- * cipher, key size, sector size and perf flags), else the spec's values. */
-static struct bench_luks_choice luks_choice(const struct apply_ctx *c, const struct spec_luks *l) {
-        if (c->bench_luks == l)
-                return c->bench_choice;
-        return (struct bench_luks_choice) { .cipher = l->cipher,
-                                            .key_size = l->key_size,
-                                            .sector_size = l->sector_size,
-                                            .flags = luks_flags_from_spec(l),
+static struct bench_luks_choice crypt_choice(const struct plan_crypt *p) {
+        return (struct bench_luks_choice) { .cipher = p->cipher, .key_size = p->key_size, .sector_size = p->sector_size,
+                                            .flags = luks_flags(p->no_read_workqueue, p->no_write_workqueue, p->discard),
                                             .candidate = -1 };
 }
 
+/* The step's dm-crypt parameters: the plan's, or, when the plan names the
+ * bench-raw step that tunes them, that step's choice (it ran before: the
+ * plan orders it so). */
+static int luks_crypt(struct apply_ctx *c, const struct plan_step *s, struct bench_luks_choice *ret) {
+        *ret = crypt_choice(&s->luks.crypt);
+        if (!s->luks.tuned_by)
+                return 0;
+        for (size_t i = 0; i < c->n_choices; i++)
+                if (c->choices[i].step == s->luks.tuned_by) {
+                        *ret = c->choices[i].ch;
+                        return 0;
+                }
+        return strbuf_addf(&c->why, "step %zu, which chooses the cipher, has not run", s->luks.tuned_by),
+               -EINVAL;
+}
+
 static int step_luks_format(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec_luks *l = s->obj;
-        if (!l)
+        const struct plan_luks *l = &s->luks;
+        if (!l->key || !l->backing)
                 return -EINVAL;
-        const struct luks_key *key;
-        int r = key_get(c, l, &key);
+        struct bench_luks_choice ch;
+        int r = luks_crypt(c, s, &ch);
         if (r < 0)
                 return r;
-        struct bench_luks_choice ch = luks_choice(c, l);
+        const struct luks_key *key;
+        r = key_get(c, l->key, &key);
+        if (r < 0)
+                return r;
         struct luks_format_params p = {
                 .cipher = ch.cipher,
                 .key_size = ch.key_size,
                 .sector_size = ch.sector_size,
                 .label = l->label,
-                .pbkdf = l->pbkdf.type,
-                .time_ms = l->pbkdf.time_ms,
-                .iterations = l->pbkdf.iterations,
-                .max_memory = l->pbkdf.max_memory,
-                .parallel = l->pbkdf.parallel,
+                .pbkdf = l->pbkdf,
+                .time_ms = l->pbkdf_time_ms,
+                .iterations = l->pbkdf_iterations,
+                .max_memory = l->pbkdf_max_memory,
+                .parallel = l->pbkdf_parallel,
                 .flags = ch.flags,
         };
         uint32_t mem_kb = 0;
-        r = luks_format(s->device, &p, key, &mem_kb);
+        r = luks_format(l->backing, &p, key, &mem_kb);
         if (r < 0)
                 return r;
         if (mem_kb)
-                log_info("LUKS2 on %s: %s, %u-bit key, PBKDF memory %u KiB%s", s->device, ch.cipher, ch.key_size, mem_kb,
+                log_info("LUKS2 on %s: %s, %u-bit key, PBKDF memory %u KiB%s", l->backing, ch.cipher, ch.key_size, mem_kb,
                          ch.candidate >= 0 ? " (tuned by the benchmark)" : "");
         else
-                log_info("LUKS2 on %s: %s, %u-bit key, pbkdf2%s", s->device, ch.cipher, ch.key_size,
+                log_info("LUKS2 on %s: %s, %u-bit key, pbkdf2%s", l->backing, ch.cipher, ch.key_size,
                          ch.candidate >= 0 ? " (tuned by the benchmark)" : "");
         return 0;
 }
 
-static const char *luks_backing_device(const struct apply_ctx *c, const struct plan_step *s) {
-        if (s->inputs && s->inputs[0])
-                return s->inputs[0];
-        if (s->device && strncmp(s->device, "/dev/mapper/", 12) != 0)
-                return s->device;
-        for (size_t i = 0; i < c->plan->n_steps; i++)
-                if (c->plan->steps[i].kind == PLAN_LUKS_FORMAT && c->plan->steps[i].obj == s->obj)
-                        return c->plan->steps[i].device;
-        return NULL;
-}
-
 static int step_luks_open(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec_luks *l = s->obj;
-        if (!l)
-                return -EINVAL;
-        const char *dev = luks_backing_device(c, s);
-        if (!dev)
+        const struct plan_luks *l = &s->luks;
+        if (!l->key || !l->backing || !l->name)
                 return strbuf_adds(&c->why, "no LUKS device for this mapping"), -EINVAL;
-        const struct luks_key *key;
-        int r = key_get(c, l, &key);
+        const char *dev = l->backing;
+        struct bench_luks_choice ch;
+        int r = luks_crypt(c, s, &ch);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *name = NULL;
-        if ((r = spec_luks_name(l, s->index, &name)) < 0)
+        const struct luks_key *key;
+        r = key_get(c, l->key, &key);
+        if (r < 0)
                 return r;
-        r = luks_open(dev, name, key, luks_choice(c, l).flags | (c->readonly ? CRYPT_ACTIVATE_READONLY : 0));
+        r = luks_open(dev, l->name, key, ch.flags | (c->readonly ? CRYPT_ACTIVATE_READONLY : 0));
         if (r < 0)
                 return r;
         _cleanup_free_ char *node = NULL;
-        if ((r = paths_mapper(name, &node)) < 0)
+        if ((r = paths_mapper(l->name, &node)) < 0)
                 return r;
         r = wait_node(node);
         if (r < 0)
                 return strbuf_addf(&c->why, "%s did not appear", node), r;
         /* The key is not needed again in this run (a luks on N disks: after the last one's open). */
-        struct apply_key *k = key_slot(c, l);
-        if (k && l->key.source != SPEC_KEY_GENERATE && s->index + 1 >= l->count)
+        struct apply_key *k = key_slot(c, l->key);
+        if (k && l->key_done)
                 k->key = luks_key_free(k->key), k->luks = NULL;
         log_info("opened %s as %s", dev, node);
         return 0;
@@ -389,8 +393,8 @@ static int step_pvcreate(struct apply_ctx *c, const struct plan_step *s) {
 }
 
 static int step_vgcreate(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec_vg *vg = s->obj;
-        if (!vg)
+        const struct plan_vg *vg = &s->vg;
+        if (!vg->name)
                 return -EINVAL;
         if (!s->inputs || !s->inputs[0])
                 return strbuf_adds(&c->why, "the plan lists no PVs"), -EINVAL;
@@ -419,10 +423,8 @@ static int step_lvcreate(struct apply_ctx *c, const struct plan_step *s) {
 }
 
 static int step_mkfs(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec_filesystem *fs = s->obj;
-        if (!fs)
-                return -EINVAL;
-        if (fs->encrypt_random) {
+        const struct plan_fs *fs = &s->fs;
+        if (fs->blank) {
                 /* crypttab maps it with a fresh key and mkswaps it at every boot; Debian's
                  * cryptdisks refuses a plain-mode source that holds a filesystem signature,
                  * and an old one must not be found on it either: leave it without any */
@@ -436,14 +438,12 @@ static int step_mkfs(struct apply_ctx *c, const struct plan_step *s) {
 }
 
 static int step_mount(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec_filesystem *fs = s->obj;
-        if (!fs || !fs->mount)
+        const struct plan_fs *fs = &s->fs;
+        if (!fs->mountpoint)
                 return -EINVAL;
-        /* read-only, and no journal replay (xfs norecovery, ext4 noload) */
-        const char *ro = fs->type == SPEC_FS_XFS ? "ro,norecovery" : fs->type == SPEC_FS_EXT4 ? "ro,noload" : "ro";
-        int r = mount_under_target(s->device, fs->mount, fs->type, c->readonly ? ro : fs->mount_options);
+        int r = mount_under_target(s->device, fs->mountpoint, fs->type, c->readonly ? fs->inspect_options : fs->options);
         if (r < 0)
-                return strbuf_addf(&c->why, "on %s%s", kiln_paths.target, fs->mount), r;
+                return strbuf_addf(&c->why, "on %s%s", kiln_paths.target, fs->mountpoint), r;
         return 0;
 }
 
@@ -471,7 +471,7 @@ static int step_network(struct apply_ctx *c, const struct plan_step *s) {
  * pins, its clevis token, then the proof: the pin alone must yield a key that
  * opens the new keyslot (unlock.h). The report names the pins, never a key. */
 static int step_luks_bind(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec_luks *l = s->obj;
+        const struct spec_luks *l = s->bind;
         const struct luks_key *key = NULL;
         if (!l || !s->device)
                 return -EINVAL;
@@ -606,35 +606,36 @@ static void bench_log_table(const struct bench_result *res) {
 /* Before luksFormat: cipher speed on a zero-backed mapping and raw I/O on
  * the device LUKS goes on, in the region luksFormat and mkfs overwrite. */
 static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec_bench *policy = &c->plan->spec->bench;
-        const struct spec_luks *l = s->obj;
-        if (!l)
+        const struct plan_bench *b = &s->bench;
+        if (!b->policy || !b->ciphers)
                 return -EINVAL;
-        /* the candidates the spec parser chose for this LUKS object (the plan lists the same) */
-        struct spec_bench own = *policy;
-        own.ciphers = l->bench_ciphers;
-        c->bench_luks = NULL;
-        free(c->bench_choice_cipher);
-        c->bench_choice_cipher = NULL;
+        /* the candidates the plan lists for this LUKS volume */
+        struct spec_bench own = *b->policy;
+        own.ciphers = (char **) b->ciphers;
         _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         int r = bench_raw(&own, s->device, 0, bench_len(c), NULL, &c->bench, &err);
         if (r < 0)
                 return strbuf_adds(&c->why, err.len ? err.buf : "benchmark failed"), r;
 
-        struct bench_luks_choice ch;
-        bool tuned = bench_choose_for_luks(policy, l, &c->bench, &ch) > 0;
-        if (!(c->bench_choice_cipher = strdup(ch.cipher)))
+        struct bench_luks_choice ch, want = crypt_choice(&b->want);
+        bool tuned = bench_choose_for_luks(b->policy, &want, &c->bench, &ch) > 0;
+        struct apply_choice *nc = realloc(c->choices, (c->n_choices + 1) * sizeof *nc);
+        if (!nc)
                 return -ENOMEM;
-        ch.cipher = c->bench_choice_cipher;
-        c->bench_choice = ch;
-        c->bench_luks = l;
+        c->choices = nc;
+        struct apply_choice *slot = &c->choices[c->n_choices];
+        *slot = (struct apply_choice) { .step = (size_t) (s - c->plan->steps) + 1, .ch = ch, .cipher = strdup(ch.cipher) };
+        if (!slot->cipher)
+                return -ENOMEM;
+        slot->ch.cipher = slot->cipher;
+        c->n_choices++;
         bool nowq = ch.flags & (CRYPT_ACTIVATE_NO_READ_WORKQUEUE | CRYPT_ACTIVATE_NO_WRITE_WORKQUEUE);
         char sector[32] = "default";
         if (ch.sector_size)
                 snprintf(sector, sizeof sector, "%u-byte", ch.sector_size);
         _cleanup_free_ char *text = NULL;
         if (asprintf(&text, "%s: %s, %u-bit key, %s sectors, workqueues %s; luksFormat uses this",
-                     tuned ? "tuned" : policy->tune ? "the spec's (tuning measured nothing the spec allows)" : "the spec's",
+                     tuned ? "tuned" : b->policy->tune ? "the spec's (tuning measured nothing the spec allows)" : "the spec's",
                      ch.cipher, ch.key_size, sector, nowq ? "off" : "on") < 0) {
                 text = NULL;
                 return -ENOMEM;
@@ -644,13 +645,15 @@ static int step_bench_raw(struct apply_ctx *c, const struct plan_step *s) {
         (void) report_set_bench(c->report, "luks_key_size", ch.key_size);
         (void) report_set_bench(c->report, "luks_sector_size", ch.sector_size);
         (void) report_set_bench_text(c->report, "luks_workqueues", nowq ? "off" : "on");
-        log_info("benchmark: LUKS '%s' gets %s", l->id, text);
+        log_info("benchmark: LUKS '%s' gets %s", b->luks_id, text);
         return 0;
 }
 
 /* After luksOpen: the same I/O through dm-crypt, then the gate. */
 static int step_bench_crypt(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec_bench *policy = &c->plan->spec->bench;
+        const struct spec_bench *policy = s->bench.policy;
+        if (!policy)
+                return -EINVAL;
         _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
         int r = bench_crypt(policy, s->device, 0, bench_len(c), NULL, &c->bench, &err);
         if (r < 0)
@@ -807,18 +810,17 @@ static void record_stage(struct apply_ctx *c, enum resume_stage st) {
 
 static bool plan_mounts_root(const struct plan *p) {
         for (size_t i = 0; i < p->n_steps; i++) {
-                const struct spec_filesystem *fs = p->steps[i].kind == PLAN_MOUNT ? p->steps[i].obj : NULL;
-                if (fs && fs->mount && streq(fs->mount, "/"))
+                const struct plan_fs *fs = p->steps[i].kind == PLAN_MOUNT ? &p->steps[i].fs : NULL;
+                if (fs && fs->mountpoint && streq(fs->mountpoint, "/"))
                         return true;
         }
         return false;
 }
 
 static int step_md_assemble(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec_raid *raid = s->obj;
-        if (!raid)
+        const char *name = s->md.name;
+        if (!name)
                 return -EINVAL;
-        const char *name = raid->name;
         int r = md_assemble(name, s->uuid, s->inputs, c->readonly, &c->why);
         if (r < 0)
                 return r;
@@ -831,10 +833,9 @@ static int step_md_assemble(struct apply_ctx *c, const struct plan_step *s) {
 }
 
 static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec_vg *vg = s->obj;
-        if (!vg)
+        const char *name = s->vg.name;
+        if (!name)
                 return -EINVAL;
-        const char *name = vg->name;
         int r = c->readonly ? lvm_vg_activate_readonly(name, &c->why) : lvm_vg_activate(name, &c->why);
         if (r < 0) {
                 /* lvm says "Cannot process volume group X: Input/output error"
@@ -853,16 +854,9 @@ static int step_vg_activate(struct apply_ctx *c, const struct plan_step *s) {
         r = lvm_vgmknodes(name, &c->why);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < c->plan->spec->n_lvs; i++) {
-                const struct spec_lv *lv = &c->plan->spec->lvs[i];
-                if (lv->vg_obj != vg)
-                        continue;
-                _cleanup_free_ char *node = NULL;
-                if ((r = paths_lv(name, lv->name, &node)) < 0)
-                        return r;
-                if ((r = wait_node(node)) < 0)
-                        return strbuf_addf(&c->why, "%s did not appear", node), r;
-        }
+        for (char **node = s->vg.lv_nodes; node && *node; node++)
+                if ((r = wait_node(*node)) < 0)
+                        return strbuf_addf(&c->why, "%s did not appear", *node), r;
         log_info("activated VG '%s'", name);
         return 0;
 }
@@ -905,8 +899,7 @@ static json_object *kept_uuids(const struct apply_ctx *c) {
                                 uuid = sigs[0].uuid;
                 }
                 if (s->kind == PLAN_VG_ACTIVATE) {
-                        const struct spec_vg *vg = s->obj;
-                        const char *name = vg->name;
+                        const char *name = s->vg.name;
                         _cleanup_free_ char *vu = NULL;
                         _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
                         snprintf(key, sizeof key, "vg %s", name);
@@ -1013,18 +1006,13 @@ static int resume_undo(struct apply_ctx *c, size_t upto) {
                         r = mount_unmount_target();
                         break;
                 case PLAN_LUKS_OPEN: {
-                        const struct spec_luks *l = s->obj;
-                        _cleanup_free_ char *name = NULL;
-                        r = spec_luks_name(l, s->index, &name);
-                        if (r >= 0)
-                                r = luks_close(name);
+                        r = s->luks.name ? luks_close(s->luks.name) : -EINVAL;
                         if (r == -ENODEV || r == -ENOENT || (r < 0 && k == upto))
                                 r = 0;  /* not open */
                         break;
                 }
                 case PLAN_VG_ACTIVATE: {
-                        const struct spec_vg *vg = s->obj;
-                        r = lvm_vg_deactivate(vg->name, &c->why);
+                        r = lvm_vg_deactivate(s->vg.name, &c->why);
                         if (r < 0 && k == upto)
                                 r = 0;  /* it did not get as far as activating */
                         break;
@@ -1246,7 +1234,9 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
         free(c.keys);
         strbuf_release(&c.why);
         bench_result_done(&c.bench);
-        free(c.bench_choice_cipher);
+        for (size_t i = 0; i < c.n_choices; i++)
+                free(c.choices[i].cipher);
+        free(c.choices);
         resume_record_done(&c.rec);
         free(c.fallback_why);
         report_free(own_report);
@@ -1256,8 +1246,8 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
 /* ---- looking at a finished node, read-only ---- */
 
 static bool inspect_mounts(const struct plan_step *s) {
-        const struct spec_filesystem *fs = s->obj;
-        return fs && fs->mount && (streq(fs->mount, "/") || streq(fs->mount, "/boot"));
+        const char *m = s->fs.mountpoint;
+        return m && (streq(m, "/") || streq(m, "/boot"));
 }
 
 static void ctx_free(struct apply_ctx *c) {
@@ -1291,7 +1281,7 @@ int apply_inspect(const struct plan *p, const struct apply_options *opts, struct
                 case PLAN_MOUNT:
                         if (!inspect_mounts(s))
                                 continue;
-                        if (streq(((const struct spec_filesystem *) s->obj)->mount, "/"))
+                        if (streq(s->fs.mountpoint, "/"))
                                 root_dev = s->device;
                         break;
                 case PLAN_RESUME_CHECK: {

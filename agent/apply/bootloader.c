@@ -108,7 +108,7 @@ static const struct inv_disk *plan_disk_by_path(const struct plan *p, const char
 }
 
 int bootloader_debconf(const struct plan *p, const struct plan_step *s, struct strbuf *out) {
-        const struct spec_boot *b = s->obj;
+        const struct spec_boot *b = s->boot;
         int r = 0;
         if (b->firmware != SPEC_FIRMWARE_UEFI) {
                 r = strbuf_adds(out, "grub-pc grub-pc/install_devices multiselect ");
@@ -155,7 +155,7 @@ static int run_in_target(const char *const *argv, const char *in, struct strbuf 
 
 int bootloader_install(const struct plan *p, const struct plan_step *s, bool initramfs, struct strbuf *err) {
         const struct spec *spec = p->spec;
-        const struct spec_boot *b = s->obj;
+        const struct spec_boot *b = s->boot;
         _cleanup_free_ char *cmdline = NULL;
         _cleanup_strbuf_ struct strbuf cfg = STRBUF_INIT, sel = STRBUF_INIT;
         int r = plan_kernel_cmdline(spec, &cmdline);

@@ -89,12 +89,12 @@ _printf_(3, 4) static void phase(struct bench_result *res, uint64_t t0, const ch
         ph->seconds = (double) (t1 - t0) / 1e6;
 }
 
-int bench_choose_for_luks(const struct spec_bench *policy, const struct spec_luks *l, struct bench_result *res,
+int bench_choose_for_luks(const struct spec_bench *policy, const struct bench_luks_choice *own, struct bench_result *res,
                           struct bench_luks_choice *ret) {
-        const char *cipher = l->cipher;
-        unsigned key_size = l->key_size;
-        uint32_t spec_flags = luks_flags_from_spec(l);
-        bool spec_nowq = l->no_read_workqueue || l->no_write_workqueue;
+        const char *cipher = own->cipher;
+        unsigned key_size = own->key_size;
+        uint32_t spec_flags = own->flags;
+        bool spec_nowq = own->flags & (CRYPT_ACTIVATE_NO_READ_WORKQUEUE | CRYPT_ACTIVATE_NO_WRITE_WORKQUEUE);
         int best = -1;
         double best_score = -1;
         for (size_t i = 0; i < res->n_ciphers; i++) {
@@ -109,7 +109,7 @@ int bench_choose_for_luks(const struct spec_bench *policy, const struct spec_luk
                         }
                         continue;
                 }
-                if (l->sector_size && c->sector_size != l->sector_size)
+                if (own->sector_size && c->sector_size != own->sector_size)
                         continue;
                 if (spec_nowq && !c->no_workqueue)
                         continue;
@@ -122,7 +122,7 @@ int bench_choose_for_luks(const struct spec_bench *policy, const struct spec_luk
                 res->chosen = best;
         if (!(policy && policy->tune) || best < 0) {
                 *ret = (struct bench_luks_choice) { .cipher = cipher, .key_size = key_size,
-                                                    .sector_size = l->sector_size, .flags = spec_flags,
+                                                    .sector_size = own->sector_size, .flags = spec_flags,
                                                     .candidate = -1 };
                 return 0;
         }

@@ -141,15 +141,17 @@ struct bench_luks_choice {
         int candidate;                  /* index into res->ciphers this came from; -1 = the spec's values */
 };
 
-/* The LUKS parameters for l after bench_raw. Without policy->tune: l's own
- * values, and res->chosen becomes the candidate measured with l's cipher and
- * key size (so the gate judges what will be used). With tune: the fastest
- * measured candidate that l allows -- its cipher and key size are from the
- * candidate list (the allowed list), its sector size is l's when l sets one,
- * and perf flags l sets stay on (tuning may add them, never drop them); it
- * becomes res->chosen. Returns 1 when *ret is a tuned choice, 0 when it is
- * l's own values (no tuning, or no measured candidate l allows). */
-int bench_choose_for_luks(const struct spec_bench *policy, const struct spec_luks *l, struct bench_result *res,
+/* The LUKS parameters after bench_raw for a volume whose own values (the
+ * spec's, as the plan hands them over) are `own` (candidate -1). Without
+ * policy->tune: own, and res->chosen becomes the candidate measured with its
+ * cipher and key size (so the gate judges what will be used). With tune: the
+ * fastest measured candidate that own allows -- its cipher and key size are
+ * from the candidate list (the allowed list), its sector size is own's when
+ * own sets one, and the workqueue flags own sets stay on (tuning may add
+ * them, never drop them); it becomes res->chosen. Returns 1 when *ret is a
+ * tuned choice, 0 when it is own (no tuning, or no measured candidate own
+ * allows). */
+int bench_choose_for_luks(const struct spec_bench *policy, const struct bench_luks_choice *own, struct bench_result *res,
                           struct bench_luks_choice *ret);
 
 int bench_to_json(const struct bench_result *res, struct strbuf *out);

@@ -133,15 +133,14 @@ int cmd_run_spec(const struct spec *spec, const struct inventory *inv, struct cm
         }
         /* a finished node: looked at read-only; booted, refused or, on the operator's act, reinstalled */
         const char *token = plan_reinstall_token(spec, run->reinstall);
-        _cleanup_plan_free_ struct plan *probe_fresh = NULL, *probe = NULL;
+        _cleanup_plan_free_ struct plan *probe = NULL;
         if (run->inspect && run->fresh) {
                 /* --fresh, kiln.fresh: never resume, but a finished node is still
-                 * looked at: only a reinstall token installs it again */
-                bool uw;
-                struct diags d = {};
-                if (plan_decide(spec, inv, false, &d, &probe_fresh, &probe, &uw) < 0)
+                 * looked at (only a reinstall token installs it again): with the
+                 * resume plan of the one fresh plan, never run */
+                _cleanup_free_ char *why = NULL;
+                if (resume_plan_build(run->plan, &probe, &why) <= 0)
                         probe = NULL;
-                diags_clear(&d);
         }
         const struct plan *candidate = run->resume ? run->resume : probe;
         if (run->inspect && candidate && (r = inspect(spec, run, token, candidate)) != KILN_EXIT_OK)

@@ -50,6 +50,8 @@ struct builder {
         size_t n_sorted;
         struct plan_findings f;
         bool allow_signatures;  /* PLAN_ALLOW_SIGNATURES */
+        size_t bench_step;      /* the number (1-based) of the last bench-raw step, 0 = none: it tunes */
+        const struct spec_luks *bench_luks;     /* the LUKS volume of that step (all its copies) */
 };
 
 static const char *const kind_names[_PLAN_STEP_KIND_MAX] = {
@@ -202,6 +204,10 @@ static void step_clear(struct plan_step *s) {
                 free(s->parts[i].device);
         free(s->parts);
         free(s->uuid);
+        if (s->kind == PLAN_LUKS_FORMAT || s->kind == PLAN_LUKS_OPEN)
+                free(s->luks.name);
+        if (s->kind == PLAN_VG_ACTIVATE)
+                strv_free(s->vg.lv_nodes);
 }
 
 struct plan *plan_free(struct plan *p) {
@@ -1002,10 +1008,48 @@ static int emit_raid(struct builder *b, struct node *n) {
         struct plan_step *st = step_add(b, PLAN_MD_CREATE, x->id, x, 0);
         if (!st)
                 return -ENOMEM;
+        st->md = (struct plan_md) { .name = x->name, .level = x->level, .layout = x->layout, .chunk = x->chunk,
+                                    .metadata = x->metadata, .bitmap = x->bitmap, .spares = x->spares,
+                                    .assume_clean = x->assume_clean };
         st->inputs = TAKE_PTR(members);
         st->size = n->size;
         st->size_approx = true;
         return step_text(st, n->devs[0], strbuf_detach(&desc), strbuf_detach(&destroys));
+}
+
+static struct plan_step *last_step(struct builder *b) {
+        return &b->plan->steps[b->plan->n_steps - 1];
+}
+
+static struct plan_crypt crypt_of(const struct spec_luks *x) {
+        return (struct plan_crypt) { .cipher = x->cipher, .key_size = x->key_size, .sector_size = x->sector_size,
+                                     .no_read_workqueue = x->no_read_workqueue,
+                                     .no_write_workqueue = x->no_write_workqueue, .discard = x->discard };
+}
+
+/* The LUKS_FORMAT and LUKS_OPEN payload of copy k of x on dev. */
+static int luks_payload(struct builder *b, const struct spec_luks *x, unsigned k, const char *dev, struct plan_luks *ret) {
+        *ret = (struct plan_luks) {
+                .key = x, .crypt = crypt_of(x), .label = x->label,
+                .pbkdf = x->pbkdf.type, .pbkdf_time_ms = x->pbkdf.time_ms, .pbkdf_iterations = x->pbkdf.iterations,
+                .pbkdf_parallel = x->pbkdf.parallel, .pbkdf_max_memory = x->pbkdf.max_memory,
+                .key_done = x->key.source != SPEC_KEY_GENERATE && k + 1 >= x->count,
+        };
+        /* with tune, the bench-raw step of copy #0 chooses for every copy */
+        if (b->spec->bench.present && b->spec->bench.tune && b->bench_luks == x)
+                ret->tuned_by = b->bench_step;
+        ret->backing = dev;
+        return spec_luks_name(x, k, &ret->name);
+}
+
+/* The step just emitted takes the payload (its backing device is the step's own copy). */
+static int luks_take(struct builder *b, const struct plan_luks *l) {
+        struct plan_step *st = last_step(b);
+        st->luks = *l;
+        st->luks.backing = st->inputs && st->inputs[0] ? st->inputs[0] : NULL;
+        if (!st->luks.backing)
+                return -EINVAL;
+        return (st->luks.name = strdup(l->name)) ? 0 : -ENOMEM;
 }
 
 /* The steps of device #k of a luks: on dev (the device under it), opened
@@ -1021,9 +1065,21 @@ static int emit_luks_one(struct builder *b, struct node *n, const struct node *u
                            strdupf("benchmark ciphers and raw I/O on %s before luksFormat", dev),
                            strdupf("data on %s (benchmark writes)", dev))) < 0)
                 return r;
+        if (bench) {
+                last_step(b)->bench = (struct plan_bench) { .policy = &s->bench, .ciphers = x->bench_ciphers,
+                                                            .want = crypt_of(x), .luks_id = x->id };
+                b->bench_step = b->plan->n_steps;
+                b->bench_luks = x;
+        }
+        struct plan_luks lp;
+        _cleanup_free_ char *lp_name = NULL;
+        r = luks_payload(b, x, k, dev, &lp);
+        lp_name = lp.name;
+        if (r < 0)
+                return r;
 
         _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
-        if (s->bench.present && s->bench.tune) {
+        if (lp.tuned_by) {
                 /* bench_choose_for_luks() picks among the candidates at run time */
                 char *const *c = x->bench_ciphers;
                 r = strbuf_addf(&desc, "luksFormat %s as LUKS2: cipher and key size%s chosen at run time by the "
@@ -1045,7 +1101,7 @@ static int emit_luks_one(struct builder *b, struct node *n, const struct node *u
         if (r >= 0)
                 r = strbuf_addf(&desc, ", %s", spec_key_source_name(x->key.source));
         if (r < 0 || (r = step_emit(b, PLAN_LUKS_FORMAT, x->id, x, k, dev, n->size, n->approx, dev, strbuf_detach(&desc),
-                                    strdupf("contents of %s", dev))) < 0)
+                                    strdupf("contents of %s", dev))) < 0 || (r = luks_take(b, &lp)) < 0)
                 return r;
 
         r = strbuf_addf(&desc, "open %s as %s", dev, mapper);
@@ -1053,15 +1109,19 @@ static int emit_luks_one(struct builder *b, struct node *n, const struct node *u
                 r = strbuf_addf(&desc, " with%s%s%s", x->no_read_workqueue ? " no_read_workqueue" : "",
                                 x->no_write_workqueue ? " no_write_workqueue" : "", x->discard ? " discard" : "");
         if (r < 0 || (r = step_emit(b, PLAN_LUKS_OPEN, x->id, x, k, dev, n->size, n->approx, mapper,
-                                    strbuf_detach(&desc), NULL)) < 0)
+                                    strbuf_detach(&desc), NULL)) < 0 || (r = luks_take(b, &lp)) < 0)
                 return r;
 
-        if (bench)
-                return step_emit(b, PLAN_BENCH_CRYPT, x->id, x, k, dev, n->size, n->approx, mapper,
-                                 strdupf("benchmark I/O through %s against %s, then the gate (%s on failure)%s", mapper,
-                                         dev, s->bench.on_fail == SPEC_ON_FAIL_WARN ? "warn" : "abort",
-                                         n->n_devs > 1 ? "; the other disks' LUKS are the same stack on the same kind of disk" : ""),
-                                 strdupf("data on %s (benchmark writes)", mapper));
+        if (bench) {
+                r = step_emit(b, PLAN_BENCH_CRYPT, x->id, x, k, dev, n->size, n->approx, mapper,
+                              strdupf("benchmark I/O through %s against %s, then the gate (%s on failure)%s", mapper,
+                                      dev, s->bench.on_fail == SPEC_ON_FAIL_WARN ? "warn" : "abort",
+                                      n->n_devs > 1 ? "; the other disks' LUKS are the same stack on the same kind of disk" : ""),
+                              strdupf("data on %s (benchmark writes)", mapper));
+                if (r < 0)
+                        return r;
+                last_step(b)->bench = (struct plan_bench) { .policy = &s->bench, .luks_id = x->id };
+        }
         return 0;
 }
 
@@ -1209,6 +1269,7 @@ static int emit_vg(struct builder *b, struct node *n) {
         struct plan_step *st = step_add(b, PLAN_VGCREATE, x->id, x, 0);
         if (!st)
                 return -ENOMEM;
+        st->vg = (struct plan_vg) { .name = x->name, .extent_size = x->extent_size };
         st->inputs = TAKE_PTR(pvs);
         st->size = n->size;
         st->size_approx = n->approx;
@@ -1284,6 +1345,7 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                                                    devs[i], name, SPEC_SWAP_CIPHER, SPEC_SWAP_KEY_SIZE),
                                            strdupf("contents of %s", devs[i]))) < 0)
                                 return r;
+                        last_step(b)->fs = (struct plan_fs) { .type = f->type, .blank = true };
                         continue;
                 }
                 _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
@@ -1299,6 +1361,7 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                 if ((r = step_emit(b, PLAN_MKFS, f->on, f, 0, NULL, n->size, n->approx, devs[i], strbuf_detach(&desc),
                                    strdupf("contents of %s", devs[i]))) < 0)
                         return r;
+                last_step(b)->fs = (struct plan_fs) { .type = f->type, .label = f->label, .mkfs_options = f->mkfs_options };
         }
         return 0;
 }
@@ -1327,11 +1390,17 @@ static int emit_mounts(struct builder *b, const char **devs) {
                                 deeper = true;
                         if (dd != depth)
                                 continue;
+                        const char *options = spec_fs_mount_options(f);
                         if ((r = step_emit(b, PLAN_MOUNT, f->on, f, 0, NULL, 0, false, devs[i],
                                            strdupf("mount %s on %s%s (%s)", devs[i], target, streq(f->mount, "/") ? "" : f->mount,
-                                                   spec_fs_mount_options(f)),
+                                                   options),
                                            NULL)) < 0)
                                 return r;
+                        /* a finished node is looked at read-only, without journal replay */
+                        last_step(b)->fs = (struct plan_fs) {
+                                .type = f->type, .mountpoint = f->mount, .options = options,
+                                .inspect_options = f->type == SPEC_FS_XFS ? "ro,norecovery" :
+                                                   f->type == SPEC_FS_EXT4 ? "ro,noload" : "ro" };
                 }
                 if (!deeper)
                         return 0;
@@ -1450,6 +1519,7 @@ static int emit_boot(struct builder *b) {
                                                    "as the recovery keyslot), then prove it: the pin alone must open the new keyslot",
                                                    dev, x->id, how, target), NULL)) < 0)
                                 return r;
+                        last_step(b)->bind = x;
                 }
         }
         if (!s->boot.present)
@@ -1486,6 +1556,8 @@ static int emit_boot(struct builder *b) {
         if (r < 0)
                 return r;
         struct plan_step *st = step_add(b, PLAN_BOOTLOADER, NULL, &s->boot, 0);
+        if (st)
+                st->boot = &s->boot;
         if (!st)
                 return -ENOMEM;
         st->inputs = TAKE_PTR(disks);
@@ -1935,6 +2007,101 @@ static json_object *json_disk(const struct plan *p, const struct inv_disk *d, in
         return json_done(o, *r);
 }
 
+static json_object *json_crypt(const struct plan_crypt *c, int *r) {
+        json_object *o = json_object_new_object();
+        json_set_str(o, "cipher", c->cipher, r);
+        json_set(o, "key_size", json_object_new_uint64(c->key_size), r);
+        json_set(o, "sector_size", json_object_new_uint64(c->sector_size), r);
+        json_set(o, "no_read_workqueue", json_object_new_boolean(c->no_read_workqueue), r);
+        json_set(o, "no_write_workqueue", json_object_new_boolean(c->no_write_workqueue), r);
+        json_set(o, "discard", json_object_new_boolean(c->discard), r);
+        return json_done(o, *r);
+}
+
+static json_object *json_strv(char *const *v, int *r) {
+        json_object *a = json_object_new_array();
+        for (size_t k = 0; v && v[k]; k++)
+                json_append(a, json_object_new_string(v[k]), r);
+        return json_done(a, *r);
+}
+
+/* What the step's executor runs, as plan_build decided it (plan.h, by kind). */
+static void json_payload(json_object *o, const struct plan_step *st, int *r) {
+        json_object *x = NULL;
+        const char *key = NULL;
+        switch (st->kind) {
+        case PLAN_LUKS_FORMAT: case PLAN_LUKS_OPEN: {
+                const struct plan_luks *l = &st->luks;
+                key = "luks";
+                x = json_object_new_object();
+                json_set_str(x, "backing", l->backing, r);
+                json_set_str(x, "name", l->name, r);
+                /* tuned_by: the bench-raw step (its "n") whose choice replaces these at run time */
+                json_set(x, "crypt", json_crypt(&l->crypt, r), r);
+                if (l->tuned_by)
+                        json_set(x, "tuned_by", json_object_new_uint64(l->tuned_by), r);
+                if (st->kind == PLAN_LUKS_FORMAT) {
+                        json_set_str(x, "label", l->label, r);
+                        json_set_str(x, "pbkdf", spec_pbkdf_type_name(l->pbkdf), r);
+                        json_set(x, "pbkdf_time_ms", json_object_new_uint64(l->pbkdf_time_ms), r);
+                        json_set(x, "pbkdf_iterations", json_object_new_uint64(l->pbkdf_iterations), r);
+                        json_set(x, "pbkdf_max_memory", json_object_new_uint64(l->pbkdf_max_memory), r);
+                        json_set(x, "pbkdf_parallel", json_object_new_uint64(l->pbkdf_parallel), r);
+                }
+                break;
+        }
+        case PLAN_BENCH_RAW:
+                key = "bench";
+                x = json_object_new_object();
+                json_set(x, "tune", json_object_new_boolean(st->bench.policy && st->bench.policy->tune), r);
+                json_set(x, "candidates", json_strv(st->bench.ciphers, r), r);
+                json_set(x, "spec", json_crypt(&st->bench.want, r), r);
+                break;
+        case PLAN_MKFS:
+                key = "mkfs";
+                x = json_object_new_object();
+                json_set_str(x, "type", spec_fs_type_name(st->fs.type), r);
+                json_set_str(x, "label", st->fs.label, r);
+                json_set(x, "options", json_strv(st->fs.mkfs_options, r), r);
+                json_set(x, "blank", json_object_new_boolean(st->fs.blank), r);
+                break;
+        case PLAN_MOUNT:
+                key = "mount";
+                x = json_object_new_object();
+                json_set_str(x, "path", st->fs.mountpoint, r);
+                json_set_str(x, "type", spec_fs_type_name(st->fs.type), r);
+                json_set_str(x, "options", st->fs.options, r);
+                json_set_str(x, "inspect_options", st->fs.inspect_options, r);
+                break;
+        case PLAN_MD_CREATE: case PLAN_MD_ASSEMBLE:
+                key = "md";
+                x = json_object_new_object();
+                json_set_str(x, "name", st->md.name, r);
+                if (st->kind == PLAN_MD_CREATE) {
+                        json_set(x, "level", json_object_new_uint64(st->md.level), r);
+                        json_set_str(x, "layout", st->md.layout, r);
+                        json_set(x, "chunk", json_object_new_uint64(st->md.chunk), r);
+                        json_set_str(x, "metadata", st->md.metadata, r);
+                        json_set_str(x, "bitmap", st->md.bitmap, r);
+                        json_set(x, "spares", json_object_new_uint64(st->md.spares), r);
+                        json_set(x, "assume_clean", json_object_new_boolean(st->md.assume_clean), r);
+                }
+                break;
+        case PLAN_VGCREATE: case PLAN_VG_ACTIVATE:
+                key = "vg";
+                x = json_object_new_object();
+                json_set_str(x, "name", st->vg.name, r);
+                if (st->kind == PLAN_VGCREATE)
+                        json_set(x, "extent_size", json_object_new_uint64(st->vg.extent_size), r);
+                else
+                        json_set(x, "lv_nodes", json_strv(st->vg.lv_nodes, r), r);
+                break;
+        default:
+                return;
+        }
+        json_set(o, key, json_done(x, *r), r);
+}
+
 static json_object *json_step(const struct plan *p, const struct plan_step *st, size_t n, int *r) {
         json_object *o = json_object_new_object();
         json_set(o, "n", json_object_new_uint64(n), r);
@@ -1978,6 +2145,7 @@ static json_object *json_step(const struct plan *p, const struct plan_step *st, 
                 json_set(lv, "percent_free", json_object_new_uint64(st->lv.percent_free), r);
                 json_set(o, "lv", lv, r);
         }
+        json_payload(o, st, r);
         json_set_str(o, "description", st->description, r);
         json_set_str(o, "destroys", st->destroys, r);
         json_set(o, "destroyed", json_destroyed(p, st, r), r);

@@ -46,6 +46,70 @@ struct plan_part {
         uint64_t start, size;   /* bytes, both multiples of 1 MiB */
 };
 
+/* The dm-crypt parameters a benchmark may replace (bench: {tune: true}). */
+struct plan_crypt {
+        const char *cipher;             /* "aes-xts-plain64" (points into the spec) */
+        unsigned key_size;              /* bits */
+        unsigned sector_size;           /* 0 = libcryptsetup's default */
+        bool no_read_workqueue, no_write_workqueue, discard;
+};
+
+/* LUKS_FORMAT, LUKS_OPEN: the volume as luksFormat makes it and the open maps it. */
+struct plan_luks {
+        const struct spec_luks *key;    /* whose key: (passphrase, URL, generate): the one spec object
+                                         * the executor reads, for the key material alone */
+        const char *backing;            /* the device under LUKS (luksFormat writes it, the open reads it) */
+        char *name;                     /* the dm name (spec_luks_name()): /dev/mapper/NAME */
+        struct plan_crypt crypt;        /* the spec's values, or, with tuned_by, what the bench replaces */
+        size_t tuned_by;                /* 0, or the number (1-based) of the bench-raw step whose choice
+                                         * replaces crypt: the one hand-over between two steps */
+        const char *label;
+        enum spec_pbkdf_type pbkdf;
+        unsigned pbkdf_time_ms, pbkdf_iterations, pbkdf_parallel;
+        uint64_t pbkdf_max_memory;
+        bool key_done;                  /* LUKS_OPEN: the key is not needed again (the last copy's open, and
+                                         * not generated: bind fetches it again) */
+};
+
+/* BENCH_RAW, BENCH_CRYPT: what the benchmark runs and, raw, chooses among. */
+struct plan_bench {
+        const struct spec_bench *policy;        /* spec->bench: sizes, gate, tune */
+        char *const *ciphers;                   /* BENCH_RAW: the candidates ("cipher:key_size", the spec's) */
+        struct plan_crypt want;                 /* BENCH_RAW: the volume's own values (kept without tune, or when
+                                                 * tuning measured nothing they allow) */
+        const char *luks_id;
+};
+
+/* MKFS, MOUNT: the filesystem. */
+struct plan_fs {
+        enum spec_fs_type type;
+        const char *label;              /* MKFS */
+        char *const *mkfs_options;      /* MKFS: extra mkfs argv, NULL for none */
+        bool blank;                     /* MKFS: no filesystem, signatures cleared (swap encrypted at every boot) */
+        const char *mountpoint;         /* MOUNT: under the target ("/", "/var/lib") */
+        const char *options;            /* MOUNT: the mount options (spec_fs_mount_options()) */
+        const char *inspect_options;    /* MOUNT: the read-only look at a finished node (no journal replay) */
+};
+
+/* MD_CREATE, MD_ASSEMBLE: the array. */
+struct plan_md {
+        const char *name;               /* /dev/md/NAME */
+        unsigned level;
+        const char *layout;
+        uint64_t chunk;
+        const char *metadata;
+        const char *bitmap;
+        unsigned spares;
+        bool assume_clean;
+};
+
+/* VGCREATE, VG_ACTIVATE: the volume group. */
+struct plan_vg {
+        const char *name;
+        uint64_t extent_size;           /* VGCREATE: bytes, 0 = LVM's default */
+        char **lv_nodes;                /* VG_ACTIVATE: the LV nodes to wait for (owned) */
+};
+
 struct plan_step {
         enum plan_step_kind kind;
         const char *id;         /* spec object id (points into the spec), NULL for global steps */
@@ -65,31 +129,42 @@ struct plan_step {
                 uint64_t bytes;                     /* exact size, or 0 with: */
                 unsigned percent_free;              /* -l N%FREE (spec "rest" = 100) */
         } lv;
+        /* by kind, decided by plan_build (the executor runs these and reads no spec object) */
+        union {
+                struct plan_luks luks;          /* LUKS_FORMAT, LUKS_OPEN */
+                struct plan_bench bench;        /* BENCH_RAW, BENCH_CRYPT */
+                struct plan_fs fs;              /* MKFS, MOUNT */
+                struct plan_md md;              /* MD_CREATE, MD_ASSEMBLE */
+                struct plan_vg vg;              /* VGCREATE, VG_ACTIVATE */
+                const struct spec_luks *bind;   /* LUKS_BIND: the volume, its key: and its unlock: */
+                const struct spec_boot *boot;   /* BOOTLOADER */
+        };
 };
 
-/* Step fields by kind:
+/* Step fields by kind (the typed payload, the union above, is what the
+ * executor runs; obj stays for the reports' ids and the fingerprint):
  *   WIPE         id/obj: disk rule; device: the disk; inputs: holders to stop first (/dev/md127, /dev/dm-0)
  *   PARTITION    id/obj: disk rule; device: the disk; parts: the GPT entries
- *   MD_CREATE    id/obj: raid; device: /dev/md/NAME; inputs: members, the last raid->spares are spares
- *   BENCH_RAW    id/obj: luks; device: the device under LUKS (before luksFormat)
- *   LUKS_FORMAT  id/obj: luks; device: the device under LUKS; inputs: { that device }
- *   LUKS_OPEN    id/obj: luks; device: /dev/mapper/NAME; inputs: { the device under LUKS }
- *   BENCH_CRYPT  id/obj: luks; device: /dev/mapper/NAME; inputs: { the device under LUKS }
+ *   MD_CREATE    id/obj: raid; device: /dev/md/NAME; inputs: members, the last md.spares are spares; md
+ *   BENCH_RAW    id/obj: luks; device: the device under LUKS (before luksFormat); bench
+ *   LUKS_FORMAT  id/obj: luks; device: the device under LUKS; inputs: { that device }; luks
+ *   LUKS_OPEN    id/obj: luks; device: /dev/mapper/NAME; inputs: { the device under LUKS }; luks
+ *   BENCH_CRYPT  id/obj: luks; device: /dev/mapper/NAME; inputs: { the device under LUKS }; bench.policy
  *   PVCREATE     id/obj: vg; device: the PV; index: which PV of the VG
- *   VGCREATE     id/obj: vg; device: /dev/VG; inputs: the PVs
+ *   VGCREATE     id/obj: vg; device: /dev/VG; inputs: the PVs; vg
  *   LVCREATE     id/obj: lv; device: /dev/VG/LV; inputs: { /dev/VG }; lv: VG and LV names, size rule
- *   MKFS, MOUNT  id: the filesystem's "on"; obj: struct spec_filesystem; device: the block device
+ *   MKFS, MOUNT  id: the filesystem's "on"; obj: struct spec_filesystem; device: the block device; fs
  *   IMAGE        obj: struct spec_image; device: raw target or NULL (tar into the target root)
  *   CONFIGURE    obj: the spec
  *   NETWORK      obj: struct spec_network; plan->net holds the resolved NICs (netconf.h)
- *   LUKS_BIND    id/obj: luks; device: the device under LUKS (its header)
- *   BOOTLOADER   obj: struct spec_boot; device: NULL; inputs: the disks GRUB is installed on
+ *   LUKS_BIND    id/obj: luks; device: the device under LUKS (its header); bind
+ *   BOOTLOADER   obj: struct spec_boot; device: NULL; inputs: the disks GRUB is installed on; boot
  *                (i386-pc writes to each; with UEFI they carry the ESP's members)
  *   REGISTER     obj: struct spec_cloudstack (index 0) or struct spec_webhook (index 1)
  *   FINISH       obj: the spec (spec->finish)
  * Resume plans only (resume.h):
- *   MD_ASSEMBLE  id/obj: raid; device: /dev/md/NAME; inputs: members; uuid: the array UUID on them
- *   VG_ACTIVATE  id/obj: vg; device: /dev/VG
+ *   MD_ASSEMBLE  id/obj: raid; device: /dev/md/NAME; inputs: members; uuid: the array UUID on them; md
+ *   VG_ACTIVATE  id/obj: vg; device: /dev/VG; vg (with lv_nodes)
  *   SKIP_STAGE   the step it replaces: skipped (kind, id, obj, index, device of that step)
  *   RESUME_CHECK device: the progress record's path */
 

@@ -162,6 +162,41 @@ static struct plan_step *push(struct rbuild *b, const struct plan_step *from, en
         return s;
 }
 
+/* The typed payload of the fresh step `from`, for the resume step s that
+ * runs in its place (a skipped stage carries none). */
+static int copy_payload(struct rbuild *b, struct plan_step *s, const struct plan_step *from) {
+        switch (s->kind) {
+        case PLAN_LUKS_OPEN:
+                s->luks = from->luks;
+                s->luks.tuned_by = 0;   /* no benchmark runs: the header holds what it chose (its
+                                         * workqueue flags are persistent) */
+                return (s->luks.name = strdup(from->luks.name)) ? 0 : -ENOMEM;
+        case PLAN_MD_ASSEMBLE:
+                s->md = from->md;
+                return 0;
+        case PLAN_VG_ACTIVATE:
+                s->vg = (struct plan_vg) { .name = from->vg.name };
+                for (size_t i = 0; i < b->fresh->n_steps; i++) {
+                        const struct plan_step *lv = &b->fresh->steps[i];
+                        if (lv->kind == PLAN_LVCREATE && lv->device && lv->lv.vg && streq(lv->lv.vg, from->vg.name) &&
+                            strv_pushdup(&s->vg.lv_nodes, lv->device) < 0)
+                                return -ENOMEM;
+                }
+                return 0;
+        case PLAN_MOUNT:
+                s->fs = from->fs;
+                return 0;
+        case PLAN_LUKS_BIND:
+                s->bind = from->bind;
+                return 0;
+        case PLAN_BOOTLOADER:
+                s->boot = from->boot;
+                return 0;
+        default:
+                return 0;
+        }
+}
+
 /* device and inputs copied from `from`, description taken (also on failure) */
 static int fill(struct plan_step *s, const struct plan_step *from, char *description, const char *destroys) {
         s->description = description;
@@ -379,8 +414,7 @@ static int emit(struct rbuild *b) {
                 case PLAN_WIPE:
                         continue;       /* nothing is wiped: the next steps keep what is there */
                 case PLAN_MD_CREATE: {
-                        const struct spec_raid *x = st->obj;
-                        if (!(s = push(b, st, PLAN_MD_ASSEMBLE)))
+                        if (!(s = push(b, st, PLAN_MD_ASSEMBLE)) || copy_payload(b, s, st) < 0)
                                 return -ENOMEM;
                         const char *uuid = md_uuid(f->inv, st);
                         if (!uuid || !(s->uuid = strdup(uuid)))
@@ -390,23 +424,22 @@ static int emit(struct rbuild *b) {
                                 if ((r = strbuf_addf(&m, "%s%s", in == st->inputs ? "" : ", ", *in)) < 0)
                                         return r;
                         r = fill(s, st, strdupf("assemble md '%s' (UUID %s) from %s; keeps the array and its data",
-                                            x->name, uuid, strbuf_str(&m)), NULL);
+                                            s->md.name, uuid, strbuf_str(&m)), NULL);
                         break;
                 }
                 case PLAN_VGCREATE: {
-                        const struct spec_vg *x = st->obj;
-                        if (!(s = push(b, st, PLAN_VG_ACTIVATE)))
+                        if (!(s = push(b, st, PLAN_VG_ACTIVATE)) || copy_payload(b, s, st) < 0)
                                 return -ENOMEM;
-                        r = fill(s, st, strdupf("activate VG '%s' (vgchange -ay); keeps its PVs, UUID and LVs", x->name), NULL);
+                        r = fill(s, st, strdupf("activate VG '%s' (vgchange -ay); keeps its PVs, UUID and LVs", s->vg.name), NULL);
                         break;
                 }
                 case PLAN_LUKS_OPEN: case PLAN_MOUNT: case PLAN_FINISH:
-                        if (!(s = push(b, st, st->kind)))
+                        if (!(s = push(b, st, st->kind)) || copy_payload(b, s, st) < 0)
                                 return -ENOMEM;
                         r = fill(s, st, strdup(st->description ? st->description : ""), st->destroys);
                         break;
                 case PLAN_IMAGE: case PLAN_CONFIGURE: case PLAN_NETWORK: case PLAN_REGISTER: case PLAN_LUKS_BIND: case PLAN_BOOTLOADER:
-                        if (!(s = push(b, st, st->kind)))
+                        if (!(s = push(b, st, st->kind)) || copy_payload(b, s, st) < 0)
                                 return -ENOMEM;
                         r = fill(s, st, strdupf("%s, unless the progress record says '%s' is done%s", st->description ? st->description : "",
                                             resume_stage_name(resume_stage_of(st->kind)),

@@ -74,13 +74,13 @@ struct luks_key *luks_key_free(struct luks_key *k) {
         return NULL;
 }
 
-uint32_t luks_flags_from_spec(const struct spec_luks *l) {
+uint32_t luks_flags(bool no_read_workqueue, bool no_write_workqueue, bool discard) {
         uint32_t f = 0;
-        if (l->no_read_workqueue)
+        if (no_read_workqueue)
                 f |= CRYPT_ACTIVATE_NO_READ_WORKQUEUE;
-        if (l->no_write_workqueue)
+        if (no_write_workqueue)
                 f |= CRYPT_ACTIVATE_NO_WRITE_WORKQUEUE;
-        if (l->discard)
+        if (discard)
                 f |= CRYPT_ACTIVATE_ALLOW_DISCARDS;
         return f;
 }

@@ -37,8 +37,8 @@ struct luks_format_params {
         uint32_t flags;                 /* CRYPT_ACTIVATE_* stored as persistent flags */
 };
 
-/* The activation flags a spec asks for (no_read/write_workqueue, discard). */
-uint32_t luks_flags_from_spec(const struct spec_luks *l);
+/* The activation flags for luks[].no_read_workqueue, no_write_workqueue, discard. */
+uint32_t luks_flags(bool no_read_workqueue, bool no_write_workqueue, bool discard);
 /* "aes-xts-plain64" → "aes" + "xts-plain64": the split dm-crypt and
  * libcryptsetup use. -EINVAL without a '-', with an empty mode, or when a
  * part does not fit its buffer. */
