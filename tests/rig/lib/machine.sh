@@ -1,0 +1,292 @@
+# The rig's machine: the temp dir and its cleanup, the kernel and initramfs,
+# QEMU booting them (rig_boot) or the installed disks (rig_boot_disk).
+# Sourced by tests/rig/lib.sh (its header is the index).
+
+rig_cleanup() {
+  local rc=$? p
+  for p in "${RIG_PIDS[@]}"; do
+    if kill -0 "$p" 2>/dev/null; then kill "$p" 2>/dev/null; fi
+  done
+  for p in "${RIG_PIDS[@]}"; do
+    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$p" 2>/dev/null || true
+  done
+  if [[ -n ${RIG_TMP:-} && -d $RIG_TMP ]]; then
+    # a failure shows the console's end; a skip or an interrupt (130) does not
+    if ((rc != 0 && rc != 77 && rc != 130)) && [[ -f $RIG_TMP/serial.log ]]; then
+      echo "rig: last lines of the guest console ($RIG_TMP/serial.log):" >&2
+      tail -40 "$RIG_TMP/serial.log" | sed 's/^/  | /' >&2
+    fi
+    if [[ ${RIG_KEEP:-0} == 1 ]]; then rig_log "kept $RIG_TMP"; else rm -rf "$RIG_TMP"; fi
+  fi
+  return $rc
+}
+
+# rig_init: check the tools, make the temp dir, install the trap, build (or
+# reuse) the kernel and initramfs, start nginx.
+rig_init() {
+  local t
+  [[ $(id -u) == 0 ]] || rig_skip "the rig needs root (apt-get, /var/cache/kiln)"
+  for t in qemu-system-x86_64 nginx socat zstd cpio; do
+    command -v "$t" >/dev/null || rig_skip "'$t' is missing (bash tests/deps.sh)"
+  done
+  : "${SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)}"
+  : "${KILN:=$SRC/out/build/kiln}"
+  [[ -x $KILN ]] || rig_die "no kiln binary at '$KILN'"
+  "$KILN" help 2>/dev/null | grep -q '^  boot ' || rig_skip "this kiln has no 'boot' command yet"
+  RIG_TMP=$(mktemp -d /tmp/kiln-rig.XXXXXX)
+  trap rig_cleanup EXIT
+  trap 'exit 130' INT TERM
+  mkdir -p "$RIG_TMP/www/specs" "$RIG_TMP/www/images" "$RIG_TMP/www/keys" "$RIG_TMP/www/reports" "$RIG_TMP/tftp" "$RIG_TMP/nginx"
+  # nginx's workers run unprivileged: they traverse the temp dir, read www
+  # and may write reports (PUT)
+  chmod 0711 "$RIG_TMP"; chmod 0755 "$RIG_TMP/www" "$RIG_TMP/www"/*; chmod 0777 "$RIG_TMP/www/reports"
+  rig_build_initramfs
+  rig_http_start
+}
+
+# The initramfs: built (or reused from the cache) from the kiln under test.
+# A sanitizer build cannot run in the initramfs; KILN_RIG_BINARY overrides.
+rig_build_initramfs() {
+  if [[ -n ${KILN_RIG_INITRD:-} && -n ${KILN_RIG_KERNEL:-} ]]; then
+    RIG_INITRD=$KILN_RIG_INITRD RIG_KERNEL=$KILN_RIG_KERNEL
+    return
+  fi
+  local bin=${KILN_RIG_BINARY:-$KILN} out
+  if [[ ${KILN_SANITIZE:-} == ON ]]; then rig_skip "the rig runs the normal build, not the sanitizer build"; fi
+  local t0; t0=$(date +%s.%N)
+  out=$(bash "$SRC/initramfs/build.sh" --kiln "$bin" ${RIG_EXTRA:+--extra "$RIG_EXTRA"} 2>"$RIG_TMP/initramfs.log") \
+    || { cat "$RIG_TMP/initramfs.log" >&2; rig_die "initramfs build failed"; }
+  RIG_KERNEL=$(sed -n 's/^KILN_KERNEL=//p' <<<"$out")
+  RIG_INITRD=$(sed -n 's/^KILN_INITRD=//p' <<<"$out")
+  RIG_INITRD_EXTRA=$(sed -n 's/^KILN_INITRD_EXTRA=//p' <<<"$out")
+  RIG_INITRD_SIZE=$(sed -n 's/^KILN_INITRD_SIZE=//p' <<<"$out")
+  # a private copy: other builds sharing the cache prune old images
+  cp "$RIG_INITRD" "$RIG_TMP/initrd.img" && RIG_INITRD=$RIG_TMP/initrd.img
+  rig_log "initramfs: $RIG_INITRD, $RIG_INITRD_SIZE bytes ($(awk "BEGIN{printf \"%.1f\", $RIG_INITRD_SIZE/1048576}") MiB), ready in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}") s"
+}
+
+# rig_initrd_join OUT FILE...: the initramfs archives FILE... one after the
+# other in OUT. The kernel finds a further uncompressed archive only at a
+# 4-byte boundary and skips NUL padding between archives, so each FILE but
+# the last is padded to a multiple of 4 bytes.
+rig_initrd_join() {
+  local out=$1 f pad; shift
+  {
+    for f in "$@"; do
+      cat "$f" || return 1
+      shift; (($#)) || break
+      pad=$(( (4 - $(stat -c %s "$f") % 4) % 4 ))
+      head -c "$pad" /dev/zero
+    done
+  } >"$out"
+}
+
+# rig_add_initrd_segment DIR [COMPRESSOR...]: DIR's tree as one more initramfs
+# archive (newc cpio, piped through COMPRESSOR such as `gzip -1` when given),
+# appended to RIG_INITRD_EXTRA, which rig_boot loads after the kiln
+# initramfs: a test's report hooks (etc/kiln/report.d/), tools or pre-init
+# scripts. Call it after rig_init, once per segment.
+rig_add_initrd_segment() {
+  local dir=$1 n; shift
+  [[ -d $dir ]] || rig_die "rig_add_initrd_segment: no directory '$dir'"
+  RIG_SEGMENTS=$((${RIG_SEGMENTS:-0} + 1)); n=$RIG_SEGMENTS
+  if (($#)); then
+    (cd "$dir" && find . | cpio -o -H newc --quiet | "$@") >"$RIG_TMP/segment-$n.img"
+  else
+    (cd "$dir" && find . | cpio -o -H newc --quiet) >"$RIG_TMP/segment-$n.img"
+  fi || rig_die "cannot pack the initramfs segment '$dir'"
+  if [[ -n ${RIG_INITRD_EXTRA:-} ]]; then
+    rig_initrd_join "$RIG_TMP/extra-$n.img" "$RIG_INITRD_EXTRA" "$RIG_TMP/segment-$n.img" \
+      || rig_die "cannot append the initramfs segment '$dir'"
+    RIG_INITRD_EXTRA=$RIG_TMP/extra-$n.img
+  else
+    RIG_INITRD_EXTRA=$RIG_TMP/segment-$n.img
+  fi
+}
+
+# rig_drive I: QEMU's -drive for RIG_DISK[I] (id dI): a raw image, or a
+# qcow2 overlay (a name ending in .qcow2: rig_fixture_boot, rig_disk_layer)
+rig_drive() {
+  local f=${RIG_DISK[$1]} fmt=raw
+  [[ $f == *.qcow2 ]] && fmt=qcow2
+  printf 'file=%s,if=none,id=d%s,format=%s,%s,discard=unmap' "$f" "$1" "$fmt" "$RIG_DISK_CACHE"
+}
+
+# rig_boot [--pxe|--direct] [--append ARGS] [--no-report]: boot the guest with
+# RIG_DISK, wait until it powers off (or RIG_TIMEOUT), then parse the report.
+# --pxe:    QEMU's iPXE → DHCP → TFTP boot.ipxe (from kickstart/) → kernel+initrd
+# --direct: -kernel/-initrd/-append (no PXE; a few seconds faster)
+# Sets RIG_REPORT (file), RIG_SERIAL (console log), RIG_BOOT_SECONDS,
+# RIG_INIT_SECONDS (guest uptime when /init started). Returns 0 when the guest
+# stopped by itself, 1 on timeout.
+rig_boot() {
+  local mode=direct extra_append= i until=
+  while (($#)); do
+    case $1 in
+      --pxe) mode=pxe; shift ;;
+      --direct) mode=direct; shift ;;
+      --append) extra_append+=" $2"; shift 2 ;;
+      --until) until=$2; shift 2 ;;   # stop the guest once its console matches (no report needed)
+      *) rig_die "rig_boot: unknown option '$1'" ;;
+    esac
+  done
+  RIG_BOOT_N=$((${RIG_BOOT_N:-0} + 1))
+  if [[ -n ${RIG_REPLAY:-} ]]; then      # re-run a test's checks on a kept run's files
+    RIG_REPORT=$RIG_REPLAY/report-$RIG_BOOT_N.txt RIG_SERIAL=$RIG_REPLAY/serial-$RIG_BOOT_N.log
+    RIG_BOOT_SECONDS=replay RIG_INIT_SECONDS=replay
+    return 0
+  fi
+  RIG_SERIAL=$RIG_TMP/serial-$RIG_BOOT_N.log
+  RIG_REPORT=$RIG_TMP/report-$RIG_BOOT_N.txt
+  : >"$RIG_SERIAL"; : >"$RIG_REPORT"
+  ln -sf "$RIG_SERIAL" "$RIG_TMP/serial.log"
+  local initrd=$RIG_INITRD
+  if [[ -n ${RIG_INITRD_EXTRA:-} ]]; then
+    initrd=$RIG_TMP/initrd-combined.img
+    rig_initrd_join "$initrd" "$RIG_INITRD" "$RIG_INITRD_EXTRA"
+  fi
+  local spec_url="$RIG_HTTP_URL/specs/\${mac}.yaml"
+  local append="console=ttyS0,115200n8 loglevel=4 panic=-1 kiln.report=/dev/ttyS1 ${RIG_APPEND:-}$extra_append"
+  local net="user,id=n0,restrict=on,guestfwd=tcp:$RIG_HTTP_IP:80-cmd:$RIG_TMP/relay${RIG_NET_EXTRA:-}"
+  local args=(-accel tcg,thread=multi -cpu max -m "$RIG_MEM" -smp "$RIG_SMP"
+    -display none -monitor none -parallel none -no-reboot -nodefaults
+    -smbios "type=1,manufacturer=kiln-rig,product=rig,serial=$RIG_SMBIOS_SERIAL,uuid=$RIG_SMBIOS_UUID"
+    -serial "file:$RIG_SERIAL" -serial "file:$RIG_REPORT")
+  if [[ $mode == pxe ]]; then
+    cp "$RIG_KERNEL" "$RIG_TMP/tftp/vmlinuz"
+    cp "$initrd" "$RIG_TMP/tftp/initrd.img"
+    # the operator's iPXE script, pointed at the rig's TFTP and nginx
+    sed -e "s|^set kiln-base .*|set kiln-base tftp://10.0.2.2|" \
+        -e "s|^set kiln-specs .*|set kiln-specs $RIG_HTTP_URL/specs|" \
+        -e "s|^set kiln-hosts .*|set kiln-hosts $RIG_HTTP_URL/hosts|" \
+        -e "s|^set kiln-args .*|set kiln-args $append|" \
+        "$SRC/kickstart/boot.ipxe" >"$RIG_TMP/tftp/boot.ipxe"
+    net+=",tftp=$RIG_TMP/tftp,bootfile=boot.ipxe"
+    args+=(-boot n)
+  else
+    args+=(-kernel "$RIG_KERNEL" -initrd "$initrd" -append "$append kiln.spec=$spec_url")
+  fi
+  args+=(-netdev "$net" -device "virtio-net-pci,netdev=n0,mac=$RIG_MAC")
+  for i in "${!RIG_DISK[@]}"; do
+    args+=(-drive "$(rig_drive "$i")" -device "virtio-blk-pci,drive=d$i,serial=${RIG_DISK_SERIAL[$i]}")
+  done
+  rig_log "boot $RIG_BOOT_N ($mode, ${#RIG_DISK[@]} disks, ${RIG_MEM} MiB): console $RIG_SERIAL"
+  local rc=0
+  RIG_UNTIL=$until RIG_HOLD=0 rig_qemu "${args[@]}" || rc=1
+  RIG_INIT_SECONDS=$(sed -n 's/.*kiln-init: started at \([0-9.]*\) s.*/\1/p' "$RIG_SERIAL" | head -1)
+  rig_log "boot $RIG_BOOT_N: guest stopped after $RIG_BOOT_SECONDS s (/init at ${RIG_INIT_SECONDS:-?} s guest uptime), report $(wc -c <"$RIG_REPORT") bytes"
+  ((rc == 0)) || return 1
+  [[ -n $until ]] && return 0
+  # the report is complete only with its end marker
+  grep -q '^=== kiln-report end' "$RIG_REPORT" || { rig_log "the guest sent no complete report"; return 1; }
+  return 0
+}
+
+# rig_qemu ARGS...: run qemu-system-x86_64 ARGS (the command saved as
+# qemu-N.cmd) until the guest stops by itself, RIG_TIMEOUT passes, or, with
+# RIG_UNTIL=REGEX set, the console (RIG_SERIAL) matches REGEX and then
+# RIG_HOLD more seconds (default 0) pass. Sets RIG_BOOT_SECONDS and
+# RIG_UNTIL_SECONDS (when REGEX matched); strips CRs from the report.
+# Returns 0 when the guest stopped by itself or REGEX matched, 1 on timeout.
+rig_qemu() {
+  printf '%q ' qemu-system-x86_64 "$@" >"$RIG_TMP/qemu-$RIG_BOOT_N.cmd"
+  local t0; t0=$(date +%s.%N)
+  qemu-system-x86_64 "$@" 2>"$RIG_TMP/qemu-$RIG_BOOT_N.err" &
+  local qpid=$! timed_out=0 matched=0 stop_at=
+  RIG_PIDS+=("$qpid")
+  RIG_UNTIL_SECONDS=
+  local deadline=$(( $(date +%s) + RIG_TIMEOUT ))
+  while kill -0 "$qpid" 2>/dev/null; do
+    if [[ -n ${RIG_UNTIL:-} && $matched == 0 ]] && tr -d '\r' <"$RIG_SERIAL" | grep -Eq -- "$RIG_UNTIL"; then
+      matched=1
+      RIG_UNTIL_SECONDS=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")
+      stop_at=$(( $(date +%s) + ${RIG_HOLD:-0} ))
+      rig_log "boot $RIG_BOOT_N: the console shows /$RIG_UNTIL/ after $RIG_UNTIL_SECONDS s; stopping in ${RIG_HOLD:-0} s"
+    fi
+    if [[ -n $stop_at ]] && (( $(date +%s) >= stop_at )); then
+      kill "$qpid" 2>/dev/null
+      break
+    fi
+    if (( $(date +%s) > deadline )); then
+      rig_log "the guest did not stop within ${RIG_TIMEOUT}s: stopping QEMU (pid $qpid)"
+      kill "$qpid" 2>/dev/null; timed_out=1
+      break
+    fi
+    sleep 0.5
+  done
+  wait "$qpid" 2>/dev/null || true
+  RIG_BOOT_SECONDS=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")
+  [[ -s $RIG_TMP/qemu-$RIG_BOOT_N.err ]] && sed 's/^/rig: qemu: /' "$RIG_TMP/qemu-$RIG_BOOT_N.err" >&2
+  tr -d '\r' <"$RIG_REPORT" >"$RIG_REPORT.tmp" && mv "$RIG_REPORT.tmp" "$RIG_REPORT"
+  ((timed_out == 0))
+}
+
+# rig_boot_disk [--uefi] [--without N]... [--until REGEX] [--hold S]: boot
+# the installed system from RIG_DISK (no kernel, no PXE): SeaBIOS with
+# `-boot c` (it tries only the first disk: --without 0 leaves disk 0 off
+# the command line, as a pulled disk), or with --uefi OVMF
+# (OVMF_CODE_4M.fd and a fresh copy of OVMF_VARS_4M.fd per boot; OVMF
+# writes to the second serial port too, which the report parser skips).
+# The guest's NIC is on the rig's user network (restrict=on, the relays of
+# RIG_NET_EXTRA such as Tang). Waits until the guest powers off (the
+# bootable image's kiln-report unit does, after writing its report to
+# ttyS1), or with --until until the console matches REGEX and --hold S
+# seconds more have passed, or RIG_TIMEOUT. Sets RIG_REPORT, RIG_SERIAL,
+# RIG_BOOT_SECONDS, RIG_UNTIL_SECONDS. Returns 0 when the guest powered off
+# with a complete report or REGEX matched, 1 otherwise.
+rig_boot_disk() {
+  local fw=bios until= hold=0 i skip=" "
+  while (($#)); do
+    case $1 in
+      --uefi) fw=uefi; shift ;;
+      --without) skip+="$2 "; shift 2 ;;
+      --until) until=$2; shift 2 ;;
+      --hold) hold=$2; shift 2 ;;
+      *) rig_die "rig_boot_disk: unknown option '$1'" ;;
+    esac
+  done
+  RIG_BOOT_N=$((${RIG_BOOT_N:-0} + 1))
+  if [[ -n ${RIG_REPLAY:-} ]]; then
+    RIG_REPORT=$RIG_REPLAY/report-$RIG_BOOT_N.txt RIG_SERIAL=$RIG_REPLAY/serial-$RIG_BOOT_N.log
+    RIG_BOOT_SECONDS=replay RIG_UNTIL_SECONDS=replay
+    return 0
+  fi
+  RIG_SERIAL=$RIG_TMP/serial-$RIG_BOOT_N.log RIG_REPORT=$RIG_TMP/report-$RIG_BOOT_N.txt
+  : >"$RIG_SERIAL"; : >"$RIG_REPORT"
+  ln -sf "$RIG_SERIAL" "$RIG_TMP/serial.log"
+  local args=(-accel tcg,thread=multi -cpu max -m "$RIG_MEM" -smp "$RIG_SMP"
+    -display none -monitor none -parallel none -no-reboot -nodefaults
+    -smbios "type=1,manufacturer=kiln-rig,product=rig,serial=$RIG_SMBIOS_SERIAL,uuid=$RIG_SMBIOS_UUID"
+    -serial "file:$RIG_SERIAL" -serial "file:$RIG_REPORT")
+  if [[ $fw == uefi ]]; then
+    local code=/usr/share/OVMF/OVMF_CODE_4M.fd vars=/usr/share/OVMF/OVMF_VARS_4M.fd
+    [[ -r $code && -r $vars ]] || rig_skip "no OVMF firmware (bash tests/deps.sh: ovmf)"
+    cp "$vars" "$RIG_TMP/ovmf-vars-$RIG_BOOT_N.fd"
+    args+=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$code"
+           -drive "if=pflash,format=raw,unit=1,file=$RIG_TMP/ovmf-vars-$RIG_BOOT_N.fd")
+  else
+    args+=(-boot c)
+  fi
+  # a VGA adapter, as servers have: without one GRUB's i386-pc console (BIOS
+  # int 10h) hangs before it loads the kernel
+  args+=(-device VGA)
+  # no option ROM on the NIC: the firmware boots the disks, not the network
+  args+=(-netdev "user,id=n0,restrict=on,guestfwd=tcp:$RIG_HTTP_IP:80-cmd:$RIG_TMP/relay${RIG_NET_EXTRA:-}"
+         -device "virtio-net-pci,netdev=n0,mac=$RIG_MAC,romfile=")
+  local n=0 idx=1
+  for i in "${!RIG_DISK[@]}"; do
+    [[ $skip == *" $i "* ]] && continue
+    args+=(-drive "$(rig_drive "$i")"
+           -device "virtio-blk-pci,drive=d$i,serial=${RIG_DISK_SERIAL[$i]},bootindex=$idx")
+    n=$((n + 1)) idx=$((idx + 1))
+  done
+  rig_log "boot $RIG_BOOT_N (disks, $fw, $n of ${#RIG_DISK[@]} disks, ${RIG_MEM} MiB): console $RIG_SERIAL"
+  local rc=0
+  RIG_UNTIL=$until RIG_HOLD=$hold rig_qemu "${args[@]}" || rc=1
+  rig_log "boot $RIG_BOOT_N: guest stopped after $RIG_BOOT_SECONDS s, report $(wc -c <"$RIG_REPORT") bytes"
+  ((rc == 0)) || return 1
+  [[ -n $until ]] && return 0
+  grep -q '^=== kiln-report end' "$RIG_REPORT" || { rig_log "the guest sent no complete report"; return 1; }
+  return 0
+}
