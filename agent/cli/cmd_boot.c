@@ -52,7 +52,8 @@ static void boot_usage(FILE *f) {
                    "  --inventory X    plan against a recorded inventory (with --dry-run)\n"
                    "  --dry-run        fetch, validate and print the steps; change nothing\n"
                    "  --no-finish      write the spec's finish to RUN_DIR/finish instead of doing it\n"
-                   "                   (a finished node: 'kexec', for `kiln kexec`)\n"
+                   "                   (a finished node: 'kexec', /init's internal finish for `kiln kexec`,\n"
+                   "                   not a value of the spec's finish:)\n"
                    "  --no-kexec       a finished node of this plan: print what would be kexec'd, exit 0\n"
                    "  --skip-storage   test knob, needs --inventory: skip every storage step, install the image\n"
                    "                   into KILN_TARGET as a plain directory, register, never finish\n");

@@ -2,7 +2,8 @@
  *
  * Boots the installed system that `kiln boot --no-finish` loaded on a
  * finished node (docs/reinstall.md): /init, after its report, runs this for
- * the finish 'kexec'. It checks /sys/kernel/kexec_loaded first, so that it
+ * its internal finish 'kexec' (what kiln boot --no-finish writes; a spec's
+ * finish: cannot name it). It checks /sys/kernel/kexec_loaded first, so that it
  * never reboots into nothing. */
 #include "commands.h"
 #include "exitcode.h"
@@ -15,7 +16,8 @@
 static void kexec_usage(FILE *f) {
         fprintf(f, "usage: kiln kexec\n"
                    "  boot the installed kernel that kiln boot loaded (kexec_file_load) on a finished node;\n"
-                   "  /init runs it for the finish 'kexec' (docs/reinstall.md)\n");
+                   "  /init runs it when kiln boot --no-finish left 'kexec' in RUN_DIR/finish: that is /init's\n"
+                   "  internal finish, not a value of the spec's finish: (docs/reinstall.md)\n");
 }
 
 int cmd_kexec(int argc, char **argv) {

@@ -46,7 +46,7 @@ static const struct command {
 
         { "boot", cmd_boot, "what the initramfs runs: fetch the spec named on the kernel command line, apply it" },
 
-        { "kexec", cmd_kexec, "boot the installed system kiln boot loaded on a finished node (finish 'kexec')" },
+        { "kexec", cmd_kexec, "boot the installed system kiln boot loaded (run by /init; not a spec finish)" },
 
         { "register", cmd_register, "register a node with CloudStack / the webhook from a saved run report" },
 

@@ -23,6 +23,13 @@ for c in fetch image; do       # more than a one-line usage
 done
 "$KILN" help >"$tmp/help"
 grep -q -- "-v, --verbose" "$tmp/help" && grep -q -- "-q, --quiet" "$tmp/help" || bad "kiln help does not explain -v/-q"
+# kexec is /init's internal finish, which a spec's finish: refuses
+# (tests/bad-specs/finish-kexec.yaml): the help must not offer it as one
+"$KILN" help | grep -qx "  kexec      boot the installed system kiln boot loaded (run by /init; not a spec finish)" ||
+  bad "kiln help: kexec line '$("$KILN" help | grep "^  kexec")'"
+"$KILN" help kexec | grep -qx "  internal finish, not a value of the spec's finish: (docs/reinstall.md)" ||
+  bad "kiln help kexec does not say 'kexec' is no spec finish"
+"$KILN" help boot | grep -qF "not a value of the spec's finish:" || bad "kiln help boot offers 'kexec' as a finish"
 "$KILN" help nope >/dev/null 2>"$tmp/err"; rc=$?
 ((rc == 64)) && [[ $(cat "$tmp/err") == "error: unknown command 'nope' (see 'kiln help')" ]] || bad "kiln help nope: exit $rc, '$(cat "$tmp/err")'"
 
