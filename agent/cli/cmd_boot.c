@@ -255,10 +255,8 @@ static int boot_parse_args(int argc, char **argv, struct boot_args *a) {
                 case 'h': boot_usage(stdout); return KILN_EXIT_OK;
                 default: boot_usage(stderr); return KILN_EXIT_USAGE;
                 }
-        if (optind != argc) {
-                boot_usage(stderr);
+        if (cmd_check_operands(argc, argv, 0) != KILN_EXIT_OK)
                 return KILN_EXIT_USAGE;
-        }
         if (a->skip_storage && !a->inv_path) {
                 log_error("--skip-storage is a test knob for a recorded machine: it needs --inventory");
                 return KILN_EXIT_USAGE;

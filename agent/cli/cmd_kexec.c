@@ -28,10 +28,8 @@ int cmd_kexec(int argc, char **argv) {
                 case 'h': kexec_usage(stdout); return KILN_EXIT_OK;
                 default: kexec_usage(stderr); return KILN_EXIT_USAGE;
                 }
-        if (optind != argc) {
-                kexec_usage(stderr);
+        if (cmd_check_operands(argc, argv, 0) != KILN_EXIT_OK)
                 return KILN_EXIT_USAGE;
-        }
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/kernel/kexec_loaded", kiln_paths.sysfs);
         _cleanup_free_ char *text = NULL;

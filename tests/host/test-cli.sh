@@ -33,6 +33,31 @@ grep -q -- "-v, --verbose" "$tmp/help" && grep -q -- "-q, --quiet" "$tmp/help" |
 "$KILN" help nope >/dev/null 2>"$tmp/err"; rc=$?
 ((rc == 64)) && [[ $(cat "$tmp/err") == "error: unknown command 'nope' (see 'kiln help')" ]] || bad "kiln help nope: exit $rc, '$(cat "$tmp/err")'"
 
+# An argument a command does not take is refused by name, exit 64 (usage),
+# never ignored; getopt names an unknown option
+refuse() {      # refuse 'EXPECTED STDERR (first line)' ARGS...
+  local want=$1; shift
+  "$KILN" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  ((rc == 64)) && [[ $(head -1 "$tmp/err") == "$want" ]] && [[ ! -s $tmp/out ]] ||
+    bad "kiln $*: exit $rc, stderr '$(head -1 "$tmp/err")', stdout '$(head -c 80 "$tmp/out")'"
+}
+refuse "error: unexpected argument '--json' (see 'kiln help')" version --json
+refuse "error: unexpected argument 'x' (see 'kiln help')" --version x
+refuse "error: unexpected argument 'x' (see 'kiln help')" --help x
+refuse "error: unexpected argument 'x' (see 'kiln help')" help plan x
+refuse "error: unexpected argument 'b.yaml' (see 'kiln apply --help')" apply a.yaml b.yaml
+refuse "error: unexpected argument 'b.yaml' (see 'kiln plan --help')" plan a.yaml b.yaml
+refuse "error: unexpected argument 'x' (see 'kiln boot --help')" boot x
+refuse "error: unexpected argument 'x' (see 'kiln kexec --help')" kexec x
+refuse "error: unexpected argument 'x' (see 'kiln register --help')" register x
+refuse "error: unexpected argument 'v' (see 'kiln fetch --help')" fetch http://127.0.0.1:9/u v
+refuse "error: unexpected argument 'v' (see 'kiln image --help')" image http://127.0.0.1:9/u v
+refuse "error: unexpected argument 'b' (see 'kiln bench --help')" bench a b
+refuse "error: unexpected argument 'x' (see 'kiln inventory --help')" inventory x
+refuse "plan: unrecognized option '--bogus'" plan --bogus x.yaml
+refuse "validate: unrecognized option '--bogus'" validate "$SRC/templates/single-disk.yaml" --bogus
+refuse "kexec: unrecognized option '--json'" kexec --json
+
 # kiln version: the commit of the source tree it was built from
 want=$(git -C "$SRC" rev-parse --short=12 HEAD 2>/dev/null)
 out=$("$KILN" version)
