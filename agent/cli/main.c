@@ -67,7 +67,7 @@ static const struct command {
 /* The exit codes from exitcode.h's table, wrapped at 79 columns. 1 is left
  * out: it is the class of everything the others do not name. */
 static void help_exit_codes(void) {
-        static const char head[] = "exit codes: ", tail[] = "(see docs/exit-codes.md)";
+        static const char head[] = "exit codes: ", tail[] = "(see man kiln, EXIT CODES)";
         size_t col = printf("\n%s", head) - 1;
         for (size_t i = 0; i < ELEMENTSOF(kiln_exit_codes); i++) {
                 const struct kiln_exit_code *e = &kiln_exit_codes[i];
