@@ -121,6 +121,8 @@ int cmd_apply(int argc, char **argv) {
                 case 'h': apply_usage(stdout); return KILN_EXIT_OK;
                 default: apply_usage(stderr); return KILN_EXIT_USAGE;
                 }
+        if (cmd_check_operands(argc, argv, 1) != KILN_EXIT_OK)
+                return KILN_EXIT_USAGE;
         if (optind + 1 != argc) {
                 apply_usage(stderr);
                 return KILN_EXIT_USAGE;

@@ -116,10 +116,8 @@ static int bench_parse_args(int argc, char **argv, struct bench_args *a) {
                         return KILN_EXIT_USAGE;
                 }
         }
-        if (argc - optind > 1) {
-                log_error("unexpected argument '%s' (see 'kiln bench --help')", argv[optind + 1]);
+        if (cmd_check_operands(argc, argv, 1) != KILN_EXIT_OK)
                 return KILN_EXIT_USAGE;
-        }
         a->device = optind < argc ? argv[optind] : NULL;
         if (a->crypt_dev && !a->device) {
                 log_error("--crypt needs the raw DEVICE under it to compare with");

@@ -52,7 +52,8 @@ static void boot_usage(FILE *f) {
                    "  --inventory X    plan against a recorded inventory (with --dry-run)\n"
                    "  --dry-run        fetch, validate and print the steps; change nothing\n"
                    "  --no-finish      write the spec's finish to RUN_DIR/finish instead of doing it\n"
-                   "                   (a finished node: 'kexec', for `kiln kexec`)\n"
+                   "                   (a finished node: 'kexec', /init's internal finish for `kiln kexec`,\n"
+                   "                   not a value of the spec's finish:)\n"
                    "  --no-kexec       a finished node of this plan: print what would be kexec'd, exit 0\n"
                    "  --skip-storage   test knob, needs --inventory: skip every storage step, install the image\n"
                    "                   into KILN_TARGET as a plain directory, register, never finish\n");
@@ -254,10 +255,8 @@ static int boot_parse_args(int argc, char **argv, struct boot_args *a) {
                 case 'h': boot_usage(stdout); return KILN_EXIT_OK;
                 default: boot_usage(stderr); return KILN_EXIT_USAGE;
                 }
-        if (optind != argc) {
-                boot_usage(stderr);
+        if (cmd_check_operands(argc, argv, 0) != KILN_EXIT_OK)
                 return KILN_EXIT_USAGE;
-        }
         if (a->skip_storage && !a->inv_path) {
                 log_error("--skip-storage is a test knob for a recorded machine: it needs --inventory");
                 return KILN_EXIT_USAGE;

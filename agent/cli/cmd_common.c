@@ -6,6 +6,13 @@
 #include "log.h"
 #include "probe.h"
 
+int cmd_check_operands(int argc, char **argv, int max) {
+        if (argc - optind <= max)
+                return KILN_EXIT_OK;
+        log_error("unexpected argument '%s' (see 'kiln %s --help')", argv[optind + max], argv[0]);
+        return KILN_EXIT_USAGE;
+}
+
 /* What loading a spec ends with, from a file or from memory: its problems
  * printed sorted, the strict check, its secrets registered. */
 static int spec_loaded(int r, const char *name, bool strict, struct spec **spec, struct diags *diags, struct spec **ret,

@@ -76,6 +76,8 @@ int cmd_fetch(int argc, char **argv) {
                         return KILN_EXIT_USAGE;
                 }
         }
+        if (cmd_check_operands(argc, argv, 1) != KILN_EXIT_OK)
+                return KILN_EXIT_USAGE;
         if (optind + 1 != argc) {
                 log_error("%s", FETCH_USAGE);
                 return KILN_EXIT_USAGE;

@@ -91,6 +91,8 @@ int cmd_image(int argc, char **argv) {
                         return KILN_EXIT_USAGE;
                 }
         }
+        if (cmd_check_operands(argc, argv, 1) != KILN_EXIT_OK)
+                return KILN_EXIT_USAGE;
         if (optind + 1 != argc || !img.sha256 || !target) {
                 log_error("%s", IMAGE_USAGE);
                 return KILN_EXIT_USAGE;

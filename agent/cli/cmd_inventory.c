@@ -38,10 +38,8 @@ int cmd_inventory(int argc, char **argv) {
                 default:
                         return KILN_EXIT_USAGE;
                 }
-        if (optind < argc) {
-                log_error("unexpected argument '%s' (see 'kiln inventory --help')", argv[optind]);
+        if (cmd_check_operands(argc, argv, 0) != KILN_EXIT_OK)
                 return KILN_EXIT_USAGE;
-        }
 
         _cleanup_inventory_free_ struct inventory *inv = NULL;
         _cleanup_strbuf_ struct strbuf where = STRBUF_INIT;

@@ -2,7 +2,8 @@
  *
  * Boots the installed system that `kiln boot --no-finish` loaded on a
  * finished node (docs/reinstall.md): /init, after its report, runs this for
- * the finish 'kexec'. It checks /sys/kernel/kexec_loaded first, so that it
+ * its internal finish 'kexec' (what kiln boot --no-finish writes; a spec's
+ * finish: cannot name it). It checks /sys/kernel/kexec_loaded first, so that it
  * never reboots into nothing. */
 #include "commands.h"
 #include "exitcode.h"
@@ -15,7 +16,8 @@
 static void kexec_usage(FILE *f) {
         fprintf(f, "usage: kiln kexec\n"
                    "  boot the installed kernel that kiln boot loaded (kexec_file_load) on a finished node;\n"
-                   "  /init runs it for the finish 'kexec' (docs/reinstall.md)\n");
+                   "  /init runs it when kiln boot --no-finish left 'kexec' in RUN_DIR/finish: that is /init's\n"
+                   "  internal finish, not a value of the spec's finish: (docs/reinstall.md)\n");
 }
 
 int cmd_kexec(int argc, char **argv) {
@@ -26,10 +28,8 @@ int cmd_kexec(int argc, char **argv) {
                 case 'h': kexec_usage(stdout); return KILN_EXIT_OK;
                 default: kexec_usage(stderr); return KILN_EXIT_USAGE;
                 }
-        if (optind != argc) {
-                kexec_usage(stderr);
+        if (cmd_check_operands(argc, argv, 0) != KILN_EXIT_OK)
                 return KILN_EXIT_USAGE;
-        }
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/kernel/kexec_loaded", kiln_paths.sysfs);
         _cleanup_free_ char *text = NULL;

@@ -140,6 +140,8 @@ int cmd_plan(int argc, char **argv) {
                 case 'h': usage(stdout); return KILN_EXIT_OK;
                 default: usage(stderr); return KILN_EXIT_USAGE;
                 }
+        if (cmd_check_operands(argc, argv, 1) != KILN_EXIT_OK)
+                return KILN_EXIT_USAGE;
         if (optind + 1 != argc || (inventory_file && sysroot)) {
                 usage(stderr);
                 return KILN_EXIT_USAGE;

@@ -165,7 +165,9 @@ static int register_parse_args(int argc, char **argv, struct register_args *a) {
                 log_error("kiln register --root DIR goes with --firstboot CONF");
                 return KILN_EXIT_USAGE;
         }
-        if (optind < argc || (!a->firstboot && (!a->report_path || !a->spec_path))) {
+        if (cmd_check_operands(argc, argv, 0) != KILN_EXIT_OK)
+                return KILN_EXIT_USAGE;
+        if ((!a->firstboot && (!a->report_path || !a->spec_path))) {
                 log_error("kiln register needs --report FILE and --spec FILE, or --firstboot CONF (see 'kiln register --help')");
                 return KILN_EXIT_USAGE;
         }

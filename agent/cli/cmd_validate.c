@@ -50,7 +50,7 @@ int cmd_validate(int argc, char **argv) {
         };
         bool strict = false, json = false;
         int c;
-        CMD_FOREACH_OPTION(c, argc, argv, "+h", options)
+        CMD_FOREACH_OPTION(c, argc, argv, "h", options)
                 switch (c) {
                 case 's': strict = true; break;
                 case 'j': json = true; break;

@@ -25,11 +25,16 @@ int cmd_image(int argc, char **argv);
  * option options[]: getopt_long() from argv[0] on, each option in c.
  * optind = 0 is glibc's full reset (musl's too), so the loop starts afresh
  * whoever parsed before it. shortopts: "+..." stops at the first operand
- * (bench, inventory, validate), else getopt permutes. */
+ * (bench, inventory), else getopt permutes (validate: an option after the
+ * files is an option, not a file named "--strict"). */
 #define CMD_FOREACH_OPTION(c, argc, argv, shortopts, options) \
         for (optind = 0; ((c) = getopt_long((argc), (argv), (shortopts), (options), NULL)) >= 0;)
 
-/* Shared by the subcommands (cmd_common.c); both log and return an exit code. */
+/* Shared by the subcommands (cmd_common.c); they log and return an exit code. */
+/* After the option loop: at most max operands (argv[optind] on) are taken;
+ * the first one more is refused by name ("unexpected argument 'X' (see
+ * 'kiln CMD --help')", CMD argv[0]): KILN_EXIT_USAGE, else KILN_EXIT_OK. */
+int cmd_check_operands(int argc, char **argv, int max);
 /* Loads and validates the spec at path (its problems printed, sorted) and
  * registers its secrets; KILN_EXIT_OK and *ret set, or the exit code. Its
  * warnings are printed too, and with strict they make it fail (exit 2).

@@ -18,7 +18,16 @@
 
 static int cmd_help(int argc, char **argv);
 
+/* version and help have no --help of their own: an argument they do not
+ * take points to the list */
+static int refuse_argument(const char *arg) {
+        log_error("unexpected argument '%s' (see 'kiln help')", arg);
+        return KILN_EXIT_USAGE;
+}
+
 static int cmd_version(int argc, char **argv) {
+        if (argc > 1)
+                return refuse_argument(argv[1]);
         printf("kiln %s (commit %s)\n", KILN_VERSION, KILN_COMMIT);
         return KILN_EXIT_OK;
 }
@@ -46,7 +55,7 @@ static const struct command {
 
         { "boot", cmd_boot, "what the initramfs runs: fetch the spec named on the kernel command line, apply it" },
 
-        { "kexec", cmd_kexec, "boot the installed system kiln boot loaded on a finished node (finish 'kexec')" },
+        { "kexec", cmd_kexec, "boot the installed system kiln boot loaded (run by /init; not a spec finish)" },
 
         { "register", cmd_register, "register a node with CloudStack / the webhook from a saved run report" },
 
@@ -58,7 +67,7 @@ static const struct command {
 /* The exit codes from exitcode.h's table, wrapped at 79 columns. 1 is left
  * out: it is the class of everything the others do not name. */
 static void help_exit_codes(void) {
-        static const char head[] = "exit codes: ", tail[] = "(see docs/exit-codes.md)";
+        static const char head[] = "exit codes: ", tail[] = "(see man kiln, EXIT CODES)";
         size_t col = printf("\n%s", head) - 1;
         for (size_t i = 0; i < ELEMENTSOF(kiln_exit_codes); i++) {
                 const struct kiln_exit_code *e = &kiln_exit_codes[i];
@@ -81,6 +90,8 @@ static void help_exit_codes(void) {
 
 static int cmd_help(int argc, char **argv) {
         /* kiln help COMMAND: that command's own --help */
+        if (argc > 2)
+                return refuse_argument(argv[2]);
         if (argc >= 2) {
                 for (size_t i = 0; i < ELEMENTSOF(commands); i++)
                         if (streq(commands[i].name, argv[1]) && commands[i].run != cmd_help &&
@@ -117,9 +128,9 @@ int main(int argc, char **argv) {
                 else if (streq(argv[i], "-t") || streq(argv[i], "--timestamps"))
                         log_set_timestamps(true);
                 else if (streq(argv[i], "--help") || streq(argv[i], "-h"))
-                        return cmd_help(0, NULL);
+                        return i + 1 < argc ? refuse_argument(argv[i + 1]) : cmd_help(0, NULL);
                 else if (streq(argv[i], "--version"))
-                        return cmd_version(0, NULL);
+                        return i + 1 < argc ? refuse_argument(argv[i + 1]) : cmd_version(0, NULL);
                 else {
                         log_error("unknown option '%s' (see 'kiln help')", argv[i]);
                         return KILN_EXIT_USAGE;

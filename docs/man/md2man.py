@@ -10,6 +10,18 @@ import subprocess
 import sys
 
 
+TABLE_SHORT_CELL = 28    # characters: a column whose cells are all this short is not stretched
+TABLE_PAGE = 72          # columns a table has on an 80-column terminal (man indents 7)
+TABLE_MIN_TEXT = 15      # columns a stretched (text) column gets at least
+
+
+def plain(text):
+    """text as the page shows it (its width): no markup"""
+    text = re.sub(r"`([^`]+)`", r"\1", text)
+    text = re.sub(r"\*\*([^*]+)\*\*", r"\1", text)
+    return re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", text)
+
+
 def esc(text):
     text = text.replace("\\", "\\e")
     text = re.sub(r"`([^`]+)`", lambda m: "\\fB" + m.group(1) + "\\fR", text)
@@ -73,11 +85,22 @@ def convert(md, out, top_heading):
                     rows.append(cells)
                 i += 1
             n = max(len(r) for r in rows)
+            rows = [r + [""] * (n - len(r)) for r in rows]
+            # a column of short cells (a code, a name) keeps its width; the
+            # others share what is left (x), so no short column is padded to
+            # a third of the page while the text column wraps every word
+            widths = [max(len(plain(r[k])) for r in rows) for k in range(n)]
+            wide = [w > TABLE_SHORT_CELL for w in widths]
+            if not any(wide):
+                wide[widths.index(max(widths))] = True
+            # what the short columns keep must leave the others room
+            while not all(wide) and sum(w + 3 for w, x in zip(widths, wide) if not x) + TABLE_MIN_TEXT * wide.count(True) > TABLE_PAGE:
+                k = max((w, k) for k, (w, x) in enumerate(zip(widths, wide)) if not x)[1]
+                wide[k] = True
             out.append(".TS\nallbox tab(\t);")
             out.append(" ".join(["lb"] * n))
-            out.append(" ".join(["lx"] * n) + ".")
+            out.append(" ".join("lx" if w else "l" for w in wide) + ".")
             for r in rows:
-                r = r + [""] * (n - len(r))
                 out.append("\t".join("T{\n" + esc(c) + "\nT}" for c in r))
             out.append(".TE")
             continue
@@ -118,7 +141,12 @@ def main():
             line_out(out, ln.replace("\\", "\\e"))
         out.append(".fi")
         out.append(".SH COMMANDS")
-        for m in re.finditer(r"^  ([a-z]+) ", top, re.M):
+        # the command list only: the lines above it ("  log lines go to
+        # stderr") are indented alike
+        listing = top.split("\ncommands:\n", 1)
+        if len(listing) != 2:
+            sys.exit("md2man: no 'commands:' list in '%s help'" % a.help_of)
+        for m in re.finditer(r"^  ([a-z]+) ", listing[1], re.M):
             cmd = m.group(1)
             if cmd in ("help", "version"):
                 continue

@@ -22,8 +22,40 @@ for c in fetch image; do       # more than a one-line usage
 done
 "$KILN" help >"$T/help"
 grep -q -- "-v, --verbose" "$T/help" && grep -q -- "-q, --quiet" "$T/help" || not_ok "kiln help does not explain -v/-q"
+# kexec is /init's internal finish, which a spec's finish: refuses
+# (tests/bad-specs/finish-kexec.yaml): the help must not offer it as one
+"$KILN" help | grep -qx "  kexec      boot the installed system kiln boot loaded (run by /init; not a spec finish)" ||
+  not_ok "kiln help: kexec line '$("$KILN" help | grep "^  kexec")'"
+"$KILN" help kexec | grep -qx "  internal finish, not a value of the spec's finish: (docs/reinstall.md)" ||
+  not_ok "kiln help kexec does not say 'kexec' is no spec finish"
+"$KILN" help boot | grep -qF "not a value of the spec's finish:" || not_ok "kiln help boot offers 'kexec' as a finish"
 "$KILN" help nope >/dev/null 2>"$T/err"; rc=$?
 ((rc == 64)) && [[ $(cat "$T/err") == "error: unknown command 'nope' (see 'kiln help')" ]] || not_ok "kiln help nope: exit $rc, '$(cat "$T/err")'"
+
+# An argument a command does not take is refused by name, exit 64 (usage),
+# never ignored; getopt names an unknown option
+refuse() {      # refuse 'EXPECTED STDERR (first line)' ARGS...
+  local want=$1; shift
+  "$KILN" "$@" >"$T/out" 2>"$T/err"; local rc=$?
+  ((rc == 64)) && [[ $(head -1 "$T/err") == "$want" ]] && [[ ! -s $T/out ]] ||
+    not_ok "kiln $*: exit $rc, stderr '$(head -1 "$T/err")', stdout '$(head -c 80 "$T/out")'"
+}
+refuse "error: unexpected argument '--json' (see 'kiln help')" version --json
+refuse "error: unexpected argument 'x' (see 'kiln help')" --version x
+refuse "error: unexpected argument 'x' (see 'kiln help')" --help x
+refuse "error: unexpected argument 'x' (see 'kiln help')" help plan x
+refuse "error: unexpected argument 'b.yaml' (see 'kiln apply --help')" apply a.yaml b.yaml
+refuse "error: unexpected argument 'b.yaml' (see 'kiln plan --help')" plan a.yaml b.yaml
+refuse "error: unexpected argument 'x' (see 'kiln boot --help')" boot x
+refuse "error: unexpected argument 'x' (see 'kiln kexec --help')" kexec x
+refuse "error: unexpected argument 'x' (see 'kiln register --help')" register x
+refuse "error: unexpected argument 'v' (see 'kiln fetch --help')" fetch http://127.0.0.1:9/u v
+refuse "error: unexpected argument 'v' (see 'kiln image --help')" image http://127.0.0.1:9/u v
+refuse "error: unexpected argument 'b' (see 'kiln bench --help')" bench a b
+refuse "error: unexpected argument 'x' (see 'kiln inventory --help')" inventory x
+refuse "plan: unrecognized option '--bogus'" plan --bogus x.yaml
+refuse "validate: unrecognized option '--bogus'" validate "$SRC/templates/single-disk.yaml" --bogus
+refuse "kexec: unrecognized option '--json'" kexec --json
 
 # kiln version: the commit of the source tree it was built from
 want=$(git -C "$SRC" rev-parse --short=12 HEAD 2>/dev/null)
