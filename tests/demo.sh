@@ -27,8 +27,8 @@
 # running host (the SSH login, the agent's arguments, the host Up).
 #
 # Takes 13 minutes at load 1-9, 21-23 minutes at load 10-15, with the
-# caches warm, under TCG on a shared 2-core machine (README, "Two
-# commands": measured); the first run also builds
+# caches warm, under TCG on a shared 2-core machine (docs/benchmarks.md, "The
+# test suite and the demo"); the first run also builds
 # the static libraries from Debian's sources (about 4.5 min), downloads the
 # Debian kernel package, builds the initramfs and the bootable image (about
 # 3 min). Everything it starts (QEMU, nginx, Tang, the controller) is

@@ -1,4 +1,4 @@
-/* The kiln.* options on the kernel command line (docs: README "Netboot"),
+/* The kiln.* options on the kernel command line (docs/guide.md "Netboot"),
  * following Ignition's and Anaconda's conventions:
  *
  *   kiln.spec=URL           the host spec; ${mac} ${uuid} ${serial} ${hostname}

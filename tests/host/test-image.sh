@@ -45,7 +45,7 @@ PY
 echo "# a UTF-8 name in a pax header: written byte for byte; libarchive's one warning is named"
 # kiln runs in the C locale (the initramfs has no other), so libarchive
 # cannot convert the name to it, warns, and writes the bytes as they are:
-# the real base image's two warnings (docs: README "Base images")
+# the real base image's two warnings (docs/guide.md "Base images")
 fresh
 python3 - "$T/utf8.tar" <<'PY'
 import io, sys, tarfile

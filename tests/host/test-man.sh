@@ -11,19 +11,19 @@ set -u
 : "${KILN:?} ${SRC:?} ${BUILD:?}"
 command -v groff >/dev/null && command -v man >/dev/null || { echo "SKIP: no groff/man"; exit 77; }
 [[ -s $BUILD/man/kiln.1 ]] || { echo "SKIP: no man pages were built (no python3)"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+source "$SRC/tests/lib/assert.sh"
+source "$SRC/tests/lib/cleanup.sh"
+test_tmpdir man
+tmp=$T
 
 for page in "$BUILD/man/kiln.1" "$BUILD/man/kiln-spec.5"; do
   name=${page##*/}
   # groff's warnings (tbl's included), but "cannot adjust line", which a
   # long path in a narrow cell gives
   groff -k -t -man -Tutf8 -z -Wbreak -rLL=80n "$page" 2>"$tmp/warn"
-  [[ -s $tmp/warn ]] && bad "$name: groff warns: $(head -3 "$tmp/warn")"
+  [[ -s $tmp/warn ]] && not_ok "$name: groff warns: $(head -3 "$tmp/warn")"
   MANWIDTH=80 man -l "$page" 2>/dev/null >"$tmp/$name.txt"
-  python3 - "$tmp/$name.txt" "$page" "$name" <<'EOF' || fail=1
+  python3 - "$tmp/$name.txt" "$page" "$name" <<'EOF' || not_ok "$name: the rendered page has the faults above"
 import re, sys
 text = open(sys.argv[1], encoding="utf-8").read().splitlines()
 roff = open(sys.argv[2], encoding="utf-8").read().splitlines()
@@ -88,12 +88,12 @@ txt=$tmp/kiln.1.txt
 # have no options of their own)
 "$KILN" help | sed -n '/^commands:$/,/^$/p' | sed -n 's/^  \([a-z]*\) .*/\1/p' | grep -vx 'help\|version' >"$tmp/want"
 sed -n '/^COMMANDS$/,/^[A-Z]/p' "$txt" | sed -n 's/^   \([a-z]*\)$/\1/p' >"$tmp/got"
-[[ -s $tmp/want ]] || bad "kiln help lists no commands"
-cmp -s "$tmp/want" "$tmp/got" || bad "kiln(1) COMMANDS: $(tr '\n' ' ' <"$tmp/got")instead of $(tr '\n' ' ' <"$tmp/want")"
+[[ -s $tmp/want ]] || not_ok "kiln help lists no commands"
+cmp -s "$tmp/want" "$tmp/got" || not_ok "kiln(1) COMMANDS: $(tr '\n' ' ' <"$tmp/got")instead of $(tr '\n' ' ' <"$tmp/want")"
 # what `kiln help` points to is in the page, and nothing points to docs/exit-codes.md
-grep -qx "EXIT CODES" "$txt" || bad "kiln(1) has no EXIT CODES section"
-"$KILN" help | grep -q "(see man kiln, EXIT CODES)$" || bad "kiln help does not point to kiln(1) EXIT CODES"
-grep -n "exit-codes.md" "$txt" && bad "kiln(1) points to docs/exit-codes.md"
-"$KILN" help | grep -n "exit-codes.md" && bad "kiln help points to docs/exit-codes.md"
+grep -qx "EXIT CODES" "$txt" || not_ok "kiln(1) has no EXIT CODES section"
+"$KILN" help | grep -q "(see man kiln, EXIT CODES)$" || not_ok "kiln help does not point to kiln(1) EXIT CODES"
+grep -n "exit-codes.md" "$txt" && not_ok "kiln(1) points to docs/exit-codes.md"
+"$KILN" help | grep -n "exit-codes.md" && not_ok "kiln help points to docs/exit-codes.md"
 echo "man pages checked"
-exit $fail
+checks_done
