@@ -15,7 +15,7 @@
 #   boot 5  the first disk pulled (left off the command line: SeaBIOS tries
 #           only the first disk): still boots, the arrays degraded; then,
 #           as a kernel update would, the installed system runs its own
-#           update-initramfs (a disk kiln-rebuild-initramfs asks its report
+#           update-initramfs (a disk kiln-rebuild-initrd asks its report
 #           unit to);
 #   boot 6  all disks, Tang up: the node-built initramfs unlocks and boots.
 # Boots 2-5 run the image's generic initramfs with the archive kiln appended
@@ -106,7 +106,7 @@ rig_expect_section system '^firmware uefi' "boot 4: booted through UEFI (/sys/fi
 rig_check "boot 4: Tang's log shows the recovery request" test "$(rig_tang_requests)" -gt "$before"
 
 # --- boot 5: the first disk pulled ------------------------------------------------
-rig_disk rebuild-initramfs 1M       # after the install: kiln never saw it
+rig_disk rebuild-initrd 1M          # after the install: kiln never saw it (virtio serials hold 20 characters)
 RIG_TIMEOUT=${RIG_REBUILD_TIMEOUT:-1500} rig_boot_disk --without 0 || rig_not_ok "boot 5: the installed system did not report with disk 0 pulled"
 T+=("boot 5 (disks 1-3, SeaBIOS, Tang, then update-initramfs): $RIG_BOOT_SECONDS s")
 check_installed "boot 5" '\[4/3\]'
@@ -114,6 +114,9 @@ rig_check "boot 5: every array runs degraded on three members" \
   test "$(rig_report_section mdstat | grep -Ec '\[4/3\] \[_UUU\]')" = 3
 rig_expect_section initramfs-rebuild '^exit 0 after' "boot 5: the installed system's own update-initramfs succeeded"
 rig_log "boot 5: $(rig_report_section initramfs-rebuild | grep '^exit')"
+sizes=$(rig_report_section initramfs-rebuild | sed -n 's/^before \([0-9]*\) bytes$/\1/p; s/^exit 0 after \([0-9]*\) bytes.*/\1/p' | paste -sd' ')
+rig_check "boot 5: update-initramfs replaced the image's initrd with the kiln archive appended ($sizes bytes)" \
+  eval '[[ $sizes =~ ^([0-9]+)\ ([0-9]+)$ && ${BASH_REMATCH[1]} != "${BASH_REMATCH[2]}" ]]'
 # what its hooks made of /etc is what kiln appended at install time: the
 # LUKS lines of /etc/crypttab, the arrays of /etc/mdadm/mdadm.conf
 luks_lines() { rig_report_section crypttab | grep -v '^#' | grep ' luks'; }
