@@ -1097,6 +1097,11 @@ static void report_failure(struct apply_ctx *c, const struct plan_step *s, const
                 log_warning("could not report the failure: %s", strbuf_why(&err, r));
 }
 
+/* The one executor loop (docs/apply.md): per step the dry-run print, the
+ * stage begin/end events, the progress record and the report, and on a
+ * failure the one error path that reports and tears down. It stays one
+ * function of about 140 lines so that every step passes the same checks in
+ * the same order and the context's cleanup has one owner. */
 int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_step_kind *ret_failed) {
         static const struct apply_options defaults = { 0 };
         if (!opts)

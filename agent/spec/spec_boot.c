@@ -62,7 +62,9 @@ void spec_parse_boot(struct ctx *c, const struct ynode *m, struct spec_boot *b) 
 /* boot: what GRUB needs to find and boot the installed system unattended
  * (notes: Debian 12's GRUB 2.06 opens no argon2 keyslot; BIOS on GPT needs a
  * bios_grub partition for the core image; firmware reads the ESP as plain
- * FAT). Called only on a graph without cycles. */
+ * FAT). Called only on a graph without cycles. About 140 lines: one rule
+ * after another over the same resolved /boot, ESP and disk sets, in the
+ * order their messages are reported (the root cause first, issue 29). */
 void spec_check_boot(struct ctx *c) {
         struct spec *s = c->s;
         const struct spec_boot *b = &s->boot;

@@ -116,6 +116,10 @@ static const char *resolve_program(const char *root, const char *path, char *buf
         return NULL;
 }
 
+/* fork, exec and one poll loop over stdin, stdout and stderr with the
+ * deadline: about 140 lines kept together so that every descriptor, the
+ * child and its reaping have one cleanup path (a child is never left
+ * running, a pipe never left open), whichever way the loop ends. */
 int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret_status) {
         static const struct exec_options no_opts = { 0 };
         if (!argv || !argv[0])
