@@ -149,6 +149,8 @@ if [[ ! -s $img ]]; then
   stage=$(mktemp -d "$cache/boot-stage.XXXXXX")
   o=$stage/overlay
   install -D -m 0755 "$here/boot/kiln-report" "$o/usr/local/sbin/kiln-report"
+  # the marker's path has one home (agent/base/paths.c, read by generic-initramfs.sh)
+  sed -i "s|^GENERIC_MARKER=.*|GENERIC_MARKER=$(bash "$here/generic-initramfs.sh" --marker)|" "$o/usr/local/sbin/kiln-report"
   install -D -m 0755 "$here/boot/cloudstack-setup-agent" "$o/usr/bin/cloudstack-setup-agent"
   install -D -m 0644 "$here/boot/kiln-report.service" "$o/etc/systemd/system/kiln-report.service"
   install -D -m 0644 "$here/boot/ssh-keygen.conf" "$o/etc/systemd/system/ssh.service.d/kiln-keygen.conf"
