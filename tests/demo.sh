@@ -161,7 +161,7 @@ follow_log() {  # follow_log FILE REGEX
 
 # kiln's progress, as the node's console shows it
 follow_console() {  # follow_console FILE
-  follow_log "$1" 'kiln-init: (network|kiln boot|error|done)|fetched spec|step [0-9]+/[0-9]+ .* done in|error|benchmark gate|registered with|applied [0-9]+ step|\] (update-initramfs|grub-install|update-grub|debconf-set-selections|clevis): '
+  follow_log "$1" 'kiln-init: (network|kiln boot|error|done)|fetched spec|step [0-9]+/[0-9]+ .* done in|error|benchmark gate|registered with|applied [0-9]+ step|\] (update-initramfs|grub-install|grub-bios-setup|update-grub|debconf-set-selections|clevis): '
 }
 
 T_SERVERS=$(since "$t")

@@ -514,31 +514,6 @@ static int step_luks_bind(struct apply_ctx *c, const struct plan_step *s) {
         return 0;
 }
 
-/* boot: the node's files appended to the image's generic initramfs (or, for
- * an image without one, the target's update-initramfs) and GRUB on every
- * boot disk, in a chroot */
-static int step_bootloader(struct apply_ctx *c, const struct plan_step *s) {
-        const char *root = kiln_paths.target;
-        int r = initrd_generic_install(c->plan, &c->why);
-        bool rebuild = r == -ENOENT;
-        if (rebuild)
-                log_info("image has no generic initramfs marker at %s: running update-initramfs in the target",
-                         kiln_paths.generic_initramfs);
-        else if (r < 0)
-                return r;
-        else
-                log_info("appended this node's crypttab and mdadm.conf to the image's generic initramfs");
-        if ((r = chroot_enter(root, &c->why)) < 0)
-                return r;
-        r = bootloader_install(c->plan, s, rebuild, &c->why);
-        int q = chroot_leave(root);
-        if (r < 0)
-                return r;
-        if (q < 0)
-                return strbuf_addf(&c->why, "cannot unbind /dev /proc /sys /run from %s", root), q;
-        return 0;
-}
-
 /* The one writer of the run report: the same JSON goes to
  * <run_dir>/report.json and, once the target is mounted and configured, to
  * <target>/var/lib/kiln/report.json (for `kiln register` at first boot). */
@@ -1048,7 +1023,7 @@ static int run_step(struct apply_ctx *c, const struct plan_step *s) {
         case PLAN_CONFIGURE: return step_configure(c, s);
         case PLAN_NETWORK: return step_network(c, s);
         case PLAN_LUKS_BIND: return step_luks_bind(c, s);
-        case PLAN_BOOTLOADER: return step_bootloader(c, s);
+        case PLAN_BOOTLOADER: return bootloader_step(c->plan, s, &c->why);
         case PLAN_FINISH: return step_finish(c, s);
         case PLAN_BENCH_RAW: return step_bench_raw(c, s);
         case PLAN_BENCH_CRYPT: return step_bench_crypt(c, s);

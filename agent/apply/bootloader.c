@@ -1,6 +1,9 @@
 #include "bootloader.h"
 
+#include "configure.h"
 #include "exec.h"
+#include "initrd.h"
+#include "log.h"
 #include "paths.h"
 
 #include <ctype.h>
@@ -9,6 +12,7 @@
 #include <sys/stat.h>
 
 #define BOOTLOADER_TIMEOUT_USEC (900ull * 1000000ull)   /* update-initramfs under TCG takes minutes */
+#define BOOTLOADER_GRUB_TIMEOUT "5"                     /* seconds, as Debian's /etc/default/grub */
 
 static const struct {
         const char *rel;        /* under the target root */
@@ -74,10 +78,10 @@ int chroot_leave(const char *root) {
         return ret;
 }
 
-int bootloader_grub_cfg(const char *cmdline, struct strbuf *out) {
-        /* cmdline holds no quote, backslash, '$' or '`' (the spec refuses them) */
-        int r = strbuf_addf(out, "# written by kiln: boot.cmdline of the host spec\nGRUB_CMDLINE_LINUX=\"%s\"\n", cmdline);
-        for (const char *p = cmdline; r == 0 && (p = strstr(p, "console=ttyS")); p++) {
+/* The first console=ttyS<N>[,<speed>] of cmdline: its unit and speed (115200
+ * when none is given); false when there is none. */
+static bool serial_console(const char *cmdline, unsigned *ret_unit, unsigned *ret_speed) {
+        for (const char *p = cmdline; (p = strstr(p, "console=ttyS")); p++) {
                 if (p != cmdline && p[-1] != ' ')
                         continue;
                 const char *u = p + strlen("console=ttyS");
@@ -93,10 +97,48 @@ int bootloader_grub_cfg(const char *cmdline, struct strbuf *out) {
                         if (s > 0)
                                 speed = s;
                 }
+                *ret_unit = unit;
+                *ret_speed = speed;
+                return true;
+        }
+        return false;
+}
+
+int bootloader_grub_cfg(const char *cmdline, struct strbuf *out) {
+        /* cmdline holds no quote, backslash, '$' or '`' (the spec refuses them) */
+        int r = strbuf_addf(out, "# written by kiln: boot.cmdline of the host spec\nGRUB_CMDLINE_LINUX=\"%s\"\n", cmdline);
+        unsigned unit, speed;
+        if (r == 0 && serial_console(cmdline, &unit, &speed))
                 r = strbuf_addf(out, "GRUB_TERMINAL=\"console serial\"\nGRUB_SERIAL_COMMAND=\"serial --unit=%u --speed=%u\"\n",
                                 unit, speed);
-                break;
-        }
+        return r;
+}
+
+static int version_cmp_desc(const void *a, const void *b) {
+        return strverscmp(*(char *const *) b, *(char *const *) a);
+}
+
+int bootloader_grub_menu(const char *cmdline, const char *kdir, char *const *versions, size_t n, struct strbuf *out) {
+        _cleanup_free_ char **v = n ? calloc(n, sizeof *v) : NULL;
+        if (n && !v)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                v[i] = versions[i];
+        qsort(v, n, sizeof *v, version_cmp_desc);
+        int r = strbuf_addf(out, "# written by kiln's boot-loader step for the image's generic initramfs; the installed\n"
+                                 "# system's own update-grub writes Debian's in its place (/etc/default/grub.d/kiln.cfg)\n"
+                                 "set default=0\nset timeout=" BOOTLOADER_GRUB_TIMEOUT "\n");
+        unsigned unit, speed;
+        /* the line without "root=... ro " is what GRUB_CMDLINE_LINUX holds */
+        if (r == 0 && serial_console(cmdline, &unit, &speed))
+                r = strbuf_addf(out, "serial --unit=%u --speed=%u\nterminal_input console serial\n"
+                                     "terminal_output console serial\n", unit, speed);
+        /* $root is the device the core image's prefix names, where this file
+         * was read from: /boot, as grub-install found it (md, LVM, partition) */
+        for (size_t i = 0; r == 0 && i < n; i++)
+                r = strbuf_addf(out, "menuentry 'Linux %s' --id 'kiln-%s' {\n\tinsmod gzio\n"
+                                     "\tlinux %s/vmlinuz-%s %s\n\tinitrd %s/initrd.img-%s\n}\n",
+                                v[i], v[i], kdir, v[i], cmdline, kdir, v[i]);
         return r;
 }
 
@@ -153,7 +195,45 @@ static int run_in_target(const char *const *argv, const char *in, struct strbuf 
         return r;
 }
 
-int bootloader_install(const struct plan *p, const struct plan_step *s, bool initramfs, struct strbuf *err) {
+/* The device of the plan's mount at mountpoint (NULL: none). */
+static const char *mount_device(const struct plan *p, const char *mountpoint) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].kind == PLAN_MOUNT && p->steps[i].fs.mountpoint &&
+                    streq(p->steps[i].fs.mountpoint, mountpoint))
+                        return p->steps[i].device;
+        return NULL;
+}
+
+/* /boot/grub/grub.cfg in the target: the menu of the marker's kernels with
+ * the command line kiln boot kexecs (plan_installed_cmdline) */
+static int write_grub_menu(const struct plan *p, const struct initrd_marker *m, struct strbuf *err) {
+        const struct spec *spec = p->spec;
+        const struct spec_filesystem *bfs = spec_boot_filesystem(spec);
+        const char *root_dev = mount_device(p, "/");
+        _cleanup_free_ char *root_uuid = NULL, *cmdline = NULL;
+        /* a root on an LV goes by its mapper name and needs no UUID */
+        if (root_dev)
+                (void) configure_probe_value(root_dev, "UUID", &root_uuid);
+        int r = plan_installed_cmdline(spec, root_uuid, &cmdline);
+        if (r < 0)
+                return strbuf_errorf(err, r, "cannot tell the installed system's root= for grub.cfg");
+        _cleanup_strbuf_ struct strbuf menu = STRBUF_INIT;
+        /* kernels on a /boot of its own sit at its top; else under /boot of / */
+        const char *kdir = bfs && bfs->mount && streq(bfs->mount, "/boot") ? "" : "/boot";
+        if ((r = bootloader_grub_menu(cmdline, kdir, m->versions, m->n, &menu)) < 0)
+                return r;
+        char rel[PATH_MAX], path[PATH_MAX];
+        if ((size_t) snprintf(rel, sizeof rel, "%s/grub/grub.cfg", kiln_paths.t_boot) >= sizeof rel ||
+            (r = configure_target_path(rel, path)) < 0)
+                return -ENAMETOOLONG;
+        if ((r = write_file_atomic(path, menu.buf, menu.len)) < 0)
+                return strbuf_errorf(err, r, "cannot write %s in the target", rel);
+        log_info("wrote %s: %zu kernel(s), newest first, root and command line as kiln boot kexecs them", rel, m->n);
+        return 0;
+}
+
+int bootloader_install(const struct plan *p, const struct plan_step *s, const struct initrd_marker *generic,
+                       struct strbuf *err) {
         const struct spec *spec = p->spec;
         const struct spec_boot *b = s->boot;
         _cleanup_free_ char *cmdline = NULL;
@@ -165,28 +245,67 @@ int bootloader_install(const struct plan *p, const struct plan_step *s, bool ini
                 return strbuf_adds(err, "cannot write /etc/default/grub.d/kiln.cfg in the target"), r;
 
         const char *update_initramfs[] = { kiln_paths.t_update_initramfs, "-u", "-k", "all", NULL };
-        if (initramfs && (r = run_in_target(update_initramfs, NULL, err)) < 0)
+        if (!generic && (r = run_in_target(update_initramfs, NULL, err)) < 0)
                 return r;
         const char *debconf[] = { kiln_paths.t_debconf_set, NULL };
         if ((r = run_in_target(debconf, strbuf_str(&sel), err)) < 0)
                 return r;
+        /* BIOS: grub-install once (the modules and the core image under
+         * /boot/grub/i386-pc, set up on the first disk); every other disk gets
+         * that boot.img and core.img from grub-bios-setup, the part of
+         * grub-install that writes a disk. The core image names /boot by its
+         * own device (md, LVM or partition), not by the disk it sits on, so it
+         * is the same for every disk. */
+        char dir[PATH_MAX], dir_opt[PATH_MAX + 16];
+        if ((size_t) snprintf(dir, sizeof dir, "%s/grub/i386-pc", kiln_paths.t_boot) >= sizeof dir)
+                return -ENAMETOOLONG;
+        snprintf(dir_opt, sizeof dir_opt, "--directory=%s", dir);
         if (b->firmware != SPEC_FIRMWARE_UEFI)
                 for (size_t i = 0; s->inputs && s->inputs[i]; i++) {
-                        const char *argv[] = { kiln_paths.t_grub_install, "--target=i386-pc", s->inputs[i], NULL };
-                        if ((r = run_in_target(argv, NULL, err)) < 0)
+                        const char *install[] = { kiln_paths.t_grub_install, "--target=i386-pc", s->inputs[i], NULL };
+                        const char *setup[] = { kiln_paths.t_grub_bios_setup, dir_opt, s->inputs[i], NULL };
+                        if ((r = run_in_target(i == 0 ? install : setup, NULL, err)) < 0)
                                 return r;
                 }
         if (b->firmware != SPEC_FIRMWARE_BIOS) {
                 /* No NVRAM entry: the firmware's boot order stays as the lab set it (network
                  * first, so kiln decides at every boot); the disk boots through the fallback
-                 * path EFI/BOOT/BOOTX64.EFI, which also survives an NVRAM reset. */
-                const char *efi[] = { kiln_paths.t_grub_install, "--target=x86_64-efi", "--efi-directory=/boot/efi",
-                                      "--bootloader-id=debian", "--no-nvram", NULL };
+                 * path EFI/BOOT/BOOTX64.EFI, which also survives an NVRAM reset. Only that
+                 * path: without an NVRAM entry nothing starts EFI/debian (grub-efi's
+                 * postinst writes it with the next upgrade, debconf above). */
                 const char *removable[] = { kiln_paths.t_grub_install, "--target=x86_64-efi", "--efi-directory=/boot/efi",
                                             "--removable", "--no-nvram", NULL };
-                if ((r = run_in_target(efi, NULL, err)) < 0 || (r = run_in_target(removable, NULL, err)) < 0)
+                if ((r = run_in_target(removable, NULL, err)) < 0)
                         return r;
         }
+        /* The image's generic initramfs: kiln knows the kernels (the marker),
+         * the root and the command line; update-grub would find the same after
+         * a minute of grub-probe over md, LUKS and LVM under emulation. */
+        if (generic)
+                return write_grub_menu(p, generic, err);
         const char *update[] = { kiln_paths.t_update_grub, NULL };
         return run_in_target(update, NULL, err);
+}
+
+int bootloader_step(const struct plan *p, const struct plan_step *s, struct strbuf *err) {
+        const char *root = kiln_paths.target;
+        _cleanup_(initrd_marker_free) struct initrd_marker m = { 0 };
+        int r = initrd_generic_install(p, &m, err);
+        bool generic = r == 0;
+        if (r == -ENOENT)
+                log_info("image has no generic initramfs marker at %s: running update-initramfs and update-grub in the target",
+                         kiln_paths.generic_initramfs);
+        else if (r < 0)
+                return r;
+        else
+                log_info("appended this node's crypttab and mdadm.conf to the image's generic initramfs");
+        if ((r = chroot_enter(root, err)) < 0)
+                return r;
+        r = bootloader_install(p, s, generic ? &m : NULL, err);
+        int q = chroot_leave(root);
+        if (r < 0)
+                return r;
+        if (q < 0)
+                return strbuf_addf(err, "cannot unbind /dev /proc /sys /run from %s", root), q;
+        return 0;
 }

@@ -1,6 +1,6 @@
 /* The installed system boots by itself: a chroot of the mounted target
  * (with /dev, /proc, /sys and /run bound into it) in which the target's own
- * tools rebuild its initramfs and install GRUB on every boot disk.
+ * tools install GRUB on every boot disk.
  * Every helper runs as argv through exec.c (exec_options.root), never a shell. */
 #pragma once
 #include "plan.h"
@@ -23,8 +23,25 @@ int bootloader_grub_cfg(const char *cmdline, struct strbuf *out);
  * reinstall GRUB on each; for UEFI the extra removable path and no NVRAM. */
 int bootloader_debconf(const struct plan *p, const struct plan_step *s, struct strbuf *out);
 
+/* /boot/grub/grub.cfg for the kernels of a generic initramfs: one entry per
+ * version, newest first (strverscmp), "linux KDIR/vmlinuz-V CMDLINE" and
+ * "initrd KDIR/initrd.img-V"; KDIR "" for a /boot of its own, "/boot" when /
+ * holds it; cmdline the whole line (plan_installed_cmdline); GRUB's serial
+ * terminal as bootloader_grub_cfg() sets it. */
+int bootloader_grub_menu(const char *cmdline, const char *kdir, char *const *versions, size_t n, struct strbuf *out);
+
 /* Run the boot-loader step s of plan p in the target (kiln_paths.target),
- * already entered with chroot_enter(): the target's update-initramfs when
- * initramfs is set (an image without a generic initramfs, initrd.h), then
- * GRUB. */
-int bootloader_install(const struct plan *p, const struct plan_step *s, bool initramfs, struct strbuf *err);
+ * already entered with chroot_enter(): grub-install on the first boot disk
+ * and grub-bios-setup on the others (BIOS), grub-install at the removable
+ * path (UEFI), then grub.cfg. generic: the image's generic initramfs marker
+ * (initrd.h), whose kernels kiln writes grub.cfg for; NULL (an image without
+ * one) runs the target's update-initramfs first and update-grub last. */
+struct initrd_marker;
+int bootloader_install(const struct plan *p, const struct plan_step *s, const struct initrd_marker *generic,
+                       struct strbuf *err);
+
+/* The whole step, as apply runs it: the node's files into the image's
+ * generic initramfs (initrd.h; or, for an image without one, the target's
+ * update-initramfs, and the log says so), then chroot_enter(),
+ * bootloader_install() and chroot_leave(), also on failure. */
+int bootloader_step(const struct plan *p, const struct plan_step *s, struct strbuf *err);

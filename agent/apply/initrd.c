@@ -151,7 +151,7 @@ static int append_to(const char *path, unsigned long long size, const struct str
         return 0;
 }
 
-int initrd_generic_install(const struct plan *p, struct strbuf *err) {
+int initrd_generic_install(const struct plan *p, struct initrd_marker *ret, struct strbuf *err) {
         char path[PATH_MAX];
         _cleanup_free_ char *text = NULL;
         int r = configure_target_path(kiln_paths.generic_initramfs, path);
@@ -182,6 +182,10 @@ int initrd_generic_install(const struct plan *p, struct strbuf *err) {
                         r = -ENAMETOOLONG;
                 else
                         r = append_to(path, m.sizes[i], &cpio, err);
+        }
+        if (r == 0 && ret) {
+                *ret = m;
+                return 0;
         }
         initrd_marker_free(&m);
         return r;

@@ -35,5 +35,6 @@ int initrd_node_cpio(const char *crypttab, const char *mdadm_conf, struct strbuf
  * done) when the image has no marker; otherwise each covered initrd cut back
  * to the size the image gave it, padded to 4 bytes (where the kernel looks
  * for the next archive) and the node cpio appended. A rerun gives the same
- * files. */
-int initrd_generic_install(const struct plan *p, struct strbuf *err);
+ * files. ret (may be NULL) takes the marker on success: the kernels GRUB's
+ * menu lists (bootloader.h); initrd_marker_free() it. */
+int initrd_generic_install(const struct plan *p, struct initrd_marker *ret, struct strbuf *err);

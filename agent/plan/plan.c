@@ -1541,18 +1541,25 @@ static int emit_boot(struct builder *b) {
                 if ((r = strbuf_addf(&list, "%s%s", i ? " " : "", disks[i])) < 0)
                         return r;
         enum spec_firmware fw = s->boot.firmware;
-        r = strbuf_addf(&t, "in a chroot of %s (/dev /proc /sys /run bound): update-initramfs -u -k all", target);
-        if (r == 0 && fw != SPEC_FIRMWARE_UEFI)
-                r = strbuf_addf(&t, "; grub-install i386-pc on %s (debconf grub-pc/install_devices: the same)",
-                                strbuf_str(&list));
+        r = strbuf_addf(&t, "this node's crypttab and mdadm.conf appended to the image's generic initramfs "
+                        "(an image without one: update-initramfs -u -k all); in a chroot of %s (/dev /proc /sys /run bound):",
+                        target);
+        if (r == 0 && fw != SPEC_FIRMWARE_UEFI) {
+                r = strbuf_addf(&t, " grub-install i386-pc on %s", disks && disks[0] ? disks[0] : "the first boot disk");
+                for (size_t i = 1; r == 0 && disks && disks[i]; i++)
+                        r = strbuf_addf(&t, "%s%s", i == 1 ? ", grub-bios-setup on " : " ", disks[i]);
+                if (r == 0)
+                        r = strbuf_addf(&t, " (debconf grub-pc/install_devices: %s);", strbuf_str(&list));
+        }
         if (r == 0 && fw != SPEC_FIRMWARE_BIOS) {
                 const struct spec_filesystem *esp = spec_esp_filesystem(s);
                 const struct plan_step *m = esp ? find_step(b->plan, PLAN_MOUNT, esp) : NULL;
-                r = strbuf_addf(&t, "; grub-install x86_64-efi into /boot/efi (%s, on %s), also at EFI/BOOT/BOOTX64.EFI, "
-                                "no NVRAM entry", m && m->device ? m->device : "the ESP", strbuf_str(&list));
+                r = strbuf_addf(&t, " grub-install x86_64-efi into /boot/efi (%s, on %s) at EFI/BOOT/BOOTX64.EFI, "
+                                "no NVRAM entry;", m && m->device ? m->device : "the ESP", strbuf_str(&list));
         }
         if (r == 0)
-                r = strbuf_addf(&t, "; GRUB_CMDLINE_LINUX '%s'; update-grub", cmdline);
+                r = strbuf_addf(&t, " GRUB_CMDLINE_LINUX '%s'; grub.cfg for the generic initramfs's kernels "
+                                "(an image without one: update-grub)", cmdline);
         if (r < 0)
                 return r;
         struct plan_step *st = step_add(b, PLAN_BOOTLOADER, NULL, &s->boot, 0);

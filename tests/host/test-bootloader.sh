@@ -1,14 +1,18 @@
 #!/bin/bash
 # The boot-loader step's executor (agent/apply/bootloader.c) on this host, in
 # a fake target root whose update-initramfs, debconf-set-selections,
-# grub-install and update-grub are recording stubs (static busybox sh): the
-# chroot has /dev, /proc, /sys and /run bound while they run and none of them
-# afterwards; the helpers run in order with the plan's argv (every boot disk
-# for i386-pc; x86_64-efi into /boot/efi twice, the second --removable, both
-# --no-nvram); debconf gets grub-pc/install_devices on stdin; the GRUB drop-in
-# carries the kernel command line. A failing grub-install stops the step with
-# its stderr line, runs nothing after it, and leaves no bind behind; a missing
-# helper is named.
+# grub-install, grub-bios-setup and update-grub are recording stubs (static
+# busybox sh): the chroot has /dev, /proc, /sys and /run bound while they run
+# and none of them afterwards; for an image without the generic-initramfs
+# marker the helpers run in order with the plan's argv (grub-install i386-pc
+# on the first boot disk, grub-bios-setup on the others; x86_64-efi once, at
+# the removable path, --no-nvram; update-initramfs first, update-grub last);
+# debconf gets grub-pc/install_devices on stdin; the GRUB drop-in carries the
+# kernel command line. A failing grub-install or grub-bios-setup stops the
+# step with its stderr line, runs nothing after it, and leaves no bind
+# behind; a broken marker is refused before any helper runs; a missing
+# helper is named. (The marked path, kiln's own grub.cfg: unit/test-boot for
+# its text, the rig for the boots.)
 set -u
 : "${KILN:?}" "${SRC:?}" "${BUILD:?}"
 ((EUID == 0)) || { echo "needs root"; exit 77; }
@@ -27,7 +31,7 @@ make_root() {
         mkdir -p "$root"/{bin,usr/sbin,usr/bin,etc/default,boot/efi,var/tmp}
         cp "$BB" "$root/bin/busybox"
         for a in sh cat; do ln -s busybox "$root/bin/$a"; done
-        for h in usr/sbin/update-initramfs usr/sbin/grub-install usr/sbin/update-grub usr/bin/debconf-set-selections; do
+        for h in usr/sbin/update-initramfs usr/sbin/grub-install usr/sbin/grub-bios-setup usr/sbin/update-grub usr/bin/debconf-set-selections; do
                 cat >"$root/$h" <<'STUB'
 #!/bin/sh
 seen=""
@@ -55,9 +59,9 @@ cat >"$T/want" <<'W'
 /usr/sbin/update-initramfs -u -k all | proc dev sys run
 /usr/bin/debconf-set-selections  | proc dev sys run
 /usr/sbin/grub-install --target=i386-pc /dev/vda | proc dev sys run
-/usr/sbin/grub-install --target=i386-pc /dev/vdb | proc dev sys run
-/usr/sbin/grub-install --target=i386-pc /dev/vdc | proc dev sys run
-/usr/sbin/grub-install --target=i386-pc /dev/vdd | proc dev sys run
+/usr/sbin/grub-bios-setup --directory=/boot/grub/i386-pc /dev/vdb | proc dev sys run
+/usr/sbin/grub-bios-setup --directory=/boot/grub/i386-pc /dev/vdc | proc dev sys run
+/usr/sbin/grub-bios-setup --directory=/boot/grub/i386-pc /dev/vdd | proc dev sys run
 /usr/sbin/update-grub  | proc dev sys run
 W
 diff -u "$T/want" "$root/calls.log" >"$T/diff" && ok "bios: the helpers ran in order in the chroot with /dev /proc /sys /run" \
@@ -75,9 +79,9 @@ make_root
 KILN_TARGET=$root "$PROBE" boot "$SRC/templates/single-disk.yaml" "$inv" >"$T/out" 2>&1 || not_ok "both: $(cat "$T/out")"
 grep -o '^/usr/sbin/grub-install [^|]*' "$root/calls.log" >"$T/g"
 printf '%s\n' "/usr/sbin/grub-install --target=i386-pc /dev/vda " \
-        "/usr/sbin/grub-install --target=x86_64-efi --efi-directory=/boot/efi --bootloader-id=debian --no-nvram " \
         "/usr/sbin/grub-install --target=x86_64-efi --efi-directory=/boot/efi --removable --no-nvram " | cmp -s - "$T/g" \
-        && ok "both: i386-pc, then x86_64-efi and the removable path, no NVRAM entry" || { not_ok "both: grub-install calls:"; cat "$T/g"; }
+        && ok "both: i386-pc, then x86_64-efi at the removable path, no NVRAM entry" || { not_ok "both: grub-install calls:"; cat "$T/g"; }
+! grep -q grub-bios-setup "$root/calls.log" && ok "both: one boot disk, no grub-bios-setup" || not_ok "both: $(cat "$root/calls.log")"
 grep -q 'grub2/force_efi_extra_removable boolean true' "$root/debconf.log" && grep -q 'grub2/update_nvram boolean false' "$root/debconf.log" \
         && ok "both: debconf keeps the removable path and NVRAM untouched on upgrades" || not_ok "debconf: $(cat "$root/debconf.log")"
 grep -qx 'GRUB_CMDLINE_LINUX=""' "$root/etc/default/grub.d/kiln.cfg" && ok "both: no cmdline, no Tang: empty GRUB_CMDLINE_LINUX" \
@@ -91,6 +95,24 @@ if ((rc == 1)) && grep -q 'grub-install: error: disk not found' "$T/out" && ! gr
    (( $(grep -c grub-install "$root/calls.log") == 1 )) && (( $(binds_left) == 0 )); then
         ok "failing grub-install: stopped with '$(tail -1 "$T/out")', nothing after it, no bind left"
 else not_ok "failing grub-install: rc=$rc $(cat "$T/out"); $(cat "$root/calls.log")"; fi
+
+# grub-bios-setup fails on the second disk: the step stops there
+make_root
+touch "$root/fail-grub-bios-setup"
+rc=0; KILN_TARGET=$root "$PROBE" boot "$SRC/templates/raid1-boot-raid10.yaml" "$inv" >"$T/out" 2>&1 || rc=$?
+if ((rc == 1)) && grep -q 'grub-bios-setup: grub-bios-setup: error: disk not found' "$T/out" && ! grep -q update-grub "$root/calls.log" &&
+   (( $(grep -c grub-bios-setup "$root/calls.log") == 1 )) && (( $(binds_left) == 0 )); then
+        ok "failing grub-bios-setup: stopped with '$(tail -1 "$T/out")', nothing after it, no bind left"
+else not_ok "failing grub-bios-setup: rc=$rc $(cat "$T/out"); $(cat "$root/calls.log")"; fi
+
+# a marker that is not the image's: refused before any helper runs
+make_root
+mkdir -p "$root/usr/lib/kiln"
+echo "6.1.0-57-amd64 many" >"$root/usr/lib/kiln/generic-initramfs"
+rc=0; KILN_TARGET=$root "$PROBE" boot "$SRC/templates/raid1-boot-raid10.yaml" "$inv" >"$T/out" 2>&1 || rc=$?
+((rc == 1)) && grep -q "/usr/lib/kiln/generic-initramfs line 1: not 'KERNEL-VERSION SIZE'" "$T/out" && [[ ! -e $root/calls.log ]] \
+        && (( $(binds_left) == 0 )) && ok "a bad marker: '$(tail -1 "$T/out")', no helper ran" \
+        || not_ok "bad marker: rc=$rc $(cat "$T/out"); $(cat "$root/calls.log" 2>/dev/null)"
 
 # a target without update-grub: named
 make_root

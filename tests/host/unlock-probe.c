@@ -4,8 +4,8 @@
  *   unlock-probe bind IMAGE ROOT THRESHOLD URL THP [URL THP]...   prints the new keyslot
  *   unlock-probe prove IMAGE ROOT SLOT
  *   unlock-probe boot SPEC INVENTORY                               the boot-loader step
- *     of the plan of SPEC on the recorded INVENTORY, in KILN_TARGET (chroot_enter,
- *     bootloader_install, chroot_leave: what apply's step does)
+ *     of the plan of SPEC on the recorded INVENTORY, in KILN_TARGET (bootloader_step,
+ *     what apply runs)
  * ROOT "-" runs clevis on this system without a chroot. Exit 0 ok, 1 failed
  * (the reason on stderr), 64 usage. */
 #include "bootloader.h"
@@ -39,12 +39,8 @@ static int boot(const char *spec_path, const char *inv_path, struct strbuf *err)
                         st = &p->steps[i];
         if (r == 0 && !st)
                 r = -ENOENT;
-        if (r == 0 && (r = chroot_enter(kiln_paths.target, err)) == 0) {
-                r = bootloader_install(p, st, true, err);
-                int q = chroot_leave(kiln_paths.target);
-                if (r == 0)
-                        r = q;
-        }
+        if (r == 0)
+                r = bootloader_step(p, st, err);
         p = plan_free(p);
         inventory_free(inv);
         return r;

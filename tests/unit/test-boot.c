@@ -79,7 +79,8 @@ static void test_tang_template(void) {
                 CHECK_STR(g->inputs[0], "/dev/vda");
                 CHECK_STR(g->inputs[3], "/dev/vdd");
                 CHECK(g->device == NULL);
-                CHECK(strstr(g->description, "grub-install i386-pc on /dev/vda /dev/vdb /dev/vdc /dev/vdd") != NULL);
+                CHECK(strstr(g->description, "grub-install i386-pc on /dev/vda, grub-bios-setup on /dev/vdb /dev/vdc /dev/vdd "
+                                             "(debconf grub-pc/install_devices: /dev/vda /dev/vdb /dev/vdc /dev/vdd)") != NULL);
                 CHECK(strstr(g->description, "x86_64-efi") == NULL);
         }
         /* configure (crypttab) < luks-bind < boot-loader (the initramfs takes the binding) < register */
@@ -125,8 +126,9 @@ static void test_sss_and_uefi(void) {
         CHECK(g != NULL);
         CHECK(step_of(p, PLAN_LUKS_BIND) == NULL);
         if (g) {
-                CHECK(strstr(g->description, "grub-install x86_64-efi into /boot/efi (/dev/vda2, on /dev/vda), "
-                                             "also at EFI/BOOT/BOOTX64.EFI, no NVRAM entry") != NULL);
+                CHECK(strstr(g->description, "grub-install x86_64-efi into /boot/efi (/dev/vda2, on /dev/vda) "
+                                             "at EFI/BOOT/BOOTX64.EFI, no NVRAM entry") != NULL);
+                CHECK(strstr(g->description, "grub-bios-setup") == NULL);
                 _cleanup_strbuf_ struct strbuf sel = STRBUF_INIT;
                 CHECK_INT(bootloader_debconf(p, g, &sel), 0);
                 CHECK(strstr(strbuf_str(&sel), "grub-efi-amd64 grub2/force_efi_extra_removable boolean true\n") != NULL);
@@ -186,9 +188,31 @@ static void test_resume_stages(void) {
         resume_record_done(&back);
 }
 
+/* grub.cfg for a generic initramfs: newest kernel first (by version, not by
+ * text: 6.10 after 6.9), paths under the /boot filesystem or under /boot of /,
+ * the serial terminal of console=ttyS */
+static void test_grub_menu(void) {
+        char *v[] = { (char *) "6.1.0-9-amd64", (char *) "6.1.0-10-amd64" };
+        _cleanup_strbuf_ struct strbuf m = STRBUF_INIT;
+        CHECK_INT(bootloader_grub_menu("root=/dev/mapper/vg0-root ro console=ttyS0,115200n8", "", v, 2, &m), 0);
+        const char *t = strbuf_str(&m);
+        CHECK(strstr(t, "set default=0\nset timeout=5\n") != NULL);
+        CHECK(strstr(t, "serial --unit=0 --speed=115200\nterminal_input console serial\nterminal_output console serial\n") != NULL);
+        const char *a = strstr(t, "menuentry 'Linux 6.1.0-10-amd64' --id 'kiln-6.1.0-10-amd64' {\n\tinsmod gzio\n"
+                                  "\tlinux /vmlinuz-6.1.0-10-amd64 root=/dev/mapper/vg0-root ro console=ttyS0,115200n8\n"
+                                  "\tinitrd /initrd.img-6.1.0-10-amd64\n}\n");
+        const char *b = strstr(t, "menuentry 'Linux 6.1.0-9-amd64'");
+        CHECK(a != NULL && b != NULL && a < b);
+        strbuf_reset(&m);
+        CHECK_INT(bootloader_grub_menu("root=UUID=0c8a ro", "/boot", v, 1, &m), 0);
+        CHECK(strstr(strbuf_str(&m), "\tlinux /boot/vmlinuz-6.1.0-9-amd64 root=UUID=0c8a ro\n\tinitrd /boot/initrd.img-6.1.0-9-amd64\n") != NULL);
+        CHECK(strstr(strbuf_str(&m), "serial") == NULL);
+}
+
 int main(void) {
         test_resume_stages();
         test_tang_template();
         test_sss_and_uefi();
+        test_grub_menu();
         return TEST_DONE();
 }

@@ -70,7 +70,7 @@ static void test_append(void) {
         kiln_paths.target = dir;
         struct plan empty = {};
         _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
-        CHECK_INT(initrd_generic_install(&empty, &err), -ENOENT);       /* no marker: nothing */
+        CHECK_INT(initrd_generic_install(&empty, NULL, &err), -ENOENT);       /* no marker: nothing */
         snprintf(p, sizeof p, "%s/usr/lib/kiln", dir);
         CHECK_INT(mkdir_p(p), 0);
         snprintf(p, sizeof p, "%s/boot", dir);
@@ -79,12 +79,12 @@ static void test_append(void) {
         CHECK_INT(write_file_atomic(p, "6.1.0-57-amd64 10\n", 18), 0);
         snprintf(p, sizeof p, "%s/boot/initrd.img-6.1.0-57-amd64", dir);
         CHECK_INT(write_file_atomic(p, "0123456", 7), 0);
-        CHECK_INT(initrd_generic_install(&empty, &err), -EINVAL);       /* shorter than the image made it */
+        CHECK_INT(initrd_generic_install(&empty, NULL, &err), -EINVAL);       /* shorter than the image made it */
         CHECK(strstr(strbuf_str(&err), "is 7 bytes") != NULL);
         CHECK_INT(size_of(p), 7);
         CHECK_INT(write_file_atomic(p, "0123456789", 10), 0);
         strbuf_reset(&err);
-        CHECK_INT(initrd_generic_install(&empty, &err), 0);
+        CHECK_INT(initrd_generic_install(&empty, NULL, &err), 0);
         _cleanup_strbuf_ struct strbuf c = STRBUF_INIT;
         CHECK_INT(initrd_node_cpio(NULL, NULL, &c), 0);
         CHECK_INT(size_of(p), 12 + (off_t) c.len);
@@ -92,7 +92,7 @@ static void test_append(void) {
         size_t len = 0;
         CHECK_INT(read_full_file(p, 1 << 20, &got, &len), 0);
         CHECK(len == 12 + c.len && memcmp(got, "0123456789\0\0", 12) == 0 && memcmp(got + 12, c.buf, c.len) == 0);
-        CHECK_INT(initrd_generic_install(&empty, &err), 0);             /* a rerun: the same file */
+        CHECK_INT(initrd_generic_install(&empty, NULL, &err), 0);             /* a rerun: the same file */
         CHECK_INT(size_of(p), 12 + (off_t) c.len);
         unlink(p);
         snprintf(p, sizeof p, "%s%s", dir, kiln_paths.generic_initramfs);
