@@ -28,10 +28,10 @@ for m in run sys proc dev; do cleanup_umount "$root/$m"; done   # should a bind 
 
 make_root() {
         rm -rf "$root"
-        mkdir -p "$root"/{bin,usr/sbin,usr/bin,etc/default,boot/efi,var/tmp}
+        mkdir -p "$root"/{bin,usr/sbin,usr/bin,usr/lib/grub/i386-pc,etc/default,boot/efi,var/tmp}
         cp "$BB" "$root/bin/busybox"
         for a in sh cat; do ln -s busybox "$root/bin/$a"; done
-        for h in usr/sbin/update-initramfs usr/sbin/grub-install usr/sbin/grub-bios-setup usr/sbin/update-grub usr/bin/debconf-set-selections; do
+        for h in usr/sbin/update-initramfs usr/sbin/grub-install usr/lib/grub/i386-pc/grub-bios-setup usr/sbin/update-grub usr/bin/debconf-set-selections; do
                 cat >"$root/$h" <<'STUB'
 #!/bin/sh
 seen=""
@@ -59,9 +59,9 @@ cat >"$T/want" <<'W'
 /usr/sbin/update-initramfs -u -k all | proc dev sys run
 /usr/bin/debconf-set-selections  | proc dev sys run
 /usr/sbin/grub-install --target=i386-pc /dev/vda | proc dev sys run
-/usr/sbin/grub-bios-setup --directory=/boot/grub/i386-pc /dev/vdb | proc dev sys run
-/usr/sbin/grub-bios-setup --directory=/boot/grub/i386-pc /dev/vdc | proc dev sys run
-/usr/sbin/grub-bios-setup --directory=/boot/grub/i386-pc /dev/vdd | proc dev sys run
+/usr/lib/grub/i386-pc/grub-bios-setup --directory=/boot/grub/i386-pc /dev/vdb | proc dev sys run
+/usr/lib/grub/i386-pc/grub-bios-setup --directory=/boot/grub/i386-pc /dev/vdc | proc dev sys run
+/usr/lib/grub/i386-pc/grub-bios-setup --directory=/boot/grub/i386-pc /dev/vdd | proc dev sys run
 /usr/sbin/update-grub  | proc dev sys run
 W
 diff -u "$T/want" "$root/calls.log" >"$T/diff" && ok "bios: the helpers ran in order in the chroot with /dev /proc /sys /run" \
