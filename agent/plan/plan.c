@@ -206,6 +206,8 @@ static void step_clear(struct plan_step *s) {
         free(s->uuid);
         if (s->kind == PLAN_LUKS_FORMAT || s->kind == PLAN_LUKS_OPEN)
                 free(s->luks.name);
+        if (s->kind == PLAN_MKFS)
+                free(s->fs.swap_name);
         if (s->kind == PLAN_VG_ACTIVATE)
                 strv_free(s->vg.lv_nodes);
 }
@@ -1027,6 +1029,19 @@ static struct plan_crypt crypt_of(const struct spec_luks *x) {
                                      .no_write_workqueue = x->no_write_workqueue, .discard = x->discard };
 }
 
+/* The options of x's crypttab line. Performance flags are persistent in the
+ * LUKS2 header; a Tang-bound volume is opened in the initramfs
+ * (clevis-initramfs answers cryptroot's prompt), and cryptroot opens volumes
+ * other than root's only with 'initramfs'; a luks on N disks under an md
+ * gets one line per disk, all opened by the initramfs before md assembles
+ * (docs/spec.md "LUKS on each disk"). */
+static const char *crypttab_options(const struct spec_luks *x) {
+        static const char *const options[2][2] = {
+                { "luks", "luks,discard" }, { "luks,initramfs", "luks,initramfs,discard" },
+        };
+        return options[x->unlock.n_tang || x->count > 1][x->discard];
+}
+
 /* The LUKS_FORMAT and LUKS_OPEN payload of copy k of x on dev. */
 static int luks_payload(struct builder *b, const struct spec_luks *x, unsigned k, const char *dev, struct plan_luks *ret) {
         *ret = (struct plan_luks) {
@@ -1034,6 +1049,7 @@ static int luks_payload(struct builder *b, const struct spec_luks *x, unsigned k
                 .pbkdf = x->pbkdf.type, .pbkdf_time_ms = x->pbkdf.time_ms, .pbkdf_iterations = x->pbkdf.iterations,
                 .pbkdf_parallel = x->pbkdf.parallel, .pbkdf_max_memory = x->pbkdf.max_memory,
                 .key_done = x->key.source != SPEC_KEY_GENERATE && k + 1 >= x->count,
+                .crypttab_options = crypttab_options(x),
         };
         /* with tune, the bench-raw step of copy #0 chooses for every copy */
         if (b->spec->bench.present && b->spec->bench.tune && b->bench_luks == x)
@@ -1345,7 +1361,9 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                                                    devs[i], name, SPEC_SWAP_CIPHER, SPEC_SWAP_KEY_SIZE),
                                            strdupf("contents of %s", devs[i]))) < 0)
                                 return r;
-                        last_step(b)->fs = (struct plan_fs) { .type = f->type, .blank = true };
+                        last_step(b)->fs = (struct plan_fs) { .type = f->type, .blank = true,
+                                                              .swap_name = TAKE_PTR(name),
+                                                              .swap_by_partuuid = f->on_ref.kind == SPEC_OBJ_PARTITION };
                         continue;
                 }
                 _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
@@ -1399,6 +1417,7 @@ static int emit_mounts(struct builder *b, const char **devs) {
                         /* a finished node is looked at read-only, without journal replay */
                         last_step(b)->fs = (struct plan_fs) {
                                 .type = f->type, .mountpoint = f->mount, .options = options,
+                                .fsck_pass = f->type == SPEC_FS_XFS ? 0 : streq(f->mount, "/") ? 1 : 2,
                                 .inspect_options = f->type == SPEC_FS_XFS ? "ro,norecovery" :
                                                    f->type == SPEC_FS_EXT4 ? "ro,noload" : "ro" };
                 }
@@ -2054,6 +2073,7 @@ static void json_payload(json_object *o, const struct plan_step *st, int *r) {
                         json_set(x, "pbkdf_iterations", json_object_new_uint64(l->pbkdf_iterations), r);
                         json_set(x, "pbkdf_max_memory", json_object_new_uint64(l->pbkdf_max_memory), r);
                         json_set(x, "pbkdf_parallel", json_object_new_uint64(l->pbkdf_parallel), r);
+                        json_set_str(x, "crypttab_options", l->crypttab_options, r);
                 }
                 break;
         }
@@ -2071,6 +2091,10 @@ static void json_payload(json_object *o, const struct plan_step *st, int *r) {
                 json_set_str(x, "label", st->fs.label, r);
                 json_set(x, "options", json_strv(st->fs.mkfs_options, r), r);
                 json_set(x, "blank", json_object_new_boolean(st->fs.blank), r);
+                if (st->fs.blank) {
+                        json_set_str(x, "swap_name", st->fs.swap_name, r);
+                        json_set(x, "swap_by_partuuid", json_object_new_boolean(st->fs.swap_by_partuuid), r);
+                }
                 break;
         case PLAN_MOUNT:
                 key = "mount";
@@ -2079,6 +2103,7 @@ static void json_payload(json_object *o, const struct plan_step *st, int *r) {
                 json_set_str(x, "type", spec_fs_type_name(st->fs.type), r);
                 json_set_str(x, "options", st->fs.options, r);
                 json_set_str(x, "inspect_options", st->fs.inspect_options, r);
+                json_set(x, "fsck_pass", json_object_new_uint64(st->fs.fsck_pass), r);
                 break;
         case PLAN_MD_CREATE: case PLAN_MD_ASSEMBLE:
                 key = "md";
