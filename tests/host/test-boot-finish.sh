@@ -23,10 +23,7 @@ loop_init boot-finish
 source "$SRC/tests/lib/controller.sh"
 source "$SRC/tests/lib/spec.sh"
 
-small_image
-mkdir -p "$T/www"
-cp "$SMALL_DIR/small.tar.zst" "$T/www/"
-http_start "$T/www"
+small_image_served
 controller_start "$T/ctl" || exit 1
 HMAC_KEY=$(controller_key hmac_key)
 truncate -s 256M "$T/a.img"
