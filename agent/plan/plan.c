@@ -470,6 +470,40 @@ static int warn_serial_twins(struct builder *b) {
         return 0;
 }
 
+/* match: [...]: the first alternative that selects exactly want disks wins
+ * (hit: its disks, *ret_alt: its number, 1-based). 1 when the rule is
+ * refused (by an alternative's own refusal, or because none selects want
+ * disks), 0 when one won, or -errno. */
+static int match_alternatives(struct builder *b, const struct spec_disk *rule, unsigned want, bool *hit,
+                              unsigned *ret_alt) {
+        _cleanup_strbuf_ struct strbuf tried = STRBUF_INIT;
+        int r;
+        for (size_t k = 0; k < rule->n_alts; k++) {
+                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT, got = STRBUF_INIT;
+                memset(hit, 0, (b->n_sorted ? b->n_sorted : 1) * sizeof *hit);
+                if ((r = match_criteria(b, &rule->alts[k], want, hit, &why)) != 0)
+                        return r < 0 ? r : 1;
+                unsigned nk = 0;
+                for (size_t j = 0; j < b->n_sorted; j++)
+                        if (hit[j]) {
+                                nk++;
+                                if ((r = strbuf_addf(&got, "%s%s", got.len ? ", " : "", disk_path(b->sorted[j]))) < 0)
+                                        return r;
+                        }
+                if (nk == want) {
+                        *ret_alt = (unsigned) k + 1;
+                        return 0;
+                }
+                if ((r = strbuf_addf(&tried, "%s#%zu matches %u (%s%s)", tried.len ? "; " : "", k + 1, nk,
+                                     nk ? strbuf_str(&got) : "none", strbuf_str(&why))) < 0)
+                        return r;
+        }
+        r = refuse_disk(b, rule->match_mark, rule->id, NULL,
+                        "disk rule '%s' must match exactly %u disk%s but none of its %zu match alternatives does: %s",
+                        rule->id, want, want == 1 ? "" : "s", rule->n_alts, strbuf_str(&tried));
+        return r < 0 ? r : 1;
+}
+
 static int select_disks(struct builder *b) {
         const struct spec *s = b->spec;
         const struct inventory *inv = b->inv;
@@ -504,42 +538,10 @@ static int select_disks(struct builder *b) {
                                 return r;
                         if (r > 0)
                                 continue;       /* refused: a serial twin, a tie at a size boundary */
-                } else {
-                        /* match: [...]: the first alternative that selects exactly want disks wins */
-                        _cleanup_strbuf_ struct strbuf tried = STRBUF_INIT;
-                        bool refused = false;
-                        for (size_t k = 0; !alt_won[i] && k < rule->n_alts; k++) {
-                                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT, got = STRBUF_INIT;
-                                memset(hit, 0, (b->n_sorted ? b->n_sorted : 1) * sizeof *hit);
-                                if ((r = match_criteria(b, &rule->alts[k], want, hit, &why)) < 0)
-                                        return r;
-                                if (r > 0) {
-                                        refused = true;
-                                        break;
-                                }
-                                unsigned nk = 0;
-                                for (size_t j = 0; j < b->n_sorted; j++)
-                                        if (hit[j]) {
-                                                nk++;
-                                                if ((r = strbuf_addf(&got, "%s%s", got.len ? ", " : "", disk_path(b->sorted[j]))) < 0)
-                                                        return r;
-                                        }
-                                if (nk == want)
-                                        alt_won[i] = (unsigned) k + 1;
-                                else if ((r = strbuf_addf(&tried, "%s#%zu matches %u (%s%s)", tried.len ? "; " : "", k + 1, nk,
-                                                          nk ? strbuf_str(&got) : "none", strbuf_str(&why))) < 0)
-                                        return r;
-                        }
-                        if (refused)
-                                continue;
-                        if (!alt_won[i]) {
-                                if ((r = refuse_disk(b, rule->match_mark, rule->id, NULL,
-                                                     "disk rule '%s' must match exactly %u disk%s but none of its %zu match "
-                                                     "alternatives does: %s", rule->id, want, want == 1 ? "" : "s",
-                                                     rule->n_alts, strbuf_str(&tried))) < 0)
-                                        return r;
-                                continue;
-                        }
+                } else if ((r = match_alternatives(b, rule, want, hit, &alt_won[i])) != 0) {
+                        if (r < 0)
+                                return r;
+                        continue;       /* refused */
                 }
                 for (size_t j = 0; j < b->n_sorted; j++) {
                         const struct inv_disk *d = b->sorted[j];
