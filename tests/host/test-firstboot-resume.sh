@@ -9,10 +9,9 @@
 # Assertions read the target tree, the progress record and the controller.
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}" "${BUILD:?}"
-[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
-for t in losetup mkfs.ext4 findmnt jq zstd python3 sqlite3 curl; do
-  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
+source "$SRC/tests/lib/assert.sh"
+skip_unless_root "for loop devices"
+skip_unless_tools losetup mkfs.ext4 findmnt jq zstd python3 sqlite3 curl
 source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/lib/image-fixtures.sh"
 source "$SRC/tests/lib/loop.sh"
