@@ -305,20 +305,22 @@ static struct bench_luks_choice crypt_choice(const struct plan_crypt *p) {
                                             .candidate = -1 };
 }
 
-/* The step's dm-crypt parameters: the plan's, or, when the plan names the
- * bench-raw step that tunes them, that step's choice (it ran before: the
- * plan orders it so). */
-static int luks_crypt(struct apply_ctx *c, const struct plan_step *s, struct bench_luks_choice *ret) {
+/* What a LUKS_FORMAT or LUKS_OPEN step runs with: its key, and its dm-crypt
+ * parameters: the plan's, or, when the plan names the bench-raw step that
+ * tunes them, that step's choice (it ran before: the plan orders it so). */
+static int luks_inputs(struct apply_ctx *c, const struct plan_step *s, struct bench_luks_choice *ret,
+                       const struct luks_key **ret_key) {
         *ret = crypt_choice(&s->luks.crypt);
-        if (!s->luks.tuned_by)
-                return 0;
-        for (size_t i = 0; i < c->n_choices; i++)
+        bool found = !s->luks.tuned_by;
+        for (size_t i = 0; !found && i < c->n_choices; i++)
                 if (c->choices[i].step == s->luks.tuned_by) {
                         *ret = c->choices[i].ch;
-                        return 0;
+                        found = true;
                 }
-        return strbuf_addf(&c->why, "step %zu, which chooses the cipher, has not run", s->luks.tuned_by),
-               -EINVAL;
+        if (!found)
+                return strbuf_addf(&c->why, "step %zu, which chooses the cipher, has not run", s->luks.tuned_by),
+                       -EINVAL;
+        return key_get(c, s->luks.key, ret_key);
 }
 
 static int step_luks_format(struct apply_ctx *c, const struct plan_step *s) {
@@ -326,11 +328,8 @@ static int step_luks_format(struct apply_ctx *c, const struct plan_step *s) {
         if (!l->key || !l->backing)
                 return -EINVAL;
         struct bench_luks_choice ch;
-        int r = luks_crypt(c, s, &ch);
-        if (r < 0)
-                return r;
         const struct luks_key *key;
-        r = key_get(c, l->key, &key);
+        int r = luks_inputs(c, s, &ch, &key);
         if (r < 0)
                 return r;
         struct luks_format_params p = {
@@ -364,11 +363,8 @@ static int step_luks_open(struct apply_ctx *c, const struct plan_step *s) {
                 return strbuf_adds(&c->why, "no LUKS device for this mapping"), -EINVAL;
         const char *dev = l->backing;
         struct bench_luks_choice ch;
-        int r = luks_crypt(c, s, &ch);
-        if (r < 0)
-                return r;
         const struct luks_key *key;
-        r = key_get(c, l->key, &key);
+        int r = luks_inputs(c, s, &ch, &key);
         if (r < 0)
                 return r;
         r = luks_open(dev, l->name, key, ch.flags | (c->readonly ? CRYPT_ACTIVATE_READONLY : 0));

@@ -34,23 +34,16 @@ int configure_probe_value(const char *dev, const char *key, char **ret) {
         return 0;
 }
 
-static const struct spec_filesystem *step_fs(const struct plan_step *s) {
-        return s->obj;
-}
-
 int configure_fstab(const struct plan *p, struct strbuf *out) {
         int r = strbuf_adds(out, "# written by kiln\n");
         for (size_t i = 0; r == 0 && i < p->n_steps; i++) {
                 const struct plan_step *s = &p->steps[i];
-                const struct spec_filesystem *fs = step_fs(s);
-                bool swap = s->kind == PLAN_MKFS && fs && fs->type == SPEC_FS_SWAP;
-                if (!(s->kind == PLAN_MOUNT && fs) && !swap)
+                const struct plan_fs *fs = &s->fs;
+                bool swap = s->kind == PLAN_MKFS && fs->type == SPEC_FS_SWAP;
+                if (s->kind != PLAN_MOUNT && !swap)
                         continue;
-                if (swap && fs->encrypt_random) {
-                        _cleanup_free_ char *name = NULL;
-                        if ((r = spec_swap_crypt_name(fs, &name)) < 0)
-                                return r;
-                        r = strbuf_addf(out, "/dev/mapper/%s none swap sw 0 0\n", name);
+                if (swap && fs->blank) {
+                        r = strbuf_addf(out, "/dev/mapper/%s none swap sw 0 0\n", fs->swap_name);
                         continue;
                 }
                 _cleanup_free_ char *uuid = NULL;
@@ -59,12 +52,9 @@ int configure_fstab(const struct plan *p, struct strbuf *out) {
                         return r;
                 if (swap)
                         r = strbuf_addf(out, "UUID=%s none swap sw 0 0\n", uuid);
-                else {
-                        unsigned pass = fs->type == SPEC_FS_XFS ? 0 : streq(fs->mount, "/") ? 1 : 2;
-                        r = strbuf_addf(out, "UUID=%s %s %s %s 0 %u\n", uuid, fs->mount,
-                                        spec_fs_type_name(fs->type),
-                                        spec_fs_mount_options(fs), pass);
-                }
+                else
+                        r = strbuf_addf(out, "UUID=%s %s %s %s 0 %u\n", uuid, fs->mountpoint, spec_fs_type_name(fs->type),
+                                        fs->options, fs->fsck_pass);
         }
         return r;
 }
@@ -102,15 +92,11 @@ int configure_partuuid(const struct plan *p, const char *dev, char **ret) {
  * what cannot become another device at the next boot: the PARTUUID kiln's
  * GPT gave the partition, /dev/md/NAME, /dev/VG/LV; never /dev/sdX. */
 static int crypttab_swap(const struct plan *p, const struct plan_step *s, struct strbuf *out) {
-        const struct spec_filesystem *fs = s->obj;
-        _cleanup_free_ char *name = NULL, *partuuid = NULL;
-        int r = spec_swap_crypt_name(fs, &name);
-        if (r < 0)
+        _cleanup_free_ char *partuuid = NULL;
+        int r;
+        if (s->fs.swap_by_partuuid && (r = configure_partuuid(p, s->device, &partuuid)) < 0)
                 return r;
-        if (fs->on_ref.kind == SPEC_OBJ_PARTITION &&
-            (r = configure_partuuid(p, s->device, &partuuid)) < 0)
-                return r;
-        return strbuf_addf(out, "%s %s%s /dev/urandom plain,swap,cipher=%s,size=%u\n", name,
+        return strbuf_addf(out, "%s %s%s /dev/urandom plain,swap,cipher=%s,size=%u\n", s->fs.swap_name,
                            partuuid ? "PARTUUID=" : "", partuuid ? partuuid : s->device,
                            SPEC_SWAP_CIPHER, SPEC_SWAP_KEY_SIZE);
 }
@@ -125,30 +111,19 @@ static int crypttab(const struct plan *p, bool initramfs, struct strbuf *out) {
         int r = initramfs ? 0 : strbuf_adds(out, "# written by kiln\n");
         for (size_t i = 0; r == 0 && i < p->n_steps; i++) {
                 const struct plan_step *s = &p->steps[i];
-                if (s->kind == PLAN_MKFS && s->obj && ((const struct spec_filesystem *) s->obj)->encrypt_random) {
+                if (s->kind == PLAN_MKFS && s->fs.blank) {
                         if (!initramfs)
                                 r = crypttab_swap(p, s, out);
                         continue;
                 }
-                if (s->kind != PLAN_LUKS_FORMAT || !s->obj)
+                if (s->kind != PLAN_LUKS_FORMAT)
                         continue;
-                const struct spec_luks *l = s->obj;
                 _cleanup_free_ char *uuid = NULL;
                 r = configure_probe_value(s->device, "UUID", &uuid);
                 if (r < 0)
                         return r;
-                /* performance flags are persistent in the LUKS2 header; a Tang-bound volume
-                 * is opened in the initramfs (clevis-initramfs answers cryptroot's prompt),
-                 * and cryptroot opens volumes other than root's only with 'initramfs' */
-                _cleanup_free_ char *name = NULL;
-                if ((r = spec_luks_name(l, s->index, &name)) < 0)
-                        return r;
-                /* a luks on N disks under an md: one line per disk; the initramfs opens all
-                 * of them before md assembles (the 'initramfs' option for volumes that do not
-                 * hold the root directly, docs/spec.md "LUKS on each disk") */
-                r = strbuf_addf(out, "%s UUID=%s none luks%s%s\n", name, uuid,
-                                l->unlock.n_tang || l->count > 1 ? ",initramfs" : "",
-                                l->discard ? ",discard" : "");
+                /* the options as the plan decided them (plan_luks.crypttab_options) */
+                r = strbuf_addf(out, "%s UUID=%s none %s\n", s->luks.name, uuid, s->luks.crypttab_options);
         }
         return r;
 }
@@ -184,8 +159,7 @@ int configure_target(const struct plan *p, const char *hostname, struct strbuf *
         bool has_luks = false, has_md = false;
         for (size_t i = 0; i < p->n_steps; i++) {
                 has_luks |= p->steps[i].kind == PLAN_LUKS_FORMAT;
-                has_luks |= p->steps[i].kind == PLAN_MKFS && p->steps[i].obj &&
-                            ((const struct spec_filesystem *) p->steps[i].obj)->encrypt_random;
+                has_luks |= p->steps[i].kind == PLAN_MKFS && p->steps[i].fs.blank;
                 has_md |= p->steps[i].kind == PLAN_MD_CREATE;
         }
         int r = configure_fstab(p, &fstab);

@@ -90,3 +90,18 @@ int json_print(json_object *o, int flags, bool nl, struct strbuf *out) {
         int r = strbuf_adds(out, s);
         return r < 0 || !nl ? r : strbuf_adds(out, "\n");
 }
+
+int json_text_add(struct strbuf *out, const char *key, json_object *v) {
+        _cleanup_json_ json_object *o = NULL;
+        int r = v ? json_parse(strbuf_str(out), out->len, &o) : -ENOMEM;
+        if (r >= 0 && !json_object_is_type(o, json_type_object))
+                r = -EINVAL;
+        if (r < 0) {
+                json_object_put(v);
+                return r;
+        }
+        if ((r = json_add(o, key, v)) < 0)
+                return r;
+        strbuf_reset(out);
+        return json_print(o, JSON_C_TO_STRING_PLAIN, true, out);
+}

@@ -43,3 +43,6 @@ int json_parse(const char *text, size_t len, json_object **ret);
 /* o as text (json-c's JSON_C_TO_STRING_* flags; '/' is never escaped),
  * appended to out, then a newline when nl. */
 int json_print(json_object *o, int flags, bool nl, struct strbuf *out);
+/* The JSON object whose text out holds gets member key = v (taken, freed
+ * on failure), and out holds its new text (plain, then a newline). */
+int json_text_add(struct strbuf *out, const char *key, json_object *v);

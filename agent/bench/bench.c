@@ -308,6 +308,24 @@ static int engine_init(struct bench_io_engine *e, unsigned depth) {
         return 0;
 }
 
+/* The write buffers, once per engine: incompressible data, so no device
+ * gets an easy ride: one random block, and the other buffers that block
+ * rotated by 8 bytes each (every 4 KiB block differs; a quarter of the cost
+ * of 4 MiB of xorshift under TCG). */
+static void engine_fill(struct bench_io_engine *e) {
+        uint8_t *b0 = e->buf[0];
+        for (size_t k = 0; k + 8 <= BENCH_SEQ_BLOCK; k += 8) {
+                uint64_t v = xorshift(&e->seed);
+                memcpy(b0 + k, &v, 8);
+        }
+        for (unsigned i = 1; i < e->depth; i++) {
+                size_t sh = 8u * i;
+                memcpy(e->buf[i], b0 + sh, BENCH_SEQ_BLOCK - sh);
+                memcpy((uint8_t *) e->buf[i] + BENCH_SEQ_BLOCK - sh, b0, sh);
+        }
+        e->filled = true;
+}
+
 /* Run one pattern on an open O_DIRECT fd: a sample in three parts, as fio's
  * --ramp_time and --runtime:
  *  - warm-up, from the first submission to the first completion: the queue
@@ -340,23 +358,8 @@ static int io_run(struct bench_io_engine *e, int fd, bool write, bool random, un
         uint32_t *lat = e->lat;
         aio_context_t ctx = e->ctx;
         int r = 0;
-        if (write && !e->filled) {
-                /* incompressible data, so no device gets an easy ride: one
-                 * random block, and the other buffers that block rotated by
-                 * 8 bytes each (every 4 KiB block differs; a quarter of the
-                 * cost of 4 MiB of xorshift under TCG) */
-                uint8_t *b0 = e->buf[0];
-                for (size_t k = 0; k + 8 <= BENCH_SEQ_BLOCK; k += 8) {
-                        uint64_t v = xorshift(&e->seed);
-                        memcpy(b0 + k, &v, 8);
-                }
-                for (unsigned i = 1; i < depth; i++) {
-                        size_t sh = 8u * i;
-                        memcpy(e->buf[i], b0 + sh, BENCH_SEQ_BLOCK - sh);
-                        memcpy((uint8_t *) e->buf[i] + BENCH_SEQ_BLOCK - sh, b0, sh);
-                }
-                e->filled = true;
-        }
+        if (write && !e->filled)
+                engine_fill(e);
         for (unsigned i = 0; i < depth; i++)
                 slot[i].buf = e->buf[i];
         uint64_t ios = 0, n_lat = 0, t0 = now_usec(), cap = t0 + SAMPLE_CAP(usec);
@@ -819,15 +822,9 @@ static int add_candidate(struct bench_result *res, const char *cipher, unsigned 
         return 0;
 }
 
-static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *policy, struct bench_result *res,
-                        struct strbuf *err) {
-        /* the candidates are the caller's: the spec parser's per-LUKS list (spec.c:set_bench_ciphers),
-         * or kiln bench's --cipher options */
-        char *const *list = policy ? policy->ciphers : NULL;
-        bool tune = policy && policy->tune;
+/* The candidates, in the order they are measured. */
+static int add_candidates(struct bench_result *res, char *const *list, bool tune, struct strbuf *err) {
         int r;
-        if (!list || !list[0])
-                return strbuf_errorf(err, -EINVAL, "no cipher to measure");
         /* With tuning, every cipher's plain configuration (4096-byte sectors,
          * workqueues on) comes first, so that the variants are what the time
          * budget cuts, never a whole cipher. */
@@ -848,6 +845,73 @@ static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *poli
                             (r = add_candidate(res, c, ks, 512, true)) < 0)
                                 return r;
                 }
+        return 0;
+}
+
+/* Each candidate's cipher in memory through AF_ALG, once per cipher and key
+ * size (-ENOMEM only: a kernel without the API is noted in the result). */
+static int alg_phase(struct bench_result *res) {
+        int r;
+        uint64_t t_alg = now_usec();
+        if (!have_af_alg() && !(res->kernel_api_missing = strdup("the kernel has " AF_ALG_MISSING)))
+                return -ENOMEM;
+        for (size_t i = 0; !res->kernel_api_missing && i < res->n_ciphers; i++) {
+                struct bench_cipher *c = &res->ciphers[i];
+                bool seen = false;
+                for (size_t k = 0; k < i; k++)
+                        if (streq(res->ciphers[k].cipher, c->cipher) && res->ciphers[k].key_size == c->key_size) {
+                                c->kernel_enc_mbps = res->ciphers[k].kernel_enc_mbps;
+                                c->kernel_dec_mbps = res->ciphers[k].kernel_dec_mbps;
+                                seen = true;
+                        }
+                if (seen)
+                        continue;
+                if (i > 0 && now_usec() - res->start_usec > CIPHER_PHASE_END_USEC)
+                        continue;       /* out of time: no AF_ALG figure for this one */
+                char cipher[64], mode[64];
+                if (luks_cipher_split(c->cipher, cipher, sizeof cipher, mode, sizeof mode) < 0)
+                        continue;
+                /* as `cryptsetup benchmark` asks: the mode without its IV generator
+                 * ("xts", not "xts-plain64"), and the IV size that mode takes */
+                char *dash = strchr(mode, '-');
+                if (dash)
+                        *dash = 0;
+                size_t iv = streq(mode, "ecb") ? 0 : streq(mode, "adiantum") ? 32 : 16;
+                double enc = 0, dec = 0;
+                uint64_t t = now_usec();
+                r = alg_perf(cipher, mode, c->key_size / 8, iv,
+                             res->slice_ms ? (uint64_t) res->slice_ms * 1000 : ALG_SLICE_USEC, &enc, &dec);
+                phase(res, t, "af_alg: %s(%s) %u-bit encrypt+decrypt", mode, cipher, c->key_size);
+                if (r == -ENOENT || r == -EAFNOSUPPORT) {
+                        if (asprintf(&res->kernel_api_missing,
+                                     "the kernel's AF_ALG has no skcipher '%s(%s)' (algif_skcipher and the cipher's "
+                                     "module are needed)",
+                                     mode, cipher) < 0)
+                                return -ENOMEM;
+                        break;
+                }
+                if (r == -ENOMEM)
+                        return r;
+                if (r >= 0) {
+                        c->kernel_enc_mbps = enc;
+                        c->kernel_dec_mbps = dec;
+                }
+        }
+        res->alg_seconds = (double) (now_usec() - t_alg) / 1e6;
+        return 0;
+}
+
+static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *policy, struct bench_result *res,
+                        struct strbuf *err) {
+        /* the candidates are the caller's: the spec parser's per-LUKS list (spec.c:set_bench_ciphers),
+         * or kiln bench's --cipher options */
+        char *const *list = policy ? policy->ciphers : NULL;
+        bool tune = policy && policy->tune;
+        int r;
+        if (!list || !list[0])
+                return strbuf_errorf(err, -EINVAL, "no cipher to measure");
+        if ((r = add_candidates(res, list, tune, err)) < 0)
+                return r;
 
         /* the dm-crypt path: one zero target, one crypt mapping reloaded per candidate */
         uint64_t t_setup = now_usec();
@@ -909,53 +973,8 @@ static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *poli
         if (r == -ENOMEM)
                 return r;
 
-        /* the cipher in memory through AF_ALG, once per cipher and key size */
-        uint64_t t_alg = now_usec();
-        if (!have_af_alg() && !(res->kernel_api_missing = strdup("the kernel has " AF_ALG_MISSING)))
-                return -ENOMEM;
-        for (size_t i = 0; !res->kernel_api_missing && i < res->n_ciphers; i++) {
-                struct bench_cipher *c = &res->ciphers[i];
-                bool seen = false;
-                for (size_t k = 0; k < i; k++)
-                        if (streq(res->ciphers[k].cipher, c->cipher) && res->ciphers[k].key_size == c->key_size) {
-                                c->kernel_enc_mbps = res->ciphers[k].kernel_enc_mbps;
-                                c->kernel_dec_mbps = res->ciphers[k].kernel_dec_mbps;
-                                seen = true;
-                        }
-                if (seen)
-                        continue;
-                if (i > 0 && now_usec() - res->start_usec > CIPHER_PHASE_END_USEC)
-                        continue;       /* out of time: no AF_ALG figure for this one */
-                char cipher[64], mode[64];
-                if (luks_cipher_split(c->cipher, cipher, sizeof cipher, mode, sizeof mode) < 0)
-                        continue;
-                /* as `cryptsetup benchmark` asks: the mode without its IV generator
-                 * ("xts", not "xts-plain64"), and the IV size that mode takes */
-                char *dash = strchr(mode, '-');
-                if (dash)
-                        *dash = 0;
-                size_t iv = streq(mode, "ecb") ? 0 : streq(mode, "adiantum") ? 32 : 16;
-                double enc = 0, dec = 0;
-                uint64_t t = now_usec();
-                r = alg_perf(cipher, mode, c->key_size / 8, iv,
-                             res->slice_ms ? (uint64_t) res->slice_ms * 1000 : ALG_SLICE_USEC, &enc, &dec);
-                phase(res, t, "af_alg: %s(%s) %u-bit encrypt+decrypt", mode, cipher, c->key_size);
-                if (r == -ENOENT || r == -EAFNOSUPPORT) {
-                        if (asprintf(&res->kernel_api_missing,
-                                     "the kernel's AF_ALG has no skcipher '%s(%s)' (algif_skcipher and the cipher's "
-                                     "module are needed)",
-                                     mode, cipher) < 0)
-                                return -ENOMEM;
-                        break;
-                }
-                if (r == -ENOMEM)
-                        return r;
-                if (r >= 0) {
-                        c->kernel_enc_mbps = enc;
-                        c->kernel_dec_mbps = dec;
-                }
-        }
-        res->alg_seconds = (double) (now_usec() - t_alg) / 1e6;
+        if ((r = alg_phase(res)) < 0)
+                return r;
         res->cipher_seconds = (double) (now_usec() - res->start_usec) / 1e6;
 
         if (res->chosen < 0)

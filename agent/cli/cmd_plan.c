@@ -9,7 +9,7 @@
 #include "plan.h"
 #include "resume.h"
 #include "spec.h"
-#include <json-c/json.h>
+#include "json.h"
 
 static void usage(FILE *f) {
         fprintf(f, "usage: kiln plan SPEC [--inventory FILE | --sysroot DIR] [--json] [--fresh] [--strict]\n"
@@ -66,34 +66,19 @@ static int print_refusal(int exit_code, const struct diags *d) {
 /* kiln plan --json over marked disks: the plan's object gets
  * "finished_install": {"marked": [{"disk", "mark"}], "verdict", "why"} */
 static int marks_json(struct strbuf *out, const struct plan_mark *m, size_t n, enum plan_verdict v, const char *why) {
-        json_object *o = json_tokener_parse(strbuf_str(out));
         json_object *f = json_object_new_object(), *list = json_object_new_array();
-        int r = o && f && list ? 0 : -ENOMEM;
-        for (size_t i = 0; r >= 0 && i < n; i++) {
+        int r = 0;
+        for (size_t i = 0; i < n; i++) {
                 char what[64];
                 json_object *e = json_object_new_object();
-                if (!e) {
-                        r = -ENOMEM;
-                        break;
-                }
-                json_object_object_add(e, "disk", json_object_new_string(m[i].disk->path));
-                json_object_object_add(e, "mark", json_object_new_string(mark_describe(&m[i].mark, what, sizeof what)));
-                json_object_array_add(list, e);
+                json_set_str(e, "disk", m[i].disk->path, &r);
+                json_set_str(e, "mark", mark_describe(&m[i].mark, what, sizeof what), &r);
+                json_append(list, json_done(e, r), &r);
         }
-        if (r < 0) {
-                json_object_put(o);
-                json_object_put(f);
-                json_object_put(list);
-                return r;
-        }
-        json_object_object_add(f, "marked", list);
-        json_object_object_add(f, "verdict", json_object_new_string(plan_verdict_name(v)));
-        json_object_object_add(f, "why", json_object_new_string(why));
-        json_object_object_add(o, "finished_install", f);
-        strbuf_reset(out);
-        r = strbuf_addf(out, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-        json_object_put(o);
-        return r;
+        json_set(f, "marked", list, &r);
+        json_set_str(f, "verdict", plan_verdict_name(v), &r);
+        json_set_str(f, "why", why, &r);
+        return json_text_add(out, "finished_install", json_done(f, r));
 }
 
 /* The plan's own warnings (not the spec's, which kiln validate shows) in the
@@ -101,20 +86,11 @@ static int marks_json(struct strbuf *out, const struct plan_mark *m, size_t n, e
  * disk}], when there are any: a program reading stdout would not see stderr. */
 static int warnings_json(struct strbuf *out, const struct diags *d) {
         _cleanup_strbuf_ struct strbuf w = STRBUF_INIT;
+        json_object *list = NULL;
         int r = diags_to_json(d, &w);
-        if (r < 0)
+        if (r < 0 || (r = json_parse(strbuf_str(&w), w.len, &list)) < 0)
                 return r;
-        json_object *o = json_tokener_parse(strbuf_str(out)), *list = json_tokener_parse(strbuf_str(&w));
-        if (!o || !list) {
-                json_object_put(o);
-                json_object_put(list);
-                return -ENOMEM;
-        }
-        json_object_object_add(o, "warnings", list);
-        strbuf_reset(out);
-        r = strbuf_addf(out, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-        json_object_put(o);
-        return r;
+        return json_text_add(out, "warnings", list);
 }
 
 int cmd_plan(int argc, char **argv) {

@@ -522,6 +522,31 @@ static int transfer_setup(struct transfer *t, const char *url, char *errbuf) {
         return 0;
 }
 
+/* Before an attempt: resume at what arrived (a Range from t->offset, none
+ * from 0), and the per-attempt state as new. */
+static void transfer_rearm(struct transfer *t) {
+        char range[32];
+        if (t->offset > 0) {
+                snprintf(range, sizeof(range), "%" PRIu64 "-", t->offset);
+                (void) curl_easy_setopt(t->curl, CURLOPT_RANGE, range);
+        } else
+                (void) curl_easy_setopt(t->curl, CURLOPT_RANGE, NULL);
+        t->first_write = t->body_unchecked = true;
+        t->http_error = false;
+        t->error_bytes = 0;
+        t->have_range = t->range_seen = false;
+        t->skip = 0;
+        t->abort_err = 0;
+}
+
+/* The pushing-back server's Retry-After in ms (capped), 0 when it sent none. */
+static unsigned retry_after_ms(CURL *curl) {
+        curl_off_t ra = 0;
+        if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &ra) != CURLE_OK || ra <= 0)
+                return 0;
+        return ra >= BACKOFF_RETRY_AFTER_MAX_MS / 1000 ? BACKOFF_RETRY_AFTER_MAX_MS : (unsigned) ra * 1000u;
+}
+
 int fetch_url(const char *url, const struct fetch_options *opts, const struct fetch_sink *sink,
               struct fetch_result *res, struct strbuf *err) {
         static const struct fetch_options defaults = {};
@@ -553,13 +578,8 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
         if (!curl || !sha)
                 return -ENOMEM;
 
-        struct transfer t = {
-                .opts = opts,
-                .sink = sink,
-                .curl = curl,
-                .sha = sha,
-                .is_file = strncasecmp(url, "file:", 5) == 0,
-        };
+        struct transfer t = { .opts = opts, .sink = sink, .curl = curl, .sha = sha,
+                              .is_file = strncasecmp(url, "file:", 5) == 0 };
         r = transfer_reset_hash(&t);
         if (r < 0)
                 return r;
@@ -572,22 +592,11 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
         unsigned faults = 0, n = 0;
         uint64_t started = now_usec();
         for (;;) {
-                char range[32];
                 bool retry;
 
                 if (t.total > 0 && t.offset == t.total)
                         break;          /* everything arrived before the connection dropped */
-                if (t.offset > 0) {
-                        snprintf(range, sizeof(range), "%" PRIu64 "-", t.offset);
-                        (void) curl_easy_setopt(curl, CURLOPT_RANGE, range);
-                } else
-                        (void) curl_easy_setopt(curl, CURLOPT_RANGE, NULL);
-                t.first_write = t.body_unchecked = true;
-                t.http_error = false;
-                t.error_bytes = 0;
-                t.have_range = t.range_seen = false;
-                t.skip = 0;
-                t.abort_err = 0;
+                transfer_rearm(&t);
                 errbuf[0] = 0;
                 rr->attempts++;
 
@@ -635,11 +644,8 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                 unsigned not_before_ms = 0;
                 bool pushback = c == CURLE_HTTP_RETURNED_ERROR && (rr->http_code == 503 || rr->http_code == 429);
                 if (pushback) {
-                        curl_off_t ra = 0;
                         rr->pushbacks++;
-                        if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
-                                not_before_ms = ra >= BACKOFF_RETRY_AFTER_MAX_MS / 1000 ? BACKOFF_RETRY_AFTER_MAX_MS
-                                                                                       : (unsigned) ra * 1000u;
+                        not_before_ms = retry_after_ms(curl);
                 }
                 bool free_retry = pushback && !opts->no_retry && opts->pushback_sec &&
                                   now_usec() - started < (uint64_t) opts->pushback_sec * 1000000u;

@@ -206,6 +206,8 @@ static void step_clear(struct plan_step *s) {
         free(s->uuid);
         if (s->kind == PLAN_LUKS_FORMAT || s->kind == PLAN_LUKS_OPEN)
                 free(s->luks.name);
+        if (s->kind == PLAN_MKFS)
+                free(s->fs.swap_name);
         if (s->kind == PLAN_VG_ACTIVATE)
                 strv_free(s->vg.lv_nodes);
 }
@@ -468,6 +470,40 @@ static int warn_serial_twins(struct builder *b) {
         return 0;
 }
 
+/* match: [...]: the first alternative that selects exactly want disks wins
+ * (hit: its disks, *ret_alt: its number, 1-based). 1 when the rule is
+ * refused (by an alternative's own refusal, or because none selects want
+ * disks), 0 when one won, or -errno. */
+static int match_alternatives(struct builder *b, const struct spec_disk *rule, unsigned want, bool *hit,
+                              unsigned *ret_alt) {
+        _cleanup_strbuf_ struct strbuf tried = STRBUF_INIT;
+        int r;
+        for (size_t k = 0; k < rule->n_alts; k++) {
+                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT, got = STRBUF_INIT;
+                memset(hit, 0, (b->n_sorted ? b->n_sorted : 1) * sizeof *hit);
+                if ((r = match_criteria(b, &rule->alts[k], want, hit, &why)) != 0)
+                        return r < 0 ? r : 1;
+                unsigned nk = 0;
+                for (size_t j = 0; j < b->n_sorted; j++)
+                        if (hit[j]) {
+                                nk++;
+                                if ((r = strbuf_addf(&got, "%s%s", got.len ? ", " : "", disk_path(b->sorted[j]))) < 0)
+                                        return r;
+                        }
+                if (nk == want) {
+                        *ret_alt = (unsigned) k + 1;
+                        return 0;
+                }
+                if ((r = strbuf_addf(&tried, "%s#%zu matches %u (%s%s)", tried.len ? "; " : "", k + 1, nk,
+                                     nk ? strbuf_str(&got) : "none", strbuf_str(&why))) < 0)
+                        return r;
+        }
+        r = refuse_disk(b, rule->match_mark, rule->id, NULL,
+                        "disk rule '%s' must match exactly %u disk%s but none of its %zu match alternatives does: %s",
+                        rule->id, want, want == 1 ? "" : "s", rule->n_alts, strbuf_str(&tried));
+        return r < 0 ? r : 1;
+}
+
 static int select_disks(struct builder *b) {
         const struct spec *s = b->spec;
         const struct inventory *inv = b->inv;
@@ -502,42 +538,10 @@ static int select_disks(struct builder *b) {
                                 return r;
                         if (r > 0)
                                 continue;       /* refused: a serial twin, a tie at a size boundary */
-                } else {
-                        /* match: [...]: the first alternative that selects exactly want disks wins */
-                        _cleanup_strbuf_ struct strbuf tried = STRBUF_INIT;
-                        bool refused = false;
-                        for (size_t k = 0; !alt_won[i] && k < rule->n_alts; k++) {
-                                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT, got = STRBUF_INIT;
-                                memset(hit, 0, (b->n_sorted ? b->n_sorted : 1) * sizeof *hit);
-                                if ((r = match_criteria(b, &rule->alts[k], want, hit, &why)) < 0)
-                                        return r;
-                                if (r > 0) {
-                                        refused = true;
-                                        break;
-                                }
-                                unsigned nk = 0;
-                                for (size_t j = 0; j < b->n_sorted; j++)
-                                        if (hit[j]) {
-                                                nk++;
-                                                if ((r = strbuf_addf(&got, "%s%s", got.len ? ", " : "", disk_path(b->sorted[j]))) < 0)
-                                                        return r;
-                                        }
-                                if (nk == want)
-                                        alt_won[i] = (unsigned) k + 1;
-                                else if ((r = strbuf_addf(&tried, "%s#%zu matches %u (%s%s)", tried.len ? "; " : "", k + 1, nk,
-                                                          nk ? strbuf_str(&got) : "none", strbuf_str(&why))) < 0)
-                                        return r;
-                        }
-                        if (refused)
-                                continue;
-                        if (!alt_won[i]) {
-                                if ((r = refuse_disk(b, rule->match_mark, rule->id, NULL,
-                                                     "disk rule '%s' must match exactly %u disk%s but none of its %zu match "
-                                                     "alternatives does: %s", rule->id, want, want == 1 ? "" : "s",
-                                                     rule->n_alts, strbuf_str(&tried))) < 0)
-                                        return r;
-                                continue;
-                        }
+                } else if ((r = match_alternatives(b, rule, want, hit, &alt_won[i])) != 0) {
+                        if (r < 0)
+                                return r;
+                        continue;       /* refused */
                 }
                 for (size_t j = 0; j < b->n_sorted; j++) {
                         const struct inv_disk *d = b->sorted[j];
@@ -1027,6 +1031,19 @@ static struct plan_crypt crypt_of(const struct spec_luks *x) {
                                      .no_write_workqueue = x->no_write_workqueue, .discard = x->discard };
 }
 
+/* The options of x's crypttab line. Performance flags are persistent in the
+ * LUKS2 header; a Tang-bound volume is opened in the initramfs
+ * (clevis-initramfs answers cryptroot's prompt), and cryptroot opens volumes
+ * other than root's only with 'initramfs'; a luks on N disks under an md
+ * gets one line per disk, all opened by the initramfs before md assembles
+ * (docs/spec.md "LUKS on each disk"). */
+static const char *crypttab_options(const struct spec_luks *x) {
+        static const char *const options[2][2] = {
+                { "luks", "luks,discard" }, { "luks,initramfs", "luks,initramfs,discard" },
+        };
+        return options[x->unlock.n_tang || x->count > 1][x->discard];
+}
+
 /* The LUKS_FORMAT and LUKS_OPEN payload of copy k of x on dev. */
 static int luks_payload(struct builder *b, const struct spec_luks *x, unsigned k, const char *dev, struct plan_luks *ret) {
         *ret = (struct plan_luks) {
@@ -1034,6 +1051,7 @@ static int luks_payload(struct builder *b, const struct spec_luks *x, unsigned k
                 .pbkdf = x->pbkdf.type, .pbkdf_time_ms = x->pbkdf.time_ms, .pbkdf_iterations = x->pbkdf.iterations,
                 .pbkdf_parallel = x->pbkdf.parallel, .pbkdf_max_memory = x->pbkdf.max_memory,
                 .key_done = x->key.source != SPEC_KEY_GENERATE && k + 1 >= x->count,
+                .crypttab_options = crypttab_options(x),
         };
         /* with tune, the bench-raw step of copy #0 chooses for every copy */
         if (b->spec->bench.present && b->spec->bench.tune && b->bench_luks == x)
@@ -1345,7 +1363,9 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                                                    devs[i], name, SPEC_SWAP_CIPHER, SPEC_SWAP_KEY_SIZE),
                                            strdupf("contents of %s", devs[i]))) < 0)
                                 return r;
-                        last_step(b)->fs = (struct plan_fs) { .type = f->type, .blank = true };
+                        last_step(b)->fs = (struct plan_fs) { .type = f->type, .blank = true,
+                                                              .swap_name = TAKE_PTR(name),
+                                                              .swap_by_partuuid = f->on_ref.kind == SPEC_OBJ_PARTITION };
                         continue;
                 }
                 _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
@@ -1399,6 +1419,7 @@ static int emit_mounts(struct builder *b, const char **devs) {
                         /* a finished node is looked at read-only, without journal replay */
                         last_step(b)->fs = (struct plan_fs) {
                                 .type = f->type, .mountpoint = f->mount, .options = options,
+                                .fsck_pass = f->type == SPEC_FS_XFS ? 0 : streq(f->mount, "/") ? 1 : 2,
                                 .inspect_options = f->type == SPEC_FS_XFS ? "ro,norecovery" :
                                                    f->type == SPEC_FS_EXT4 ? "ro,noload" : "ro" };
                 }
@@ -2054,6 +2075,7 @@ static void json_payload(json_object *o, const struct plan_step *st, int *r) {
                         json_set(x, "pbkdf_iterations", json_object_new_uint64(l->pbkdf_iterations), r);
                         json_set(x, "pbkdf_max_memory", json_object_new_uint64(l->pbkdf_max_memory), r);
                         json_set(x, "pbkdf_parallel", json_object_new_uint64(l->pbkdf_parallel), r);
+                        json_set_str(x, "crypttab_options", l->crypttab_options, r);
                 }
                 break;
         }
@@ -2071,6 +2093,10 @@ static void json_payload(json_object *o, const struct plan_step *st, int *r) {
                 json_set_str(x, "label", st->fs.label, r);
                 json_set(x, "options", json_strv(st->fs.mkfs_options, r), r);
                 json_set(x, "blank", json_object_new_boolean(st->fs.blank), r);
+                if (st->fs.blank) {
+                        json_set_str(x, "swap_name", st->fs.swap_name, r);
+                        json_set(x, "swap_by_partuuid", json_object_new_boolean(st->fs.swap_by_partuuid), r);
+                }
                 break;
         case PLAN_MOUNT:
                 key = "mount";
@@ -2079,6 +2105,7 @@ static void json_payload(json_object *o, const struct plan_step *st, int *r) {
                 json_set_str(x, "type", spec_fs_type_name(st->fs.type), r);
                 json_set_str(x, "options", st->fs.options, r);
                 json_set_str(x, "inspect_options", st->fs.inspect_options, r);
+                json_set(x, "fsck_pass", json_object_new_uint64(st->fs.fsck_pass), r);
                 break;
         case PLAN_MD_CREATE: case PLAN_MD_ASSEMBLE:
                 key = "md";

@@ -69,6 +69,8 @@ struct plan_luks {
         uint64_t pbkdf_max_memory;
         bool key_done;                  /* LUKS_OPEN: the key is not needed again (the last copy's open, and
                                          * not generated: bind fetches it again) */
+        const char *crypttab_options;   /* LUKS_FORMAT: the fourth field of its crypttab line ("luks",
+                                         * "luks,initramfs,discard"; static, see plan.c crypttab_options()) */
 };
 
 /* BENCH_RAW, BENCH_CRYPT: what the benchmark runs and, raw, chooses among. */
@@ -89,6 +91,10 @@ struct plan_fs {
         const char *mountpoint;         /* MOUNT: under the target ("/", "/var/lib") */
         const char *options;            /* MOUNT: the mount options (spec_fs_mount_options()) */
         const char *inspect_options;    /* MOUNT: the read-only look at a finished node (no journal replay) */
+        unsigned fsck_pass;             /* MOUNT: fstab's sixth field (0 for XFS, 1 for "/", else 2) */
+        char *swap_name;                /* MKFS blank: the crypttab name it is mapped as (spec_swap_crypt_name()) */
+        bool swap_by_partuuid;          /* MKFS blank: crypttab names the source by the PARTUUID of the
+                                         * partition the plan makes (else by the device: /dev/md/NAME, /dev/VG/LV) */
 };
 
 /* MD_CREATE, MD_ASSEMBLE: the array. */
@@ -155,7 +161,7 @@ struct plan_step {
  *   LVCREATE     id/obj: lv; device: /dev/VG/LV; inputs: { /dev/VG }; lv: VG and LV names, size rule
  *   MKFS, MOUNT  id: the filesystem's "on"; obj: struct spec_filesystem; device: the block device; fs
  *   IMAGE        obj: struct spec_image; device: raw target or NULL (tar into the target root)
- *   CONFIGURE    obj: the spec
+ *   CONFIGURE    obj: the spec; runs from the LUKS_FORMAT, MKFS and MOUNT payloads (fstab, crypttab)
  *   NETWORK      obj: struct spec_network; plan->net holds the resolved NICs (netconf.h)
  *   LUKS_BIND    id/obj: luks; device: the device under LUKS (its header); bind
  *   BOOTLOADER   obj: struct spec_boot; device: NULL; inputs: the disks GRUB is installed on; boot

@@ -117,26 +117,27 @@ const char *spec_suggest(const char *word, const char *const *cands) {
 
 /* ---- mapping access ---------------------------------------------------- */
 
-const struct ynode *spec_map_get(const struct ynode *m, const char *key) {
+/* The index in m->items of key's key node, or -1 (a key with a NUL in it
+ * matches nothing). */
+static ssize_t map_find(const struct ynode *m, const char *key) {
         if (!m || m->kind != YNODE_MAP)
-                return NULL;
+                return -1;
         for (size_t i = 0; i + 1 < m->n; i += 2) {
                 const struct ynode *k = m->items[i];
                 if (k->kind == YNODE_SCALAR && k->len == strlen(k->value) && streq(k->value, key))
-                        return m->items[i + 1];
+                        return (ssize_t) i;
         }
-        return NULL;
+        return -1;
+}
+
+const struct ynode *spec_map_get(const struct ynode *m, const char *key) {
+        ssize_t i = map_find(m, key);
+        return i < 0 ? NULL : m->items[i + 1];
 }
 
 const struct ynode *spec_map_key(const struct ynode *m, const char *key) {
-        if (!m || m->kind != YNODE_MAP)
-                return NULL;
-        for (size_t i = 0; i + 1 < m->n; i += 2) {
-                const struct ynode *k = m->items[i];
-                if (k->kind == YNODE_SCALAR && streq(k->value, key))
-                        return k;
-        }
-        return NULL;
+        ssize_t i = map_find(m, key);
+        return i < 0 ? NULL : m->items[i];
 }
 
 /* The keys of each object kind: a key of one kind written under another

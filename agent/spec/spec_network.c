@@ -189,15 +189,24 @@ static void parse_ifname(struct ctx *c, const struct ynode *m, const struct loc 
         }
 }
 
+/* What a bond and a bridge start with: where (at first "KIND #N", then,
+ * once named, "KIND 'NAME'"), its mark, its name and the check of its keys. */
+static void parse_iface_head(struct ctx *c, const struct ynode *m, size_t idx, const char *kind,
+                             const char *const *keys, char *where, size_t where_size, struct loc *l,
+                             struct spec_mark *mark, char **name) {
+        snprintf(where, where_size, "%s #%zu", kind, idx + 1);
+        *l = (struct loc) { where, "" };
+        *mark = (struct spec_mark) { m->line, m->col };
+        parse_ifname(c, m, l, kind, where, where_size, name);
+        spec_check_keys(c, m, l, keys);
+}
+
 static void parse_bond(struct ctx *c, const struct ynode *m, size_t idx, struct spec_bond *x) {
         static const char *const keys[] = { "name", "mode", "members", NULL };
         char where[128], f[256], t[QUOTE_MAX + 8];
-        snprintf(where, sizeof where, "bond #%zu", idx + 1);
-        struct loc l = { where, "" };
-        x->mark = (struct spec_mark) { m->line, m->col };
-        parse_ifname(c, m, &l, "bond", where, sizeof where, &x->name);
+        struct loc l;
+        parse_iface_head(c, m, idx, "bond", keys, where, sizeof where, &l, &x->mark, &x->name);
         const struct ynode *v;
-        spec_check_keys(c, m, &l, keys);
         int e;
         if (spec_get_enum(c, &l, "mode", spec_map_get(m, "mode"), bond_modes, &e) > 0)
                 x->mode = strdup(bond_modes[e]);
@@ -234,12 +243,9 @@ static void parse_bond(struct ctx *c, const struct ynode *m, size_t idx, struct 
 static void parse_bridge(struct ctx *c, const struct ynode *m, size_t idx, struct spec_bridge *x) {
         static const char *const keys[] = { "name", "nic", "bond", "vlan", "dhcp", "address", "gateway", "dns", NULL };
         char where[128];
-        snprintf(where, sizeof where, "bridge #%zu", idx + 1);
-        struct loc l = { where, "" };
-        x->mark = (struct spec_mark) { m->line, m->col };
-        parse_ifname(c, m, &l, "bridge", where, sizeof where, &x->name);
+        struct loc l;
+        parse_iface_head(c, m, idx, "bridge", keys, where, sizeof where, &l, &x->mark, &x->name);
         const struct ynode *v;
-        spec_check_keys(c, m, &l, keys);
         const struct ynode *nic = spec_map_get(m, "nic"), *bond = spec_map_get(m, "bond");
         if (!nic && !bond)
                 emitn(c, m, "%s has neither 'nic' nor 'bond' (the port it bridges)", where);

@@ -7,10 +7,9 @@
 # Assertions read the disks (parted, blkid, findmnt), not kiln's log.
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}"
-[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
-for t in losetup parted blkid mkfs.xfs mkfs.ext4 findmnt sha256sum jq; do
-  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
+source "$SRC/tests/lib/assert.sh"
+skip_unless_root "for loop devices"
+skip_unless_tools losetup parted blkid mkfs.xfs mkfs.ext4 findmnt sha256sum jq
 grep -q '^  apply ' <<<"$("$KILN" help 2>&1)" || { echo "SKIP: kiln has no apply command yet"; exit 77; }
 
 . "$SRC/tests/lib/loop.sh"

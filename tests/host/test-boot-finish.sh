@@ -10,10 +10,9 @@
 # the events taken by the stand-in controller.
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}" "${BUILD:?}"
-[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
-for t in losetup mkfs.ext4 findmnt jq zstd python3 sqlite3 unshare blkid sfdisk sha256sum lsblk; do
-  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
+source "$SRC/tests/lib/assert.sh"
+skip_unless_root "for loop devices"
+skip_unless_tools losetup mkfs.ext4 findmnt jq zstd python3 sqlite3 unshare blkid sfdisk sha256sum lsblk
 # Never run kiln's reboot outside a PID namespace of its own.
 [[ $(unshare --pid --fork sh -c 'echo $$' 2>/dev/null) == 1 ]] || { echo "SKIP: cannot make a PID namespace"; exit 77; }
 source "$SRC/tests/lib/http.sh"
@@ -23,10 +22,7 @@ loop_init boot-finish
 source "$SRC/tests/lib/controller.sh"
 source "$SRC/tests/lib/spec.sh"
 
-small_image
-mkdir -p "$T/www"
-cp "$SMALL_DIR/small.tar.zst" "$T/www/"
-http_start "$T/www"
+small_image_served
 controller_start "$T/ctl" || exit 1
 HMAC_KEY=$(controller_key hmac_key)
 truncate -s 256M "$T/a.img"

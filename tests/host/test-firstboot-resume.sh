@@ -9,10 +9,9 @@
 # Assertions read the target tree, the progress record and the controller.
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}" "${BUILD:?}"
-[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
-for t in losetup mkfs.ext4 findmnt jq zstd python3 sqlite3 curl; do
-  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
+source "$SRC/tests/lib/assert.sh"
+skip_unless_root "for loop devices"
+skip_unless_tools losetup mkfs.ext4 findmnt jq zstd python3 sqlite3 curl
 source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/lib/image-fixtures.sh"
 source "$SRC/tests/lib/loop.sh"
@@ -20,10 +19,7 @@ loop_init firstboot-resume
 source "$SRC/tests/lib/controller.sh"
 source "$SRC/tests/lib/spec.sh"
 
-small_image
-mkdir -p "$T/www"
-cp "$SMALL_DIR/small.tar.zst" "$T/www/"
-http_start "$T/www"
+small_image_served
 controller_start "$T/ctl" || exit 1
 HOST_PASSWORD=$(secret host-pw-)
 truncate -s 256M "$T/a.img"
@@ -38,15 +34,11 @@ finish: none
 YAML
 SPEC_URL="http://127.0.0.1:$HTTP_PORT/spec.yaml"
 SHA=$(sha256sum "$T/www/spec.yaml" | cut -d' ' -f1)
-apply() { # want_rc log
-  "$KILN" apply --yes --spec-url "$SPEC_URL" "$T/www/spec.yaml" >"$2" 2>&1; local rc=$?
-  [[ $rc == "$1" ]] && ok "kiln apply exit $rc" || { cat "$2"; not_ok "kiln apply exited $rc, expected $1"; }
-}
 R=$T/target
 
 # 1. the webhook refuses the report: the run fails at register, after configure
 controller_admin '{"fail_401": true, "fault_webhook": true}'
-apply 7 "$T/run1.log"
+expect_kiln 7 "$T/run1.log" apply --yes --spec-url "$SPEC_URL" "$T/www/spec.yaml" && ok "run 1: kiln apply exit 7"
 rec=$R/var/lib/kiln/progress.json
 [[ $(jq -c .stages_done "$rec") == '["storage","image","configure"]' ]] && ok "run 1's record: storage, image, configure" \
   || not_ok "progress record: $(cat "$rec")"
@@ -54,7 +46,7 @@ umount -R "$R"          # the node reboots
 controller_admin '{"fail_401": false, "fault_webhook": false}'
 
 # 2. the resume: configure skipped, the first-boot files installed
-apply 0 "$T/run2.log"
+expect_kiln 0 "$T/run2.log" apply --yes --spec-url "$SPEC_URL" "$T/www/spec.yaml" && ok "run 2: kiln apply exit 0"
 grep -q "resuming the interrupted run of plan .*: stages done storage, image, configure" "$T/run2.log" \
   && ok "run 2 resumed with configure done" || not_ok "run 2 did not resume: $(grep -i resum "$T/run2.log")"
 grep -Eq "step [0-9]+/[0-9]+ configure .*skipped|configure.*: skipped" "$T/run2.log" && ok "run 2 skipped configure" \

@@ -18,10 +18,7 @@ marker_absent() { [[ ! -e $T/target/.kiln-incomplete ]] || fail "marker left aft
 only_marker() { [[ $(ls -A "$T/target") == .kiln-incomplete ]] || { ls -la "$T/target"; fail "target not empty"; }; }
 NOSUM=$(printf '0%.0s' {1..64})
 
-small_image
-mkdir -p "$T/www"
-cp "$SMALL_DIR/small.tar.zst" "$T/www/"
-http_start "$T/www"
+small_image_served
 U=http://127.0.0.1:$HTTP_PORT
 mkdir "$T/gnu"
 zstd -dc "$SMALL_DIR/small.tar.zst" | tar -C "$T/gnu" --numeric-owner --xattrs --xattrs-include='*' -xpf -

@@ -7,10 +7,9 @@
 # disk is always listed as it is. Only this test's own loop devices churn.
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}"
-[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
-for t in losetup sfdisk partx jq; do
-  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
+source "$SRC/tests/lib/assert.sh"
+skip_unless_root "for loop devices"
+skip_unless_tools losetup sfdisk partx jq
 . "$SRC/tests/lib/loop.sh"
 loop_init churn
 CHURN_PIDS=()

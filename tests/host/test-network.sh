@@ -10,10 +10,9 @@
 # /etc/systemd/network.
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}"
-[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
-for t in losetup mkfs.ext4 blkid sha256sum jq tar; do
-  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
+source "$SRC/tests/lib/assert.sh"
+skip_unless_root "for loop devices"
+skip_unless_tools losetup mkfs.ext4 blkid sha256sum jq tar
 . "$SRC/tests/lib/loop.sh"
 loop_init network
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"

@@ -8,10 +8,9 @@
 # directory and in the configured target, the same bytes.
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}"
-[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
-for t in losetup sfdisk parted blkid jq mkfs.ext4 mkfs.xfs mkfs.vfat mkswap cmp; do
-  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
+source "$SRC/tests/lib/assert.sh"
+skip_unless_root "for loop devices"
+skip_unless_tools losetup sfdisk parted blkid jq mkfs.ext4 mkfs.xfs mkfs.vfat mkswap cmp
 help=$("$KILN" help 2>&1)
 grep -q '^  apply ' <<<"$help" || { echo "SKIP: kiln has no apply command yet"; exit 77; }
 

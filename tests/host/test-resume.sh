@@ -12,10 +12,9 @@
 # Assertions read the disk (blkid), the target tree and the saved report.
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}" "${BUILD:?}"
-[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
-for t in losetup blkid mkfs.ext4 findmnt jq zstd; do
-  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
+source "$SRC/tests/lib/assert.sh"
+skip_unless_root "for loop devices"
+skip_unless_tools losetup blkid mkfs.ext4 findmnt jq zstd
 source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/lib/image-fixtures.sh"
 source "$SRC/tests/lib/loop.sh"
@@ -43,10 +42,8 @@ finish: none
 YAML
 uuids() { for p in 1 2; do blkid -o value -s PARTUUID "${LOOP}p$p"; blkid -o value -s UUID "${LOOP}p$p"; done; }
 report() { jq -r "$@" "$T/run/report.json"; }
-apply() { # want_rc args...
-  local want=$1; shift
-  "$KILN" apply --yes "$@" "$T/spec.yaml" >"$T/out" 2>&1; local rc=$?
-  [[ $rc == "$want" ]] || { cat "$T/out"; not_ok "kiln apply $* exited $rc, expected $want"; }
+apply() { # want_rc args...: kiln apply --yes args $T/spec.yaml, output in $T/out
+  expect_kiln "$1" "$T/out" apply --yes "${@:2}" "$T/spec.yaml"
 }
 
 # 1. the first boot: storage built, the image is not there (404): exit 5

@@ -13,10 +13,9 @@
 #    trusted, whichever of them signed the server
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}" "${BUILD:?}"
-[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
-for t in openssl losetup mkfs.ext4 findmnt jq zstd; do
-  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
+source "$SRC/tests/lib/assert.sh"
+skip_unless_root "for loop devices"
+skip_unless_tools openssl losetup mkfs.ext4 findmnt jq zstd
 source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/lib/image-fixtures.sh"
 source "$SRC/tests/lib/loop.sh"
@@ -59,11 +58,9 @@ register:
 finish: none
 YAML
 }
-apply() {  # apply WANT_RC: kiln apply of $T/spec.yaml, output in $T/out
-  local want=$1 rc=0
+fresh_apply() {  # fresh_apply WANT_RC: kiln apply --fresh of $T/spec.yaml, output in $T/out
   umount -R "$T/target" 2>/dev/null
-  "$KILN" apply --yes --fresh "$T/spec.yaml" >"$T/out" 2>&1 || rc=$?
-  [[ $rc == "$want" ]] || { tail -5 "$T/out"; not_ok "kiln apply exited $rc, expected $want"; return 1; }
+  expect_kiln "$1" "$T/out" apply --yes --fresh "$T/spec.yaml"
 }
 
 pem_inline=$(sed 's/^/  /' "$T/ca-a.pem")
@@ -75,7 +72,7 @@ $pem_inline" ;;
     url) spec "ca: http://127.0.0.1:$HTTP_PORT/ca-a.pem" ;;
   esac >"$T/spec.yaml"
   posts0=$(hook_posts); gets0=$(image_gets)
-  apply 0 || continue
+  fresh_apply 0 || continue
   [[ -f $T/target/etc/kiln-image ]] || not_ok "ca: as $form: the image is not on the target"
   (($(image_gets) == gets0 + 1)) || not_ok "ca: as $form: nginx saw $(($(image_gets) - gets0)) image GETs over TLS, expected 1"
   (($(hook_posts) == posts0 + 1)) || not_ok "ca: as $form: $(($(hook_posts) - posts0)) webhook POSTs over TLS, expected 1"
@@ -90,7 +87,7 @@ done
 # failure's report to the webhook
 spec "" >"$T/spec.yaml"
 posts0=$(hook_posts); gets0=$(image_gets)
-if apply 5; then
+if fresh_apply 5; then
   grep -q "image '$S/small.tar.zst': download failed: .*certificate" "$T/out" \
     || not_ok "without ca: no TLS error for the image: $(grep -i image "$T/out" | tail -2)"
   (($(image_gets) == gets0 && $(hook_posts) == posts0)) || not_ok "without ca: nginx answered a request over TLS"

@@ -9,10 +9,9 @@
 # /dev/mapper/NAME. Assertions read the disk (blkid) and the target's files.
 set -uo pipefail
 : "${KILN:?}" "${SRC:?}"
-[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for loop devices"; exit 77; }
-for t in losetup parted blkid mkfs.xfs mkfs.ext4; do
-  command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
+source "$SRC/tests/lib/assert.sh"
+skip_unless_root "for loop devices"
+skip_unless_tools losetup parted blkid mkfs.xfs mkfs.ext4
 . "$SRC/tests/lib/loop.sh"
 loop_init swaprandom
 

@@ -16,6 +16,12 @@
 #                         secret may take, one a line) in any FILE (a
 #                         directory is searched); an empty FILE fails too:
 #                         nothing was checked
+#   expect_kiln RC OUT ARGS...  kiln ARGS ($KILN), stdout and stderr in OUT;
+#                         unless it exits RC: OUT's end shown, not_ok, and
+#                         it returns 1
+#   skip_unless_root WHY  exit 77 ("SKIP: needs root WHY") unless root
+#   skip_unless_tools T...  exit 77 ("SKIP: T missing") for the first T not
+#                         on PATH
 #   checks_done           the verdict of the counting checks: exit 1 with
 #                         their count when any failed, else exit 0
 # The output is TAP's shape ("ok - ", "not ok - ", "# ..."), as the rig's
@@ -62,6 +68,21 @@ no_secret_forms() {
     if hit=$(grep -raFf "$SECRET_FORMS" -- "$f"); then fail "a secret appears in $f: ${hit:0:300}"; fi
   done
   return 0
+}
+
+skip_unless_root() { [[ $(id -u) == 0 ]] || { echo "SKIP: needs root $*"; exit 77; }; }
+skip_unless_tools() {
+  local t
+  for t in "$@"; do command -v "$t" >/dev/null || { echo "SKIP: $t missing"; exit 77; }; done
+}
+
+expect_kiln() {
+  local want=$1 out=$2 rc=0; shift 2
+  "$KILN" "$@" >"$out" 2>&1 || rc=$?
+  [[ $rc == "$want" ]] && return 0
+  tail -20 "$out"
+  not_ok "kiln $1 exited $rc, expected $want"
+  return 1
 }
 
 checks_done() {

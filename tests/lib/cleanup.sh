@@ -9,7 +9,8 @@
 #   cleanup_loop DEV            losetup -d DEV on exit (partx's partitions first)
 #   cleanup_path PATH           rm -rf PATH on exit (last; never through a
 #                               mount: a PATH with one left is kept and named)
-#   cleanup_do CMD...           run CMD on exit, first (the latest first)
+#   cleanup_do CMD...           run CMD on exit, first (the latest first);
+#                               CLEANUP_RC then holds the test's exit status
 # The trap is installed by the first of these calls; a test that needs
 # nothing else calls cleanup_init.
 [[ -n ${CLEANUP_SOURCED:-} ]] && return 0   # sourced again by another lib: keep what is registered
@@ -51,6 +52,7 @@ cleanup_run() {
   local rc=$? c i
   set +e
   trap - EXIT
+  CLEANUP_RC=$rc
   for c in "${CLEANUP_CMDS[@]}"; do eval "$c"; done
   stop_pid "${CLEANUP_PIDS[@]}"
   for ((i = ${#CLEANUP_UMOUNTS[@]} - 1; i >= 0; i--)); do

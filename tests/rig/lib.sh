@@ -45,7 +45,7 @@
 #               rig_add_initrd_segment), rig_boot, rig_boot_disk, rig_qemu, rig_drive
 #   disks.sh    rig_disks, rig_disk, rig_disk_layer, rig_disks_unwritten,
 #               rig_disks_and_spare
-#   servers.sh  rig_free_port, nginx (rig_http_start, rig_spec, rig_small_image,
+#   servers.sh  nginx (rig_http_start, rig_spec, rig_small_image,
 #               rig_boot_image), the stand-in controller, rig_ssh_forward, Tang
 #   report.sh   the report (rig_report_section ...), the checks (rig_check,
 #               rig_expect_*, rig_ok), rig_done, the layout tests' checks
@@ -79,6 +79,12 @@ rig_secret() { printf '%s%s\n' "$1" "$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n
 # rig_sha256 FILE...: hashes, one line each
 rig_sha256() { sha256sum "$@" | awk '{print $1}'; }
 
+# the shared toolkit (tests/lib): free_port, the EXIT trap (rig_init hangs
+# rig_cleanup on it), nginx_run, tang_start
+# shellcheck source=../lib/http.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/http.sh"
+# shellcheck source=../lib/tang.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/tang.sh"
 # shellcheck source=lib/machine.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib/machine.sh"
 # shellcheck source=lib/disks.sh

@@ -90,7 +90,6 @@ rig_fixture_boot() {
   RIG_FIXTURE_DIR=$dir
   mkdir -p "$RIG_TMP/tang" && cp -a "$dir/tang/db" "$RIG_TMP/tang/db" && cp "$dir/tang/log" "$RIG_TMP/tang/log" \
     || rig_die "cannot copy the Tang keys of '$name'"
-  RIG_VAR_TANG_THP=
   rig_tang_start
   grep -q "thp: \"$RIG_VAR_TANG_THP\"" "$dir/spec.yaml" || rig_die "the spec of '$name' pins another Tang key"
   RIG_SPEC=$RIG_TMP/www/specs/$RIG_MAC.yaml

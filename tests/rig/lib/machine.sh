@@ -2,24 +2,19 @@
 # QEMU booting them (rig_boot) or the installed disks (rig_boot_disk).
 # Sourced by tests/rig/lib.sh (its header is the index).
 
+# On exit (tests/lib/cleanup.sh runs it first, then stops nginx and Tang
+# and removes RIG_TMP unless RIG_KEEP=1): what the rig started is stopped,
+# and a failure shows the guest console's end (a skip or an interrupt, 130,
+# does not).
 rig_cleanup() {
-  local rc=$? p
-  for p in "${RIG_PIDS[@]}"; do
-    if kill -0 "$p" 2>/dev/null; then kill "$p" 2>/dev/null; fi
-  done
-  for p in "${RIG_PIDS[@]}"; do
-    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$p" 2>/dev/null || true
-  done
-  if [[ -n ${RIG_TMP:-} && -d $RIG_TMP ]]; then
-    # a failure shows the console's end; a skip or an interrupt (130) does not
-    if ((rc != 0 && rc != 77 && rc != 130)) && [[ -f $RIG_TMP/serial.log ]]; then
-      echo "rig: last lines of the guest console ($RIG_TMP/serial.log):" >&2
-      tail -40 "$RIG_TMP/serial.log" | sed 's/^/  | /' >&2
-    fi
-    if [[ ${RIG_KEEP:-0} == 1 ]]; then rig_log "kept $RIG_TMP"; else rm -rf "$RIG_TMP"; fi
+  local rc=$CLEANUP_RC
+  stop_pid "${RIG_PIDS[@]}"
+  if ((rc != 0 && rc != 77 && rc != 130)) && [[ -n ${RIG_TMP:-} && -f $RIG_TMP/serial.log ]]; then
+    echo "rig: last lines of the guest console ($RIG_TMP/serial.log):" >&2
+    tail -40 "$RIG_TMP/serial.log" | sed 's/^/  | /' >&2
   fi
-  return $rc
+  [[ ${RIG_KEEP:-0} == 1 && -n ${RIG_TMP:-} ]] && rig_log "kept $RIG_TMP"
+  return 0
 }
 
 # rig_init: check the tools, make the temp dir, install the trap, build (or
@@ -35,8 +30,8 @@ rig_init() {
   [[ -x $KILN ]] || rig_die "no kiln binary at '$KILN'"
   "$KILN" help 2>/dev/null | grep -q '^  boot ' || rig_skip "this kiln has no 'boot' command yet"
   RIG_TMP=$(mktemp -d /tmp/kiln-rig.XXXXXX)
-  trap rig_cleanup EXIT
-  trap 'exit 130' INT TERM
+  cleanup_do rig_cleanup
+  [[ ${RIG_KEEP:-0} == 1 ]] || cleanup_path "$RIG_TMP"
   mkdir -p "$RIG_TMP/www/specs" "$RIG_TMP/www/images" "$RIG_TMP/www/keys" "$RIG_TMP/www/reports" "$RIG_TMP/tftp" "$RIG_TMP/nginx"
   # nginx's workers run unprivileged: they traverse the temp dir, read www
   # and may write reports (PUT)

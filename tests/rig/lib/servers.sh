@@ -3,66 +3,21 @@
 # stand-in controller, Tang, the guest's sshd. Sourced by tests/rig/lib.sh
 # (its header is the index).
 
-# A free TCP port on 127.0.0.1 (never a fixed one: the machine is shared).
-rig_free_port() {
-  local p
-  for _ in $(seq 50); do
-    p=$((20000 + RANDOM % 40000))
-    ss -Htln "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return 0; }
-  done
-  return 1
-}
-
-# nginx on 127.0.0.1:RIG_HTTP_PORT serving $RIG_TMP/www, with WebDAV PUT
-# under /reports/ (a guest or kiln may upload there), and a guestfwd relay
-# script that connects a guest's TCP connection to it.
+# nginx (tests/lib/http.sh's nginx_run) on 127.0.0.1:RIG_HTTP_PORT serving
+# $RIG_TMP/www, with WebDAV PUT under /reports/ (a guest or kiln may upload
+# there), and a guestfwd relay script that connects a guest's TCP connection
+# to it.
 rig_http_start() {
   local try
-  for try in 1 2 3 4 5; do
-    RIG_HTTP_PORT=$(rig_free_port) || rig_die "no free port"
-    cat >"$RIG_TMP/nginx/nginx.conf" <<EOF
-daemon off;
-worker_processes 1;
-pid $RIG_TMP/nginx/nginx.pid;
-error_log $RIG_TMP/nginx/error.log warn;
-events { worker_connections 64; }
-http {
-  access_log $RIG_TMP/nginx/access.log;
-  client_body_temp_path $RIG_TMP/nginx/body;
-  proxy_temp_path $RIG_TMP/nginx/proxy;
-  fastcgi_temp_path $RIG_TMP/nginx/fastcgi;
-  uwsgi_temp_path $RIG_TMP/nginx/uwsgi;
-  scgi_temp_path $RIG_TMP/nginx/scgi;
-  default_type application/octet-stream;
-  types { text/plain yaml yml txt; }
-  sendfile on;
-  server {
-    listen 127.0.0.1:$RIG_HTTP_PORT;
-    root $RIG_TMP/www;
-    client_max_body_size 64m;
-    location /reports/ {
-      dav_methods PUT;
-      create_full_put_path on;
-    }
-  }
-}
-EOF
-    nginx -c "$RIG_TMP/nginx/nginx.conf" -e "$RIG_TMP/nginx/error.log" -p "$RIG_TMP/nginx" &
-    local pid=$!
-    RIG_PIDS+=("$pid")
-    for _ in $(seq 50); do
-      curl -fsS -o /dev/null "http://127.0.0.1:$RIG_HTTP_PORT/" 2>/dev/null && break
-      curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$RIG_HTTP_PORT/" 2>/dev/null | grep -q '^[1-5]' && break
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      RIG_NGINX_PID=$pid
-      break
-    fi
-    rig_log "nginx did not start on port $RIG_HTTP_PORT (try $try): $(tail -1 "$RIG_TMP/nginx/error.log" 2>/dev/null)"
+  for try in 1 2 3; do
+    RIG_HTTP_PORT=$(free_port)
+    nginx_run "$RIG_TMP/nginx" "$RIG_HTTP_PORT" 'types { text/plain yaml yml txt; }' \
+      "server { listen 127.0.0.1:$RIG_HTTP_PORT; root $RIG_TMP/www; client_max_body_size 64m;
+    location /reports/ { dav_methods PUT; create_full_put_path on; } }" >&2 && break
+    rig_log "nginx did not start on port $RIG_HTTP_PORT (try $try)"
+    NGINX_PID=
   done
-  [[ -n ${RIG_NGINX_PID:-} ]] || rig_die "nginx did not start"
+  [[ -n ${NGINX_PID:-} ]] || rig_die "nginx did not start"
   # QEMU runs this once per guest connection (guestfwd ...-cmd:): it must only
   # ever reach 127.0.0.1.
   cat >"$RIG_TMP/relay" <<EOF
@@ -72,7 +27,7 @@ EOF
   chmod +x "$RIG_TMP/relay"
   RIG_HTTP_URL="http://$RIG_HTTP_IP"       # how the guest reaches nginx
   RIG_HTTP_HOST_URL="http://127.0.0.1:$RIG_HTTP_PORT"
-  rig_log "nginx on 127.0.0.1:$RIG_HTTP_PORT (pid $RIG_NGINX_PID), docroot $RIG_TMP/www"
+  rig_log "nginx on 127.0.0.1:$RIG_HTTP_PORT (pid $NGINX_PID), docroot $RIG_TMP/www"
 }
 
 # rig_spec FILE [MAC]: serve FILE as the spec of MAC (default RIG_MAC), with
@@ -160,7 +115,7 @@ rig_controller_dump() {
 # address, 10.0.2.15). Sets RIG_SSH_PORT. With the stand-in controller
 # running, `rig_controller_ssh ADDRESS` maps the node's address to it.
 rig_ssh_forward() {
-  RIG_SSH_PORT=$(rig_free_port) || rig_die "no free port"
+  RIG_SSH_PORT=$(free_port)
   RIG_NET_EXTRA+=",hostfwd=tcp:127.0.0.1:$RIG_SSH_PORT-:22"
   rig_log "the guest's ssh (port 22) on 127.0.0.1:$RIG_SSH_PORT"
 }
@@ -191,58 +146,36 @@ rig_boot_image_unmarked() {
   rig_log "bootable image without the marker $m: $(stat -c %s "$RIG_TMP/www/images/boot.tar.zst") bytes, ready in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}") s"
 }
 
-# rig_tang_start: a Tang server (Debian's tang) on 127.0.0.1 and a free
-# port: socat runs one `/usr/libexec/tangd DB` per connection, its log (one
-# line per request, "POST /rec/KID => 200") goes to RIG_TANG_LOG. The keys
-# are made fresh for the test (tangd-keygen) the first time, unless
-# RIG_TMP/tang/db already holds some (a shared install's, rig_fixture_boot),
-# and kept across a stop and start. The guest reaches it at RIG_TANG_IP:80 through a
-# guestfwd relay (added to RIG_NET_EXTRA once). Sets, for specs,
+# rig_tang_start: tests/lib/tang.sh's Tang in RIG_TMP/tang (keys made fresh
+# the first time, unless RIG_TMP/tang/db already holds some: a shared
+# install's, rig_fixture_boot; kept across a stop and start; its log, one
+# line a request, in RIG_TANG_LOG). The guest reaches it at RIG_TANG_IP:80
+# through a guestfwd relay (added to RIG_NET_EXTRA once). Sets, for specs,
 # RIG_VAR_TANG_URL and RIG_VAR_TANG_THP (`jose jwk thp` of the signing key).
 rig_tang_start() {
-  local k port pid
+  local try
   RIG_TANG_DIR=$RIG_TMP/tang RIG_TANG_LOG=$RIG_TMP/tang/log RIG_TANG_IP=10.0.2.102
-  [[ -x /usr/libexec/tangd ]] || rig_skip "no /usr/libexec/tangd (bash tests/deps.sh: tang)"
-  command -v jose >/dev/null || rig_skip "no jose (bash tests/deps.sh)"
-  if [[ ! -d $RIG_TANG_DIR/db ]]; then
-    mkdir -p "$RIG_TANG_DIR/db"
-    /usr/libexec/tangd-keygen "$RIG_TANG_DIR/db" || rig_die "tangd-keygen failed"
-  fi
-  if [[ -z ${RIG_VAR_TANG_THP:-} ]]; then   # the first start (fresh keys, or a shared install's)
-    for k in "$RIG_TANG_DIR"/db/*.jwk; do
-      if jq -e '.key_ops | index("verify")' "$k" >/dev/null; then RIG_VAR_TANG_THP=$(jose jwk thp -i "$k"); fi
-    done
-    [[ -n ${RIG_VAR_TANG_THP:-} ]] || rig_die "tangd-keygen made no signing key"
-    RIG_NET_EXTRA+=",guestfwd=tcp:$RIG_TANG_IP:80-cmd:$RIG_TMP/relay-tang"
-  fi
-  for _ in 1 2 3 4 5; do
-    port=$(rig_free_port) || rig_die "no free port"
-    socat "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" "EXEC:/usr/libexec/tangd $RIG_TANG_DIR/db" \
-      2>>"$RIG_TANG_LOG" &
-    pid=$!
-    for _ in $(seq 50); do
-      ss -Htln "sport = :$port" 2>/dev/null | grep -q . && break
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -0 "$pid" 2>/dev/null && break
-    pid=
+  for try in 1 2 3; do
+    tang_start "$RIG_TANG_DIR" && break
+    TANG_PID=
   done
-  [[ -n $pid ]] || rig_die "Tang did not start"
-  RIG_PIDS+=("$pid") RIG_TANG_PID=$pid RIG_TANG_PORT=$port
-  printf '#!/bin/sh\nexec socat - TCP:127.0.0.1:%s\n' "$port" >"$RIG_TMP/relay-tang"
-  chmod +x "$RIG_TMP/relay-tang"
-  RIG_VAR_TANG_URL=http://$RIG_TANG_IP
-  rig_log "Tang on 127.0.0.1:$port (pid $pid), guest sees $RIG_VAR_TANG_URL, signing key thumbprint $RIG_VAR_TANG_THP"
+  [[ -n ${TANG_PID:-} ]] || rig_die "Tang did not start"
+  if [[ -z ${RIG_TANG_RELAY:-} ]]; then
+    RIG_TANG_RELAY=$RIG_TMP/relay-tang
+    RIG_NET_EXTRA+=",guestfwd=tcp:$RIG_TANG_IP:80-cmd:$RIG_TANG_RELAY"
+  fi
+  printf '#!/bin/sh\nexec socat - TCP:127.0.0.1:%s\n' "$TANG_PORT" >"$RIG_TANG_RELAY"
+  chmod +x "$RIG_TANG_RELAY"
+  RIG_VAR_TANG_URL=http://$RIG_TANG_IP RIG_VAR_TANG_THP=$TANG_THP
+  rig_log "Tang on 127.0.0.1:$TANG_PORT (pid $TANG_PID), guest sees $RIG_VAR_TANG_URL, signing key thumbprint $RIG_VAR_TANG_THP"
 }
 # rig_tang_stop: Tang goes away (its port is closed; the relay's connection
 # then fails at once)
 rig_tang_stop() {
-  [[ -n ${RIG_TANG_PID:-} ]] || return 0
-  kill "$RIG_TANG_PID" 2>/dev/null
-  wait "$RIG_TANG_PID" 2>/dev/null || true
-  rig_log "Tang stopped (pid $RIG_TANG_PID)"
-  RIG_TANG_PID=
+  [[ -n ${TANG_PID:-} ]] || return 0
+  rig_log "Tang stopped (pid $TANG_PID)"
+  tang_stop
 }
 # rig_tang_requests: the recovery requests Tang answered with 200 so far
+# (RIG_TANG_LOG: also a kept run's, RIG_REPLAY)
 rig_tang_requests() { grep -c 'POST /rec/.* => 200' "$RIG_TANG_LOG" 2>/dev/null || true; }
