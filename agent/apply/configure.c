@@ -39,7 +39,7 @@ int configure_fstab(const struct plan *p, struct strbuf *out) {
         for (size_t i = 0; r == 0 && i < p->n_steps; i++) {
                 const struct plan_step *s = &p->steps[i];
                 const struct plan_fs *fs = &s->fs;
-                bool swap = s->kind == PLAN_MKFS && fs->type == SPEC_FS_SWAP;
+                bool swap = plan_step_made(s) == PLAN_MKFS && fs->type == SPEC_FS_SWAP;
                 if (s->kind != PLAN_MOUNT && !swap)
                         continue;
                 if (swap && fs->blank) {
@@ -64,7 +64,7 @@ int configure_fstab(const struct plan *p, struct strbuf *out) {
 int configure_partuuid(const struct plan *p, const char *dev, char **ret) {
         for (size_t i = 0; i < p->n_steps; i++) {
                 const struct plan_step *s = &p->steps[i];
-                for (size_t k = 0; s->kind == PLAN_PARTITION && k < s->n_parts; k++) {
+                for (size_t k = 0; plan_step_made(s) == PLAN_PARTITION && k < s->n_parts; k++) {
                         if (!streq(s->parts[k].device, dev))
                                 continue;
                         struct sigprobe_part *parts = NULL;
@@ -111,12 +111,12 @@ static int crypttab(const struct plan *p, bool initramfs, struct strbuf *out) {
         int r = initramfs ? 0 : strbuf_adds(out, "# written by kiln\n");
         for (size_t i = 0; r == 0 && i < p->n_steps; i++) {
                 const struct plan_step *s = &p->steps[i];
-                if (s->kind == PLAN_MKFS && s->fs.blank) {
+                if (plan_step_made(s) == PLAN_MKFS && s->fs.blank) {
                         if (!initramfs)
                                 r = crypttab_swap(p, s, out);
                         continue;
                 }
-                if (s->kind != PLAN_LUKS_FORMAT)
+                if (plan_step_made(s) != PLAN_LUKS_FORMAT)
                         continue;
                 _cleanup_free_ char *uuid = NULL;
                 r = configure_probe_value(s->device, "UUID", &uuid);
@@ -140,7 +140,7 @@ int configure_mdadm_conf(const struct plan *p, struct strbuf *out, struct strbuf
         int r = strbuf_adds(out, "# written by kiln\nHOMEHOST <system>\n");
         for (size_t i = 0; r == 0 && i < p->n_steps; i++) {
                 const struct plan_step *s = &p->steps[i];
-                if (s->kind != PLAN_MD_CREATE)
+                if (plan_step_made(s) != PLAN_MD_CREATE)
                         continue;
                 r = md_detail_brief(s->device, out, err);
         }
@@ -158,9 +158,9 @@ int configure_target(const struct plan *p, const char *hostname, struct strbuf *
         _cleanup_strbuf_ struct strbuf fstab = STRBUF_INIT, crypttab = STRBUF_INIT, mdconf = STRBUF_INIT;
         bool has_luks = false, has_md = false;
         for (size_t i = 0; i < p->n_steps; i++) {
-                has_luks |= p->steps[i].kind == PLAN_LUKS_FORMAT;
-                has_luks |= p->steps[i].kind == PLAN_MKFS && p->steps[i].fs.blank;
-                has_md |= p->steps[i].kind == PLAN_MD_CREATE;
+                has_luks |= plan_step_made(&p->steps[i]) == PLAN_LUKS_FORMAT;
+                has_luks |= plan_step_made(&p->steps[i]) == PLAN_MKFS && p->steps[i].fs.blank;
+                has_md |= plan_step_made(&p->steps[i]) == PLAN_MD_CREATE;
         }
         int r = configure_fstab(p, &fstab);
         if (r < 0)

@@ -164,8 +164,8 @@ int initrd_generic_install(const struct plan *p, struct initrd_marker *ret, stru
                 return r;
         bool has_luks = false, has_md = false;
         for (size_t i = 0; i < p->n_steps; i++) {
-                has_luks |= p->steps[i].kind == PLAN_LUKS_FORMAT;
-                has_md |= p->steps[i].kind == PLAN_MD_CREATE;
+                has_luks |= plan_step_made(&p->steps[i]) == PLAN_LUKS_FORMAT;
+                has_md |= plan_step_made(&p->steps[i]) == PLAN_MD_CREATE;
         }
         _cleanup_strbuf_ struct strbuf crypttab = STRBUF_INIT, mdconf = STRBUF_INIT, cpio = STRBUF_INIT;
         if (has_luks && (r = configure_crypttab_initramfs(p, &crypttab)) < 0)

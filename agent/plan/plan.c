@@ -195,6 +195,12 @@ static int step_emit(struct builder *b, enum plan_step_kind kind, const char *id
         return r;
 }
 
+enum plan_step_kind plan_step_made(const struct plan_step *s) {
+        if (s->kind == PLAN_SKIP_STAGE)
+                return s->skipped;
+        return s->kind == PLAN_MD_ASSEMBLE ? PLAN_MD_CREATE : s->kind;
+}
+
 static void step_clear(struct plan_step *s) {
         free(s->device);
         strv_free(s->inputs);
@@ -204,9 +210,10 @@ static void step_clear(struct plan_step *s) {
                 free(s->parts[i].device);
         free(s->parts);
         free(s->uuid);
-        if (s->kind == PLAN_LUKS_FORMAT || s->kind == PLAN_LUKS_OPEN)
+        enum plan_step_kind made = plan_step_made(s);   /* a skipped step holds its payload */
+        if (made == PLAN_LUKS_FORMAT || made == PLAN_LUKS_OPEN)
                 free(s->luks.name);
-        if (s->kind == PLAN_MKFS)
+        if (made == PLAN_MKFS)
                 free(s->fs.swap_name);
         if (s->kind == PLAN_VG_ACTIVATE)
                 strv_free(s->vg.lv_nodes);

@@ -244,6 +244,13 @@ int plan_kernel_cmdline(const struct spec *s, char **ret);
  * (/dev/mapper/VG-LV, dashes doubled), any other by UUID=root_uuid. */
 int plan_installed_cmdline(const struct spec *s, const char *root_uuid, char **ret);
 
+/* The kind of step that made what s stands for: a resume plan's SKIP_STAGE
+ * keeps what its `skipped` step made, and carries that step's payload and
+ * parts; MD_ASSEMBLE stands for the MD_CREATE of its array. What configure
+ * and the initramfs archive scan for, so that a resumed run writes the same
+ * fstab, crypttab and mdadm.conf as the fresh one it resumes. */
+enum plan_step_kind plan_step_made(const struct plan_step *s);
+
 int plan_to_text(const struct plan *p, struct strbuf *out);
 /* One line per selected disk, naming it (size, model, serial, rule), with
  * what it holds now: what a run of p destroys, as the operator knows it. */

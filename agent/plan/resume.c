@@ -197,6 +197,36 @@ static int copy_payload(struct rbuild *b, struct plan_step *s, const struct plan
         }
 }
 
+/* A skipped step keeps the payload of the step it skips (plan_step_made()):
+ * configure writes crypttab from the LUKS headers and swaps, fstab's swap
+ * lines from the mkfs steps, PARTUUIDs from the partitions, as in the run
+ * that made them. */
+static int keep_payload(struct plan_step *s, const struct plan_step *from) {
+        switch (from->kind) {
+        case PLAN_LUKS_FORMAT:
+                s->luks = from->luks;
+                s->luks.name = NULL;
+                return from->luks.name && !(s->luks.name = strdup(from->luks.name)) ? -ENOMEM : 0;
+        case PLAN_MKFS:
+                s->fs = from->fs;
+                s->fs.swap_name = NULL;
+                return from->fs.swap_name && !(s->fs.swap_name = strdup(from->fs.swap_name)) ? -ENOMEM : 0;
+        case PLAN_PARTITION:
+                if (!from->n_parts)
+                        return 0;
+                if (!(s->parts = calloc(from->n_parts, sizeof *s->parts)))
+                        return -ENOMEM;
+                for (size_t k = 0; k < from->n_parts; k++, s->n_parts++) {
+                        s->parts[k] = from->parts[k];
+                        if (!(s->parts[k].device = strdup(from->parts[k].device)))
+                                return -ENOMEM;
+                }
+                return 0;
+        default:
+                return 0;
+        }
+}
+
 /* device and inputs copied from `from`, description taken (also on failure) */
 static int fill(struct plan_step *s, const struct plan_step *from, char *description, const char *destroys) {
         s->description = description;
@@ -470,6 +500,10 @@ static int emit(struct rbuild *b) {
                                 return -ENOMEM;
                         }
                         s->skipped = st->kind;
+                        if ((r = keep_payload(s, st)) < 0) {
+                                free(text);
+                                return r;
+                        }
                         r = fill(s, st, text, NULL);
                         break;
                 }

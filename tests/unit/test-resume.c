@@ -364,6 +364,41 @@ static void test_decide(void) {
                 if (res->steps[i].kind == PLAN_MD_ASSEMBLE)
                         CHECK(res->steps[i].uuid && strlen(res->steps[i].uuid) == 36);
         }
+        /* what configure and the initramfs archive read (plan_step_made()): the
+         * resume plan stands for the same LUKS headers, arrays, partitions and
+         * mkfs steps as the fresh one, with their payloads */
+        enum plan_step_kind made[] = { PLAN_LUKS_FORMAT, PLAN_MD_CREATE, PLAN_PARTITION, PLAN_MKFS };
+        for (size_t k = 0; k < ELEMENTSOF(made); k++) {
+                size_t nf = 0, nr = 0;
+                for (size_t i = 0; i < f->n_steps; i++)
+                        nf += plan_step_made(&f->steps[i]) == made[k];
+                for (size_t i = 0; i < res->n_steps; i++)
+                        nr += plan_step_made(&res->steps[i]) == made[k];
+                CHECK(nf > 0);
+                CHECK_INT(nr, nf);
+        }
+        for (size_t i = 0, j = 0; i < f->n_steps; i++) {
+                const struct plan_step *a = &f->steps[i];
+                if (a->kind != PLAN_LUKS_FORMAT && a->kind != PLAN_PARTITION)
+                        continue;
+                while (j < res->n_steps && plan_step_made(&res->steps[j]) != a->kind)
+                        j++;
+                CHECK(j < res->n_steps);
+                if (j >= res->n_steps)
+                        break;
+                const struct plan_step *c = &res->steps[j++];
+                CHECK_STR(c->device, a->device);
+                if (a->kind == PLAN_LUKS_FORMAT) {
+                        CHECK_STR(c->luks.name, a->luks.name);
+                        CHECK_STR(c->luks.crypttab_options, a->luks.crypttab_options);
+                } else {
+                        CHECK_INT(c->n_parts, a->n_parts);
+                        for (size_t k = 0; k < a->n_parts && k < c->n_parts; k++) {
+                                CHECK_STR(c->parts[k].device, a->parts[k].device);
+                                CHECK_INT(c->parts[k].number, a->parts[k].number);
+                        }
+                }
+        }
         /* the check comes right after the last mount, before the image */
         size_t chk = 0, last_mount = 0;
         for (size_t i = 0; i < res->n_steps; i++) {
