@@ -3,13 +3,14 @@
 #include "exec.h"
 #include "log.h"
 #include "paths.h"
+#include "tang.h"
 
 #include "json.h"
 #include <libcryptsetup.h>
 
 #define UNLOCK_PASS_MAX 4096u           /* what clevis decrypt may print: kiln's keys are 64 bytes */
 #define UNLOCK_JWE_MAX (256u * 1024u)   /* clevis encrypt's JWE: ~3 KiB per tang pin with its advertisement */
-#define UNLOCK_TIMEOUT_USEC (180ull * 1000000ull)   /* one clevis run: ~20 jose processes, slow under TCG */
+#define UNLOCK_TIMEOUT_USEC (180ull * 1000000ull)   /* one clevis run (sss): ~20 jose processes a pin, slow under TCG */
 #define UNLOCK_KEY_BYTES 32u            /* the new keyslot's key: 256 random bits, as hex text */
 #define UNLOCK_PBKDF2_ITERATIONS 1000u  /* clevis's own choice for its keyslots (see unlock.h) */
 
@@ -153,6 +154,24 @@ static int clevis_token_of_slot(struct crypt_device *cd, int slot, int *ret_toke
         return -ENOENT;
 }
 
+/* `clevis decrypt` of jwe in root (the sss pin), into pass (locked memory). */
+static int clevis_decrypt(const char *root, const struct strbuf *jwe, int slot, struct luks_key *pass, size_t *ret_len,
+                          struct strbuf *err) {
+        const char *argv[] = { kiln_paths.t_clevis, "decrypt", NULL };
+        struct exec_options o = {
+                .timeout_usec = UNLOCK_TIMEOUT_USEC, .err = err, .root = root, .in = jwe->buf, .in_len = jwe->len,
+                .out_secret = pass->data, .out_secret_size = pass->mapped, .out_secret_len = ret_len,
+        };
+        int r = exec_argv(argv, &o, NULL);
+        if (r < 0) {
+                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+                (void) strbuf_addf(&why, "clevis decrypt of the token of keyslot %d: %s", slot, exec_last_line(err));
+                strbuf_reset(err);
+                return strbuf_adds(err, strbuf_str(&why)), r;
+        }
+        return 0;
+}
+
 /* The proof: the token of slot as stored, back in compact form, through the target's clevis
  * decrypt (what the initramfs runs; the key into locked memory, never logged) opens keyslot
  * slot. expect (may be NULL): the JWE clevis encrypt made, which the stored one must equal. */
@@ -172,19 +191,18 @@ static int prove_slot(struct crypt_device *cd, const char *root, const char *dev
         if ((r = luks_key_new(NULL, UNLOCK_PASS_MAX, &pass)) < 0)
                 return r;
         size_t len = 0;
-        const char *argv[] = { kiln_paths.t_clevis, "decrypt", NULL };
-        struct exec_options o = {
-                .timeout_usec = UNLOCK_TIMEOUT_USEC, .err = err, .root = root, .in = jwe.buf, .in_len = jwe.len,
-                .out_secret = pass->data, .out_secret_size = pass->mapped, .out_secret_len = &len,
-        };
-        if ((r = exec_argv(argv, &o, NULL)) < 0) {
+        char pin[16] = "";
+        (void) tang_jwe_pin(strbuf_str(&jwe), pin, sizeof pin);
+        if (streq(pin, "tang")) {
+                /* in process, as clevis-decrypt-tang does it */
                 _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
-                (void) strbuf_addf(&why, "clevis decrypt of the token of keyslot %d: %s", slot, exec_last_line(err));
-                strbuf_reset(err);
-                return strbuf_adds(err, strbuf_str(&why)), r;
-        }
+                if ((r = tang_decrypt(strbuf_str(&jwe), pass->data, pass->mapped, &len, &why)) < 0)
+                        return strbuf_addf(err, "tang decrypt of the token of keyslot %d of %s: %s", slot, dev,
+                                           strbuf_why(&why, r)), r;
+        } else if ((r = clevis_decrypt(root, &jwe, slot, pass, &len, err)) < 0)
+                return r;
         if (len == 0)
-                return strbuf_addf(err, "clevis decrypt printed nothing for keyslot %d of %s", slot, dev), -ENOKEY;
+                return strbuf_addf(err, "the clevis pin yields no key for keyslot %d of %s", slot, dev), -ENOKEY;
         /* name NULL: check the key against the keyslot, activate nothing */
         r = crypt_activate_by_passphrase(cd, NULL, slot, pass->data, len, 0);
         if (r < 0) {
@@ -224,18 +242,26 @@ int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, co
         newkey->len = 2 * UNLOCK_KEY_BYTES;
         (void) log_register_secret(newkey->data);
 
-        /* the pin encrypts it (-y: no question, the thumbprint pins the advertisement); nothing written yet */
+        /* the pin encrypts it; nothing written yet */
         _cleanup_strbuf_ struct strbuf jwe = { .max = UNLOCK_JWE_MAX };
-        const char *argv[] = { kiln_paths.t_clevis, "encrypt", pin, config, "-y", NULL };
-        struct exec_options o = {
-                .timeout_usec = UNLOCK_TIMEOUT_USEC, .err = err, .root = root, .in = newkey->data,
-                .in_len = newkey->len, .out = &jwe, .log_lines = true,
-        };
-        if ((r = exec_argv(argv, &o, NULL)) < 0) {
-                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
-                (void) strbuf_addf(&why, "clevis encrypt %s: %s", pin, exec_last_line(err));
-                strbuf_reset(err);
-                return strbuf_adds(err, strbuf_str(&why)), r;
+        if (streq(pin, "tang")) {
+                /* in process, as clevis-encrypt-tang does, with its trust check on the thumbprint */
+                if ((r = tang_encrypt(l->unlock.tang[0].url, l->unlock.tang[0].thp, newkey->data, newkey->len, &jwe,
+                                      err)) < 0)
+                        return r;
+        } else {
+                /* the target's clevis (-y: no question, each thumbprint pins its advertisement) */
+                const char *argv[] = { kiln_paths.t_clevis, "encrypt", pin, config, "-y", NULL };
+                struct exec_options o = {
+                        .timeout_usec = UNLOCK_TIMEOUT_USEC, .err = err, .root = root, .in = newkey->data,
+                        .in_len = newkey->len, .out = &jwe, .log_lines = true,
+                };
+                if ((r = exec_argv(argv, &o, NULL)) < 0) {
+                        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+                        (void) strbuf_addf(&why, "clevis encrypt %s: %s", pin, exec_last_line(err));
+                        strbuf_reset(err);
+                        return strbuf_adds(err, strbuf_str(&why)), r;
+                }
         }
         while (jwe.len > 0 && (jwe.buf[jwe.len - 1] == '\n' || jwe.buf[jwe.len - 1] == ' '))
                 jwe.buf[--jwe.len] = '\0';
