@@ -12,8 +12,10 @@
 
 #define TANG_ADV_MAX (64u * 1024u)      /* tang's advertisement: ~1 KiB for two P-521 keys */
 
-/* clevis's thumbprint hashes: the default, then the alternative it accepts */
-static const char *const thp_algs[] = { "S256", "S1" };
+/* The thumbprint hashes: clevis's default and the alternative it accepts,
+ * then S512, which tang looks keys up by too and the spec allows (kiln ran
+ * clevis with -y, which checked no thumbprint itself: Tang's /adv/THP did). */
+static const char *const thp_algs[] = { "S256", "S1", "S512" };
 
 /* Tang answers at once or not at all; clevis's curl tries once. A few tries
  * cover a Tang that is just starting, a stopped one fails in seconds. */

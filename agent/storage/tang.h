@@ -8,7 +8,8 @@
  * keys; every key whose use is "verify" must have signed the advertisement
  * (`jose jws ver -a`); THP must be the thumbprint of one of those signing
  * keys, SHA-256 (clevis's default) or SHA-1 (its alternative) — clevis's
- * own trust rule, which its -y skips and kiln keeps; the first "deriveKey"
+ * own trust rule, which its -y skips and kiln keeps — or SHA-512 (which the
+ * spec allows and Tang's /adv/THP finds); the first "deriveKey"
  * key (key_ops and alg removed) is the exchange key; the JWE is ECDH-ES +
  * A256GCM with the protected header {"alg","enc","kid": the exchange key's
  * SHA-256 thumbprint, "clevis":{"pin":"tang","tang":{"url","adv": the

@@ -162,6 +162,19 @@ if ((rc == 0)) && [[ $s2 == 2 ]] && [[ $(jq -r .clevis.pin <<<"$prot2" 2>/dev/nu
         ok "sss binding (t=2 of 2 tang pins) in keyslot 2, proven"
 else not_ok "sss: rc=$rc slot='$s2' $(cat "$T/err") $prot2"; fi
 
+# the signing key's SHA-1 and SHA-512 thumbprints pin it too (clevis's alternative; the spec's S512)
+for a in S1 S512; do
+        for k in "$T"/tang/db/*.jwk; do
+                jq -e '.key_ops | index("verify")' "$k" >/dev/null && t=$(jose jwk thp -a "$a" -i "$k")
+        done
+        printf '%s' "$KEY" | "$PROBE" bind "$img" / 1 "$url" "$t" >"$T/out" 2>"$T/err"; rc=$?
+        s3=$(cat "$T/out")
+        if ((rc == 0)) && [[ -n $s3 ]] && "$PROBE" prove "$img" / "$s3" 2>>"$T/err"; then
+                ok "a $a thumbprint (${#t} characters) binds and proves (keyslot $s3)"
+        else not_ok "$a thumbprint: rc=$rc $(cat "$T/err")"; fi
+        [[ -n $s3 ]] && { clevis luks unbind -f -d "$img" -s "$s3" >/dev/null 2>&1 || not_ok "unbind $s3"; }
+done
+
 # a keyslot that the real clevis luks bind made: kiln's proof (its decrypt) opens it
 printf '%s' "$KEY" | clevis luks bind -y -d "$img" -k - tang "{\"url\":\"$url\",\"thp\":\"$sig\"}" >/dev/null 2>"$T/err" &&
         cslot=$(cryptsetup luksDump --dump-json-metadata "$img" | jq -r '[.keyslots | keys[] | tonumber] | max') &&
