@@ -30,6 +30,22 @@ static void json_decref_p(json_t **j) {
 }
 #define _cleanup_jansson_ _cleanup_(json_decref_p)
 
+/* For a JWK that holds key material (the CEK, the ephemeral private key, the
+ * exchanged points): its members' bytes are zeroed before jansson frees
+ * them, as luks_key_free does for kiln's own keys. */
+static void json_wipe_decref_p(json_t **j) {
+        static const char *const secret[] = { "k", "d", "x", "y" };
+        if (!*j)
+                return;
+        for (size_t i = 0; json_is_object(*j) && i < ELEMENTSOF(secret); i++) {
+                json_t *m = json_object_getn(*j, secret[i], strlen(secret[i]));
+                if (json_is_string(m))
+                        explicit_bzero((char *) json_string_value(m), json_string_length(m));
+        }
+        json_decref(*j);
+}
+#define _cleanup_jansson_wipe_ _cleanup_(json_wipe_decref_p)
+
 /* jansson's key lookup, without the name json-c also defines */
 static json_t *member(const json_t *o, const char *key) {
         return json_is_object(o) ? json_object_getn(o, key, strlen(key)) : NULL;
@@ -126,7 +142,7 @@ int tang_encrypt(const char *url, const char *thp, const void *pt, size_t ptl, s
         _cleanup_jansson_ json_t *jwe = json_pack("{s:{s:s,s:s,s:O,s:{s:s,s:{s:s,s:O}}}}", "protected", "alg", "ECDH-ES",
                                                   "enc", "A256GCM", "kid", kid, "clevis", "pin", "tang", "tang", "url",
                                                   url, "adv", payload);
-        _cleanup_jansson_ json_t *cek = json_object();
+        _cleanup_jansson_wipe_ json_t *cek = json_object();
         if (!jwe || !cek)
                 return -ENOMEM;
         json_t *hdr = NULL;
@@ -214,7 +230,7 @@ int tang_decrypt(const char *compact, void *buf, size_t size, size_t *ret_len, s
                 return strbuf_errorf(err, -EKEYREJECTED, "the JWE's kid '%s' is no key of its Tang advertisement", kid);
 
         /* McCallum-Relyea: send epk + eph, take eph's share back off Tang's answer */
-        _cleanup_jansson_ json_t *eph = json_pack("{s:s,s:s}", "alg", "ECMR", "crv", crv);
+        _cleanup_jansson_wipe_ json_t *eph = json_pack("{s:s,s:s}", "alg", "ECMR", "crv", crv);
         if (!eph || !jose_jwk_gen(NULL, eph))
                 return strbuf_errorf(err, -EINVAL, "cannot make an ephemeral key on curve '%s'", crv);
         _cleanup_jansson_ json_t *xfr = exchange(epk, eph, "ECMR");
@@ -228,13 +244,13 @@ int tang_decrypt(const char *compact, void *buf, size_t size, size_t *ret_len, s
         if ((r = http("POST", strbuf_str(&rec_url), body, TANG_ADV_MAX, &reply, &why)) < 0)
                 return strbuf_errorf(err, r, "Tang '%s' did not answer the key recovery: %s", url,
                                      strbuf_why(&why, r));
-        _cleanup_jansson_ json_t *rep = json_loadb(reply.buf, reply.len, 0, NULL);
+        _cleanup_jansson_wipe_ json_t *rep = json_loadb(reply.buf, reply.len, 0, NULL);
         if (!streq(member_str(rep, "kty") ?: "", "EC") || !streq(member_str(rep, "crv") ?: "", crv) ||
             !jose_jwk_pub(NULL, rep))
                 return strbuf_errorf(err, -EBADMSG, "Tang '%s' sent an invalid recovery reply", url);
-        _cleanup_jansson_ json_t *tmp = exchange(eph, srv, "ECMR");
-        _cleanup_jansson_ json_t *jwk = tmp ? exchange(rep, tmp, NULL) : NULL;
-        _cleanup_jansson_ json_t *cek = jwk ? jose_jwe_dec_jwk(NULL, jwe, NULL, jwk) : NULL;
+        _cleanup_jansson_wipe_ json_t *tmp = exchange(eph, srv, "ECMR");
+        _cleanup_jansson_wipe_ json_t *jwk = tmp ? exchange(rep, tmp, NULL) : NULL;
+        _cleanup_jansson_wipe_ json_t *cek = jwk ? jose_jwe_dec_jwk(NULL, jwe, NULL, jwk) : NULL;
         if (!cek)
                 return strbuf_errorf(err, -ENOKEY, "the key Tang '%s' recovered does not unwrap the JWE", url);
 
