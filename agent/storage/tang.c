@@ -2,13 +2,7 @@
 
 #include "delivery.h"
 
-#include <jansson.h>
-#include <jose/jose.h>
-
-/* json-c (every other file of kiln) and jansson (libjose's JSON) both define
- * these two names; kiln's references to them must all be json-c's (in the
- * static build, build.sh renames jansson's copies). */
-#pragma GCC poison json_object_get json_object_iter_next
+#include "jwe_compact.h"
 
 #define TANG_ADV_MAX (64u * 1024u)      /* tang's advertisement: ~1 KiB for two P-521 keys */
 
@@ -24,16 +18,15 @@ static const struct delivery_policy tang_policy = {
         .backoff_base_ms = 500, .backoff_cap_ms = 2000, .max_attempts = 3,
 };
 
-static void json_decref_p(json_t **j) {
+void jansson_decref_p(json_t **j) {
         if (*j)
                 json_decref(*j);
 }
-#define _cleanup_jansson_ _cleanup_(json_decref_p)
 
 /* For a JWK that holds key material (the CEK, the ephemeral private key, the
  * exchanged points): its members' bytes are zeroed before jansson frees
  * them, as luks_key_free does for kiln's own keys. */
-static void json_wipe_decref_p(json_t **j) {
+void jansson_wipe_decref_p(json_t **j) {
         static const char *const secret[] = { "k", "d", "x", "y" };
         if (!*j)
                 return;
@@ -44,15 +37,13 @@ static void json_wipe_decref_p(json_t **j) {
         }
         json_decref(*j);
 }
-#define _cleanup_jansson_wipe_ _cleanup_(json_wipe_decref_p)
 
-/* jansson's key lookup, without the name json-c also defines */
-static json_t *member(const json_t *o, const char *key) {
+json_t *jwe_member(const json_t *o, const char *key) {
         return json_is_object(o) ? json_object_getn(o, key, strlen(key)) : NULL;
 }
 
 static const char *member_str(const json_t *o, const char *key) {
-        return json_string_value(member(o, key));
+        return json_string_value(jwe_member(o, key));
 }
 
 /* Whether jwk's thumbprint in any of clevis's hashes is thp. */
@@ -104,8 +95,8 @@ int tang_encrypt(const char *url, const char *thp, const void *pt, size_t ptl, s
 
         /* the JWS, its payload's keys, the signing keys: all must have signed it */
         _cleanup_jansson_ json_t *jws = json_loadb(text.buf, text.len, 0, NULL);
-        _cleanup_jansson_ json_t *payload = jws ? jose_b64_dec_load(member(jws, "payload")) : NULL;
-        json_t *keys = member(payload, "keys");
+        _cleanup_jansson_ json_t *payload = jws ? jose_b64_dec_load(jwe_member(jws, "payload")) : NULL;
+        json_t *keys = jwe_member(payload, "keys");
         if (!json_is_array(keys))
                 return strbuf_errorf(err, -EBADMSG, "the advertisement of Tang '%s' is malformed", url);
         _cleanup_jansson_ json_t *ver = keys_for(keys, "verify");
@@ -153,24 +144,31 @@ int tang_encrypt(const char *url, const char *thp, const void *pt, size_t ptl, s
         (void) json_object_del(jwe, "unprotected");
         if (!jose_jwe_enc_cek(NULL, jwe, cek, pt, ptl))
                 return strbuf_errorf(err, -EINVAL, "cannot encrypt for Tang '%s'", url);
-        static const char *const parts[] = { "protected", "encrypted_key", "iv", "ciphertext", "tag" };
-        for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
-                const char *v = member_str(jwe, parts[i]);
+        if ((r = jwe_compact_print(jwe, ret_jwe)) < 0)
+                return strbuf_errorf(err, r, "cannot encrypt for Tang '%s'", url);
+        return 0;
+}
+
+static const char *const compact_parts[] = { "protected", "encrypted_key", "iv", "ciphertext", "tag" };
+
+int jwe_compact_print(const json_t *jwe, struct strbuf *out) {
+        for (size_t i = 0; i < ELEMENTSOF(compact_parts); i++) {
+                const char *v = member_str(jwe, compact_parts[i]);
                 if (!v && i != 1)
-                        return strbuf_errorf(err, -EINVAL, "cannot encrypt for Tang '%s': no %s", url, parts[i]);
-                if ((r = strbuf_addf(ret_jwe, "%s%s", i ? "." : "", v ?: "")) < 0)
+                        return -EINVAL;
+                int r = strbuf_addf(out, "%s%s", i ? "." : "", v ?: "");
+                if (r < 0)
                         return r;
         }
         return 0;
 }
 
-/* The compact JWE as the JSON object libjose reads. */
-static json_t *compact_parse(const char *s) {
-        static const char *const parts[] = { "protected", "encrypted_key", "iv", "ciphertext", "tag" };
+json_t *jwe_compact_parse(const char *s) {
+        const char *const *parts = compact_parts;
         json_t *o = json_object();
-        for (size_t i = 0; o && i < ELEMENTSOF(parts); i++) {
-                const char *e = i + 1 < ELEMENTSOF(parts) ? strchr(s, '.') : s + strlen(s);
-                if (!e || (i + 1 == ELEMENTSOF(parts) && strchr(s, '.')) ||
+        for (size_t i = 0; o && i < ELEMENTSOF(compact_parts); i++) {
+                const char *e = i + 1 < ELEMENTSOF(compact_parts) ? strchr(s, '.') : s + strlen(s);
+                if (!e || (i + 1 == ELEMENTSOF(compact_parts) && strchr(s, '.')) ||
                     json_object_set_new(o, parts[i], json_stringn(s, (size_t) (e - s))) < 0) {
                         json_decref(o);
                         return NULL;
@@ -180,8 +178,8 @@ static json_t *compact_parse(const char *s) {
         return o;
 }
 
-static json_t *protected_header(const json_t *jwe) {
-        json_t *h = jose_b64_dec_load(member(jwe, "protected"));
+json_t *jwe_protected_header(const json_t *jwe) {
+        json_t *h = jose_b64_dec_load(jwe_member(jwe, "protected"));
         if (h && !json_is_object(h)) {
                 json_decref(h);
                 return NULL;
@@ -190,9 +188,9 @@ static json_t *protected_header(const json_t *jwe) {
 }
 
 int tang_jwe_pin(const char *jwe, char *pin, size_t size) {
-        _cleanup_jansson_ json_t *o = compact_parse(jwe);
-        _cleanup_jansson_ json_t *h = o ? protected_header(o) : NULL;
-        const char *p = member_str(member(h, "clevis"), "pin");
+        _cleanup_jansson_ json_t *o = jwe_compact_parse(jwe);
+        _cleanup_jansson_ json_t *h = o ? jwe_protected_header(o) : NULL;
+        const char *p = member_str(jwe_member(h, "clevis"), "pin");
         if (!p || strlen(p) >= size)
                 return -EBADMSG;
         memcpy(pin, p, strlen(p) + 1);
@@ -210,13 +208,13 @@ static json_t *exchange(const json_t *lcl, const json_t *rem, const char *alg) {
 }
 
 int tang_decrypt(const char *compact, void *buf, size_t size, size_t *ret_len, struct strbuf *err) {
-        _cleanup_jansson_ json_t *jwe = compact_parse(compact);
-        _cleanup_jansson_ json_t *hdr = jwe ? protected_header(jwe) : NULL;
+        _cleanup_jansson_ json_t *jwe = jwe_compact_parse(compact);
+        _cleanup_jansson_ json_t *hdr = jwe ? jwe_protected_header(jwe) : NULL;
         if (!hdr)
                 return strbuf_errorf(err, -EBADMSG, "the JWE has no valid protected header");
-        json_t *clevis = member(hdr, "clevis"), *tang = member(clevis, "tang"), *epk = member(hdr, "epk");
+        json_t *clevis = jwe_member(hdr, "clevis"), *tang = jwe_member(clevis, "tang"), *epk = jwe_member(hdr, "epk");
         const char *pin = member_str(clevis, "pin"), *kid = member_str(hdr, "kid"), *url = member_str(tang, "url");
-        json_t *adv = member(member(tang, "adv"), "keys");
+        json_t *adv = jwe_member(jwe_member(tang, "adv"), "keys");
         const char *crv = member_str(epk, "crv");
         if (!pin || !streq(pin, "tang"))
                 return strbuf_errorf(err, -EBADMSG, "the JWE's pin is '%s', not tang", pin ?: "");
