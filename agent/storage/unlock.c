@@ -3,6 +3,7 @@
 #include "exec.h"
 #include "log.h"
 #include "paths.h"
+#include "sss.h"
 #include "tang.h"
 
 #include "json.h"
@@ -10,7 +11,7 @@
 
 #define UNLOCK_PASS_MAX 4096u           /* what clevis decrypt may print: kiln's keys are 64 bytes */
 #define UNLOCK_JWE_MAX (256u * 1024u)   /* clevis encrypt's JWE: ~3 KiB per tang pin with its advertisement */
-#define UNLOCK_TIMEOUT_USEC (180ull * 1000000ull)   /* one clevis run (sss): ~20 jose processes a pin, slow under TCG */
+#define UNLOCK_TIMEOUT_USEC (180ull * 1000000ull)   /* one clevis run: ~20 jose processes a pin, slow under TCG */
 #define UNLOCK_KEY_BYTES 32u            /* the new keyslot's key: 256 random bits, as hex text */
 #define UNLOCK_PBKDF2_ITERATIONS 1000u  /* clevis's own choice for its keyslots (see unlock.h) */
 
@@ -154,7 +155,8 @@ static int clevis_token_of_slot(struct crypt_device *cd, int slot, int *ret_toke
         return -ENOENT;
 }
 
-/* `clevis decrypt` of jwe in root (the sss pin), into pass (locked memory). */
+/* `clevis decrypt` of jwe in root, into pass (locked memory): for a token of a pin kiln does
+ * not make itself (kiln's tang and sss are decrypted in process). */
 static int clevis_decrypt(const char *root, const struct strbuf *jwe, int slot, struct luks_key *pass, size_t *ret_len,
                           struct strbuf *err) {
         const char *argv[] = { kiln_paths.t_clevis, "decrypt", NULL };
@@ -194,13 +196,15 @@ static int prove_slot(struct crypt_device *cd, const char *root, const char *dev
         size_t len = 0;
         char pin[16] = "";
         (void) tang_jwe_pin(strbuf_str(&jwe), pin, sizeof pin);
-        if (streq(pin, "tang")) {
-                /* in process, as clevis-decrypt-tang does it */
+        if (streq(pin, "tang") || streq(pin, "sss")) {
+                /* in process, as clevis-decrypt-tang and clevis-decrypt-sss do it */
                 _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
-                if ((r = tang_decrypt(strbuf_str(&jwe), pass->data, pass->mapped, &len, &why)) < 0)
-                        return strbuf_addf(err, "tang decrypt of the token of keyslot %d of %s: %s", slot, dev,
+                r = streq(pin, "tang") ? tang_decrypt(strbuf_str(&jwe), pass->data, pass->mapped, &len, &why)
+                                       : sss_decrypt(strbuf_str(&jwe), pass->data, pass->mapped, &len, &why);
+                if (r < 0)
+                        return strbuf_addf(err, "%s decrypt of the token of keyslot %d of %s: %s", pin, slot, dev,
                                            strbuf_why(&why, r)), r;
-        } else if ((r = clevis_decrypt(root, &jwe, slot, pass, &len, err)) < 0)
+        } else if ((r = clevis_decrypt(root, &jwe, slot, pass, &len, err)) < 0)     /* a pin kiln does not make */
                 return r;
         if (len == 0)
                 return strbuf_addf(err, "the clevis pin yields no key for keyslot %d of %s", slot, dev), -ENOKEY;
@@ -245,25 +249,15 @@ int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, co
 
         /* the pin encrypts it; nothing written yet */
         _cleanup_strbuf_ struct strbuf jwe = { .max = UNLOCK_JWE_MAX };
-        if (streq(pin, "tang")) {
+        if (streq(pin, "tang"))
                 /* in process, as clevis-encrypt-tang does, with its trust check on the thumbprint */
-                if ((r = tang_encrypt(l->unlock.tang[0].url, l->unlock.tang[0].thp, newkey->data, newkey->len, &jwe,
-                                      err)) < 0)
-                        return r;
-        } else {
-                /* the target's clevis (-y: no question, each thumbprint pins its advertisement) */
-                const char *argv[] = { kiln_paths.t_clevis, "encrypt", pin, config, "-y", NULL };
-                struct exec_options o = {
-                        .timeout_usec = UNLOCK_TIMEOUT_USEC, .err = err, .root = root, .in = newkey->data,
-                        .in_len = newkey->len, .out = &jwe, .log_lines = true,
-                };
-                if ((r = exec_argv(argv, &o, NULL)) < 0) {
-                        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
-                        (void) strbuf_addf(&why, "clevis encrypt %s: %s", pin, exec_last_line(err));
-                        strbuf_reset(err);
-                        return strbuf_adds(err, strbuf_str(&why)), r;
-                }
-        }
+                r = tang_encrypt(l->unlock.tang[0].url, l->unlock.tang[0].thp, newkey->data, newkey->len, &jwe, err);
+        else
+                /* in process, as clevis-encrypt-sss does, each share through the tang pin */
+                r = sss_encrypt(l->unlock.tang, l->unlock.n_tang, l->unlock.threshold, newkey->data, newkey->len, &jwe,
+                                err);
+        if (r < 0)
+                return r;
         while (jwe.len > 0 && (jwe.buf[jwe.len - 1] == '\n' || jwe.buf[jwe.len - 1] == ' '))
                 jwe.buf[--jwe.len] = '\0';
         _cleanup_json_ json_object *token = json_object_new_object(), *flat = NULL;

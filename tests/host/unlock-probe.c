@@ -3,8 +3,8 @@
  * luks-bind step does in the target chroot, with the key read from stdin.
  *   unlock-probe bind IMAGE ROOT THRESHOLD URL THP [URL THP]...   prints the new keyslot
  *   unlock-probe prove IMAGE ROOT SLOT
- *   unlock-probe decrypt                                           a compact tang JWE on stdin
- *     through kiln's in-process pin (tang_decrypt), its plaintext on stdout (test data only)
+ *   unlock-probe decrypt                                           a compact tang or sss JWE on stdin
+ *     through kiln's in-process pin (tang_decrypt, sss_decrypt), its plaintext on stdout (test data only)
  *   unlock-probe boot SPEC INVENTORY                               the boot-loader step
  *     of the plan of SPEC on the recorded INVENTORY, in KILN_TARGET (chroot_enter,
  *     bootloader_install, chroot_leave: what apply's step does)
@@ -18,6 +18,7 @@
 #include "paths.h"
 #include "plan.h"
 #include "spec.h"
+#include "sss.h"
 #include "strbuf.h"
 #include "tang.h"
 #include "unlock.h"
@@ -71,7 +72,10 @@ int main(int argc, char **argv) {
                 while (jwe.len > 0 && (jwe.buf[jwe.len - 1] == '\n' || jwe.buf[jwe.len - 1] == ' '))
                         jwe.buf[--jwe.len] = '\0';
                 size_t len = 0;
-                int r = tang_decrypt(strbuf_str(&jwe), buf, sizeof buf, &len, &err);
+                char pin[16] = "";
+                (void) tang_jwe_pin(strbuf_str(&jwe), pin, sizeof pin);
+                int r = streq(pin, "sss") ? sss_decrypt(strbuf_str(&jwe), buf, sizeof buf, &len, &err)
+                                          : tang_decrypt(strbuf_str(&jwe), buf, sizeof buf, &len, &err);
                 if (r < 0) {
                         fprintf(stderr, "unlock-probe decrypt: %s: %s\n", strbuf_why(&err, r), strerror(-r));
                         return 1;
