@@ -175,8 +175,8 @@ static int clevis_decrypt(const char *root, const struct strbuf *jwe, int slot, 
 }
 
 /* The proof: the token of slot as stored, back in compact form, decrypted as the initramfs's
- * clevis decrypt does it (tang: in process, through Tang's /rec; sss: the target's clevis
- * decrypt; the key into locked memory, never logged) opens keyslot slot. expect (may be
+ * clevis decrypt does it (in process, through Tang's /rec; the key into locked memory, never
+ * logged) opens keyslot slot. expect (may be
  * NULL): the JWE the pin made, which the stored one must equal. */
 static int prove_slot(struct crypt_device *cd, const char *root, const char *dev, int slot, const char *expect,
                       struct strbuf *err) {

@@ -3,10 +3,10 @@
  * may finish.
  *
  * What clevis-luks-bind does, and kiln the same way: a new random key; the
- * pin's encryption of it: for one Tang (pin "tang") in process (tang.h: what
+ * pin's encryption of it, in process: for one Tang pin "tang" (tang.h: what
  * `clevis encrypt tang CONFIG -y` does, with libjose, plus clevis's own check
- * of the pinned thumbprint), for several (pin "sss") `clevis encrypt sss
- * CONFIG -y`, the target's clevis in a chroot of the target; a keyslot with
+ * of the pinned thumbprint), for several pin "sss" (sss.h: what `clevis
+ * encrypt sss CONFIG -y` does); a keyslot with
  * that key, PBKDF2 (sha256) at 1000 iterations, not benchmarked
  * (clevis-luks-bind passes `--pbkdf pbkdf2 --pbkdf-force-iterations 1000`;
  * systemd-cryptenroll uses PBKDF2 at the minimum for its TPM2/FIDO2 keys for
@@ -15,8 +15,8 @@
  * clevis stores it (`jose jwe fmt` of the compact JWE), which Debian's
  * clevis-initramfs and `clevis luks list/unlock/pass` read. Done here with
  * libcryptsetup instead of clevis-luks-bind's ~70 processes (25 cryptsetup,
- * 20 jose), which took 25 s under emulation; the tang pin in process saves
- * the ~20 jose processes of each clevis run (~6 s each under emulation). */
+ * 20 jose), which took 25 s under emulation; the pins in process save the
+ * ~20 jose processes of each clevis run (~6 s each under emulation). */
 #pragma once
 #include "luks.h"
 #include "spec.h"
@@ -38,7 +38,8 @@ int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, co
 
 /* The proof: the clevis token of keyslot slot, turned back into a compact JWE
  * as the node's initramfs does, decrypted as the initramfs's clevis does it
- * (tang: in process, Tang's /rec answers; sss: `clevis decrypt` in root)
+ * (in process: Tang's /rec answers; root is used only for a pin kiln does
+ * not make, through `clevis decrypt` in root)
  * into locked memory, and
  * libcryptsetup opens keyslot slot of dev with exactly that (no mapping is
  * made: the volume may be in use). */
