@@ -12,6 +12,8 @@ PKGS=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
   libyaml-dev libcurl4-openssl-dev libcryptsetup-dev libparted-dev libarchive-dev
   libblkid-dev libdevmapper-dev libjson-c-dev libssl-dev
+  # the tang pin in process (agent/storage/tang.c)
+  libjose-dev libjansson-dev
   # libarchive is linked from its static archive in every build (CMakeLists.txt):
   # its private libraries come as their own -dev packages
   nettle-dev libacl1-dev liblzma-dev libzstd-dev liblz4-dev libbz2-dev zlib1g-dev

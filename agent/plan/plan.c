@@ -1542,10 +1542,10 @@ static int emit_boot(struct builder *b) {
                         if (!dev)
                                 return -ENOMEM;
                         if ((r = step_emit(b, PLAN_LUKS_BIND, x->id, x, index, NULL, 0, false, dev,
-                                           strdupf("bind %s (luks '%s') to %s with the target's clevis in a chroot of %s "
+                                           strdupf("bind %s (luks '%s') to %s with clevis's %s pin in process "
                                                    "(a new keyslot with a random key, LUKS2 token 'clevis'; the spec's key stays "
                                                    "as the recovery keyslot), then prove it: the pin alone must open the new keyslot",
-                                                   dev, x->id, how, target), NULL)) < 0)
+                                                   dev, x->id, how, x->unlock.n_tang == 1 ? "tang" : "sss"), NULL)) < 0)
                                 return r;
                         last_step(b)->bind = x;
                 }

@@ -3,13 +3,15 @@
 #include "exec.h"
 #include "log.h"
 #include "paths.h"
+#include "sss.h"
+#include "tang.h"
 
 #include "json.h"
 #include <libcryptsetup.h>
 
 #define UNLOCK_PASS_MAX 4096u           /* what clevis decrypt may print: kiln's keys are 64 bytes */
 #define UNLOCK_JWE_MAX (256u * 1024u)   /* clevis encrypt's JWE: ~3 KiB per tang pin with its advertisement */
-#define UNLOCK_TIMEOUT_USEC (180ull * 1000000ull)   /* one clevis run: ~20 jose processes, slow under TCG */
+#define UNLOCK_TIMEOUT_USEC (180ull * 1000000ull)   /* one clevis run: ~20 jose processes a pin, slow under TCG */
 #define UNLOCK_KEY_BYTES 32u            /* the new keyslot's key: 256 random bits, as hex text */
 #define UNLOCK_PBKDF2_ITERATIONS 1000u  /* clevis's own choice for its keyslots (see unlock.h) */
 
@@ -153,9 +155,29 @@ static int clevis_token_of_slot(struct crypt_device *cd, int slot, int *ret_toke
         return -ENOENT;
 }
 
-/* The proof: the token of slot as stored, back in compact form, through the target's clevis
- * decrypt (what the initramfs runs; the key into locked memory, never logged) opens keyslot
- * slot. expect (may be NULL): the JWE clevis encrypt made, which the stored one must equal. */
+/* `clevis decrypt` of jwe in root, into pass (locked memory): for a token of a pin kiln does
+ * not make itself (kiln's tang and sss are decrypted in process). */
+static int clevis_decrypt(const char *root, const struct strbuf *jwe, int slot, struct luks_key *pass, size_t *ret_len,
+                          struct strbuf *err) {
+        const char *argv[] = { kiln_paths.t_clevis, "decrypt", NULL };
+        struct exec_options o = {
+                .timeout_usec = UNLOCK_TIMEOUT_USEC, .err = err, .root = root, .in = jwe->buf, .in_len = jwe->len,
+                .out_secret = pass->data, .out_secret_size = pass->mapped, .out_secret_len = ret_len,
+        };
+        int r = exec_argv(argv, &o, NULL);
+        if (r < 0) {
+                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+                (void) strbuf_addf(&why, "clevis decrypt of the token of keyslot %d: %s", slot, exec_last_line(err));
+                strbuf_reset(err);
+                return strbuf_adds(err, strbuf_str(&why)), r;
+        }
+        return 0;
+}
+
+/* The proof: the token of slot as stored, back in compact form, decrypted as the initramfs's
+ * clevis decrypt does it (in process, through Tang's /rec; the key into locked memory, never
+ * logged) opens keyslot slot. expect (may be
+ * NULL): the JWE the pin made, which the stored one must equal. */
 static int prove_slot(struct crypt_device *cd, const char *root, const char *dev, int slot, const char *expect,
                       struct strbuf *err) {
         _cleanup_strbuf_ struct strbuf jwe = STRBUF_INIT;
@@ -172,19 +194,20 @@ static int prove_slot(struct crypt_device *cd, const char *root, const char *dev
         if ((r = luks_key_new(NULL, UNLOCK_PASS_MAX, &pass)) < 0)
                 return r;
         size_t len = 0;
-        const char *argv[] = { kiln_paths.t_clevis, "decrypt", NULL };
-        struct exec_options o = {
-                .timeout_usec = UNLOCK_TIMEOUT_USEC, .err = err, .root = root, .in = jwe.buf, .in_len = jwe.len,
-                .out_secret = pass->data, .out_secret_size = pass->mapped, .out_secret_len = &len,
-        };
-        if ((r = exec_argv(argv, &o, NULL)) < 0) {
+        char pin[16] = "";
+        (void) tang_jwe_pin(strbuf_str(&jwe), pin, sizeof pin);
+        if (streq(pin, "tang") || streq(pin, "sss")) {
+                /* in process, as clevis-decrypt-tang and clevis-decrypt-sss do it */
                 _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
-                (void) strbuf_addf(&why, "clevis decrypt of the token of keyslot %d: %s", slot, exec_last_line(err));
-                strbuf_reset(err);
-                return strbuf_adds(err, strbuf_str(&why)), r;
-        }
+                r = streq(pin, "tang") ? tang_decrypt(strbuf_str(&jwe), pass->data, pass->mapped, &len, &why)
+                                       : sss_decrypt(strbuf_str(&jwe), pass->data, pass->mapped, &len, &why);
+                if (r < 0)
+                        return strbuf_addf(err, "%s decrypt of the token of keyslot %d of %s: %s", pin, slot, dev,
+                                           strbuf_why(&why, r)), r;
+        } else if ((r = clevis_decrypt(root, &jwe, slot, pass, &len, err)) < 0)     /* a pin kiln does not make */
+                return r;
         if (len == 0)
-                return strbuf_addf(err, "clevis decrypt printed nothing for keyslot %d of %s", slot, dev), -ENOKEY;
+                return strbuf_addf(err, "the clevis pin yields no key for keyslot %d of %s", slot, dev), -ENOKEY;
         /* name NULL: check the key against the keyslot, activate nothing */
         r = crypt_activate_by_passphrase(cd, NULL, slot, pass->data, len, 0);
         if (r < 0) {
@@ -224,19 +247,17 @@ int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, co
         newkey->len = 2 * UNLOCK_KEY_BYTES;
         (void) log_register_secret(newkey->data);
 
-        /* the pin encrypts it (-y: no question, the thumbprint pins the advertisement); nothing written yet */
+        /* the pin encrypts it; nothing written yet */
         _cleanup_strbuf_ struct strbuf jwe = { .max = UNLOCK_JWE_MAX };
-        const char *argv[] = { kiln_paths.t_clevis, "encrypt", pin, config, "-y", NULL };
-        struct exec_options o = {
-                .timeout_usec = UNLOCK_TIMEOUT_USEC, .err = err, .root = root, .in = newkey->data,
-                .in_len = newkey->len, .out = &jwe, .log_lines = true,
-        };
-        if ((r = exec_argv(argv, &o, NULL)) < 0) {
-                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
-                (void) strbuf_addf(&why, "clevis encrypt %s: %s", pin, exec_last_line(err));
-                strbuf_reset(err);
-                return strbuf_adds(err, strbuf_str(&why)), r;
-        }
+        if (streq(pin, "tang"))
+                /* in process, as clevis-encrypt-tang does, with its trust check on the thumbprint */
+                r = tang_encrypt(l->unlock.tang[0].url, l->unlock.tang[0].thp, newkey->data, newkey->len, &jwe, err);
+        else
+                /* in process, as clevis-encrypt-sss does, each share through the tang pin */
+                r = sss_encrypt(l->unlock.tang, l->unlock.n_tang, l->unlock.threshold, newkey->data, newkey->len, &jwe,
+                                err);
+        if (r < 0)
+                return r;
         while (jwe.len > 0 && (jwe.buf[jwe.len - 1] == '\n' || jwe.buf[jwe.len - 1] == ' '))
                 jwe.buf[--jwe.len] = '\0';
         _cleanup_json_ json_object *token = json_object_new_object(), *flat = NULL;

@@ -1,20 +1,22 @@
 /* Unattended unlock (luks[].unlock): bind a LUKS2 volume to Tang the way
- * clevis 19's `clevis luks bind` does, with the installed system's own clevis
- * for the pin's cryptography, and prove the binding before the run may finish.
+ * clevis 19's `clevis luks bind` does, and prove the binding before the run
+ * may finish.
  *
- * What clevis-luks-bind does, and kiln the same way: a new random key; `clevis
- * encrypt PIN CONFIG -y` of it (the target's clevis, in a chroot of the
- * target: it fetches the Tang advertisement and checks it against the pinned
- * thumbprint, so kiln holds no JOSE/ECMR code); a keyslot with that key, PBKDF2
- * (sha256) at 1000 iterations, not benchmarked (clevis-luks-bind passes
- * `--pbkdf pbkdf2 --pbkdf-force-iterations 1000`; systemd-cryptenroll uses
- * PBKDF2 at the minimum for its TPM2/FIDO2 keys for the same reason: the key
- * is 256 random bits, a slow PBKDF adds nothing); a LUKS2 token
- * {"type":"clevis","keyslots":["N"],"jwe":{flattened JWE}} as clevis stores it
- * (`jose jwe fmt` of the compact JWE), which Debian's clevis-initramfs and
- * `clevis luks list/unlock/pass` read. Done here with libcryptsetup instead of
- * clevis-luks-bind's ~70 processes (25 cryptsetup, 20 jose), which took 25 s
- * under emulation. */
+ * What clevis-luks-bind does, and kiln the same way: a new random key; the
+ * pin's encryption of it, in process: for one Tang pin "tang" (tang.h: what
+ * `clevis encrypt tang CONFIG -y` does, with libjose, plus clevis's own check
+ * of the pinned thumbprint), for several pin "sss" (sss.h: what `clevis
+ * encrypt sss CONFIG -y` does); a keyslot with
+ * that key, PBKDF2 (sha256) at 1000 iterations, not benchmarked
+ * (clevis-luks-bind passes `--pbkdf pbkdf2 --pbkdf-force-iterations 1000`;
+ * systemd-cryptenroll uses PBKDF2 at the minimum for its TPM2/FIDO2 keys for
+ * the same reason: the key is 256 random bits, a slow PBKDF adds nothing); a
+ * LUKS2 token {"type":"clevis","keyslots":["N"],"jwe":{flattened JWE}} as
+ * clevis stores it (`jose jwe fmt` of the compact JWE), which Debian's
+ * clevis-initramfs and `clevis luks list/unlock/pass` read. Done here with
+ * libcryptsetup instead of clevis-luks-bind's ~70 processes (25 cryptsetup,
+ * 20 jose), which took 25 s under emulation; the pins in process save the
+ * ~20 jose processes of each clevis run (~6 s each under emulation). */
 #pragma once
 #include "luks.h"
 #include "spec.h"
@@ -29,14 +31,16 @@ int unlock_clevis_config(const struct spec_luks *l, const char **ret_pin, char *
  * added with key (the spec's, for an existing keyslot), its token written,
  * then the proof (unlock_prove's, on the token as stored, and that it reads
  * back as the JWE clevis made). If the proof fails the token and keyslot are
- * removed again; if clevis encrypt fails (Tang unreachable, a wrong
+ * removed again; if the encryption fails (Tang unreachable, a wrong
  * thumbprint) nothing was written. *ret_slot is the new keyslot. */
 int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, const struct luks_key *key,
                 struct strbuf *err, int *ret_slot);
 
 /* The proof: the clevis token of keyslot slot, turned back into a compact JWE
- * as the node's initramfs does, through `clevis decrypt` in root (what the
- * initramfs runs: the pin decrypts it, Tang answers) into locked memory, and
+ * as the node's initramfs does, decrypted as the initramfs's clevis does it
+ * (in process: Tang's /rec answers; root is used only for a pin kiln does
+ * not make, through `clevis decrypt` in root)
+ * into locked memory, and
  * libcryptsetup opens keyslot slot of dev with exactly that (no mapping is
  * made: the volume may be in use). */
 int unlock_prove(const char *root, const char *dev, int slot, struct strbuf *err);

@@ -10,9 +10,15 @@
 #                    (no NSS at run time), no nghttp2/ssh/psl/gssapi/ldap/idn
 #   libarchive.a     libarchive source, without libxml2 (its static closure drags
 #                    in ICU), expat and nettle; zlib/bz2/xz/zstd/lz4 and ACLs kept
+#   libjose.a        jose source (meson, static, OpenSSL as everywhere here), with
+#                    Debian's libjansson.a beside it: both with jansson's
+#                    json_object_get and json_object_iter_next renamed, which
+#                    json-c defines too (kiln calls json-c's; tang.c poisons the
+#                    names); jose.pc links it whole, for its algorithms register
+#                    themselves from constructors that nothing else references
 #
 # Everything else comes as Debian's own .a (libyaml, libparted, libblkid, libuuid,
-# json-c, argon2, OpenSSL, zlib, zstd, xz, bz2, lz4, libacl, c-ares).
+# json-c, argon2, OpenSSL, zlib, zstd, xz, bz2, lz4, libacl, c-ares, jansson).
 #
 # Usage: build.sh [--print-key]
 #   Prints the prefix (last line of stdout); logs go to stderr and to
@@ -29,7 +35,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../cache.sh"
 CACHE_ROOT=$KILN_CACHE_DIR
 JOBS=${KILN_STATIC_JOBS:-2}
-SRC_PKGS=(lvm2 cryptsetup curl libarchive)
+SRC_PKGS=(lvm2 cryptsetup curl libarchive jose)
 # Debian packages providing the static archives (and tools) the build needs:
 # one list, shared with tests/deps.sh.
 mapfile -t BUILD_DEPS < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$HERE/packages")
@@ -201,7 +207,40 @@ build_libarchive() {
   install -m644 build/pkgconfig/libarchive.pc "$P/lib/pkgconfig/libarchive.pc"
 }
 
-# --- 9. libparted: Debian's .a, with the closure its .pc leaves out ---------
+# --- 9. libjose and libjansson, jansson's two json-c names renamed ----------
+JANSSON_RENAME=(--redefine-sym json_object_get=jansson_object_get
+                --redefine-sym json_object_iter_next=jansson_object_iter_next)
+build_jose() {
+  cd "$TOP/src/jose"
+  nice -n 10 meson setup build --prefix="$P" --default-library=static --buildtype=plain -Dwerror=false
+  nice -n 10 ninja -C build -j"$JOBS" lib/libjose.a
+  objcopy "${JANSSON_RENAME[@]}" build/lib/libjose.a "$P/lib/libjose.a"
+  objcopy "${JANSSON_RENAME[@]}" "$(pkg-config --variable=libdir jansson)/libjansson.a" "$P/lib/libjansson.a"
+  mkdir -p "$P/include/jose"
+  install -m644 jose/*.h "$P/include/jose/"
+  local jv; jv=$(pkg-config --modversion jansson)
+  cat >"$P/lib/pkgconfig/jansson.pc" <<EOF
+prefix=$P
+Name: Jansson
+Description: Debian's libjansson.a, json_object_get and json_object_iter_next renamed (json-c has them)
+Version: $jv
+Cflags: -I$(pkg-config --variable=includedir jansson)
+Libs: -L\${prefix}/lib -ljansson
+EOF
+  cat >"$P/lib/pkgconfig/jose.pc" <<EOF
+prefix=$P
+Name: jose
+Description: libjose (static, linked whole: its algorithms register from constructors)
+Version: $(sed -n "s/^ *version: '\([0-9.]*\)'.*/\1/p" meson.build | head -1)
+Requires: jansson
+Requires.private: zlib, libcrypto
+Cflags: -I\${prefix}/include
+Libs: -L\${prefix}/lib -Wl,--whole-archive -ljose -Wl,--no-whole-archive
+Libs.private: -pthread
+EOF
+}
+
+# --- 10. libparted: Debian's .a, with the closure its .pc leaves out ---------
 write_parted_pc() {
   local ver; ver=$(pkg-config --modversion libparted)
   cat >"$P/lib/pkgconfig/libparted.pc" <<EOF
@@ -217,11 +256,12 @@ step devmapper build_devmapper
 step cryptsetup build_cryptsetup
 step curl build_curl
 step libarchive build_libarchive
+step jose build_jose
 step parted-pc write_parted_pc
 
 # Prefer our .a over any .so with the same name: the prefix has no .so, and
 # kiln links with -static. Check that each .pc resolves.
-for m in devmapper libcryptsetup libcurl libarchive libparted; do
+for m in devmapper libcryptsetup libcurl libarchive libparted jansson jose; do
   pkg-config --exists --print-errors "$m" >&2 || die "pkg-config $m does not resolve in $P"
 done
 rm -rf "$TOP/src" "$TOP/dl"        # the prefix and logs are all we keep (a few MB)

@@ -3,6 +3,8 @@
  * luks-bind step does in the target chroot, with the key read from stdin.
  *   unlock-probe bind IMAGE ROOT THRESHOLD URL THP [URL THP]...   prints the new keyslot
  *   unlock-probe prove IMAGE ROOT SLOT
+ *   unlock-probe decrypt                                           a compact tang or sss JWE on stdin
+ *     through kiln's in-process pin (tang_decrypt, sss_decrypt), its plaintext on stdout (test data only)
  *   unlock-probe boot SPEC INVENTORY                               the boot-loader step
  *     of the plan of SPEC on the recorded INVENTORY, in KILN_TARGET (bootloader_step,
  *     what apply runs)
@@ -16,7 +18,9 @@
 #include "paths.h"
 #include "plan.h"
 #include "spec.h"
+#include "sss.h"
 #include "strbuf.h"
+#include "tang.h"
 #include "unlock.h"
 
 #include <unistd.h>
@@ -54,6 +58,26 @@ int main(int argc, char **argv) {
                 if (r < 0)
                         fprintf(stderr, "unlock-probe boot: %s: %s\n", exec_last_line(&err), strerror(-r));
                 return r < 0 ? 1 : 0;
+        }
+        if (argc == 2 && streq(argv[1], "decrypt")) {
+                _cleanup_strbuf_ struct strbuf jwe = { .max = 256u * 1024u }, err = STRBUF_INIT;
+                char buf[4096];
+                for (ssize_t k; (k = read(STDIN_FILENO, buf, sizeof buf)) > 0;)
+                        if (strbuf_add(&jwe, buf, (size_t) k) < 0)
+                                return 1;
+                while (jwe.len > 0 && (jwe.buf[jwe.len - 1] == '\n' || jwe.buf[jwe.len - 1] == ' '))
+                        jwe.buf[--jwe.len] = '\0';
+                size_t len = 0;
+                char pin[16] = "";
+                (void) tang_jwe_pin(strbuf_str(&jwe), pin, sizeof pin);
+                int r = streq(pin, "sss") ? sss_decrypt(strbuf_str(&jwe), buf, sizeof buf, &len, &err)
+                                          : tang_decrypt(strbuf_str(&jwe), buf, sizeof buf, &len, &err);
+                if (r < 0) {
+                        fprintf(stderr, "unlock-probe decrypt: %s: %s\n", strbuf_why(&err, r), strerror(-r));
+                        return 1;
+                }
+                fwrite(buf, 1, len, stdout);
+                return 0;
         }
         if (argc < 5)
                 return 64;
