@@ -42,7 +42,7 @@ rig_check "boot 1: the netboot console says the stack went down before power-off
   grep -q 'kiln-init: storage stopped' "$RIG_SERIAL"
 rig_check "boot 1: kiln appended the node's files to the image's generic initramfs, no update-initramfs (console)" \
   eval 'grep -aq "appended this node.s crypttab and mdadm.conf to the image.s generic initramfs" "$RIG_SERIAL" &&
-        ! grep -aq "running update-initramfs in the target" "$RIG_SERIAL"'
+        ! grep -aq "running update-initramfs and update-grub in the target" "$RIG_SERIAL"'
 
 # What the installed system must say about itself in every good boot: root
 # is the LV on dm-crypt on md raid10, /boot on md raid1, clevis holds a

@@ -223,7 +223,7 @@ rig_spec specs/whole-job.yaml
 rig_boot --pxe --append "kiln.reinstall=$REINSTALL" || rig_die "boot 4: the reinstall did not finish"
 T+=("boot 4 (PXE, kiln.reinstall=, fresh install): $RIG_BOOT_SECONDS s")
 rig_check "boot 4: an image without the marker: kiln says it runs update-initramfs in the target (console)" \
-  grep -aq "image has no generic initramfs marker at $(bash "$SRC/initramfs/base-image/generic-initramfs.sh" --marker): running update-initramfs in the target" "$RIG_SERIAL"
+  grep -aq "image has no generic initramfs marker at $(bash "$SRC/initramfs/base-image/generic-initramfs.sh" --marker): running update-initramfs and update-grub in the target" "$RIG_SERIAL"
 rig_last_report
 rig_expect_exit 0
 UUIDS4=$(uuids_from_blkid)
