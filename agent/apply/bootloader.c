@@ -256,10 +256,9 @@ int bootloader_install(const struct plan *p, const struct plan_step *s, const st
          * grub-install that writes a disk. The core image names /boot by its
          * own device (md, LVM or partition), not by the disk it sits on, so it
          * is the same for every disk. */
-        char dir[PATH_MAX], dir_opt[PATH_MAX + 16];
-        if ((size_t) snprintf(dir, sizeof dir, "%s/grub/i386-pc", kiln_paths.t_boot) >= sizeof dir)
+        char dir_opt[PATH_MAX];
+        if ((size_t) snprintf(dir_opt, sizeof dir_opt, "--directory=%s/grub/i386-pc", kiln_paths.t_boot) >= sizeof dir_opt)
                 return -ENAMETOOLONG;
-        snprintf(dir_opt, sizeof dir_opt, "--directory=%s", dir);
         if (b->firmware != SPEC_FIRMWARE_UEFI)
                 for (size_t i = 0; s->inputs && s->inputs[i]; i++) {
                         const char *install[] = { kiln_paths.t_grub_install, "--target=i386-pc", s->inputs[i], NULL };
