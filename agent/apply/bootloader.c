@@ -5,14 +5,20 @@
 #include "initrd.h"
 #include "log.h"
 #include "paths.h"
+#include "sigprobe.h"
 
 #include <ctype.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define BOOTLOADER_TIMEOUT_USEC (900ull * 1000000ull)   /* update-initramfs under TCG takes minutes */
 #define BOOTLOADER_GRUB_TIMEOUT "5"                     /* seconds, as Debian's /etc/default/grub */
+#define MBR_BOOT_CODE 440                               /* boot.img's bytes before the disk signature */
+#define BIOS_BOOT_MAX (16u << 20)                       /* a bios_grub partition kiln copies whole */
 
 static const struct {
         const char *rel;        /* under the target root */
@@ -232,6 +238,122 @@ static int write_grub_menu(const struct plan *p, const struct initrd_marker *m, 
         return 0;
 }
 
+/* The BIOS boot partition of disk's GPT: 1 found, 0 none (why says so). */
+static int bios_boot_partition(const char *disk, struct sigprobe_part *ret, struct strbuf *why) {
+        struct sigprobe_part *parts = NULL;
+        size_t n = 0;
+        int r = sigprobe_partitions(disk, &parts, &n);
+        if (r < 0)
+                return strbuf_addf(why, "cannot read the partition table of %s: %s", disk, strerror(-r)), 0;
+        r = 0;
+        for (size_t i = 0; i < n && r == 0; i++)
+                if (parts[i].type && streq(parts[i].type, SIGPROBE_GPT_BIOS_BOOT)) {
+                        *ret = (struct sigprobe_part) { .number = parts[i].number, .start = parts[i].start,
+                                                        .size = parts[i].size, .sector_size = parts[i].sector_size };
+                        r = 1;
+                }
+        sigprobe_partitions_free(parts, n);
+        if (r == 0)
+                (void) strbuf_addf(why, "%s has no BIOS boot partition", disk);
+        return r;
+}
+
+static int pread_all(int fd, void *buf, size_t len, off_t at) {
+        for (size_t done = 0; done < len;) {
+                ssize_t k = pread(fd, (char *) buf + done, len - done, at + (off_t) done);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? -errno : -EIO;
+                done += (size_t) k;
+        }
+        return 0;
+}
+
+static int pwrite_all(int fd, const void *buf, size_t len, off_t at) {
+        for (size_t done = 0; done < len;) {
+                ssize_t k = pwrite(fd, (const char *) buf + done, len - done, at + (off_t) done);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? -errno : -EIO;
+                done += (size_t) k;
+        }
+        return 0;
+}
+
+/* What grub-bios-setup writes on a disk is boot.img in the MBR's first 440
+ * bytes (the LBA of the core image patched in; the disk signature and the
+ * partition table stay the disk's own) and the core image in the BIOS boot
+ * partition, its block list naming that partition's LBAs. The core image
+ * finds /boot by the device grub-install named (md, LVM, partition), not by
+ * the disk. So on a disk whose BIOS boot partition starts at the same LBA,
+ * with the same size and sector size, the first disk's bytes are exactly
+ * what grub-bios-setup would write: kiln copies them (5 s of
+ * grub-bios-setup's device probing a disk under emulation, for 1 MiB).
+ * 1: copied; 0: the layouts differ (why says how), nothing written. */
+static int copy_bios_boot(const char *from, const char *to, struct strbuf *why, struct strbuf *err) {
+        struct sigprobe_part a, b;
+        if (bios_boot_partition(from, &a, why) == 0 || bios_boot_partition(to, &b, why) == 0)
+                return 0;
+        if (a.start != b.start || a.size != b.size || a.sector_size != b.sector_size)
+                return strbuf_addf(why, "its BIOS boot partition is not where %s has it", from), 0;
+        if (a.size == 0 || a.size > BIOS_BOOT_MAX)
+                return strbuf_addf(why, "the BIOS boot partition of %s is %" PRIu64 " bytes", from, a.size), 0;
+        _cleanup_free_ char *buf = malloc(a.size);
+        if (!buf)
+                return -ENOMEM;
+        _cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (in < 0)
+                return strbuf_errorf(err, -errno, "cannot open %s", from);
+        _cleanup_close_ int out = open(to, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (out < 0)
+                return strbuf_errorf(err, -errno, "cannot open %s", to);
+        char mbr[MBR_BOOT_CODE];
+        int r = pread_all(in, mbr, sizeof mbr, 0);
+        if (r == 0)
+                r = pread_all(in, buf, a.size, (off_t) a.start);
+        if (r < 0)
+                return strbuf_errorf(err, r, "cannot read GRUB's boot code from %s", from);
+        /* the core image first, boot.img (which points at it) last */
+        r = pwrite_all(out, buf, a.size, (off_t) b.start);
+        if (r == 0)
+                r = pwrite_all(out, mbr, sizeof mbr, 0);
+        if (r == 0 && fsync(out) < 0)
+                r = -errno;
+        if (r < 0)
+                return strbuf_errorf(err, r, "cannot write GRUB's boot code to %s", to);
+        return 1;
+}
+
+/* BIOS: grub-install once (the modules and the core image under
+ * /boot/grub/i386-pc, set up on the first disk); every other disk gets the
+ * same boot code: copied (copy_bios_boot) or, where its GPT differs, from
+ * grub-bios-setup, the part of grub-install that writes a disk. */
+static int bios_install(const struct plan_step *s, struct strbuf *err) {
+        char dir_opt[PATH_MAX];
+        if ((size_t) snprintf(dir_opt, sizeof dir_opt, "--directory=%s/grub/i386-pc", kiln_paths.t_boot) >= sizeof dir_opt)
+                return -ENAMETOOLONG;
+        for (size_t i = 0; s->inputs && s->inputs[i]; i++) {
+                const char *install[] = { kiln_paths.t_grub_install, "--target=i386-pc", s->inputs[i], NULL };
+                const char *setup[] = { kiln_paths.t_grub_bios_setup, dir_opt, s->inputs[i], NULL };
+                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+                int r = i == 0 ? 0 : copy_bios_boot(s->inputs[0], s->inputs[i], &why, err);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        log_info("%s: GRUB's boot code copied from %s (the same BIOS boot partition)", s->inputs[i],
+                                 s->inputs[0]);
+                        continue;
+                }
+                if (i > 0)
+                        log_info("%s: grub-bios-setup, not a copy: %s", s->inputs[i], strbuf_str(&why));
+                if ((r = run_in_target(i == 0 ? install : setup, NULL, err)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int bootloader_install(const struct plan *p, const struct plan_step *s, const struct initrd_marker *generic,
                        struct strbuf *err) {
         const struct spec *spec = p->spec;
@@ -250,22 +372,8 @@ int bootloader_install(const struct plan *p, const struct plan_step *s, const st
         const char *debconf[] = { kiln_paths.t_debconf_set, NULL };
         if ((r = run_in_target(debconf, strbuf_str(&sel), err)) < 0)
                 return r;
-        /* BIOS: grub-install once (the modules and the core image under
-         * /boot/grub/i386-pc, set up on the first disk); every other disk gets
-         * that boot.img and core.img from grub-bios-setup, the part of
-         * grub-install that writes a disk. The core image names /boot by its
-         * own device (md, LVM or partition), not by the disk it sits on, so it
-         * is the same for every disk. */
-        char dir_opt[PATH_MAX];
-        if ((size_t) snprintf(dir_opt, sizeof dir_opt, "--directory=%s/grub/i386-pc", kiln_paths.t_boot) >= sizeof dir_opt)
-                return -ENAMETOOLONG;
-        if (b->firmware != SPEC_FIRMWARE_UEFI)
-                for (size_t i = 0; s->inputs && s->inputs[i]; i++) {
-                        const char *install[] = { kiln_paths.t_grub_install, "--target=i386-pc", s->inputs[i], NULL };
-                        const char *setup[] = { kiln_paths.t_grub_bios_setup, dir_opt, s->inputs[i], NULL };
-                        if ((r = run_in_target(i == 0 ? install : setup, NULL, err)) < 0)
-                                return r;
-                }
+        if (b->firmware != SPEC_FIRMWARE_UEFI && (r = bios_install(s, err)) < 0)
+                return r;
         if (b->firmware != SPEC_FIRMWARE_BIOS) {
                 /* No NVRAM entry: the firmware's boot order stays as the lab set it (network
                  * first, so kiln decides at every boot); the disk boots through the fallback

@@ -32,7 +32,8 @@ int bootloader_grub_menu(const char *cmdline, const char *kdir, char *const *ver
 
 /* Run the boot-loader step s of plan p in the target (kiln_paths.target),
  * already entered with chroot_enter(): grub-install on the first boot disk
- * and grub-bios-setup on the others (BIOS), grub-install at the removable
+ * and its boot code on the others (BIOS: copied where the BIOS boot
+ * partition lies as on the first disk, else grub-bios-setup), grub-install at the removable
  * path (UEFI), then grub.cfg. generic: the image's generic initramfs marker
  * (initrd.h), whose kernels kiln writes grub.cfg for; NULL (an image without
  * one) runs the target's update-initramfs first and update-grub last. */

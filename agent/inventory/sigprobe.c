@@ -136,8 +136,10 @@ int sigprobe_device(const char *path, struct inv_signature **ret, size_t *ret_n)
 }
 
 void sigprobe_partitions_free(struct sigprobe_part *p, size_t n) {
-        for (size_t i = 0; p && i < n; i++)
+        for (size_t i = 0; p && i < n; i++) {
                 free(p[i].uuid);
+                free(p[i].type);
+        }
         free(p);
 }
 
@@ -160,14 +162,20 @@ int sigprobe_partitions(const char *disk, struct sigprobe_part **ret, size_t *re
         for (int i = 0; i < n; i++) {
                 blkid_partition p = blkid_partlist_get_partition(pl, i);
                 const char *u = p ? blkid_partition_get_uuid(p) : NULL;
+                const char *t = p ? blkid_partition_get_type_string(p) : NULL;
                 int no = p ? blkid_partition_get_partno(p) : -1;
-                if (no < 0) {
+                blkid_loff_t start = p ? blkid_partition_get_start(p) : -1, size = p ? blkid_partition_get_size(p) : -1;
+                if (no < 0 || start < 0 || size < 0) {
                         sigprobe_partitions_free(parts, (size_t) i);
                         return -EIO;
                 }
-                parts[i].number = (unsigned) no;
-                if (u && *u && !(parts[i].uuid = strdup(u))) {
-                        sigprobe_partitions_free(parts, (size_t) i);
+                /* libblkid counts in 512-byte sectors whatever the disk's */
+                parts[i] = (struct sigprobe_part) {
+                        .number = (unsigned) no, .start = (uint64_t) start * 512, .size = (uint64_t) size * 512,
+                        .sector_size = blkid_probe_get_sectorsize(pr),
+                };
+                if ((u && *u && !(parts[i].uuid = strdup(u))) || (t && *t && !(parts[i].type = strdup(t)))) {
+                        sigprobe_partitions_free(parts, (size_t) i + 1);
                         return -ENOMEM;
                 }
         }

@@ -1575,9 +1575,12 @@ static int emit_boot(struct builder *b) {
         if (r == 0 && fw != SPEC_FIRMWARE_UEFI) {
                 r = strbuf_addf(&t, " grub-install i386-pc on %s", disks && disks[0] ? disks[0] : "the first boot disk");
                 for (size_t i = 1; r == 0 && disks && disks[i]; i++)
-                        r = strbuf_addf(&t, "%s%s", i == 1 ? ", grub-bios-setup on " : " ", disks[i]);
+                        r = strbuf_addf(&t, "%s%s", i == 1 ? ", its boot code on " : " ", disks[i]);
                 if (r == 0)
-                        r = strbuf_addf(&t, " (debconf grub-pc/install_devices: %s);", strbuf_str(&list));
+                        r = strbuf_addf(&t, " (%sdebconf grub-pc/install_devices: %s);",
+                                        disks && disks[0] && disks[1] ?
+                                        "copied where the BIOS boot partition lies alike, else grub-bios-setup; " : "",
+                                        strbuf_str(&list));
         }
         if (r == 0 && fw != SPEC_FIRMWARE_BIOS) {
                 const struct spec_filesystem *esp = spec_esp_filesystem(s);

@@ -5,7 +5,9 @@
 # busybox sh): the chroot has /dev, /proc, /sys and /run bound while they run
 # and none of them afterwards; for an image without the generic-initramfs
 # marker the helpers run in order with the plan's argv (grub-install i386-pc
-# on the first boot disk, grub-bios-setup on the others; x86_64-efi once, at
+# on the first boot disk, grub-bios-setup on the others, or a copy of the
+# first disk's boot code on disk images whose BIOS boot partitions lie alike;
+# x86_64-efi once, at
 # the removable path, --no-nvram; update-initramfs first, update-grub last);
 # debconf gets grub-pc/install_devices on stdin; the GRUB drop-in carries the
 # kernel command line. A failing grub-install or grub-bios-setup stops the
@@ -73,6 +75,43 @@ grep -qx 'GRUB_CMDLINE_LINUX="console=tty0 console=ttyS0,115200n8 ip=::::::dhcp"
         grep -qx 'GRUB_SERIAL_COMMAND="serial --unit=0 --speed=115200"' "$root/etc/default/grub.d/kiln.cfg" \
         && ok "bios: GRUB_CMDLINE_LINUX with ip=::::::dhcp for Tang, serial terminal" || not_ok "kiln.cfg: $(cat "$root/etc/default/grub.d/kiln.cfg")"
 (( $(binds_left) == 0 )) && ok "bios: no bind left under the target" || not_ok "bios: binds left: $(grep " $root/" /proc/self/mounts)"
+
+# BIOS on four disk images with real GPTs: a disk whose BIOS boot partition
+# lies where the first disk's does gets the first disk's boot code copied
+# (MBR bytes 0-439 and the partition's bytes, its own disk signature and
+# table kept); the one whose partition lies elsewhere gets grub-bios-setup
+# and is not written. (The stub grub-install writes nothing, so disk 0
+# holds a pattern as if it had.)
+command -v parted >/dev/null || { echo "no parted"; exit 77; }
+make_root
+for i in 0 1 2 3; do
+        truncate -s 8M "$T/d$i"
+        at=1; ((i == 2)) && at=2
+        parted -s "$T/d$i" mklabel gpt mkpart bios ${at}MiB $((at + 1))MiB set 1 bios_grub on mkpart rest 4MiB 7MiB
+done
+head -c 440 /dev/urandom | dd of="$T/d0" conv=notrunc status=none
+head -c 1M /dev/urandom | dd of="$T/d0" bs=1M seek=1 conv=notrunc status=none
+for i in 1 2 3; do cp "$T/d$i" "$T/d$i.before"; done
+jq --arg t "$T" '.disks |= [to_entries[] | .value.path = "\($t)/d\(.key)" | .value]' "$inv" >"$T/inv-files.json"
+KILN_TARGET=$root "$PROBE" boot "$SRC/templates/raid1-boot-raid10.yaml" "$T/inv-files.json" >"$T/out" 2>&1 || not_ok "copy: $(cat "$T/out")"
+grep -oE '^[^ ]*(grub-install|grub-bios-setup) [^|]*' "$root/calls.log" >"$T/g"
+printf '%s\n' "/usr/sbin/grub-install --target=i386-pc $T/d0 " \
+        "/usr/lib/grub/i386-pc/grub-bios-setup --directory=/boot/grub/i386-pc $T/d2 " | cmp -s - "$T/g" \
+        && ok "copy: grub-install on the first disk, grub-bios-setup only on the disk whose BIOS boot partition lies elsewhere" \
+        || { not_ok "copy: grub calls:"; cat "$T/g"; }
+spliced() {  # spliced N: disk N as the copy should leave it
+        { head -c 440 "$T/d0"; tail -c +441 "$T/d$1.before" | head -c $((1048576 - 440)); \
+          tail -c +1048577 "$T/d0" | head -c 1048576; tail -c +2097153 "$T/d$1.before"; }
+}
+for i in 1 3; do
+        spliced $i | cmp -s - "$T/d$i" && ok "copy: disk $i holds the first disk's boot code and core image, its own GPT intact" \
+                || not_ok "copy: disk $i is not the first disk's boot code on its own GPT"
+done
+cmp -s "$T/d2.before" "$T/d2" && ok "copy: the disk with its BIOS boot partition elsewhere was not written" \
+        || not_ok "copy: disk 2 was written"
+grep -q "$T/d1: GRUB's boot code copied from $T/d0 (the same BIOS boot partition)" "$T/out" &&
+        grep -q "$T/d2: grub-bios-setup, not a copy: its BIOS boot partition is not where $T/d0 has it" "$T/out" \
+        && ok "copy: the log says which disk got a copy and why the other did not" || not_ok "copy log: $(cat "$T/out")"
 
 # both firmwares on one disk (templates/single-disk.yaml)
 make_root

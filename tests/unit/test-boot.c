@@ -79,8 +79,9 @@ static void test_tang_template(void) {
                 CHECK_STR(g->inputs[0], "/dev/vda");
                 CHECK_STR(g->inputs[3], "/dev/vdd");
                 CHECK(g->device == NULL);
-                CHECK(strstr(g->description, "grub-install i386-pc on /dev/vda, grub-bios-setup on /dev/vdb /dev/vdc /dev/vdd "
-                                             "(debconf grub-pc/install_devices: /dev/vda /dev/vdb /dev/vdc /dev/vdd)") != NULL);
+                CHECK(strstr(g->description, "grub-install i386-pc on /dev/vda, its boot code on /dev/vdb /dev/vdc /dev/vdd "
+                                             "(copied where the BIOS boot partition lies alike, else grub-bios-setup; "
+                                             "debconf grub-pc/install_devices: /dev/vda /dev/vdb /dev/vdc /dev/vdd)") != NULL);
                 CHECK(strstr(g->description, "x86_64-efi") == NULL);
         }
         /* configure (crypttab) < luks-bind < boot-loader (the initramfs takes the binding) < register */
@@ -128,7 +129,7 @@ static void test_sss_and_uefi(void) {
         if (g) {
                 CHECK(strstr(g->description, "grub-install x86_64-efi into /boot/efi (/dev/vda2, on /dev/vda) "
                                              "at EFI/BOOT/BOOTX64.EFI, no NVRAM entry") != NULL);
-                CHECK(strstr(g->description, "grub-bios-setup") == NULL);
+                CHECK(strstr(g->description, "grub-bios-setup") == NULL && strstr(g->description, "boot code") == NULL);
                 _cleanup_strbuf_ struct strbuf sel = STRBUF_INIT;
                 CHECK_INT(bootloader_debconf(p, g, &sel), 0);
                 CHECK(strstr(strbuf_str(&sel), "grub-efi-amd64 grub2/force_efi_extra_removable boolean true\n") != NULL);
