@@ -248,8 +248,8 @@ static int bios_boot_partition(const char *disk, struct sigprobe_part *ret, stru
         r = 0;
         for (size_t i = 0; i < n && r == 0; i++)
                 if (parts[i].type && streq(parts[i].type, SIGPROBE_GPT_BIOS_BOOT)) {
-                        *ret = (struct sigprobe_part) { .number = parts[i].number, .start = parts[i].start,
-                                                        .size = parts[i].size, .sector_size = parts[i].sector_size };
+                        *ret = parts[i];
+                        ret->uuid = ret->type = NULL;   /* freed with parts */
                         r = 1;
                 }
         sigprobe_partitions_free(parts, n);
@@ -258,21 +258,12 @@ static int bios_boot_partition(const char *disk, struct sigprobe_part *ret, stru
         return r;
 }
 
-static int pread_all(int fd, void *buf, size_t len, off_t at) {
+/* pread or pwrite all of buf at offset at */
+static int disk_io(int fd, bool write, void *buf, size_t len, off_t at) {
         for (size_t done = 0; done < len;) {
-                ssize_t k = pread(fd, (char *) buf + done, len - done, at + (off_t) done);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return k < 0 ? -errno : -EIO;
-                done += (size_t) k;
-        }
-        return 0;
-}
-
-static int pwrite_all(int fd, const void *buf, size_t len, off_t at) {
-        for (size_t done = 0; done < len;) {
-                ssize_t k = pwrite(fd, (const char *) buf + done, len - done, at + (off_t) done);
+                char *p = (char *) buf + done;
+                off_t o = at + (off_t) done;
+                ssize_t k = write ? pwrite(fd, p, len - done, o) : pread(fd, p, len - done, o);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k <= 0)
@@ -291,64 +282,91 @@ static int pwrite_all(int fd, const void *buf, size_t len, off_t at) {
  * with the same size and sector size, the first disk's bytes are exactly
  * what grub-bios-setup would write: kiln copies them (5 s of
  * grub-bios-setup's device probing a disk under emulation, for 1 MiB).
- * 1: copied; 0: the layouts differ (why says how), nothing written. */
-static int copy_bios_boot(const char *from, const char *to, struct strbuf *why, struct strbuf *err) {
-        struct sigprobe_part a, b;
-        if (bios_boot_partition(from, &a, why) == 0 || bios_boot_partition(to, &b, why) == 0)
-                return 0;
-        if (a.start != b.start || a.size != b.size || a.sector_size != b.sector_size)
-                return strbuf_addf(why, "its BIOS boot partition is not where %s has it", from), 0;
-        if (a.size == 0 || a.size > BIOS_BOOT_MAX)
-                return strbuf_addf(why, "the BIOS boot partition of %s is %" PRIu64 " bytes", from, a.size), 0;
-        _cleanup_free_ char *buf = malloc(a.size);
-        if (!buf)
-                return -ENOMEM;
-        _cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (in < 0)
-                return strbuf_errorf(err, -errno, "cannot open %s", from);
-        _cleanup_close_ int out = open(to, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-        if (out < 0)
-                return strbuf_errorf(err, -errno, "cannot open %s", to);
+ * The first disk's code is read once, then written to each further disk. */
+struct bios_boot_code {
+        const char *disk;               /* where grub-install put it */
+        struct sigprobe_part part;      /* its BIOS boot partition */
         char mbr[MBR_BOOT_CODE];
-        int r = pread_all(in, mbr, sizeof mbr, 0);
+        char *core;                     /* the partition's part.size bytes */
+};
+
+static void bios_boot_code_done(struct bios_boot_code *c) {
+        free(c->core);
+}
+
+/* 1: read; 0: nothing to copy (why says why); <0: disk cannot be read. */
+static int bios_boot_read(const char *disk, struct bios_boot_code *c, struct strbuf *why, struct strbuf *err) {
+        c->disk = disk;
+        if (bios_boot_partition(disk, &c->part, why) == 0)
+                return 0;
+        if (c->part.size == 0 || c->part.size > BIOS_BOOT_MAX)
+                return strbuf_addf(why, "the BIOS boot partition of %s is %" PRIu64 " bytes", disk, c->part.size), 0;
+        if (!(c->core = malloc(c->part.size)))
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(disk, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return strbuf_errorf(err, -errno, "cannot open %s", disk);
+        int r = disk_io(fd, false, c->mbr, sizeof c->mbr, 0);
         if (r == 0)
-                r = pread_all(in, buf, a.size, (off_t) a.start);
+                r = disk_io(fd, false, c->core, c->part.size, (off_t) c->part.start);
         if (r < 0)
-                return strbuf_errorf(err, r, "cannot read GRUB's boot code from %s", from);
+                return strbuf_errorf(err, r, "cannot read GRUB's boot code from %s", disk);
+        return 1;
+}
+
+/* 1: written; 0: disk's BIOS boot partition lies elsewhere (why says how),
+ * nothing written; <0: a write failed. */
+static int bios_boot_write(struct bios_boot_code *c, const char *disk, struct strbuf *why, struct strbuf *err) {
+        struct sigprobe_part b;
+        if (bios_boot_partition(disk, &b, why) == 0)
+                return 0;
+        if (c->part.start != b.start || c->part.size != b.size || c->part.sector_size != b.sector_size)
+                return strbuf_addf(why, "its BIOS boot partition is not where %s has it", c->disk), 0;
+        _cleanup_close_ int fd = open(disk, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return strbuf_errorf(err, -errno, "cannot open %s", disk);
         /* the core image first, boot.img (which points at it) last */
-        r = pwrite_all(out, buf, a.size, (off_t) b.start);
+        int r = disk_io(fd, true, c->core, c->part.size, (off_t) b.start);
         if (r == 0)
-                r = pwrite_all(out, mbr, sizeof mbr, 0);
-        if (r == 0 && fsync(out) < 0)
+                r = disk_io(fd, true, c->mbr, sizeof c->mbr, 0);
+        if (r == 0 && fsync(fd) < 0)
                 r = -errno;
         if (r < 0)
-                return strbuf_errorf(err, r, "cannot write GRUB's boot code to %s", to);
+                return strbuf_errorf(err, r, "cannot write GRUB's boot code to %s", disk);
         return 1;
 }
 
 /* BIOS: grub-install once (the modules and the core image under
  * /boot/grub/i386-pc, set up on the first disk); every other disk gets the
- * same boot code: copied (copy_bios_boot) or, where its GPT differs, from
+ * same boot code: copied (bios_boot_write) or, where its GPT differs, from
  * grub-bios-setup, the part of grub-install that writes a disk. */
 static int bios_install(const struct plan_step *s, struct strbuf *err) {
+        char *const *disks = s->inputs;
+        if (!disks || !disks[0])
+                return 0;
+        const char *install[] = { kiln_paths.t_grub_install, "--target=i386-pc", disks[0], NULL };
+        int r = run_in_target(install, NULL, err);
+        if (r < 0 || !disks[1])
+                return r;
+        _cleanup_(bios_boot_code_done) struct bios_boot_code code = { 0 };
+        _cleanup_strbuf_ struct strbuf why_none = STRBUF_INIT;
+        int have = bios_boot_read(disks[0], &code, &why_none, err);
+        if (have < 0)
+                return have;
         char dir_opt[PATH_MAX];
         if ((size_t) snprintf(dir_opt, sizeof dir_opt, "--directory=%s/grub/i386-pc", kiln_paths.t_boot) >= sizeof dir_opt)
                 return -ENAMETOOLONG;
-        for (size_t i = 0; s->inputs && s->inputs[i]; i++) {
-                const char *install[] = { kiln_paths.t_grub_install, "--target=i386-pc", s->inputs[i], NULL };
-                const char *setup[] = { kiln_paths.t_grub_bios_setup, dir_opt, s->inputs[i], NULL };
+        for (size_t i = 1; disks[i]; i++) {
                 _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
-                int r = i == 0 ? 0 : copy_bios_boot(s->inputs[0], s->inputs[i], &why, err);
-                if (r < 0)
+                if ((r = have ? bios_boot_write(&code, disks[i], &why, err) : 0) < 0)
                         return r;
                 if (r > 0) {
-                        log_info("%s: GRUB's boot code copied from %s (the same BIOS boot partition)", s->inputs[i],
-                                 s->inputs[0]);
+                        log_info("%s: GRUB's boot code copied from %s (the same BIOS boot partition)", disks[i], disks[0]);
                         continue;
                 }
-                if (i > 0)
-                        log_info("%s: grub-bios-setup, not a copy: %s", s->inputs[i], strbuf_str(&why));
-                if ((r = run_in_target(i == 0 ? install : setup, NULL, err)) < 0)
+                log_info("%s: grub-bios-setup, not a copy: %s", disks[i], strbuf_str(have ? &why : &why_none));
+                const char *setup[] = { kiln_paths.t_grub_bios_setup, dir_opt, disks[i], NULL };
+                if ((r = run_in_target(setup, NULL, err)) < 0)
                         return r;
         }
         return 0;
