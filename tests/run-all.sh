@@ -56,8 +56,9 @@ suite unit+host "$SRC/out/build" -j"$JOBS" -LE rig
 suite fresh "$SRC/out/build" -j"$JOBS" -L fresh
 suite asan "$SRC/out/build-asan" -j"$JOBS" -LE rig
 suite static "$SRC/out/build-static" -j"$JOBS" -LE rig
-# the rig boots the static binary, stripped, as the initramfs ships it
-KILN_RIG_BINARY=$SRC/out/build-static/kiln.stripped suite rig "$SRC/out/build-static" -L rig
+# the rig boots the static binary, stripped, as the initramfs ships it, with
+# as many tests at once as there are cores (tests/CMakeLists.txt: why)
+KILN_RIG_BINARY=$SRC/out/build-static/kiln.stripped suite rig "$SRC/out/build-static" -j"${RIG_JOBS:-$JOBS}" -L rig
 
 reports=("$SRC"/out/junit-*.xml)
 if [[ -e ${reports[0]} ]] && counts=$(python3 "$SRC/tests/lib/junit-count.py" "${reports[@]}"); then

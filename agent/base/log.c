@@ -1,5 +1,6 @@
 #include "log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <sys/mman.h>
 
@@ -15,6 +16,9 @@ static char *secrets[MAX_SECRETS];
 static size_t n_secrets;
 static log_sink_t sink;
 static void *sink_userdata;
+/* A line, its tail entry and its sink call as one: helpers may run in two
+ * threads at once (the boot-loader step's two grub-installs). */
+static pthread_mutex_t emit_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void log_set_max_level(enum log_level level) { max_level = level; }
 enum log_level log_get_max_level(void) { return max_level; }
@@ -80,7 +84,7 @@ static void tail_push(const char *line) {
         tail_next = (tail_next + 1) % LOG_TAIL_LINES;
 }
 
-char *log_tail(size_t max_lines) {
+static char *log_tail_locked(size_t max_lines) {
         if (max_lines > LOG_TAIL_LINES)
                 max_lines = LOG_TAIL_LINES;
         size_t total = 1;
@@ -113,6 +117,13 @@ char *log_tail(size_t max_lines) {
         return out;
 }
 
+char *log_tail(size_t max_lines) {
+        pthread_mutex_lock(&emit_lock);
+        char *out = log_tail_locked(max_lines);
+        pthread_mutex_unlock(&emit_lock);
+        return out;
+}
+
 int log_emit(enum log_level level, int err, const char *fmt, ...) {
         int saved_errno = errno;
         int ret = err > 0 ? -err : err;
@@ -130,6 +141,7 @@ int log_emit(enum log_level level, int err, const char *fmt, ...) {
         log_redact(line);
 
         static const char *prefix[] = { "error: ", "warning: ", "", "debug: " };
+        pthread_mutex_lock(&emit_lock);
         if (timestamps) {
                 uint64_t t = now_usec() - start_usec;
                 fprintf(stderr, "[%5llu.%03llu] %s%s\n", (unsigned long long) (t / 1000000),
@@ -139,6 +151,7 @@ int log_emit(enum log_level level, int err, const char *fmt, ...) {
         tail_push(line);
         if (sink)
                 sink(level, line, sink_userdata);
+        pthread_mutex_unlock(&emit_lock);
         errno = saved_errno;
         return ret;
 }

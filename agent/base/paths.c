@@ -19,6 +19,7 @@ struct kiln_paths kiln_paths = {
         .t_grub_install = "/usr/sbin/grub-install",
         .t_grub_bios_setup = "/usr/lib/grub/i386-pc/grub-bios-setup",   /* Debian keeps it there, beside the platform files */
         .t_update_grub = "/usr/sbin/update-grub",
+        .t_grub_editenv = "/usr/bin/grub-editenv",
         .t_debconf_set = "/usr/bin/debconf-set-selections",
         .t_useradd = "/usr/sbin/useradd",
         .t_sshd = "/usr/sbin/sshd",
@@ -80,6 +81,7 @@ void paths_init(void) {
                 { "KILN_T_GRUB_INSTALL", &kiln_paths.t_grub_install },
                 { "KILN_T_GRUB_BIOS_SETUP", &kiln_paths.t_grub_bios_setup },
                 { "KILN_T_UPDATE_GRUB", &kiln_paths.t_update_grub },
+                { "KILN_T_GRUB_EDITENV", &kiln_paths.t_grub_editenv },
                 { "KILN_T_DEBCONF_SET", &kiln_paths.t_debconf_set },
                 { "KILN_T_USERADD", &kiln_paths.t_useradd },
                 { "KILN_T_SSHD", &kiln_paths.t_sshd },

@@ -21,6 +21,7 @@ struct kiln_paths {
         const char *t_grub_install;         /* /usr/sbin/grub-install */
         const char *t_grub_bios_setup;      /* /usr/lib/grub/i386-pc/grub-bios-setup (Debian) */
         const char *t_update_grub;          /* /usr/sbin/update-grub */
+        const char *t_grub_editenv;         /* /usr/bin/grub-editenv */
         const char *t_debconf_set;          /* /usr/bin/debconf-set-selections */
         const char *t_useradd;              /* /usr/sbin/useradd: the CloudStack login, when the image lacks it */
         const char *t_sshd;                 /* /usr/sbin/sshd (only looked for: addHost logs in over SSH) */

@@ -58,7 +58,8 @@ struct line_log {
         bool cut;               /* the line went past EXEC_LOG_LINE_MAX; the rest is dropped */
 };
 struct line_log_count {
-        const char *prog;
+        const char *prog;       /* argv[0]'s last part: a line that starts "prog: " names itself */
+        const char *name;       /* what the log calls it (prog, or exec_options.log_name) */
         unsigned logged, dropped;
 };
 
@@ -69,7 +70,7 @@ static void line_log_flush(struct line_log *l, struct line_log_count *c) {
                 l->buf[l->len] = '\0';
                 size_t n = strlen(c->prog);     /* "update-initramfs: Generating ..." names itself already */
                 bool named = strncmp(l->buf, c->prog, n) == 0 && l->buf[n] == ':' && l->buf[n + 1] == ' ';
-                log_info("%s%s%s%s", named ? "" : c->prog, named ? "" : ": ", l->buf, l->cut ? " …" : "");
+                log_info("%s: %s%s", c->name, named ? l->buf + n + 2 : l->buf, l->cut ? " …" : "");
                 c->logged++;
         } else
                 c->dropped++;
@@ -139,6 +140,7 @@ int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret
         bool want_out = opts->out || opts->out_secret || opts->log_lines;
         const char *base = strrchr(argv[0], '/');
         struct line_log_count count = { .prog = base ? base + 1 : argv[0] };
+        count.name = opts->log_name ? opts->log_name : count.prog;
         struct line_log lines[2] = {};    /* stderr, stdout */
         if (opts->out_secret_len)
                 *opts->out_secret_len = 0;
@@ -247,7 +249,7 @@ int exec_argv(const char *const *argv, const struct exec_options *opts, int *ret
                 for (size_t i = 0; i < 2; i++)
                         line_log_flush(&lines[i], &count);      /* a last line without its newline */
                 if (count.dropped)
-                        log_info("%s: … %u more lines", count.prog, count.dropped);
+                        log_info("%s: … %u more lines", count.name, count.dropped);
         }
         for (size_t i = 0; i < 3; i++)
                 if (fds[i].fd >= 0)

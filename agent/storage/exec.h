@@ -28,6 +28,7 @@ struct exec_options {
          * still gets the whole tail. Refused (-EINVAL) with out_secret: a call whose
          * stdout is a secret never logs what its child prints. */
         bool log_lines;
+        const char *log_name;           /* log_lines: PROG in its lines instead of argv[0]'s last part */
 };
 
 /* Returns 0 when the program ran and exited 0; -ETIMEDOUT when it was killed

@@ -8,7 +8,9 @@
 # on the first boot disk, grub-bios-setup on the others, or a copy of the
 # first disk's boot code on disk images whose BIOS boot partitions lie alike;
 # x86_64-efi once, at
-# the removable path, --no-nvram; update-initramfs first, update-grub last);
+# the removable path, --no-nvram, at once with i386-pc after grub-editenv
+# made grubenv, or one after the other where /boot/grub/locale exists;
+# update-initramfs first, update-grub last);
 # debconf gets grub-pc/install_devices on stdin; the GRUB drop-in carries the
 # kernel command line. A failing grub-install or grub-bios-setup stops the
 # step with its stderr line, runs nothing after it, and leaves no bind
@@ -33,7 +35,7 @@ make_root() {
         mkdir -p "$root"/{bin,usr/sbin,usr/bin,usr/lib/grub/i386-pc,etc/default,boot/efi,var/tmp}
         cp "$BB" "$root/bin/busybox"
         for a in sh cat; do ln -s busybox "$root/bin/$a"; done
-        for h in usr/sbin/update-initramfs usr/sbin/grub-install usr/lib/grub/i386-pc/grub-bios-setup usr/sbin/update-grub usr/bin/debconf-set-selections; do
+        for h in usr/sbin/update-initramfs usr/sbin/grub-install usr/lib/grub/i386-pc/grub-bios-setup usr/sbin/update-grub usr/bin/debconf-set-selections usr/bin/grub-editenv; do
                 cat >"$root/$h" <<'STUB'
 #!/bin/sh
 seen=""
@@ -44,6 +46,8 @@ seen=""
 echo "$0 $* |$seen" >>/calls.log
 case "$0" in */debconf-set-selections) cat >>/debconf.log ;; esac
 if [ -e "/fail-$(basename "$0")" ]; then echo "$(basename "$0"): error: disk not found." >&2; exit 1; fi
+case "$0$*" in */grub-install*x86_64-efi*) [ -e /fail-efi ] && { echo "grub-install: error: no EFI directory." >&2; exit 1; } ;; esac
+case "$0" in */grub-install) echo "begin $*" >>/order.log; sleep 1; echo "end $*" >>/order.log ;; esac
 exit 0
 STUB
                 chmod +x "$root/$h"
@@ -116,15 +120,40 @@ grep -q "$T/d1: GRUB's boot code copied from $T/d0 (the same BIOS boot partition
 # both firmwares on one disk (templates/single-disk.yaml)
 make_root
 KILN_TARGET=$root "$PROBE" boot "$SRC/templates/single-disk.yaml" "$inv" >"$T/out" 2>&1 || not_ok "both: $(cat "$T/out")"
-grep -o '^/usr/sbin/grub-install [^|]*' "$root/calls.log" >"$T/g"
+grep -o '^/usr/sbin/grub-install [^|]*' "$root/calls.log" | sort >"$T/g"
 printf '%s\n' "/usr/sbin/grub-install --target=i386-pc /dev/vda " \
         "/usr/sbin/grub-install --target=x86_64-efi --efi-directory=/boot/efi --removable --no-nvram " | cmp -s - "$T/g" \
-        && ok "both: i386-pc, then x86_64-efi at the removable path, no NVRAM entry" || { not_ok "both: grub-install calls:"; cat "$T/g"; }
+        && ok "both: i386-pc and x86_64-efi at the removable path, no NVRAM entry" || { not_ok "both: grub-install calls:"; cat "$T/g"; }
+# at once (each stub takes 1 s): both began before either ended, after
+# grub-editenv made grubenv (which a grub-install would make by a rename)
+sed 's/ .*//' "$root/order.log" | tr '\n' ' ' | grep -qx 'begin begin end end ' \
+        && ok "both: the two grub-installs ran at once" || { not_ok "both: not at once:"; cat "$root/order.log"; }
+[[ $(grep -n -m1 -E 'grub-editenv|grub-install' "$root/calls.log") == 3:/usr/bin/grub-editenv\ /boot/grub/grubenv\ create\ \|* ]] \
+        && [[ -d $root/boot/grub ]] && ok "both: grub-editenv created /boot/grub/grubenv before either grub-install" \
+        || { not_ok "both: calls:"; cat "$root/calls.log"; }
+
 ! grep -q grub-bios-setup "$root/calls.log" && ok "both: one boot disk, no grub-bios-setup" || not_ok "both: $(cat "$root/calls.log")"
 grep -q 'grub2/force_efi_extra_removable boolean true' "$root/debconf.log" && grep -q 'grub2/update_nvram boolean false' "$root/debconf.log" \
         && ok "both: debconf keeps the removable path and NVRAM untouched on upgrades" || not_ok "debconf: $(cat "$root/debconf.log")"
 grep -qx 'GRUB_CMDLINE_LINUX=""' "$root/etc/default/grub.d/kiln.cfg" && ok "both: no cmdline, no Tang: empty GRUB_CMDLINE_LINUX" \
         || not_ok "kiln.cfg: $(cat "$root/etc/default/grub.d/kiln.cfg")"
+
+# both firmwares where /boot/grub/locale exists (a step run again): one after the other
+make_root
+mkdir -p "$root/boot/grub/locale"
+KILN_TARGET=$root "$PROBE" boot "$SRC/templates/single-disk.yaml" "$inv" >"$T/out" 2>&1 || not_ok "both, again: $(cat "$T/out")"
+sed 's/ --.*//' "$root/order.log" | tr '\n' ' ' | grep -qx 'begin end begin end ' && ! grep -q grub-editenv "$root/calls.log" \
+        && grep -q '/boot/grub/locale exists: the two grub-installs run one after the other' "$T/out" \
+        && ok "both, /boot/grub/locale there: one grub-install after the other, and the log says why" \
+        || { not_ok "both, again:"; cat "$root/order.log" "$T/out"; }
+
+# both firmwares, the x86_64-efi one fails (in its thread): the step fails with its line, named
+make_root
+touch "$root/fail-efi"
+rc=0; KILN_TARGET=$root "$PROBE" boot "$SRC/templates/single-disk.yaml" "$inv" >"$T/out" 2>&1 || rc=$?
+((rc == 1)) && grep -q 'grub-install x86_64-efi: grub-install: error: no EFI directory.' "$T/out" && ! grep -q update-grub "$root/calls.log" \
+        && (( $(binds_left) == 0 )) && ok "failing x86_64-efi: '$(tail -1 "$T/out")', nothing after it, no bind left" \
+        || not_ok "failing x86_64-efi: rc=$rc $(cat "$T/out")"
 
 # grub-install fails on the first disk: the step stops there with its reason
 make_root

@@ -83,6 +83,14 @@ int main(void) {
         CHECK(seen_find("sh: shell: does not") >= 0);
         seen_reset();
 
+        /* log_name: the lines carry the caller's name (two grub-installs at once), that one included */
+        struct exec_options on = { .log_lines = true, .log_name = "sh two" };
+        CHECK_INT(sh("echo 'sh: names itself'; echo plain", &on), 0);
+        CHECK(seen_find("sh two: names itself") >= 0);
+        CHECK(seen_find("sh two: plain") >= 0);
+        CHECK_INT(seen.n, 2);
+        seen_reset();
+
         /* stdout that the caller takes as data is not logged; stderr still is */
         _cleanup_strbuf_ struct strbuf out = STRBUF_INIT;
         struct exec_options od = { .log_lines = true, .out = &out };
