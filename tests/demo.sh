@@ -26,9 +26,9 @@
 # reports from its own kernel and what the controller recorded from the
 # running host (the SSH login, the agent's arguments, the host Up).
 #
-# Takes 13 minutes at load 1-9, 21-23 minutes at load 10-15, with the
-# caches warm, under TCG on a shared 2-core machine (docs/benchmarks.md, "The
-# test suite and the demo"); the first run also builds
+# Takes about 3.5 minutes with the caches warm on a quiet 2-core machine
+# under TCG (194 s on 2026-12-02; docs/benchmarks.md, "Install speed"), and
+# two to three times that under load; the first run also builds
 # the static libraries from Debian's sources (about 4.5 min), downloads the
 # Debian kernel package, builds the initramfs and the bootable image (about
 # 3 min). Everything it starts (QEMU, nginx, Tang, the controller) is
@@ -128,8 +128,8 @@ rig_add_initrd_segment "$seg"
 # escapes, indented, with kiln's own clock ("kiln +S s", seconds since kiln
 # started) and the kernel's ("kernel S s", guest uptime) told apart. After
 # each minute with nothing new, one line says what the console shows last
-# (the boot-loader step runs the target's update-initramfs for minutes
-# under TCG). One process, stopped with the rest (rig_cleanup kills
+# (an image without the generic initramfs has the boot-loader step run the
+# target's update-initramfs for minutes under TCG). One process, stopped with the rest (rig_cleanup kills
 # RIG_PIDS).
 console_clean() { tr -d '\r' | sed 's/\x1b\[[0-9;]*[A-Za-z]//g'; }
 console_render() {
@@ -165,7 +165,7 @@ follow_console() {  # follow_console FILE
 }
 
 T_SERVERS=$(since "$t")
-step "boot 1: the node PXE-boots and kiln provisions it (QEMU under TCG: 9-18 min by the load, most of it the target's update-initramfs in the boot-loader step)"
+step "boot 1: the node PXE-boots and kiln provisions it (QEMU under TCG: 1-4 min by the load)"
 follow_console "$RIG_TMP/serial-1.log" &
 follower=$!
 RIG_PIDS+=("$follower")
@@ -218,7 +218,7 @@ jq -r '
 booted_rc=$rc
 
 T_BOOT1=$RIG_BOOT_SECONDS
-step "boot 2: PXE first again; kiln finds the finished install and boots it, which registers (about 4 min)"
+step "boot 2: PXE first again; kiln finds the finished install and boots it, which registers (2-5 min by the load)"
 follow_installed() {  # kiln's and the installed system's console: the lines that tell the story
   follow_log "$1" 'kiln-init: (started|network|kiln boot|error|done)|installed system is loaded|Linux version|Unlocked .* with clevis|Please unlock|Reached target.*(Multi-User|Local File|Network)|kiln-register|cloudbr0: .*forwarding|kiln test image|Power-Off'
 }

@@ -5,7 +5,7 @@
 # answers, the inventory JSON, the HTTP Content-Range header, URLs as kiln
 # shows them, the tar extraction's symlink guard). Builds them ONCE with
 # clang (libFuzzer + ASan + UBSan) in their own build directory, then runs
-# each for KILN_FUZZ_SECONDS (default 10) from its seeds (tests/fuzz/seeds/<name>/ and
+# each for KILN_FUZZ_SECONDS (default 10), KILN_FUZZ_JOBS (2) at once, from its seeds (tests/fuzz/seeds/<name>/ and
 # what the tree already has: templates, bad specs, recorded inventories, this
 # host's /proc) with its dictionary (tests/fuzz/<name>.dict or json.dict).
 # The small targets get less (cmdline and the tar symlink guard two fifths
@@ -61,9 +61,10 @@ extra_seeds() {
 
 export ASAN_OPTIONS="suppressions=$SRC/tests/asan.supp:detect_leaks=1"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-failed=()
-for t in "${targets[@]}"; do
-  work=$tmp/$t
+# fuzz_one TARGET: one target's run; what it found (or "nothing found") in
+# $tmp/TARGET/result, "fail" marked by $tmp/TARGET/failed
+fuzz_one() {
+  local t=$1 work=$tmp/$1 dict max_len secs rc execs f
   mkdir -p "$work/corpus" "$work/seeds"
   [[ -d $SRC/tests/fuzz/seeds/$t ]] && cp "$SRC/tests/fuzz/seeds/$t"/* "$work/seeds/"
   extra_seeds "$t" "$work/seeds"
@@ -83,15 +84,31 @@ for t in "${targets[@]}"; do
   if ((rc != 0)) || compgen -G "$work/crash-*" >/dev/null || compgen -G "$work/leak-*" >/dev/null ||
      compgen -G "$work/timeout-*" >/dev/null || compgen -G "$work/oom-*" >/dev/null ||
      grep -qE 'runtime error:|ERROR: (AddressSanitizer|LeakSanitizer)' "$work/log"; then
-    echo "FAIL: fuzz-$t found a problem (exit $rc):"
-    grep -v '^#' "$work/log" | tail -60
-    for f in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
-      [[ -f $f ]] && { echo "--- input $f (base64):"; base64 -w0 "$f" | head -c 4000; echo; }
-    done
-    failed+=("$t")
+    {
+      echo "FAIL: fuzz-$t found a problem (exit $rc):"
+      grep -v '^#' "$work/log" | tail -60
+      for f in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
+        [[ -f $f ]] && { echo "--- input $f (base64):"; base64 -w0 "$f" | head -c 4000; echo; }
+      done
+    } >"$work/result"
+    touch "$work/failed"
   else
-    echo "fuzz-$t: ${secs}s, ${execs#*: } inputs, nothing found"
+    echo "fuzz-$t: ${secs}s, ${execs#*: } inputs, nothing found" >"$work/result"
   fi
+}
+
+# KILN_FUZZ_JOBS targets at once (default 2: each fuzzer is one process on
+# one core, at nice 19 so the suite's other tests go first)
+jobs_max=${KILN_FUZZ_JOBS:-2}
+for t in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n; done
+  fuzz_one "$t" &
+done
+wait
+failed=()
+for t in "${targets[@]}"; do
+  cat "$tmp/$t/result" 2>/dev/null || echo "FAIL: fuzz-$t left no result"
+  [[ -e $tmp/$t/failed || ! -e $tmp/$t/result ]] && failed+=("$t")
 done
 echo "fuzzing took $((SECONDS - start)) s"
 ((${#failed[@]} == 0)) || { echo "FAIL: ${failed[*]}"; exit 1; }
