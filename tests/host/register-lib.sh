@@ -147,10 +147,8 @@ CFG
     exec /usr/sbin/sshd -D -e -f "$d/sshd_config"' sh "$d" "$T" >"$d/log" 2>&1 &
   SSHD_PID=$!
   cleanup_pid "$SSHD_PID"
-  for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$SSH_PORT") 2>/dev/null && return 0
-    kill -0 "$SSHD_PID" 2>/dev/null || { cat "$d/log"; fail "the test sshd did not start"; }
-    sleep 0.05
-  done
-  cat "$d/log"; fail "the test sshd did not listen on 127.0.0.1:$SSH_PORT"
+  wait_listen "$SSH_PORT" "$SSHD_PID" && return 0
+  cat "$d/log"
+  kill -0 "$SSHD_PID" 2>/dev/null || fail "the test sshd did not start"
+  fail "the test sshd did not listen on 127.0.0.1:$SSH_PORT"
 }

@@ -14,6 +14,7 @@ grep -q '^  apply ' <<<"$("$KILN" help 2>&1)" || { echo "SKIP: kiln has no apply
 
 . "$SRC/tests/lib/loop.sh"
 loop_init apply
+source "$SRC/tests/lib/spec.sh"
 hashes() { sha256sum "$T"/a.img "$T"/b.img "$T"/c.img; }
 
 truncate -s 512M "$T/a.img"; truncate -s 400M "$T/b.img"; truncate -s 64M "$T/c.img"
@@ -36,28 +37,9 @@ want=$(printf '%s\n' "$A" "$B" "$C" | LC_ALL=C sort | paste -sd' ')
 [[ $seen == "$want" ]] && ok "kiln sees only this test's loop devices" \
   || not_ok "kiln sees the loop devices '$seen', expected '$want' (not $OTHER)"
 
-spec() { # $1 = wipe true|false
-cat <<YAML
-version: 1
-hostname: kiln-apply-test
-disks:
-  - {id: a, match: {path: $A}, wipe: $1}
-  - {id: b, match: {path: $B}, wipe: $1}
-partitions:
-  - {id: boot, on: a, size: 64M, type: linux, name: kiln-boot}
-  - {id: swap, on: a, size: 32M, type: swap}
-  - {id: root, on: a, size: rest, type: linux}
-  - {id: data, on: b, size: rest, type: linux}
-filesystems:
-  - {on: data, type: xfs, label: data, mount: /srv/data}
-  - {on: boot, type: ext4, label: boot, mount: /boot}
-  - {on: root, type: xfs, label: root, mount: /, mount_options: noatime}
-  - {on: swap, type: swap}
-finish: none
-YAML
-}
-spec true >"$T/spec.yaml"
-spec false >"$T/nowipe.yaml"
+vals=(HOSTNAME=kiln-apply-test DISK_A="$A" DISK_B="$B" FINISH=none)
+spec_write "$T/spec.yaml" two-disks boot-swap-root-data finish -- "${vals[@]}" WIPE=true
+spec_write "$T/nowipe.yaml" two-disks boot-swap-root-data finish -- "${vals[@]}" WIPE=false
 
 # 1. without --yes: refused, exit 3, nothing written
 before=$(hashes)
@@ -123,14 +105,7 @@ out=$("$KILN" apply --yes "$T/spec.yaml" 2>&1); rc=$?
 umount -R "$T/target"
 
 # 6. wipe only: nothing left that blkid can see, no GPT at either end
-cat >"$T/wipe.yaml" <<YAML
-version: 1
-hostname: kiln-apply-test
-disks:
-  - {id: a, match: {path: $A}, wipe: true}
-  - {id: b, match: {path: $B}, wipe: true}
-finish: none
-YAML
+spec_write "$T/wipe.yaml" two-disks finish -- "${vals[@]}" WIPE=true
 out=$("$KILN" apply --yes "$T/wipe.yaml" 2>&1); rc=$?
 [[ $rc == 0 ]] || not_ok "wipe-only apply exited $rc: $out"
 for l in "$A" "$B"; do

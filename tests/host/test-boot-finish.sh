@@ -33,14 +33,12 @@ attach "$T/b.img"
 LOOPB=$ATTACHED
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
 
+# what every spec of this test has besides its layout: the small image,
+# the webhook on the stand-in controller
+TAIL=(IMAGE_URL="http://127.0.0.1:$HTTP_PORT/small.tar.zst" IMAGE_SHA256="$SMALL_SUM" CTL="$CTL" HMAC_KEY="$HMAC_KEY")
 finish_spec() { # FINISH
-  spec_write "$T/www/spec.yaml" root-disk -- HOSTNAME=kiln-finish-test DISK="$LOOP"
-  cat >>"$T/www/spec.yaml" <<YAML
-image: {url: "http://127.0.0.1:$HTTP_PORT/small.tar.zst", sha256: "$SMALL_SUM"}
-register:
-  webhook: {url: "$CTL/kiln/webhook", hmac_key: "$HMAC_KEY"}
-finish: $1
-YAML
+  spec_write "$T/www/spec.yaml" root-disk image register-webhook finish -- \
+    HOSTNAME=kiln-finish-test DISK="$LOOP" "${TAIL[@]}" FINISH="$1"
 }
 # each run over the same disk is a reinstall: a new token every time
 # (a finished node is otherwise booted, docs/reinstall.md; step 4)
@@ -139,22 +137,8 @@ findmnt "$T/target" >/dev/null && not_ok "boot-installed left the target mounted
 # nothing written (both images hash the same), no event, no report
 TOK=finish-test-$N      # the token of the last install (step 3)
 write_layout() { # NAME DISK: spec NAME.yaml, two partitions on DISK
-  cat >"$T/www/$1.yaml" <<YAML
-version: 1
-hostname: kiln-finish-test
-disks:
-  - {id: a, match: {path: $2}, wipe: true}
-partitions:
-  - {id: root, on: a, size: 40M, type: linux}
-  - {id: data, on: a, size: rest, type: linux}
-filesystems:
-  - {on: root, type: ext4, label: root, mount: /}
-  - {on: data, type: ext4, label: data, mount: /data}
-image: {url: "http://127.0.0.1:$HTTP_PORT/${3:-small.tar.zst}", sha256: "$SMALL_SUM"}
-register:
-  webhook: {url: "$CTL/kiln/webhook", hmac_key: "$HMAC_KEY"}
-finish: reboot
-YAML
+  spec_write "$T/www/$1.yaml" root-data image register-webhook finish -- \
+    HOSTNAME=kiln-finish-test DISK="$2" "${TAIL[@]}" FINISH=reboot
 }
 sums() { sync; sha256sum "$T/a.img" "$T/b.img" | cut -c1-64 | tr '\n' ' '; }
 boot_spec() { # NAME [CMDLINE...]: kiln boot --no-finish of spec NAME, stdout/stderr in $T/out $T/err, rc in RC

@@ -25,13 +25,10 @@ HOST_PASSWORD=$(secret host-pw-)
 truncate -s 256M "$T/a.img"
 attach "$T/a.img"; LOOP=$ATTACHED
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
-spec_write "$T/www/spec.yaml" root-disk register -- HOSTNAME=kiln-fb-resume DISK="$LOOP" CTL="$CTL" \
+spec_write "$T/www/spec.yaml" root-disk register image finish -- HOSTNAME=kiln-fb-resume DISK="$LOOP" CTL="$CTL" \
   API_KEY="$(controller_key api_key)" SECRET_KEY="$(controller_key secret_key)" HOST_USERNAME=root \
-  HOST_AUTH=$'\n'"    host_password: \"$HOST_PASSWORD\"" HMAC_KEY="$(controller_key hmac_key)"
-cat >>"$T/www/spec.yaml" <<YAML
-image: {url: "http://127.0.0.1:$HTTP_PORT/small.tar.zst", sha256: "$SMALL_SUM"}
-finish: none
-YAML
+  HOST_AUTH=$'\n'"    host_password: \"$HOST_PASSWORD\"" HMAC_KEY="$(controller_key hmac_key)" \
+  IMAGE_URL="http://127.0.0.1:$HTTP_PORT/small.tar.zst" IMAGE_SHA256="$SMALL_SUM" FINISH=none
 SPEC_URL="http://127.0.0.1:$HTTP_PORT/spec.yaml"
 SHA=$(sha256sum "$T/www/spec.yaml" | cut -d' ' -f1)
 R=$T/target

@@ -12,6 +12,7 @@ skip_unless_root "for loop devices"
 skip_unless_tools losetup sfdisk partx jq
 . "$SRC/tests/lib/loop.sh"
 loop_init churn
+source "$SRC/tests/lib/spec.sh"
 CHURN_PIDS=()
 
 truncate -s 64M "$T/steady.img" "$T/parts.img" "$T/empty.img"
@@ -66,16 +67,7 @@ echo "$RUNS runs: $fails failed; $PARTS whole $parts_seen, unreadable $unreadabl
 
 # kiln plan: a spec that selects the steady disk plans while the others churn;
 # one that selects a disk whose partitions changed under the probe is refused
-cat >"$T/spec.yaml" <<YAML
-version: 1
-hostname: churn
-disks:
-  - {id: a, match: {path: $STEADY}, wipe: true}
-partitions:
-  - {id: root, on: a, size: rest, type: linux}
-filesystems:
-  - {on: root, type: ext4, mount: /}
-YAML
+spec_write "$T/spec.yaml" root-disk -- HOSTNAME=churn DISK="$STEADY"
 churn_parts &
 CHURN_PIDS+=($!); cleanup_pid $!
 bad=0
@@ -87,7 +79,7 @@ done
   || not_ok "kiln plan failed $bad of $PLANS times while another disk churned: $(cat "$T/first-err")"
 # the churning disk selected: refused as unreadable (exit 3), or planned when
 # the probe caught it steady; never a failed inventory
-sed "s|path: $STEADY|path: $PARTS|" "$T/spec.yaml" >"$T/parts.yaml"
+spec_write "$T/parts.yaml" root-disk -- HOSTNAME=churn DISK="$PARTS"
 refused=0 other=0
 # (at least PLANS runs, up to 10 until one is refused: on a busy machine as
 # few as 3 in 10 catch the disk mid-change)

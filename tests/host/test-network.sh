@@ -15,6 +15,7 @@ skip_unless_root "for loop devices"
 skip_unless_tools losetup mkfs.ext4 blkid sha256sum jq tar
 . "$SRC/tests/lib/loop.sh"
 loop_init network
+source "$SRC/tests/lib/spec.sh"
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
 
 MAC=$("$KILN" inventory --json | jq -r '[.nics[] | select(.mac != null and .mac != "")][0].mac')
@@ -35,30 +36,13 @@ tar -C "$T/bare" -cf "$T/bare.tar" .
 SHA=$(sha256sum <"$T/image.tar" | cut -d' ' -f1)
 BARE_SHA=$(sha256sum <"$T/bare.tar" | cut -d' ' -f1)
 
-spec() { # $1 = image tar, $2 = its sha256, $3 = MAC of cloudbr0's NIC
-cat <<YAML
-version: 1
-hostname: kiln-net-test
-disks:
-  - {id: a, match: {path: $A}, wipe: true}
-filesystems:
-  - {on: a, type: ext4, mount: /}
-image: {url: "file://$1", sha256: "$2"}
-network:
-  bridges:
-    - {name: cloudbr0, nic: {mac: "$3"}, dhcp: true}
-    - name: cloudbr1
-      nic: {boot: true}
-      vlan: 200
-      address: 10.1.0.5/24
-      gateway: 10.1.0.1
-      dns: [10.1.0.1, "fd00::53"]
-finish: none
-YAML
+spec() { # OUT IMAGE-TAR ITS-SHA256 MAC-OF-CLOUDBR0S-NIC
+  spec_write "$1" whole-disk image bridges finish -- HOSTNAME=kiln-net-test DISK="$A" \
+    IMAGE_URL="file://$2" IMAGE_SHA256="$3" MAC="$4" FINISH=none
 }
 
 # 1. an unknown NIC: refused at plan time, nothing written
-spec "$T/image.tar" "$SHA" "52:54:00:de:ad:01" >"$T/unknown.yaml"
+spec "$T/unknown.yaml" "$T/image.tar" "$SHA" "52:54:00:de:ad:01"
 before=$(sha256sum <"$T/a.img")
 out=$("$KILN" apply --yes "$T/unknown.yaml" 2>&1); rc=$?
 [[ $rc == 3 ]] && ok "unknown MAC: exit 3" || not_ok "unknown MAC: exit $rc, expected 3: $out"
@@ -68,7 +52,7 @@ grep -qF "$T/unknown.yaml:10:29: 'nic' of bridge 'cloudbr0': no NIC of this mach
 [[ -e $T/target/etc ]] && not_ok "unknown MAC: the target has files"
 
 # 2. an image without systemd-networkd: the network step fails, writes no network file
-spec "$T/bare.tar" "$BARE_SHA" "$MAC" >"$T/bare.yaml"
+spec "$T/bare.yaml" "$T/bare.tar" "$BARE_SHA" "$MAC"
 out=$("$KILN" apply --yes "$T/bare.yaml" 2>&1); rc=$?
 [[ $rc == 4 ]] && ok "image without systemd-networkd: exit 4" || not_ok "image without systemd-networkd: exit $rc, expected 4: $out"
 grep -qF "the image has no systemd-networkd (/lib/systemd/systemd-networkd)" <<<"$out" \
@@ -82,7 +66,7 @@ grep -qF "the image has no systemd-networkd (/lib/systemd/systemd-networkd)" <<<
 cp -a "$T/root/lib" "$T/target/"
 mkdir -p "$T/target/etc/systemd/network" && echo stale >"$T/target/etc/systemd/network/10-kiln-old.network"
 umount -R "$T/target"
-spec "$T/image.tar" "$SHA" "$MAC" >"$T/spec.yaml"
+spec "$T/spec.yaml" "$T/image.tar" "$SHA" "$MAC"
 out=$("$KILN" plan "$T/spec.yaml" 2>&1) || not_ok "plan failed: $out"
 grep -qF "network      write systemd-networkd files to $T/target/etc/systemd/network: cloudbr0 over $NIC ($MAC), DHCP; cloudbr1 over $NIC ($MAC) VLAN 200, 10.1.0.5/24 via 10.1.0.1, dns 10.1.0.1 fd00::53" <<<"$out" \
   && ok "plan: the network step names each bridge's NIC" || not_ok "plan: no network step as expected: $out"

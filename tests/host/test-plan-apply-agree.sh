@@ -16,6 +16,7 @@ grep -q '^  apply ' <<<"$help" || { echo "SKIP: kiln has no apply command yet"; 
 
 . "$SRC/tests/lib/loop.sh"
 loop_init plan-apply
+source "$SRC/tests/lib/spec.sh"
 
 truncate -s 300M "$T/a.img"; truncate -s 600M "$T/b.img"
 attach "$T/a.img"; A=$ATTACHED; attach "$T/b.img"; B=$ATTACHED
@@ -25,26 +26,8 @@ parted -s "$A" mklabel gpt mkpart old1 1MiB 50MiB mkpart old2 50MiB 120MiB mkpar
 mkfs.ext4 -q -F -L old "${A}p2"
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
 
-cat >"$T/spec.yaml" <<YAML
-version: 1
-hostname: kiln-plan-apply
-disks:
-  - {id: a, match: {path: $A}, wipe: true}
-  - {id: b, match: {path: $B}, wipe: true}
-partitions:
-  - {id: grub, on: a, size: 1M, type: bios_grub}
-  - {id: esp, on: a, size: 33M, type: esp, name: EFI-SYSTEM}
-  - {id: swap, on: a, size: 10%, type: swap}
-  - {id: root, on: a, size: rest, type: linux, name: rootfs}
-  - {id: spare, on: b, size: 37%, type: linux}
-  - {id: data, on: b, size: rest, type: linux, name: data}
-filesystems:
-  - {on: root, type: ext4, label: root, mount: /}
-  - {on: esp, type: vfat, label: EFI}
-  - {on: data, type: xfs, label: data, mount: /srv/data}
-  - {on: swap, type: swap}
-finish: none
-YAML
+spec_write "$T/spec.yaml" two-disks esp-swap-root-data finish -- \
+  HOSTNAME=kiln-plan-apply DISK_A="$A" DISK_B="$B" WIPE=true FINISH=none
 
 "$KILN" plan --json "$T/spec.yaml" >"$T/plan.json" 2>"$T/plan.err" || { cat "$T/plan.err"; not_ok "kiln plan failed"; exit 1; }
 jq -e '[.steps[] | select(.kind == "wipe")] | length == 1' "$T/plan.json" >/dev/null \

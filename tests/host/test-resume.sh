@@ -19,6 +19,7 @@ source "$SRC/tests/lib/http.sh"
 source "$SRC/tests/lib/image-fixtures.sh"
 source "$SRC/tests/lib/loop.sh"
 loop_init resume
+source "$SRC/tests/lib/spec.sh"
 
 small_image
 mkdir -p "$T/www"
@@ -26,20 +27,8 @@ http_start "$T/www"
 truncate -s 512M "$T/a.img"
 attach "$T/a.img"; LOOP=$ATTACHED
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
-cat >"$T/spec.yaml" <<YAML
-version: 1
-hostname: kiln-resume-test
-disks:
-  - {id: a, match: {path: $LOOP}, wipe: true}
-partitions:
-  - {id: boot, on: a, size: 64M, type: linux}
-  - {id: root, on: a, size: rest, type: linux}
-filesystems:
-  - {on: root, type: ext4, label: root, mount: /}
-  - {on: boot, type: ext4, label: boot, mount: /boot}
-image: {url: "http://127.0.0.1:$HTTP_PORT/small.tar.zst", sha256: "$SMALL_SUM"}
-finish: none
-YAML
+spec_write "$T/spec.yaml" boot-root image finish -- HOSTNAME=kiln-resume-test DISK="$LOOP" \
+  IMAGE_URL="http://127.0.0.1:$HTTP_PORT/small.tar.zst" IMAGE_SHA256="$SMALL_SUM" FINISH=none
 uuids() { for p in 1 2; do blkid -o value -s PARTUUID "${LOOP}p$p"; blkid -o value -s UUID "${LOOP}p$p"; done; }
 report() { jq -r "$@" "$T/run/report.json"; }
 apply() { # want_rc args...: kiln apply --yes args $T/spec.yaml, output in $T/out
@@ -257,19 +246,8 @@ umount -R "$T/target"
 # the root filesystem, writes the raw image onto its partition
 head -c 3M /dev/urandom >"$T/vm.raw"
 zstd -q -3 "$T/vm.raw" -o "$T/vm.raw.zst"
-cat >"$T/raw.yaml" <<YAML
-version: 1
-hostname: kiln-resume-raw
-disks:
-  - {id: a, match: {path: $LOOP}, wipe: true}
-partitions:
-  - {id: root, on: a, size: 128M, type: linux}
-  - {id: vm, on: a, size: 16M, type: linux}
-filesystems:
-  - {on: root, type: ext4, label: root, mount: /}
-image: {url: "http://127.0.0.1:$HTTP_PORT/vm.raw.zst", sha256: "$(sha256sum <"$T/vm.raw.zst" | cut -d' ' -f1)", format: raw, target: vm}
-finish: none
-YAML
+spec_write "$T/raw.yaml" root-raw finish -- HOSTNAME=kiln-resume-raw DISK="$LOOP" \
+  IMAGE_URL="http://127.0.0.1:$HTTP_PORT/vm.raw.zst" IMAGE_SHA256="$(sha256sum <"$T/vm.raw.zst" | cut -d' ' -f1)" FINISH=none
 "$KILN" apply --yes "$T/raw.yaml" >"$T/out" 2>&1; rc=$?
 [[ $rc == 5 ]] || not_ok "raw image spec, image missing: exit $rc, expected 5: $(tail -3 "$T/out")"
 umount -R "$T/target"

@@ -14,6 +14,7 @@ skip_unless_root "for loop devices"
 skip_unless_tools losetup parted blkid mkfs.xfs mkfs.ext4
 . "$SRC/tests/lib/loop.sh"
 loop_init swaprandom
+source "$SRC/tests/lib/spec.sh"
 
 truncate -s 400M "$T/a.img"
 attach "$T/a.img"; A=$ATTACHED
@@ -25,19 +26,7 @@ dd if="$T/old.img" of="$A" bs=1M seek=1 conv=notrunc status=none || exit 1
 parted -s "$A" mklabel gpt mkpart old 100MiB 200MiB || exit 1
 [[ $(blkid -p -o value -s TYPE --offset $((1 << 20)) "$A") == ext4 ]] || not_ok "the old ext4 is not at 1 MiB"
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
-cat >"$T/spec.yaml" <<YAML
-version: 1
-hostname: swap-test
-disks:
-  - {id: a, path: $A, wipe: true}
-partitions:
-  - {id: cswap, on: a, size: 32M}
-  - {id: root, on: a, size: rest}
-filesystems:
-  - {on: root, type: xfs, mount: /}
-  - {on: cswap, type: swap, encrypt: random}
-finish: none
-YAML
+spec_write "$T/spec.yaml" random-swap finish -- HOSTNAME=swap-test DISK="$A" FINISH=none
 out=$("$KILN" apply --yes "$T/spec.yaml" 2>&1); rc=$?
 [[ $rc == 0 ]] || { not_ok "apply exited $rc: $out"; checks_done; }
 sig=$(blkid -p -o value -s TYPE "${A}p1"; true)

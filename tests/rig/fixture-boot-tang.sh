@@ -18,7 +18,7 @@ command -v jq >/dev/null || rig_skip "no jq"
 [[ -n ${RIG_FIXTURES:-} ]] || rig_skip "no RIG_FIXTURES (nor BUILD): nowhere to keep the install"
 rig_boot_image
 rig_tang_start
-RIG_VAR_PASSPHRASE=$(rig_secret tang-pass-)
+RIG_VAR_PASSPHRASE=$(secret tang-pass-)
 rig_disks 4 2G
 rig_spec specs/boot-tang.yaml
 "$KILN" validate "$RIG_SPEC" >/dev/null || rig_die "the spec does not validate"

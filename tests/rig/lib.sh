@@ -52,7 +52,7 @@
 #   job.sh      the whole job's pieces (rig_job_*, rig_no_secret_in)
 #   fixture.sh  install once, boot many (rig_fixture_*)
 # Here: the knobs' defaults and the state every piece shares (below), the
-# log, rig_secret and rig_sha256.
+# log and rig_sha256.
 
 RIG_MAC=${RIG_MAC:-52:54:00:6b:69:01}
 RIG_SMBIOS_SERIAL=${RIG_SMBIOS_SERIAL:-RIG0001}    # ${serial} in specs
@@ -72,15 +72,12 @@ rig_log() { echo "rig: $*" >&2; }
 rig_skip() { echo "rig: SKIP: $*" >&2; exit 77; }
 rig_die() { echo "rig: FAIL: $*" >&2; exit 1; }
 
-# rig_secret PREFIX: PREFIX followed by 16 random hex digits (a throwaway
-# passphrase or password that a test then looks for where it must not be)
-rig_secret() { printf '%s%s\n' "$1" "$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')"; }
-
 # rig_sha256 FILE...: hashes, one line each
 rig_sha256() { sha256sum "$@" | awk '{print $1}'; }
 
 # the shared toolkit (tests/lib): free_port, the EXIT trap (rig_init hangs
-# rig_cleanup on it), nginx_run, tang_start
+# rig_cleanup on it), nginx_run, tang_start, secret (assert.sh: a throwaway
+# passphrase or password that a test then looks for where it must not be)
 # shellcheck source=../lib/http.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/http.sh"
 # shellcheck source=../lib/tang.sh

@@ -37,7 +37,7 @@ rig_add_initrd_segment "$W" gzip -1
 
 # the stand-in controller, reached by the guest at 10.0.2.101:80
 rig_controller
-RIG_VAR_HOST_PASSWORD=$(rig_secret host-pw-)
+RIG_VAR_HOST_PASSWORD=$(secret host-pw-)
 rig_spec specs/bench-floor.yaml
 rig_boot --pxe --append "kiln.rig.rounds=$ROUNDS" || rig_die "the guest did not finish"
 

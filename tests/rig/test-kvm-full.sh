@@ -52,8 +52,8 @@ rig_add_initrd_segment "$seg"
 
 # the stand-in controller, reached by the guest at 10.0.2.101:80 through a relay
 rig_controller
-RIG_VAR_PASSPHRASE=$(rig_secret rig-full-)
-RIG_VAR_HOST_PASSWORD=$(rig_secret host-pw-)
+RIG_VAR_PASSPHRASE=$(secret rig-full-)
+RIG_VAR_HOST_PASSWORD=$(secret host-pw-)
 
 rig_disks 4 2G
 rig_spec specs/kvm-full.yaml

@@ -35,8 +35,8 @@ HOOK
 rig_add_initrd_segment "$seg"
 
 rig_controller
-RIG_VAR_PASSPHRASE=$(rig_secret rig-resume-)
-RIG_VAR_HOST_PASSWORD=$(rig_secret host-pw-)
+RIG_VAR_PASSPHRASE=$(secret rig-resume-)
+RIG_VAR_HOST_PASSWORD=$(secret host-pw-)
 rig_disks 4 2G
 rig_spec specs/resume-both.yaml
 

@@ -73,7 +73,7 @@ rig_fixture_boot() {
   local name=$1 spec=$2 dir key d
   if [[ -n ${RIG_REPLAY:-} ]]; then   # a kept run's boot 1 (its copy of the install's report)
     RIG_BOOT_N=1 RIG_REPORT=$RIG_REPLAY/report-1.txt RIG_SERIAL=$RIG_REPLAY/serial-1.log RIG_BOOT_SECONDS=replay
-    RIG_VAR_PASSPHRASE=$(rig_secret replay-) RIG_TANG_LOG=$RIG_REPLAY/tang/log
+    RIG_VAR_PASSPHRASE=$(secret replay-) RIG_TANG_LOG=$RIG_REPLAY/tang/log
     return 0
   fi
   key=$(rig_fixture_inputs "$spec")

@@ -18,8 +18,8 @@ rig_job_setup() {
   rig_tang_start
   rig_controller
   rig_ssh_forward
-  RIG_VAR_PASSPHRASE=$(rig_secret "${prefix}luks-")
-  RIG_VAR_HOST_PASSWORD=$(rig_secret "${prefix}host-")
+  RIG_VAR_PASSPHRASE=$(secret "${prefix}luks-")
+  RIG_VAR_HOST_PASSWORD=$(secret "${prefix}host-")
   rig_disks 4 2G
   rig_spec "$spec"
   "$KILN" validate "$RIG_SPEC" >/dev/null || rig_die "the spec '$spec' does not validate"
