@@ -334,7 +334,7 @@ int spec_get_duration(struct ctx *c, const struct loc *l, const char *key, const
                 return -1;
         }
         if (!mult) {
-                emitn(c, v, "%s has no unit: write '%ss' (seconds) or '%smin' (minutes)", spec_field(l, key, f), digits, digits);
+                emitn(c, v, "%s has no unit: write '%ss' for seconds, or minutes as '5min'", spec_field(l, key, f), digits);
                 return -1;
         }
         if (n > max_s / mult || n * mult < min_s) {
