@@ -42,8 +42,9 @@ int configure_fstab(const struct plan *p, struct strbuf *out) {
                 bool swap = plan_step_made(s) == PLAN_MKFS && fs->type == SPEC_FS_SWAP;
                 if (s->kind != PLAN_MOUNT && !swap)
                         continue;
+                /* the options as the plan decided them (plan_fs.fstab_options: nofail, device timeout) */
                 if (swap && fs->blank) {
-                        r = strbuf_addf(out, "/dev/mapper/%s none swap sw 0 0\n", fs->swap_name);
+                        r = strbuf_addf(out, "/dev/mapper/%s none swap %s 0 0\n", fs->swap_name, fs->fstab_options);
                         continue;
                 }
                 _cleanup_free_ char *uuid = NULL;
@@ -51,10 +52,10 @@ int configure_fstab(const struct plan *p, struct strbuf *out) {
                 if (r < 0)
                         return r;
                 if (swap)
-                        r = strbuf_addf(out, "UUID=%s none swap sw 0 0\n", uuid);
+                        r = strbuf_addf(out, "UUID=%s none swap %s 0 0\n", uuid, fs->fstab_options);
                 else
                         r = strbuf_addf(out, "UUID=%s %s %s %s 0 %u\n", uuid, fs->mountpoint, spec_fs_type_name(fs->type),
-                                        fs->options, fs->fsck_pass);
+                                        fs->fstab_options, fs->fsck_pass);
         }
         return r;
 }
@@ -96,9 +97,8 @@ static int crypttab_swap(const struct plan *p, const struct plan_step *s, struct
         int r;
         if (s->fs.swap_by_partuuid && (r = configure_partuuid(p, s->device, &partuuid)) < 0)
                 return r;
-        return strbuf_addf(out, "%s %s%s /dev/urandom plain,swap,cipher=%s,size=%u\n", s->fs.swap_name,
-                           partuuid ? "PARTUUID=" : "", partuuid ? partuuid : s->device,
-                           SPEC_SWAP_CIPHER, SPEC_SWAP_KEY_SIZE);
+        return strbuf_addf(out, "%s %s%s /dev/urandom %s\n", s->fs.swap_name,
+                           partuuid ? "PARTUUID=" : "", partuuid ? partuuid : s->device, s->fs.crypttab_options);
 }
 
 /* initramfs: only what cryptroot's hook puts into /cryptroot/crypttab — the

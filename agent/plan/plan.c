@@ -211,12 +211,45 @@ static void step_clear(struct plan_step *s) {
         free(s->parts);
         free(s->uuid);
         enum plan_step_kind made = plan_step_made(s);   /* a skipped step holds its payload */
-        if (made == PLAN_LUKS_FORMAT || made == PLAN_LUKS_OPEN)
+        if (made == PLAN_LUKS_FORMAT || made == PLAN_LUKS_OPEN) {
                 free(s->luks.name);
+                free(s->luks.crypttab_options);
+        }
         if (made == PLAN_MKFS)
                 free(s->fs.swap_name);
+        if (made == PLAN_MKFS || made == PLAN_MOUNT) {
+                free(s->fs.fstab_options);
+                free(s->fs.crypttab_options);
+        }
         if (s->kind == PLAN_VG_ACTIVATE)
                 strv_free(s->vg.lv_nodes);
+}
+
+static int dup_in_place(char **p) {
+        if (*p && !(*p = strdup(*p)))
+                return -ENOMEM;
+        return 0;
+}
+
+int plan_luks_copy(struct plan_luks *dst, const struct plan_luks *src) {
+        *dst = *src;
+        dst->crypttab_options = NULL;
+        if (dup_in_place(&dst->name) < 0)
+                return -ENOMEM;
+        dst->crypttab_options = src->crypttab_options;
+        return dup_in_place(&dst->crypttab_options);
+}
+
+int plan_fs_copy(struct plan_fs *dst, const struct plan_fs *src) {
+        *dst = *src;
+        dst->fstab_options = dst->crypttab_options = NULL;
+        if (dup_in_place(&dst->swap_name) < 0)
+                return -ENOMEM;
+        dst->fstab_options = src->fstab_options;
+        if (dup_in_place(&dst->fstab_options) < 0)
+                return -ENOMEM;
+        dst->crypttab_options = src->crypttab_options;
+        return dup_in_place(&dst->crypttab_options);
 }
 
 struct plan *plan_free(struct plan *p) {
@@ -1038,17 +1071,55 @@ static struct plan_crypt crypt_of(const struct spec_luks *x) {
                                      .no_write_workqueue = x->no_write_workqueue, .discard = x->discard };
 }
 
+/* The boot-time part of an fstab or crypttab line (docs/spec.md "Device
+ * waits"): nofail unless the node cannot run without it, and how long
+ * systemd waits for its device (spec->device_timeout, for slow HBAs and
+ * disks; systemd's own 90 s is too short for junk hardware). */
+static char *with_waits(const char *base, bool required, unsigned timeout_s) {
+        return strdupf("%s%s,x-systemd.device-timeout=%us", base, required ? "" : ",nofail", timeout_s);
+}
+
+/* Does a filesystem that the boot needs (spec_filesystem.required, mounted
+ * or swap) sit on x? */
+static bool luks_required(const struct spec *s, const struct spec_luks *x) {
+        for (size_t i = 0; i < s->n_filesystems; i++) {
+                const struct spec_filesystem *f = &s->filesystems[i];
+                if (f->required && (f->mount || f->type == SPEC_FS_SWAP) && spec_is_below(s, f->on, x))
+                        return true;
+        }
+        return false;
+}
+
 /* The options of x's crypttab line. Performance flags are persistent in the
  * LUKS2 header; a Tang-bound volume is opened in the initramfs
  * (clevis-initramfs answers cryptroot's prompt), and cryptroot opens volumes
  * other than root's only with 'initramfs'; a luks on N disks under an md
  * gets one line per disk, all opened by the initramfs before md assembles
- * (docs/spec.md "LUKS on each disk"). */
-static const char *crypttab_options(const struct spec_luks *x) {
-        static const char *const options[2][2] = {
-                { "luks", "luks,discard" }, { "luks,initramfs", "luks,initramfs,discard" },
-        };
-        return options[x->unlock.n_tang || x->count > 1][x->discard];
+ * (docs/spec.md "LUKS on each disk").
+ *
+ * A volume the initramfs opens (those, and the one under '/', which
+ * cryptroot's hook always takes) gets 'noauto': systemd 252's
+ * cryptsetup-generator then adds its unit to no target, so nothing at boot
+ * waits for the by-uuid link of its source (the 90 s wait of issue 30,
+ * for a mapping that was active already). The line stays, for cryptroot's
+ * hook (update-initramfs reads /etc/crypttab) and for cryptdisks_start;
+ * Debian's cryptroot ignores 'noauto' for the volumes it opens.
+ * 'x-initrd.attach' does not do this: in systemd 252 it only drops the unit's
+ * Conflicts=umount.target (the root's volume stays open at shutdown), the
+ * wait stays. Such a line carries no nofail and no device timeout: systemd
+ * starts nothing for it, and Debian's cryptroot, which reads the same line
+ * at update-initramfs and at every boot, warns about options it does not
+ * know ("ignoring unknown option"). Every other volume is opened by systemd
+ * and gets the waits of with_waits(). */
+static char *crypttab_options(const struct spec *s, const struct spec_luks *x) {
+        const struct spec_filesystem *root = NULL;
+        for (size_t i = 0; i < s->n_filesystems; i++)
+                if (s->filesystems[i].mount && streq(s->filesystems[i].mount, "/"))
+                        root = &s->filesystems[i];
+        bool initramfs = x->unlock.n_tang || x->count > 1;
+        if (initramfs || (root && spec_is_below(s, root->on, x)))
+                return strdupf("luks%s%s,noauto", initramfs ? ",initramfs" : "", x->discard ? ",discard" : "");
+        return with_waits(x->discard ? "luks,discard" : "luks", luks_required(s, x), s->device_timeout);
 }
 
 /* The LUKS_FORMAT and LUKS_OPEN payload of copy k of x on dev. */
@@ -1058,8 +1129,10 @@ static int luks_payload(struct builder *b, const struct spec_luks *x, unsigned k
                 .pbkdf = x->pbkdf.type, .pbkdf_time_ms = x->pbkdf.time_ms, .pbkdf_iterations = x->pbkdf.iterations,
                 .pbkdf_parallel = x->pbkdf.parallel, .pbkdf_max_memory = x->pbkdf.max_memory,
                 .key_done = x->key.source != SPEC_KEY_GENERATE && k + 1 >= x->count,
-                .crypttab_options = crypttab_options(x),
+                .crypttab_options = crypttab_options(b->spec, x),
         };
+        if (!ret->crypttab_options)
+                return -ENOMEM;
         /* with tune, the bench-raw step of copy #0 chooses for every copy */
         if (b->spec->bench.present && b->spec->bench.tune && b->bench_luks == x)
                 ret->tuned_by = b->bench_step;
@@ -1070,11 +1143,11 @@ static int luks_payload(struct builder *b, const struct spec_luks *x, unsigned k
 /* The step just emitted takes the payload (its backing device is the step's own copy). */
 static int luks_take(struct builder *b, const struct plan_luks *l) {
         struct plan_step *st = last_step(b);
-        st->luks = *l;
+        int r = plan_luks_copy(&st->luks, l);
+        if (r < 0)
+                return r;
         st->luks.backing = st->inputs && st->inputs[0] ? st->inputs[0] : NULL;
-        if (!st->luks.backing)
-                return -EINVAL;
-        return (st->luks.name = strdup(l->name)) ? 0 : -ENOMEM;
+        return st->luks.backing ? 0 : -EINVAL;
 }
 
 /* The steps of device #k of a luks: on dev (the device under it), opened
@@ -1096,10 +1169,11 @@ static int emit_luks_one(struct builder *b, struct node *n, const struct node *u
                 b->bench_step = b->plan->n_steps;
                 b->bench_luks = x;
         }
-        struct plan_luks lp;
-        _cleanup_free_ char *lp_name = NULL;
+        struct plan_luks lp = {};
+        _cleanup_free_ char *lp_name = NULL, *lp_options = NULL;
         r = luks_payload(b, x, k, dev, &lp);
         lp_name = lp.name;
+        lp_options = lp.crypttab_options;
         if (r < 0)
                 return r;
 
@@ -1370,9 +1444,16 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                                                    devs[i], name, SPEC_SWAP_CIPHER, SPEC_SWAP_KEY_SIZE),
                                            strdupf("contents of %s", devs[i]))) < 0)
                                 return r;
+                        _cleanup_free_ char *base = strdupf("plain,swap,cipher=%s,size=%u", SPEC_SWAP_CIPHER,
+                                                            SPEC_SWAP_KEY_SIZE);
                         last_step(b)->fs = (struct plan_fs) { .type = f->type, .blank = true,
                                                               .swap_name = TAKE_PTR(name),
-                                                              .swap_by_partuuid = f->on_ref.kind == SPEC_OBJ_PARTITION };
+                                                              .swap_by_partuuid = f->on_ref.kind == SPEC_OBJ_PARTITION,
+                                                              .fstab_options = with_waits("sw", f->required, s->device_timeout),
+                                                              .crypttab_options = base ? with_waits(base, f->required,
+                                                                                                    s->device_timeout) : NULL };
+                        if (!last_step(b)->fs.fstab_options || !last_step(b)->fs.crypttab_options)
+                                return -ENOMEM;
                         continue;
                 }
                 _cleanup_strbuf_ struct strbuf desc = STRBUF_INIT;
@@ -1389,6 +1470,8 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                                    strdupf("contents of %s", devs[i]))) < 0)
                         return r;
                 last_step(b)->fs = (struct plan_fs) { .type = f->type, .label = f->label, .mkfs_options = f->mkfs_options };
+                if (f->type == SPEC_FS_SWAP && !(last_step(b)->fs.fstab_options = with_waits("sw", f->required, s->device_timeout)))
+                        return -ENOMEM;
         }
         return 0;
 }
@@ -1428,7 +1511,14 @@ static int emit_mounts(struct builder *b, const char **devs) {
                                 .type = f->type, .mountpoint = f->mount, .options = options,
                                 .fsck_pass = f->type == SPEC_FS_XFS ? 0 : streq(f->mount, "/") ? 1 : 2,
                                 .inspect_options = f->type == SPEC_FS_XFS ? "ro,norecovery" :
-                                                   f->type == SPEC_FS_EXT4 ? "ro,noload" : "ro" };
+                                                   f->type == SPEC_FS_EXT4 ? "ro,noload" : "ro",
+                                /* Debian's initramfs mounts a separate /usr itself, from /etc/fstab, with
+                                 * busybox's mount, which hands x-systemd.* to the kernel (ext4: "Unknown
+                                 * parameter"): its line gets no systemd option (it is required anyway) */
+                                .fstab_options = streq(f->mount, "/usr") ? strdup(options) :
+                                                 with_waits(options, f->required, s->device_timeout) };
+                        if (!last_step(b)->fs.fstab_options)
+                                return -ENOMEM;
                 }
                 if (!deeper)
                         return 0;
@@ -2106,7 +2196,10 @@ static void json_payload(json_object *o, const struct plan_step *st, int *r) {
                 if (st->fs.blank) {
                         json_set_str(x, "swap_name", st->fs.swap_name, r);
                         json_set(x, "swap_by_partuuid", json_object_new_boolean(st->fs.swap_by_partuuid), r);
+                        json_set_str(x, "crypttab_options", st->fs.crypttab_options, r);
                 }
+                if (st->fs.fstab_options)
+                        json_set_str(x, "fstab_options", st->fs.fstab_options, r);
                 break;
         case PLAN_MOUNT:
                 key = "mount";
@@ -2115,6 +2208,7 @@ static void json_payload(json_object *o, const struct plan_step *st, int *r) {
                 json_set_str(x, "type", spec_fs_type_name(st->fs.type), r);
                 json_set_str(x, "options", st->fs.options, r);
                 json_set_str(x, "inspect_options", st->fs.inspect_options, r);
+                json_set_str(x, "fstab_options", st->fs.fstab_options, r);
                 json_set(x, "fsck_pass", json_object_new_uint64(st->fs.fsck_pass), r);
                 break;
         case PLAN_MD_CREATE: case PLAN_MD_ASSEMBLE:

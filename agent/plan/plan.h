@@ -69,8 +69,9 @@ struct plan_luks {
         uint64_t pbkdf_max_memory;
         bool key_done;                  /* LUKS_OPEN: the key is not needed again (the last copy's open, and
                                          * not generated: bind fetches it again) */
-        const char *crypttab_options;   /* LUKS_FORMAT: the fourth field of its crypttab line ("luks",
-                                         * "luks,initramfs,discard"; static, see plan.c crypttab_options()) */
+        char *crypttab_options;         /* LUKS_FORMAT: the fourth field of its crypttab line, whole
+                                         * ("luks,initramfs,noauto", "luks,nofail,x-systemd.device-timeout=300s";
+                                         * plan.c crypttab_options(), docs/spec.md "Device waits") */
 };
 
 /* BENCH_RAW, BENCH_CRYPT: what the benchmark runs and, raw, chooses among. */
@@ -95,6 +96,10 @@ struct plan_fs {
         char *swap_name;                /* MKFS blank: the crypttab name it is mapped as (spec_swap_crypt_name()) */
         bool swap_by_partuuid;          /* MKFS blank: crypttab names the source by the PARTUUID of the
                                          * partition the plan makes (else by the device: /dev/md/NAME, /dev/VG/LV) */
+        char *fstab_options;            /* MOUNT, MKFS swap: the fourth field of its fstab line, whole
+                                         * (options plus nofail and x-systemd.device-timeout=, docs/spec.md
+                                         * "Device waits"); NULL for other MKFS steps */
+        char *crypttab_options;         /* MKFS blank: the fourth field of its crypttab line */
 };
 
 /* MD_CREATE, MD_ASSEMBLE: the array. */
@@ -250,6 +255,10 @@ int plan_installed_cmdline(const struct spec *s, const char *root_uuid, char **r
  * and the initramfs archive scan for, so that a resumed run writes the same
  * fstab, crypttab and mdadm.conf as the fresh one it resumes. */
 enum plan_step_kind plan_step_made(const struct plan_step *s);
+/* Deep copies of a payload (its owned strings duplicated), for a resume
+ * step that runs or keeps the fresh step's payload; 0 or -ENOMEM. */
+int plan_luks_copy(struct plan_luks *dst, const struct plan_luks *src);
+int plan_fs_copy(struct plan_fs *dst, const struct plan_fs *src);
 
 int plan_to_text(const struct plan *p, struct strbuf *out);
 /* One line per selected disk, naming it (size, model, serial, rule), with

@@ -167,10 +167,11 @@ static struct plan_step *push(struct rbuild *b, const struct plan_step *from, en
 static int copy_payload(struct rbuild *b, struct plan_step *s, const struct plan_step *from) {
         switch (s->kind) {
         case PLAN_LUKS_OPEN:
-                s->luks = from->luks;
+                if (plan_luks_copy(&s->luks, &from->luks) < 0)
+                        return -ENOMEM;
                 s->luks.tuned_by = 0;   /* no benchmark runs: the header holds what it chose (its
                                          * workqueue flags are persistent) */
-                return (s->luks.name = strdup(from->luks.name)) ? 0 : -ENOMEM;
+                return 0;
         case PLAN_MD_ASSEMBLE:
                 s->md = from->md;
                 return 0;
@@ -184,8 +185,7 @@ static int copy_payload(struct rbuild *b, struct plan_step *s, const struct plan
                 }
                 return 0;
         case PLAN_MOUNT:
-                s->fs = from->fs;
-                return 0;
+                return plan_fs_copy(&s->fs, &from->fs);
         case PLAN_LUKS_BIND:
                 s->bind = from->bind;
                 return 0;
@@ -204,13 +204,9 @@ static int copy_payload(struct rbuild *b, struct plan_step *s, const struct plan
 static int keep_payload(struct plan_step *s, const struct plan_step *from) {
         switch (from->kind) {
         case PLAN_LUKS_FORMAT:
-                s->luks = from->luks;
-                s->luks.name = NULL;
-                return from->luks.name && !(s->luks.name = strdup(from->luks.name)) ? -ENOMEM : 0;
+                return plan_luks_copy(&s->luks, &from->luks);
         case PLAN_MKFS:
-                s->fs = from->fs;
-                s->fs.swap_name = NULL;
-                return from->fs.swap_name && !(s->fs.swap_name = strdup(from->fs.swap_name)) ? -ENOMEM : 0;
+                return plan_fs_copy(&s->fs, &from->fs);
         case PLAN_PARTITION:
                 if (!from->n_parts)
                         return 0;

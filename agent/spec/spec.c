@@ -455,7 +455,8 @@ static const char *const finish_names[] = {
 static void parse_root(struct ctx *c, const struct ynode *root) {
         static const char *const keys[] = {
                 "version", "hostname", "ca", "disks", "partitions", "raid", "luks", "lvm", "volumes",
-                "filesystems", "image", "boot", "bench", "register", "network", "finish", "reinstall", NULL,
+                "filesystems", "image", "boot", "bench", "register", "network", "finish", "reinstall",
+                "device_timeout", NULL,
         };
         struct spec *s = c->s;
         struct loc l = { NULL, "" };
@@ -484,6 +485,11 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
         if (spec_get_str(c, &l, "reinstall", v, &s->reinstall) > 0 && spec_reinstall_problem(s->reinstall))
                 emitn(c, v, "'reinstall' must be a token of A-Z a-z 0-9 . _ : - (at most 64), but '%s' %s",
                       spec_quote(s->reinstall, t), spec_reinstall_problem(s->reinstall));
+
+        s->device_timeout = SPEC_DEVICE_TIMEOUT_S;
+        v = spec_map_get(root, "device_timeout");
+        if (spec_get_duration(c, &l, "device_timeout", v, 1, SPEC_DEVICE_TIMEOUT_MAX_S, &s->device_timeout) > 0)
+                s->device_timeout_mark = (struct spec_mark) { v->line, v->col };
 
         PARSE_SECTION(c, root, "disks", "disk", s->disks, s->n_disks, spec_parse_disk);
         PARSE_SECTION(c, root, "partitions", "partition", s->partitions, s->n_partitions, spec_parse_partition);
@@ -748,4 +754,22 @@ static const struct spec_luks *luks_below(const struct spec *s, const char *id, 
 
 const struct spec_luks *spec_luks_below(const struct spec *s, const char *id) {
         return id ? luks_below(s, id, 0) : NULL;
+}
+
+static bool is_below(const struct spec *s, const char *id, const void *obj, size_t depth) {
+        const void *o = NULL;
+        enum spec_obj_kind k = spec_lookup(s, id, &o);
+        if (k == SPEC_OBJ_NONE || depth > 4096)
+                return false;
+        if (o == obj)
+                return true;
+        const char *dep;
+        for (size_t i = 0; (dep = spec_dep(k, o, i)); i++)
+                if (is_below(s, dep, obj, depth + 1))
+                        return true;
+        return false;
+}
+
+bool spec_is_below(const struct spec *s, const char *id, const void *obj) {
+        return id && obj && is_below(s, id, obj, 0);
 }

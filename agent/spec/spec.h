@@ -230,12 +230,27 @@ struct spec_filesystem {
         char *mount;            /* absolute path inside the target; NULL for swap / unmounted */
         struct spec_mark mount_mark;
         char *mount_options;    /* NULL: "defaults" (spec_fs_mount_options) */
+        /* required: the boot fails (emergency mode) without it. Set by the
+         * parser: true for '/', '/usr', '/boot' and '/boot/efi' (what the node
+         * cannot run without), else the spec's 'required' (default false:
+         * nofail in fstab and crypttab, docs/spec.md "Device waits") */
+        bool required;
+        struct spec_mark required_mark;
         /* encrypt: random (swap only): plain dm-crypt with a fresh key from
          * /dev/urandom at every boot (crypttab's swap option); kiln leaves the
          * device blank and formats nothing */
         bool encrypt_random;
         struct spec_mark encrypt_mark;
 };
+
+/* How long the installed system's systemd waits for each device of fstab
+ * and crypttab (x-systemd.device-timeout=) when the spec's device_timeout
+ * does not say: 5 minutes, not systemd's 90 s. SAS HBAs that enumerate for
+ * minutes and disks that spin up one after another on junk boxes exceed
+ * 90 s; a device that is not there after 5 minutes is taken as gone
+ * (docs/spec.md "Device waits"). The parser sets it, nothing downstream. */
+#define SPEC_DEVICE_TIMEOUT_S 300u
+#define SPEC_DEVICE_TIMEOUT_MAX_S 3600u
 
 /* The plain dm-crypt of a swap with encrypt: random (crypttab cipher=, size=). */
 #define SPEC_SWAP_CIPHER "aes-xts-plain64"
@@ -390,6 +405,8 @@ struct spec {
         struct spec_network network;
         enum spec_finish finish;
         struct spec_mark finish_mark;
+        unsigned device_timeout;        /* seconds; SPEC_DEVICE_TIMEOUT_S unless the spec says (always set) */
+        struct spec_mark device_timeout_mark;
 };
 
 /* Parse and validate. Every problem goes into diags (file:line:col); returns
@@ -449,6 +466,10 @@ const char *spec_key_source_name(enum spec_key_source k);
 /* The PBKDF a keyslot gets: default stands for libcryptsetup's LUKS2
  * default, argon2id. */
 enum spec_pbkdf_type spec_pbkdf_effective(enum spec_pbkdf_type t);
+/* Is obj (a spec object) the object id names or below it (through
+ * partitions, raid members, luks, volume groups, volumes)? The spec must
+ * be valid (no cycles). */
+bool spec_is_below(const struct spec *s, const char *id, const void *obj);
 /* The mount options of a filesystem: its mount_options, else "defaults". */
 const char *spec_fs_mount_options(const struct spec_filesystem *fs);
 /* The key size in bits of a cipher written without one (bench.ciphers'

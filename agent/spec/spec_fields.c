@@ -306,6 +306,46 @@ int spec_get_unsigned(struct ctx *c, const struct loc *l, const char *key, const
         return r;
 }
 
+int spec_get_duration(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
+                      unsigned min_s, unsigned max_s, unsigned *ret) {
+        static const struct { const char *unit; unsigned s; } units[] = { { "s", 1 }, { "min", 60 }, { "h", 3600 } };
+        char f[256], t[QUOTE_MAX + 8];
+        if (!v)
+                return 0;
+        if (spec_want_scalar(c, l, key, v, "a duration") < 0)
+                return -1;
+        const char *p = v->value;
+        size_t nd = strspn(p, "0123456789");
+        char digits[24];
+        uint64_t n = 0;
+        unsigned mult = 0;
+        for (size_t i = 0; i < ELEMENTSOF(units) && nd > 0; i++)
+                if (streq(p + nd, units[i].unit))
+                        mult = units[i].s;
+        if (nd > 0 && nd < sizeof digits) {
+                memcpy(digits, p, nd);
+                digits[nd] = 0;
+                if (safe_atou64(digits, &n) < 0)
+                        mult = 0;
+        }
+        if (nd == 0 || nd >= sizeof digits || (!mult && p[nd])) {
+                emitn(c, v, "%s must be a duration: a whole number and s, min or h ('300s', '5min'), not %s",
+                      spec_field(l, key, f), spec_describe(v, t));
+                return -1;
+        }
+        if (!mult) {
+                emitn(c, v, "%s has no unit: write '%ss' for seconds, or minutes as '5min'", spec_field(l, key, f), digits);
+                return -1;
+        }
+        if (n > max_s / mult || n * mult < min_s) {
+                emitn(c, v, "%s must be between %us and %us (%u min), not %s", spec_field(l, key, f), min_s, max_s,
+                      max_s / 60, spec_describe(v, t));
+                return -1;
+        }
+        *ret = (unsigned) (n * mult);
+        return 1;
+}
+
 int spec_get_double(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
                       double min, double max, double *ret) {
         char f[256], t[QUOTE_MAX + 8];

@@ -3,7 +3,26 @@
  * on and of what must open again after a reboot. */
 #include "spec_internal.h"
 
-const char *const spec_fs_keys[] = { "on", "type", "label", "mkfs_options", "mount", "mount_options", "encrypt", NULL };
+const char *const spec_fs_keys[] = { "on", "type", "label", "mkfs_options", "mount", "mount_options", "encrypt",
+                                     "required", NULL };
+
+/* What the node cannot run without: the boot fails without them, whatever
+ * the spec says. /usr too: Debian's initramfs mounts a separate /usr itself,
+ * from /etc/fstab, before the switch to the root (docs/spec.md "Device waits"). */
+static const char *const required_mounts[] = { "/", "/usr", "/boot", "/boot/efi", NULL };
+
+/* Does the comma-separated option list opts hold option name (name, or name=...)? */
+static bool has_option(const char *opts, const char *name) {
+        size_t n = strlen(name);
+        for (const char *p = opts; p && *p;) {
+                size_t len = strcspn(p, ",");
+                if (len >= n && strncmp(p, name, n) == 0 && (len == n || p[n] == '='))
+                        return true;
+                p += len;
+                p += *p == ',';
+        }
+        return false;
+}
 
 static const char *const fs_types[] = {
         [SPEC_FS_XFS] = "xfs", [SPEC_FS_EXT4] = "ext4", [SPEC_FS_SWAP] = "swap", [SPEC_FS_VFAT] = "vfat", NULL,
@@ -84,6 +103,28 @@ void spec_parse_fs(struct ctx *c, const struct ynode *m, size_t idx, struct spec
                                 emitn(c, v, "%s must not contain spaces or control characters", spec_field(&l, "mount_options", f));
                                 break;
                         }
+                /* the plan writes these (one fact, one place) */
+                if (has_option(fs->mount_options, "nofail") || has_option(fs->mount_options, "fail"))
+                        emitn(c, v, "%s must not hold 'nofail': kiln writes it for every mount but '/', '/usr', '/boot' "
+                              "and '/boot/efi' unless the filesystem has 'required: true'", spec_field(&l, "mount_options", f));
+                if (has_option(fs->mount_options, "x-systemd.device-timeout"))
+                        emitn(c, v, "%s must not hold 'x-systemd.device-timeout': kiln writes it from the top-level "
+                              "'device_timeout'", spec_field(&l, "mount_options", f));
+        }
+        bool fixed = fs->mount && strv_contains((char *const *) required_mounts, fs->mount);
+        fs->required = fixed;
+        v = spec_map_get(m, "required");
+        bool req = false;
+        if (spec_get_bool(c, &l, "required", v, &req) > 0) {
+                fs->required_mark = (struct spec_mark) { v->line, v->col };
+                if (!fs->mount && !(typed && fs->type == SPEC_FS_SWAP))
+                        emitn(c, v, "%s is given without 'mount': only what fstab holds (a mount or swap) is waited for "
+                              "at boot", spec_field(&l, "required", f));
+                else if (fixed && !req)
+                        emitn(c, v, "%s cannot be false for '%s': the node cannot run without it", spec_field(&l, "required", f),
+                              spec_quote(fs->mount, t));
+                else
+                        fs->required = req;
         }
 }
 

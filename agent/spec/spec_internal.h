@@ -96,6 +96,10 @@ int spec_get_unsigned(struct ctx *c, const struct loc *l, const char *key, const
 int spec_get_double(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
                     double min, double max, double *ret);
 int spec_get_bytes(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, uint64_t *ret);
+/* A duration as systemd spells one: N followed by s, min or h ("300s",
+ * "5min"); a bare number is refused (which unit?). *ret in seconds. */
+int spec_get_duration(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
+                      unsigned min_s, unsigned max_s, unsigned *ret);
 /* Partition sizes: bytes, "N%" of the disk, "rest". Volume sizes: bytes, "N%FREE", "100%FREE", "rest". */
 int spec_get_size(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v,
                   bool lv, struct spec_size *ret);

@@ -40,6 +40,8 @@ want=$(printf '%s\n' "$A" "$B" "$C" | LC_ALL=C sort | paste -sd' ')
 vals=(HOSTNAME=kiln-apply-test DISK_A="$A" DISK_B="$B" FINISH=none)
 spec_write "$T/spec.yaml" two-disks boot-swap-root-data finish -- "${vals[@]}" WIPE=true
 spec_write "$T/nowipe.yaml" two-disks boot-swap-root-data finish -- "${vals[@]}" WIPE=false
+# a device_timeout of its own (the device waits checked below), after hostname:
+sed -i '/^hostname: /a device_timeout: 2min' "$T/spec.yaml" "$T/nowipe.yaml"
 
 # 1. without --yes: refused, exit 3, nothing written
 before=$(hashes)
@@ -90,8 +92,25 @@ blkid -p "$A" | grep -q 'TYPE="xfs"' && not_ok "old whole-disk xfs still visible
 [[ $(findmnt -n -o SOURCE "$T/target/boot") == "${A}p1" ]] || not_ok "/boot not mounted"
 [[ $(findmnt -n -o SOURCE "$T/target/srv/data") == "${B}p1" ]] || not_ok "/srv/data not mounted"
 findmnt -n -o OPTIONS "$T/target" | grep -q noatime || not_ok "root is not mounted noatime"
-grep -q "^UUID=$(blkid -o value -s UUID "${A}p3") / xfs noatime 0 0$" "$T/target/etc/fstab" || not_ok "fstab lacks root: $(cat "$T/target/etc/fstab")"
-grep -q "^UUID=$(blkid -o value -s UUID "${A}p2") none swap sw 0 0$" "$T/target/etc/fstab" || not_ok "fstab lacks swap"
+# device waits (docs/spec.md "Device waits"): device_timeout 2min on every
+# line; / and /boot required, /srv/data and the swap nofail
+grep -q "^UUID=$(blkid -o value -s UUID "${A}p3") / xfs noatime,x-systemd.device-timeout=120s 0 0$" "$T/target/etc/fstab" || not_ok "fstab lacks root: $(cat "$T/target/etc/fstab")"
+grep -q "^UUID=$(blkid -o value -s UUID "${A}p1") /boot ext4 defaults,x-systemd.device-timeout=120s 0 2$" "$T/target/etc/fstab" || not_ok "fstab lacks a required /boot: $(cat "$T/target/etc/fstab")"
+grep -q "^UUID=$(blkid -o value -s UUID "${B}p1") /srv/data xfs defaults,nofail,x-systemd.device-timeout=120s 0 0$" "$T/target/etc/fstab" || not_ok "fstab lacks a nofail /srv/data: $(cat "$T/target/etc/fstab")"
+grep -q "^UUID=$(blkid -o value -s UUID "${A}p2") none swap sw,nofail,x-systemd.device-timeout=120s 0 0$" "$T/target/etc/fstab" || not_ok "fstab lacks swap"
+# what Debian 12's systemd makes of it: its own fstab generator, when this machine has one
+gen=/lib/systemd/system-generators/systemd-fstab-generator
+if [[ -x $gen ]]; then
+  mkdir -p "$T/gen/n" "$T/gen/e" "$T/gen/l"
+  SYSTEMD_FSTAB="$T/target/etc/fstab" SYSTEMD_PROC_CMDLINE= "$gen" "$T/gen/n" "$T/gen/e" "$T/gen/l" 2>/dev/null
+  [[ -L $T/gen/n/local-fs.target.requires/boot.mount ]] && ok "systemd: local-fs.target requires /boot" \
+    || not_ok "systemd: /boot is not required: $(ls -R "$T/gen/n")"
+  [[ -L $T/gen/n/local-fs.target.wants/srv-data.mount && ! -e $T/gen/n/local-fs.target.requires/srv-data.mount ]] \
+    && ok "systemd: local-fs.target only wants /srv/data (nofail)" || not_ok "systemd: /srv/data: $(ls -R "$T/gen/n")"
+  drop="$T/gen/n/dev-disk-by\x2duuid-$(blkid -o value -s UUID "${B}p1" | sed 's/-/\\x2d/g').device.d/50-device-timeout.conf"
+  grep -qx 'JobRunningTimeoutSec=120s' "$drop" 2>/dev/null && ok "systemd: waits 120 s for /srv/data's device" \
+    || not_ok "systemd: no device timeout for /srv/data: $(ls -R "$T/gen/n")"
+fi
 [[ $(cat "$T/target/etc/hostname") == kiln-apply-test ]] || not_ok "hostname not written"
 [[ $(sha256sum <"$T/c.img") == "$C_HASH" ]] && ok "unselected disk unchanged" || not_ok "unselected disk $C changed"
 ((FAILS == 0)) && ok "provisioned two loop disks"

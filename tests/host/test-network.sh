@@ -136,7 +136,7 @@ for l in multi-user.target.wants/systemd-networkd.service:systemd-networkd.servi
   [[ $(readlink "$T/target/etc/systemd/system/${l%%:*}") == "/lib/systemd/system/${l#*:}" ]] \
     && ok "enabled: ${l%%:*}" || not_ok "not enabled: ${l%%:*}"
 done
-grep -q "^UUID=$(blkid -o value -s UUID "$A") / ext4 defaults 0 1$" "$T/target/etc/fstab" || not_ok "fstab lacks the root"
+grep -q "^UUID=$(blkid -o value -s UUID "$A") / ext4 defaults,x-systemd.device-timeout=300s 0 1$" "$T/target/etc/fstab" || not_ok "fstab lacks the root"
 }
 files_ok
 

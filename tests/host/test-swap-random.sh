@@ -37,11 +37,23 @@ if [[ -x /lib/cryptsetup/checks/un_blkid ]]; then
 fi
 partuuid=$(blkid -p -o value -s PART_ENTRY_UUID "${A}p1")
 [[ -n $partuuid ]] || not_ok "no PARTUUID on ${A}p1"
-want="cswap_crypt PARTUUID=$partuuid /dev/urandom plain,swap,cipher=aes-xts-plain64,size=512"
+want="cswap_crypt PARTUUID=$partuuid /dev/urandom plain,swap,cipher=aes-xts-plain64,size=512,nofail,x-systemd.device-timeout=300s"
 grep -qxF "$want" "$T/target/etc/crypttab" && ok "crypttab: $want" \
   || not_ok "crypttab lacks '$want': $(cat "$T/target/etc/crypttab" 2>&1)"
 grep -q "$A" "$T/target/etc/crypttab" && not_ok "crypttab names $A: $(cat "$T/target/etc/crypttab")"
-grep -qxF "/dev/mapper/cswap_crypt none swap sw 0 0" "$T/target/etc/fstab" && ok "fstab swaps on /dev/mapper/cswap_crypt" \
+grep -qxF "/dev/mapper/cswap_crypt none swap sw,nofail,x-systemd.device-timeout=300s 0 0" "$T/target/etc/fstab" && ok "fstab swaps on /dev/mapper/cswap_crypt" \
   || not_ok "fstab: $(cat "$T/target/etc/fstab")"
 grep -q "UUID=$(blkid -o value -s UUID "${A}p2") / xfs" "$T/target/etc/fstab" || not_ok "fstab lacks root"
+# what Debian 12's systemd makes of the swap's crypttab line (nofail: wanted,
+# not required; the device timeout on its PARTUUID), when this machine has it
+gen=/lib/systemd/system-generators/systemd-cryptsetup-generator
+if [[ -x $gen ]]; then
+  mkdir -p "$T/gen/n" "$T/gen/e" "$T/gen/l"
+  SYSTEMD_CRYPTTAB="$T/target/etc/crypttab" "$gen" "$T/gen/n" "$T/gen/e" "$T/gen/l" 2>/dev/null
+  [[ -L $T/gen/n/cryptsetup.target.wants/systemd-cryptsetup@cswap_crypt.service && \
+     ! -e $T/gen/n/cryptsetup.target.requires/systemd-cryptsetup@cswap_crypt.service ]] \
+    && ok "systemd: cryptsetup.target only wants cswap_crypt (nofail)" || not_ok "systemd: $(ls -R "$T/gen/n")"
+  grep -qx 'JobRunningTimeoutSec=300s' "$T/gen/n/dev-disk-by\x2dpartuuid-${partuuid//-/\\x2d}.device.d/50-device-timeout.conf" 2>/dev/null \
+    && ok "systemd: waits 300 s for the swap's partition" || not_ok "systemd: no device timeout: $(ls -R "$T/gen/n")"
+fi
 checks_done

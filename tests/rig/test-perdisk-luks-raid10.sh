@@ -42,6 +42,6 @@ n=$(rig_report_section slaves | sed -nE 's/^dm-[0-9]+ \(crypt-[0-3]\): (vd[a-d]2
 rig_check "the four crypt mappings sit on four different disks" test "$n" = 4
 rig_expect_section pvs '^ */dev/md' "the PV is the md array"
 rig_expect_kvm_vg
-rig_expect_section 'target /etc/crypttab' '^crypt-0 UUID=[0-9a-f-]+ none luks,initramfs$' "crypttab: crypt-0 with initramfs"
-rig_expect_section 'target /etc/crypttab' '^crypt-3 UUID=[0-9a-f-]+ none luks,initramfs$' "crypttab: crypt-3 with initramfs"
+rig_expect_section 'target /etc/crypttab' '^crypt-0 UUID=[0-9a-f-]+ none luks,initramfs,noauto$' "crypttab: crypt-0 with initramfs, noauto (opened there, not waited for again)"
+rig_expect_section 'target /etc/crypttab' '^crypt-3 UUID=[0-9a-f-]+ none luks,initramfs,noauto$' "crypttab: crypt-3 with initramfs, noauto"
 rig_spare_done

@@ -469,6 +469,113 @@ static void test_mount_depth(void) {
         CHECK_INT(plan_mount_depth("/var//lib/"), 2);
 }
 
+/* Device waits (docs/spec.md "Device waits"): the plan decides the whole
+ * fourth field of every fstab and crypttab line. Only what the node cannot
+ * run without is required; a volume the initramfs opens gets noauto and no
+ * systemd option; the spec's device_timeout replaces the 5 min default. */
+static const char *luks_options(const struct plan *p, const char *name) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].kind == PLAN_LUKS_FORMAT && streq(p->steps[i].luks.name, name))
+                        return p->steps[i].luks.crypttab_options;
+        return "(none)";
+}
+
+static const char *mount_options(const struct plan *p, const char *path) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].kind == PLAN_MOUNT && streq(p->steps[i].fs.mountpoint, path))
+                        return p->steps[i].fs.fstab_options;
+        return "(none)";
+}
+
+static void test_device_waits(void) {
+        struct inv_disk dd[5];
+        struct inventory inv = inv5(dd);
+        static const char base[] =
+                "version: 1\n"
+                "%s"
+                "disks: [{id: d, match: {model: \"QEMU HARD*\"}, count: 4}]\n"
+                "partitions:\n"
+                "  - {id: boot, on: d, size: 64M, type: raid}\n"
+                "  - {id: data, on: d, size: rest, type: raid}\n"
+                "raid:\n"
+                "  - {id: md-boot, level: 1, members: boot, metadata: \"1.0\"}\n"
+                "  - {id: md0, level: 10, members: data}\n"
+                "lvm: [{id: vg0, pvs: [md0]}]\n"
+                "volumes:\n"
+                "  - {id: root, vg: vg0, size: 256M}\n"
+                "  - {id: swap, vg: vg0, size: 64M}\n"
+                "  - {id: var, vg: vg0, size: 256M}\n"
+                "  - {id: images, vg: vg0, size: 100%%FREE}\n"
+                "luks:\n"
+                "  - {id: croot, on: root, discard: true, key: {passphrase: k7Tq9wLm2Vxr}}\n"
+                "  - {id: cvar, on: var, key: {passphrase: k7Tq9wLm2Vxr}}\n"
+                "  - {id: cimages, on: images, key: {passphrase: k7Tq9wLm2Vxr}}\n"
+                "filesystems:\n"
+                "  - {on: md-boot, type: ext4, mount: /boot}\n"
+                "  - {on: croot, type: xfs, mount: /, mount_options: noatime}\n"
+                "  - {on: cvar, type: xfs, mount: /var, required: true}\n"
+                "  - {on: cimages, type: xfs, mount: /var/lib/libvirt/images}\n"
+                "  - {on: swap, type: swap}\n";
+        for (int timed = 0; timed <= 1; timed++) {
+                char text[4096];
+                snprintf(text, sizeof text, base, timed ? "device_timeout: 10min\n" : "");
+                _cleanup_spec_free_ struct spec *sp = parse(text);
+                if (!sp)
+                        return;
+                CHECK_INT(sp->device_timeout, timed ? 600 : SPEC_DEVICE_TIMEOUT_S);
+                struct diags d = {};
+                _cleanup_plan_free_ struct plan *p = NULL;
+                CHECK_INT(build(sp, &inv, &p, &d), 0);
+                if (!p)
+                        return;
+                const char *t = timed ? "600s" : "300s";
+                char want[256];
+                /* under /: opened by the initramfs, not waited for again */
+                CHECK_STR(luks_options(p, "croot"), "luks,discard,noauto");
+                /* under a required /var: systemd opens it, and must */
+                snprintf(want, sizeof want, "luks,x-systemd.device-timeout=%s", t);
+                CHECK_STR(luks_options(p, "cvar"), want);
+                /* under the image store: nofail, the node boots without it */
+                snprintf(want, sizeof want, "luks,nofail,x-systemd.device-timeout=%s", t);
+                CHECK_STR(luks_options(p, "cimages"), want);
+                snprintf(want, sizeof want, "noatime,x-systemd.device-timeout=%s", t);
+                CHECK_STR(mount_options(p, "/"), want);
+                snprintf(want, sizeof want, "defaults,x-systemd.device-timeout=%s", t);
+                CHECK_STR(mount_options(p, "/boot"), want);
+                CHECK_STR(mount_options(p, "/var"), want);
+                snprintf(want, sizeof want, "defaults,nofail,x-systemd.device-timeout=%s", t);
+                CHECK_STR(mount_options(p, "/var/lib/libvirt/images"), want);
+                /* what the install mounts with stays the spec's */
+                size_t m = find_step(p, PLAN_MOUNT, "/dev/mapper/croot");
+                CHECK(m != SIZE_MAX);
+                if (m != SIZE_MAX)
+                        CHECK_STR(p->steps[m].fs.options, "noatime");
+                size_t w = find_step(p, PLAN_MKFS, "/dev/vg0/swap");
+                CHECK(w != SIZE_MAX);
+                snprintf(want, sizeof want, "sw,nofail,x-systemd.device-timeout=%s", t);
+                if (w != SIZE_MAX)
+                        CHECK_STR(p->steps[w].fs.fstab_options, want);
+        }
+        /* Tang-bound or per disk: the initramfs opens it, whatever sits above */
+        _cleanup_spec_free_ struct spec *sp = parse(
+                "version: 1\n"
+                "disks: [{id: d, match: {model: \"QEMU HARD*\"}, count: 4}]\n"
+                "partitions: [{id: data, on: d, size: rest}]\n"
+                "luks: [{id: c, on: data, key: {passphrase: k7Tq9wLm2Vxr}}]\n"
+                "raid: [{id: md0, level: 10, members: c}]\n"
+                "filesystems: [{on: md0, type: xfs, mount: /srv}]\n");
+        if (!sp)
+                return;
+        struct diags d = {};
+        _cleanup_plan_free_ struct plan *p = NULL;
+        CHECK_INT(build(sp, &inv, &p, &d), 0);
+        if (p) {
+                CHECK_STR(luks_options(p, "c-0"), "luks,initramfs,noauto");
+                CHECK_STR(luks_options(p, "c-3"), "luks,initramfs,noauto");
+                CHECK_STR(mount_options(p, "/srv"), "defaults,nofail,x-systemd.device-timeout=300s");
+        }
+}
+
 int main(void) {
         test_mount_depth();
         test_levels();
@@ -476,5 +583,6 @@ int main(void) {
         test_lvm_then_luks();
         test_selection();
         test_lv_overflow();
+        test_device_waits();
         return TEST_DONE();
 }

@@ -542,7 +542,38 @@ static void test_raid10_copies(void) {
         CHECK_INT(spec_raid10_copies("f3"), 3);
 }
 
+/* device_timeout and required (docs/spec.md "Device waits"): the parser sets
+ * both, the one place their defaults are applied. */
+static void test_device_waits(void) {
+        static const struct { const char *v; unsigned s; } ok[] = {
+                { NULL, SPEC_DEVICE_TIMEOUT_S }, { "1s", 1 }, { "300s", 300 }, { "5min", 300 }, { "1h", 3600 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+                char text[512];
+                snprintf(text, sizeof text, "version: 1\n%s%s%sdisks: [{id: d}]\n"
+                         "partitions: [{id: a, on: d, size: 1G}, {id: b, on: d, size: 1G}, {id: c, on: d, size: rest}]\n"
+                         "filesystems:\n"
+                         "  - {on: a, type: xfs, mount: /}\n"
+                         "  - {on: b, type: xfs, mount: /srv}\n"
+                         "  - {on: c, type: xfs, mount: /data, required: true}\n",
+                         ok[i].v ? "device_timeout: " : "", ok[i].v ? ok[i].v : "", ok[i].v ? "\n" : "");
+                struct diags d = {};
+                _cleanup_spec_free_ struct spec *sp = parse(text, &d);
+                if (d.n)
+                        diags_print(&d, stderr);
+                diags_clear(&d);
+                CHECK(sp != NULL);
+                if (!sp)
+                        continue;
+                CHECK_INT(sp->device_timeout, ok[i].s);
+                CHECK(sp->filesystems[0].required);     /* '/' always */
+                CHECK(!sp->filesystems[1].required);    /* the default */
+                CHECK(sp->filesystems[2].required);     /* the spec's */
+        }
+}
+
 int main(void) {
+        test_device_waits();
         test_raid10_copies();
         test_hostname_rules();
         test_luks_lvm();
