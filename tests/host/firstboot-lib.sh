@@ -107,7 +107,7 @@ AuthorizedKeysFile /run/kiln-target%h/.ssh/authorized_keys
 ChrootDirectory /run/kiln-target
 LogLevel VERBOSE
 CFG
-  unshare --mount --propagation private /bin/sh -c '
+  unshare --mount --propagation private /bin/sh -c "$MOUNTNS_DROP_LOOPS"'
     d=$1 t=$2 r=$3 c=/run/kiln-target
     mount --bind "$d/passwd" /etc/passwd && mount --bind "$r/etc/shadow" /etc/shadow &&
     mount -t tmpfs -o mode=0755 tmpfs /run && mkdir -m 0755 /run/sshd "$c" &&

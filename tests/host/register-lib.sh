@@ -12,6 +12,7 @@ need_kiln_register() {
 
 source "$SRC/tests/lib/assert.sh"
 source "$SRC/tests/lib/controller.sh"
+source "$SRC/tests/lib/mountns.sh"
 source "$SRC/tests/lib/port.sh"
 source "$SRC/tests/lib/spec.sh"
 test_tmpdir register
@@ -140,7 +141,7 @@ AuthorizedKeysFile none
 StrictModes no
 LogLevel VERBOSE
 CFG
-  unshare --mount --propagation private /bin/sh -c '
+  unshare --mount --propagation private /bin/sh -c "$MOUNTNS_DROP_LOOPS"'
     d=$1 t=$2
     mount --bind "$d/passwd" /etc/passwd && mount --bind "$d/shadow" /etc/shadow &&
     mount --bind "$t/sbin" /usr/local/sbin && mount -t tmpfs tmpfs /run && mkdir -m 0755 /run/sshd &&
