@@ -64,7 +64,7 @@ mount -t sysfs sys "$R/sys" && cleanup_umount "$R/sys"
 mount --bind /dev "$R/dev" && cleanup_umount "$R/dev"
 mount -t devpts -o newinstance devpts "$R/dev/pts" 2>/dev/null && cleanup_umount "$R/dev/pts" || true
 
-step() {  # step LABEL COMMAND: runs COMMAND in the root as a new login would
+in_root() {  # in_root LABEL COMMAND: runs COMMAND in the root as a new login would
   local label=$1 cmd=$2 t=$SECONDS rc=0
   chroot "$R" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
@@ -79,9 +79,9 @@ step() {  # step LABEL COMMAND: runs COMMAND in the root as a new login would
 # one fresh root at a time uses the kept .debs (apt locks the directory)
 exec 8>"$archives.lock"
 flock 8
-step deps "bash tests/deps.sh" &&
-step build "cmake -S . -B out/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && nice cmake --build out/build -j$(nproc)" &&
-step unit "cd out/build && ctest -L unit --output-on-failure --output-junit /src/out/junit-unit.xml" || true
+in_root deps "bash tests/deps.sh" &&
+in_root build "cmake -S . -B out/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && nice cmake --build out/build -j$(nproc)" &&
+in_root unit "cd out/build && ctest -L unit --output-on-failure --output-junit /src/out/junit-unit.xml" || true
 
 if [[ -s $R/src/out/junit-unit.xml ]]; then
   read -r p f s < <(python3 "$SRC/tests/lib/junit-count.py" "$R/src/out/junit-unit.xml" | head -n 1)

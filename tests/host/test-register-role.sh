@@ -16,17 +16,17 @@ write_report "$T/report.json" 10.0.2.15
 [[ $(controller_sql "SELECT group_concat(DISTINCT account) FROM requests WHERE path = '/client/api'") == kiln ]] || fail "not made as account kiln"
 hid=$(controller_sql "SELECT id FROM hosts")
 
-refused() {  # COMMAND [params...]: refused for kiln with the exact 432, allowed for the admin
+refused_for_kiln() {  # COMMAND [params...]: refused for kiln with the exact 432, allowed for the admin
   local cmd=$1; shift
   [[ $(cs_api kiln "$cmd" "$@") == 432 ]] || fail "$cmd with kiln's key: not refused: $(cat "$T/body")"
   [[ $(jq -r '.[] | "\(.errorcode) \(.errortext)"' "$T/body") == "432 The API [$cmd] does not exist or is not available for the account kiln." ]] \
     || fail "$cmd: not CloudStack's refusal: $(cat "$T/body")"
 }
 n=$(controller_sql "SELECT count(*) FROM hosts")
-refused deleteHost "id=$hid"
-refused listAccounts
-refused createRole name=mine type=Admin
-refused updateAccount account=kiln "roleid=$(controller_sql "SELECT id FROM roles WHERE name = 'Root Admin'")"
+refused_for_kiln deleteHost "id=$hid"
+refused_for_kiln listAccounts
+refused_for_kiln createRole name=mine type=Admin
+refused_for_kiln updateAccount account=kiln "roleid=$(controller_sql "SELECT id FROM roles WHERE name = 'Root Admin'")"
 [[ $(controller_sql "SELECT count(*) FROM hosts") == "$n" && $(controller_sql "SELECT count(*) FROM roles") == 2 ]] || fail "a refused call changed something"
 [[ $(controller_sql "SELECT roles.name FROM accounts JOIN roles ON roles.id = accounts.role_id WHERE accounts.name = 'kiln'") == kiln-register ]] \
   || fail "kiln's role was changed by a refused call"
@@ -48,7 +48,7 @@ rid=$(make_role kiln-register-ops listZones:allow listPods:allow listClusters:al
 assign "$rid"
 write_report "$T/r2.json" 10.0.2.16
 "$KILN" register --report "$T/r2.json" --spec "$T/spec.yaml" >"$T/log2" 2>&1 || { cat "$T/log2"; fail "registration under the documented role failed"; }
-refused deleteHost "id=$hid"
+refused_for_kiln deleteHost "id=$hid"
 
 # A role without listHosts: kiln stops with CloudStack's refusal, nothing added.
 assign "$(make_role kiln-no-list listZones:allow listPods:allow listClusters:allow addHost:allow '*:deny')"

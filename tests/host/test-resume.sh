@@ -123,7 +123,7 @@ fake_kernel() {  # an installed kernel and initrd, as Debian links them (/vmlinu
   umount -R "$T/target"
 }
 disk_sum() { sync; sha256sum <"$T/a.img"; }
-boot() {  # want_rc spec-file cmdline-words...: kiln boot --no-kexec, output in $T/bout, $T/berr
+boot_noexec() {  # want_rc spec-file cmdline-words...: kiln boot --no-kexec, output in $T/bout, $T/berr
   local want=$1 spec=$2; shift 2
   cp "$spec" "$T/www/spec.yaml"
   echo "kiln.spec=http://127.0.0.1:$HTTP_PORT/spec.yaml $*" >"$T/cmdline"
@@ -135,7 +135,7 @@ fake_kernel
 SUM=$(disk_sum)
 root_uuid=$(blkid -o value -s UUID "${LOOP}p2")
 want="boot-installed: would kexec /vmlinuz -> boot/vmlinuz-6.1.0-test with /initrd.img -> boot/initrd.img-6.1.0-test, command line 'root=UUID=$root_uuid ro' (--no-kexec)"
-boot 0 "$T/spec.yaml"
+boot_noexec 0 "$T/spec.yaml"
 [[ $(cat "$T/bout") == "$want" ]] && ok "kiln boot over a finished install: boot-installed" || not_ok "boot-installed: $(cat "$T/bout")"
 grep -q "looking read-only: mount ${LOOP}p2" "$T/berr" || not_ok "kiln boot did not look at the root: $(tail -3 "$T/berr")"
 [[ $(jq -r .kernel "$T/run/boot-installed.json") == "/vmlinuz -> boot/vmlinuz-6.1.0-test" ]] \
@@ -143,26 +143,26 @@ grep -q "looking read-only: mount ${LOOP}p2" "$T/berr" || not_ok "kiln boot did 
 [[ ! -e $T/run/report.json ]] || not_ok "boot-installed ran a run (report.json written)"
 findmnt -rn -o TARGET | grep -q "^$T/target" && not_ok "kiln boot left the finished install mounted"
 [[ $(disk_sum) == "$SUM" ]] && ok "boot-installed: the disk's sha256 unchanged" || not_ok "looking at a finished install changed the disk"
-boot 0 "$T/spec.yaml" kiln.fresh
+boot_noexec 0 "$T/spec.yaml" kiln.fresh
 [[ $(cat "$T/bout") == "$want" ]] || not_ok "kiln.fresh over a finished install: $(cat "$T/bout")"
 [[ $(disk_sum) == "$SUM" ]] || not_ok "kiln.fresh over a finished install changed the disk"
 # another plan (another root label: the same layout to the inventory): refused, nothing written
 sed 's/label: root,/label: root2,/' "$T/spec.yaml" >"$T/other.yaml"
 otherfp=$("$KILN" plan "$T/other.yaml" 2>/dev/null | sed -n 's/^fingerprint: //p')
-boot 3 "$T/other.yaml"
+boot_noexec 3 "$T/other.yaml"
 want3="error: refusing to apply 'http://127.0.0.1:$HTTP_PORT/spec.yaml' on $LOOP: the disks hold a finished install of another plan ($recfp), this spec makes plan $otherfp, and no new reinstall token was given (none); nothing was written; to reinstall on purpose, boot with kiln.reinstall=NEW-TOKEN or give the spec a new 'reinstall:' (docs/reinstall.md)"
 grep -qxF "$want3" <(sed 's/^\[ *[0-9.]*\] //' "$T/berr") && ok "another plan over a finished install: refused (exit 3)" \
   || not_ok "another plan: $(tail -2 "$T/berr")"
 [[ $(disk_sum) == "$SUM" ]] || not_ok "the refused plan changed the disk"
 # a spec that may not wipe, with a new token: refused, nothing written
 sed 's/wipe: true/wipe: false/' "$T/spec.yaml" >"$T/nowipe0.yaml"
-boot 3 "$T/nowipe0.yaml" kiln.reinstall=lab-0
+boot_noexec 3 "$T/nowipe0.yaml" kiln.reinstall=lab-0
 grep -q "refusing to reinstall '.*' on $LOOP: .*, but the spec does not allow wiping these disks (wipe: true); nothing was written" "$T/berr" \
   || not_ok "wipe: false with a new token: $(tail -2 "$T/berr")"
 [[ $(disk_sum) == "$SUM" ]] || not_ok "wipe: false with a new token changed the disk"
 # the operator's act: a new token installs fresh and is recorded
 UUIDS=$(uuids)
-boot 0 "$T/spec.yaml" kiln.reinstall=lab-1
+boot_noexec 0 "$T/spec.yaml" kiln.reinstall=lab-1
 [[ $(uuids) != "$UUIDS" ]] && ok "kiln.reinstall=lab-1: fresh install" || not_ok "kiln.reinstall= did not install fresh (UUIDs unchanged)"
 grep -q "reinstall: the disks hold a finished install of this plan (${recfp:0:12}), and the reinstall token 'lab-1' is not the one it was installed with (none)" "$T/berr" \
   || not_ok "no reinstall reason: $(grep -i reinstall "$T/berr" | tail -2)"
@@ -171,10 +171,10 @@ umount -R "$T/target"
 # the same token again (the boot server still sends it), or in the spec: boot-installed
 fake_kernel
 SUM=$(disk_sum)
-boot 0 "$T/spec.yaml" kiln.reinstall=lab-1
+boot_noexec 0 "$T/spec.yaml" kiln.reinstall=lab-1
 grep -q "^boot-installed: would kexec" "$T/bout" || not_ok "the same token again: $(cat "$T/bout") $(tail -2 "$T/berr")"
 sed 's/^version: 1$/version: 1\nreinstall: lab-1/' "$T/spec.yaml" >"$T/tok.yaml"
-boot 0 "$T/tok.yaml"
+boot_noexec 0 "$T/tok.yaml"
 grep -q "^boot-installed: would kexec" "$T/bout" || not_ok "the spec's reinstall: lab-1: $(cat "$T/bout") $(tail -2 "$T/berr")"
 [[ $(disk_sum) == "$SUM" ]] && ok "the same token again: boot-installed, the disk unchanged" || not_ok "the same token changed the disk"
 

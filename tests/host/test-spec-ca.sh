@@ -48,7 +48,7 @@ truncate -s 256M "$T/a.img"
 attach "$T/a.img"; A=$ATTACHED
 export KILN_TARGET="$T/target" KILN_RUN_DIR="$T/run"
 
-spec() {  # spec CA-LINE: the spec with that `ca:` line (or none)
+ca_spec() {  # ca_spec CA-LINE: the spec with that `ca:` line (or none)
   spec_write - root-disk -- HOSTNAME=kiln-spec-ca DISK="$A"
   cat <<YAML
 $1
@@ -66,10 +66,10 @@ fresh_apply() {  # fresh_apply WANT_RC: kiln apply --fresh of $T/spec.yaml, outp
 pem_inline=$(sed 's/^/  /' "$T/ca-a.pem")
 for form in path pem url; do
   case $form in
-    path) spec "ca: $T/ca-a.pem" ;;
-    pem) spec "ca: |
+    path) ca_spec "ca: $T/ca-a.pem" ;;
+    pem) ca_spec "ca: |
 $pem_inline" ;;
-    url) spec "ca: http://127.0.0.1:$HTTP_PORT/ca-a.pem" ;;
+    url) ca_spec "ca: http://127.0.0.1:$HTTP_PORT/ca-a.pem" ;;
   esac >"$T/spec.yaml"
   posts0=$(hook_posts); gets0=$(image_gets)
   fresh_apply 0 || continue
@@ -85,7 +85,7 @@ done
 
 # without ca: the image download fails TLS verification, and so does the
 # failure's report to the webhook
-spec "" >"$T/spec.yaml"
+ca_spec "" >"$T/spec.yaml"
 posts0=$(hook_posts); gets0=$(image_gets)
 if fresh_apply 5; then
   grep -q "image '$S/small.tar.zst': download failed: .*certificate" "$T/out" \
@@ -96,7 +96,7 @@ fi
 
 # ca: with no certificate in it: refused before anything is written
 umount -R "$T/target" 2>/dev/null
-spec "ca: $T/no-cert.pem" >"$T/spec.yaml"
+ca_spec "ca: $T/no-cert.pem" >"$T/spec.yaml"
 before=$(sha256sum <"$T/a.img")
 rc=0; "$KILN" apply --yes --fresh "$T/spec.yaml" >"$T/out" 2>&1 || rc=$?
 [[ $rc == 8 ]] || not_ok "a ca: without a certificate: exit $rc, expected 8"
@@ -106,8 +106,8 @@ grep -qF "failed to load the CA of spec '$T/spec.yaml' ($T/no-cert.pem): it hold
   || not_ok "a ca: without a certificate changed the disk"
 
 # kiln register: --ca and the spec's ca: are both trusted
-spec "ca: $T/ca-b.pem" >"$T/spec-b.yaml"
-spec "ca: $T/ca-a.pem" >"$T/spec-a.yaml"
+ca_spec "ca: $T/ca-b.pem" >"$T/spec-b.yaml"
+ca_spec "ca: $T/ca-a.pem" >"$T/spec-a.yaml"
 cp "$T/run/report.json" "$T/report.json" 2>/dev/null || not_ok "no saved run report"
 for c in "a b" "b a"; do
   set -- $c

@@ -55,17 +55,17 @@ for ((i = 1; i <= ROUNDS; i++)); do
   kjson "bench-$i" | jq -e . >/dev/null || fails=$((fails + 1))
 done
 rig_check "kiln bench and cryptsetup benchmark exit 0 in every round" test "$fails" = 0
-jqc() { jq -e "$1" "$J" >/dev/null; }
+json_true() { jq -e "$1" "$J" >/dev/null; }
 rig_check "aes-xts-plain64 512 measured through dm-crypt and chosen" \
-  jqc '.ciphers[0] | .cipher == "aes-xts-plain64" and .key_size == 512 and .chosen and .write.mbps > 0 and .read.mbps > 0 and .error == null'
+  json_true '.ciphers[0] | .cipher == "aes-xts-plain64" and .key_size == 512 and .chosen and .write.mbps > 0 and .read.mbps > 0 and .error == null'
 rig_check "AF_ALG figures beside it" \
-  jqc '.kernel_api_missing == null and .ciphers[0].kernel_enc_mbps > 0 and .ciphers[0].kernel_dec_mbps > 0'
-rig_check "raw device figures" jqc '.raw.device == "/dev/vdb" and .raw.seq_write.mbps > 0 and .raw.seq_read.mbps > 0 and .raw.rand_read.iops > 0 and .raw.rand_read.lat_p99_us >= .raw.rand_read.lat_p50_us'
-rig_check "encrypted device figures" jqc '.crypt.device == "/dev/mapper/bc" and .crypt.seq_write.mbps > 0 and .crypt.seq_read.mbps > 0 and .crypt.rand_read.iops > 0'
-rig_check "overhead reported" jqc '.overhead.write != null and .overhead.read != null and .overhead.write < 1'
+  json_true '.kernel_api_missing == null and .ciphers[0].kernel_enc_mbps > 0 and .ciphers[0].kernel_dec_mbps > 0'
+rig_check "raw device figures" json_true '.raw.device == "/dev/vdb" and .raw.seq_write.mbps > 0 and .raw.seq_read.mbps > 0 and .raw.rand_read.iops > 0 and .raw.rand_read.lat_p99_us >= .raw.rand_read.lat_p50_us'
+rig_check "encrypted device figures" json_true '.crypt.device == "/dev/mapper/bc" and .crypt.seq_write.mbps > 0 and .crypt.seq_read.mbps > 0 and .crypt.rand_read.iops > 0'
+rig_check "overhead reported" json_true '.overhead.write != null and .overhead.read != null and .overhead.write < 1'
 rig_check "depth 1 when asked" test "$(kjson bench-depth1-1 | jq '.ciphers[0].write.depth')" = 1
 rig_check "phases say where the time went" \
-  jqc '.startup_seconds > 0 and ([.phases[] | select(.name | test("^(dm: create zero target|dm-crypt: write |af_alg: |raw: seq read|crypt: 4k random read)"))] | length) == 5'
+  json_true '.startup_seconds > 0 and ([.phases[] | select(.name | test("^(dm: create zero target|dm-crypt: write |af_alg: |raw: seq read|crypt: 4k random read)"))] | length) == 5'
 rig_check "the gate took at most 5 s (kiln: $(jq .seconds "$J") s, wall $(kv kiln_gate_seconds_1) s)" \
   awk "BEGIN{exit !($(kv kiln_gate_seconds_1) <= 5.5 && $(jq .seconds "$J") <= 5)}"
 rig_check "tuning ran (exit $(kv kiln_tune_rc))" test "$(kv kiln_tune_rc)" = 0
