@@ -1,5 +1,6 @@
 #include "wipe.h"
 
+#include "log.h"
 #include "lvm.h"
 #include "md.h"
 #include "paths.h"
@@ -13,8 +14,15 @@
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define WIPE_MAX_DEPTH 16
+/* BLKRRPART answers EBUSY while anything holds a partition open: udev's
+ * blkid probe after the signatures went (each wipe closes a device it wrote,
+ * which sends a change event) holds one for a moment. parted and partprobe
+ * retry the same way. 40 tries 50 ms apart: 2 s. */
+#define WIPE_RRPART_TRIES 40
+#define WIPE_RRPART_PAUSE_NS (50 * 1000 * 1000L)
 
 static void closedirp(DIR **d) { if (*d) closedir(*d); }
 #define _cleanup_closedir_ _cleanup_(closedirp)
@@ -310,8 +318,21 @@ int wipe_erase(const char *devpath, struct strbuf *err, unsigned *ret_removed) {
         _cleanup_close_ int fd = open(devpath, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        if (ioctl(fd, BLKRRPART, 0) < 0 && errno != EINVAL)
-                return -errno;
+        for (unsigned t = 1;; t++) {
+                if (ioctl(fd, BLKRRPART, 0) == 0 || errno == EINVAL) {
+                        if (t > 1)
+                                log_info("%s: the kernel dropped the old partitions after %u tries (one was open)", devpath, t);
+                        break;
+                }
+                if (errno != EBUSY || t == WIPE_RRPART_TRIES) {
+                        r = -errno;
+                        if (err && r == -EBUSY)
+                                strbuf_addf(err, "the kernel keeps %s's old partitions: one is still open after %u tries in %.1f s",
+                                            devpath, t, t * WIPE_RRPART_PAUSE_NS / 1e9);
+                        return r;
+                }
+                nanosleep(&(struct timespec){ .tv_nsec = WIPE_RRPART_PAUSE_NS }, NULL);
+        }
         if (ret_removed)
                 *ret_removed = total;
         return 0;

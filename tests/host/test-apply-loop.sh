@@ -124,9 +124,16 @@ out=$("$KILN" apply --yes "$T/spec.yaml" 2>&1); rc=$?
 umount -R "$T/target"
 
 # 6. wipe only: nothing left that blkid can see, no GPT at either end
+# A partition held open while kiln wipes (as udev's probe holds one for a
+# moment): BLKRRPART answers EBUSY until it is closed; kiln tries again.
 spec_write "$T/wipe.yaml" two-disks finish -- "${vals[@]}" WIPE=true
+( exec 3<"${A}p1"; sleep 1.5 ) & holder=$!
 out=$("$KILN" apply --yes "$T/wipe.yaml" 2>&1); rc=$?
+wait "$holder"
 [[ $rc == 0 ]] || not_ok "wipe-only apply exited $rc: $out"
+grep -q "^.*$A: the kernel dropped the old partitions after [0-9]* tries (one was open)" <<<"$out" \
+  && ok "wipe: BLKRRPART tried again while a partition was open" \
+  || not_ok "wipe: no retry of BLKRRPART while ${A}p1 was open: $out"
 for l in "$A" "$B"; do
   [[ -z $(blkid -p "$l" 2>/dev/null) ]] || not_ok "signatures left on $l: $(blkid -p "$l")"
   ls "$l"p* >/dev/null 2>&1 && not_ok "partition nodes left on $l"
