@@ -90,6 +90,7 @@ static int curl_once(const struct http_request *req, unsigned connect_ms, unsign
         CURLcode cc = curl_easy_perform(c);
         *ret_code = cc;
         resp->status = 0;
+        resp->retry_after_ms = 0;
         if (cc != CURLE_OK) {
                 /* curl's text may quote the URL (a redirect's target): shown without its credentials */
                 const char *e = errbuf[0] ? errbuf : curl_easy_strerror(cc);
@@ -102,13 +103,14 @@ static int curl_once(const struct http_request *req, unsigned connect_ms, unsign
                 return curl_code_retryable(cc) ? -EAGAIN : -EIO;
         }
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+        resp->retry_after_ms = fetch_curl_retry_after_ms(c);
         if (resp->status >= 200 && resp->status < 300) {
                 if (err)
                         strbuf_reset(err);
                 return 0;
         }
         strbuf_errorf(err, 0, "HTTP status %ld", resp->status);
-        if (resp->status >= 500)
+        if (resp->status >= 500 || backoff_status_is_pushback(resp->status))
                 return -EAGAIN;
         if (resp->status == 401 || resp->status == 403)
                 return -EACCES;
@@ -143,13 +145,14 @@ int delivery_send(const struct http_request *req, const struct delivery_policy *
                 int r = curl_once(req, connect, timeout, resp, err, &cc);
                 if (r != -EAGAIN)
                         return r;
-                if (resp->status >= 500 && p->is_final && p->is_final(resp))
+                bool later = p->is_later ? p->is_later(resp) : backoff_status_is_pushback(resp->status);
+                if (resp->status && !later && p->is_final && p->is_final(resp))
                         return -EREMOTEIO;
                 if (p->max_attempts && resp->attempts >= p->max_attempts)
                         return -EAGAIN;
                 /* The total limit, not an attempt count, ends the retries:
-                 * backoff.h only supplies the jittered delay. */
-                uint64_t wait = (uint64_t) backoff_delay_ms(&b, b.attempt++) * 1000;
+                 * backoff.h only supplies the delay. */
+                uint64_t wait = (uint64_t) backoff_spread_ms(&b, b.attempt++, later, resp->retry_after_ms) * 1000;
                 used = now_usec() - start;
                 if (used >= limit)
                         return -ETIMEDOUT;

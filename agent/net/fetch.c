@@ -539,8 +539,7 @@ static void transfer_rearm(struct transfer *t) {
         t->abort_err = 0;
 }
 
-/* The pushing-back server's Retry-After in ms (capped), 0 when it sent none. */
-static unsigned retry_after_ms(CURL *curl) {
+unsigned fetch_curl_retry_after_ms(void *curl) {
         curl_off_t ra = 0;
         if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &ra) != CURLE_OK || ra <= 0)
                 return 0;
@@ -642,17 +641,17 @@ int fetch_url(const char *url, const struct fetch_options *opts, const struct fe
                 /* A server pushing back says when to come again: never before
                  * its Retry-After, and spread out from the other nodes. */
                 unsigned not_before_ms = 0;
-                bool pushback = c == CURLE_HTTP_RETURNED_ERROR && (rr->http_code == 503 || rr->http_code == 429);
+                bool pushback = c == CURLE_HTTP_RETURNED_ERROR && backoff_status_is_pushback(rr->http_code);
                 if (pushback) {
                         rr->pushbacks++;
-                        not_before_ms = retry_after_ms(curl);
+                        not_before_ms = fetch_curl_retry_after_ms(curl);
                 }
                 bool free_retry = pushback && !opts->no_retry && opts->pushback_sec &&
                                   now_usec() - started < (uint64_t) opts->pushback_sec * 1000000u;
                 if (!free_retry && faults++ >= max_faults)
                         return strbuf_errorf(err, r, "%s (gave up after %u attempt%s)", strbuf_why(&why, r), rr->attempts,
                                              rr->attempts == 1 ? "" : "s");
-                backoff_sleep_ms(backoff_spread_ms(&b, n++, not_before_ms));
+                backoff_sleep_ms(backoff_spread_ms(&b, n++, pushback, not_before_ms));
         }
 
         unsigned char md[EVP_MAX_MD_SIZE];

@@ -12,8 +12,9 @@
  * there is deliberately no option to turn verification off.
  *
  * Faults: refused connections, timeouts, dropped connections, 5xx and 429
- * are retried with capped, jittered exponential backoff (backoff_spread_ms:
- * never before the server's Retry-After, seconds or HTTP-date, capped at
+ * are retried as backoff.h's rule says (backoff_spread_ms: faults with a
+ * growing window, 503 and 429 at push-back's steady pace, never before the
+ * server's Retry-After, seconds or HTTP-date, capped at
  * BACKOFF_RETRY_AFTER_MAX_MS) up to max_retries; a server pushing back
  * (503, 429) does not use up a retry while pushback_sec lasts; 4xx, TLS verification failures, bad URLs and size-limit
  * violations are final. A retry after bytes were delivered resumes with an
@@ -122,6 +123,11 @@ int fetch_curl_setup_tls(void *curl, const struct fetch_options *opts);
  * (kiln.ca, then the spec's ca: beside it), so a reused connection was
  * verified against no more than the request trusts. 0 or -EINVAL. */
 int fetch_curl_share(void *curl);
+
+/* The Retry-After (seconds or HTTP-date, RFC 9110 10.2.3) of the answer a
+ * libcurl easy handle got last, in ms, capped at BACKOFF_RETRY_AFTER_MAX_MS;
+ * 0 when it sent none. */
+unsigned fetch_curl_retry_after_ms(void *curl);
 
 /* Constant-time-ish comparison of two hex digests, case-insensitive. */
 bool sha256_hex_equal(const char *a, const char *b);

@@ -138,9 +138,11 @@ static json_object *parse_json(const struct strbuf *sb) {
 /* What CloudStack said to one request, beyond the answer object. */
 struct cs_answer {
         long status;            /* HTTP status, 0 if none arrived */
-        bool verdict;           /* the body is CloudStack's own error object (errorcode) */
+        bool verdict;           /* the body is CloudStack's own error object (errorcode), final */
+        bool later;             /* CloudStack (or what is in front of it) said "later" (cs_answer_is_later) */
         long errorcode;
         char *errortext;
+        unsigned retry_after_ms;
 };
 
 static void cs_answer_done(struct cs_answer *a) {
@@ -148,14 +150,44 @@ static void cs_answer_done(struct cs_answer *a) {
         *a = (struct cs_answer) { 0 };
 }
 
-/* CloudStack's error bodies are its verdict: a 530 from addHost ("Unable to add
- * the host ...") is not a fault on the way, and sending again changes nothing. */
-static bool cs_body_is_verdict(const struct http_response *resp) {
+static long body_errorcode(const struct http_response *resp) {
         json_object *root = parse_json(&resp->body);
-        bool v = json_get_text(response_object(root), "errorcode") != NULL;
+        const char *code = json_get_text(response_object(root), "errorcode");
+        long v = code ? strtol(code, NULL, 10) : 0;
         if (root)
                 json_object_put(root);
-        return v;
+        return code && v == 0 ? -1 : v;
+}
+
+/* CloudStack's errorcodes (ApiErrorCode; CloudStack answers with the HTTP
+ * status equal to it) that mean "later", not a verdict:
+ *   429 API_LIMIT_EXCEED: the API rate limit (api.throttling.*) refused the
+ *       call before it ran; a rack sharing one account meets it at once;
+ *   534 RESOURCE_UNAVAILABLE_ERROR: a ResourceUnavailableException, what
+ *       the call needs is not there right now.
+ * Verdicts (sending again changes nothing): 401 UNAUTHORIZED, 405
+ * METHOD_NOT_ALLOWED, 430 MALFORMED_PARAMETER_ERROR, 431 PARAM_ERROR, 432
+ * UNSUPPORTED_ACTION_ERROR, 511 UNAUTHORIZED2FA, 530 INTERNAL_ERROR (addHost's
+ * own refusals, see cs_register_host), 531 ACCOUNT_ERROR, 532
+ * ACCOUNT_RESOURCE_LIMIT_ERROR, 533 INSUFFICIENT_CAPACITY_ERROR, 535
+ * RESOURCE_ALLOCATION_ERROR, 536 RESOURCE_IN_USE_ERROR, 537
+ * NETWORK_RULE_CONFLICT_ERROR: each needs an operator. */
+static bool cs_errorcode_is_later(long code) {
+        return code == 429 || code == 534;
+}
+
+/* "Later": an HTTP 503 or 429 whatever its body says (503 is no ApiErrorCode:
+ * a management server going down or a proxy in front says it, with or
+ * without CloudStack's error JSON), or one of the errorcodes above. */
+static bool cs_answer_is_later(const struct http_response *resp) {
+        return backoff_status_is_pushback(resp->status) || cs_errorcode_is_later(body_errorcode(resp));
+}
+
+/* CloudStack's other error bodies are its verdict: a 530 from addHost ("Unable
+ * to add the host ...") is not a fault on the way, and sending again changes
+ * nothing. */
+static bool cs_answer_is_final(const struct http_response *resp) {
+        return body_errorcode(resp) != 0 && !cs_answer_is_later(resp);
 }
 
 static int cs_request(const struct cs_client *c, const char *command, const struct cs_param *params, size_t n,
@@ -179,20 +211,30 @@ static int cs_request(const struct cs_client *c, const char *command, const stru
                 .ca_file = c->ca_file,
         };
         struct delivery_policy p = policy ? *policy : c->policy ? *c->policy : def;
-        p.is_final = cs_body_is_verdict;
+        p.is_final = cs_answer_is_final;
+        p.is_later = cs_answer_is_later;
         r = c->send ? c->send(&req, &p, &resp, &last, c->send_userdata) : delivery_send(&req, &p, &resp, &last);
         root = parse_json(&resp.body);
         json_object *o = response_object(root);
         const char *code = json_get_text(o, "errorcode"), *text = json_get_text(o, "errortext");
+        bool later = r < 0 && resp.status && cs_answer_is_later(&resp);
         if (ans) {
                 ans->status = resp.status;
-                ans->verdict = code != NULL;
+                ans->later = later;
+                ans->verdict = code != NULL && !later;
                 ans->errorcode = code ? strtol(code, NULL, 10) : 0;
                 ans->errortext = strdup_or_null(text);
+                ans->retry_after_ms = resp.retry_after_ms;
         }
         if (r < 0) {
                 char shown[URL_DISPLAY_MAX];
                 url_display(c->endpoint, shown);
+                if (later && text && r == -ETIMEDOUT)
+                        return strbuf_errorf(err, r, "CloudStack still said later to %s when the time ran out, after %u attempt%s (HTTP %ld, errorcode %s): %s",
+                                             command, resp.attempts, resp.attempts == 1 ? "" : "s", resp.status, code ? code : "?", text);
+                if (later && text)
+                        return strbuf_errorf(err, r, "CloudStack said later to %s (HTTP %ld, errorcode %s): %s",
+                                             command, resp.status, code ? code : "?", text);
                 if (text)
                         return strbuf_errorf(err, r, "CloudStack refused %s (HTTP %ld, errorcode %s): %s",
                                              command, resp.status, code ? code : "?", text);
@@ -400,18 +442,21 @@ static bool state_transient(const char *s) {
         return s && (streq(s, "Creating") || streq(s, "Connecting"));
 }
 
-/* Sleep the next backoff delay, never past the deadline; false when the deadline has passed. */
-static bool wait_before_looking(struct backoff *b, const struct delivery_policy *p) {
+/* Sleep the next backoff delay (backoff.h's rule: push-back after a "later",
+ * never before its Retry-After), never past the deadline; false when the
+ * deadline has passed, or does during the delay (slept up to it). */
+static bool wait_before_looking(struct backoff *b, const struct delivery_policy *p, bool pushback, unsigned retry_after_ms) {
         uint64_t now = now_usec();
         if (now >= p->deadline_usec)
                 return false;
-        uint64_t d = (uint64_t) backoff_delay_ms(b, b->attempt++) * 1000;
-        if (d > p->deadline_usec - now)
+        uint64_t d = (uint64_t) backoff_spread_ms(b, b->attempt++, pushback, retry_after_ms) * 1000;
+        bool in_time = d < p->deadline_usec - now;
+        if (!in_time)
                 d = p->deadline_usec - now;
         struct timespec ts = { .tv_sec = (time_t) (d / 1000000), .tv_nsec = (long) (d % 1000000) * 1000 };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                 ;
-        return true;
+        return in_time;
 }
 
 /* Over 120 lines on purpose: after the set-up (one budget, the address,
@@ -481,6 +526,10 @@ int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct 
          * name the new host, look again before anything else:
          *   - no verdict (timeout, reset, a proxy's 5xx): CloudStack may have
          *     taken it, so wait, look, and send again only if the host is not there;
+         *   - "later" (cs_answer_is_later: 429, 503, errorcode 534): the same, at
+         *     the push-back pace and never before its Retry-After; these sends
+         *     do not count against CS_MAX_ADD_SENDS (CloudStack answered), the
+         *     registration's budget ends them;
          *   - 530 "... is already in the database ...": another run (or our own
          *     lost request) added it; look until it shows;
          *   - any other 530: look once (a CloudStack whose discoverer only logs
@@ -491,7 +540,7 @@ int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct 
          * addHost for an address with the 530, and that run then finds the host. */
         enum { AFTER_NOTHING, AFTER_NO_VERDICT, AFTER_EXISTS, AFTER_FAILED } after = AFTER_NOTHING;
         struct backoff b = BACKOFF_INIT(p.backoff_base_ms, p.backoff_cap_ms, 0);
-        unsigned exists_looks = 0;
+        unsigned exists_looks = 0, later_sends = 0;
         for (;;) {
                 _cleanup_json_ json_object *found = NULL, *added = NULL;
                 _cleanup_(cs_answer_done) struct cs_answer ans = { 0 };
@@ -507,7 +556,7 @@ int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct 
                                                      addr.text, id ? id : "?", zone, h->zone);
                         if (state_transient(state)) {
                                 /* Another addHost for this address is still at work: wait for its outcome. */
-                                if (!wait_before_looking(&b, &p))
+                                if (!wait_before_looking(&b, &p, false, 0))
                                         return strbuf_errorf(err, -ETIMEDOUT, "CloudStack's host %s (id %s) was still %s when the time ran out",
                                                              addr.text, id ? id : "?", state);
                                 continue;
@@ -527,11 +576,11 @@ int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct 
                         if (++exists_looks > CS_MAX_EXISTS_LOOKS)
                                 return strbuf_errorf(err, -EPROTO, "%s (and listHosts did not show it after %u looks)",
                                                      strbuf_str(&verdict), exists_looks - 1);
-                        if (!wait_before_looking(&b, &p))
+                        if (!wait_before_looking(&b, &p, false, 0))
                                 return strbuf_errorf(err, -ETIMEDOUT, "%s (and listHosts did not show it in time)", strbuf_str(&verdict));
                         continue;
                 }
-                if (res.add_sends >= CS_MAX_ADD_SENDS)
+                if (res.add_sends - later_sends >= CS_MAX_ADD_SENDS)
                         return strbuf_errorf(err, -ETIMEDOUT, "%s (addHost sent %u times, the host never appeared)",
                                              verdict.len ? verdict.buf : "no answer", res.add_sends);
                 if (now_usec() >= p.deadline_usec)
@@ -556,11 +605,16 @@ int cs_register_host(const struct cs_client *c, const struct cs_host *h, struct 
                         after = AFTER_EXISTS;
                 else if (ans.verdict && ans.errorcode == 530)
                         after = AFTER_FAILED;
-                else if (ans.verdict || r == -EACCES || r == -EPROTO || r == -EINVAL || r == -EBADMSG)
+                else if (ans.later) {
+                        after = AFTER_NO_VERDICT;
+                        later_sends++;
+                        if (!wait_before_looking(&b, &p, true, ans.retry_after_ms))
+                                return strbuf_errorf(err, -ETIMEDOUT, "%s, and the time ran out", strbuf_str(&verdict));
+                } else if (ans.verdict || r == -EACCES || r == -EPROTO || r == -EINVAL || r == -EBADMSG)
                         return strbuf_errorf(err, r, "%s", strbuf_str(&verdict));
                 else {
                         after = AFTER_NO_VERDICT;
-                        if (!wait_before_looking(&b, &p))
+                        if (!wait_before_looking(&b, &p, false, 0))
                                 return strbuf_errorf(err, -ETIMEDOUT, "%s", strbuf_str(&verdict));
                 }
         }

@@ -10,7 +10,7 @@
 void register_options_default(struct register_options *o) {
         *o = (struct register_options) {
                 .policy = DELIVERY_POLICY_DEFAULT,
-                .event_policy = { 2000, 5000, 5000, 500, 2000, 0, 0, NULL },
+                .event_policy = { 2000, 5000, 5000, 500, 2000, 0, 0, NULL, NULL },
         };
 }
 

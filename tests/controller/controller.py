@@ -71,7 +71,8 @@ passwords are never stored.
 
 Usage:
   controller.py --db FILE --config FILE [--port N] [--port-file FILE]
-                [--fail-503 N] [--fail-401] [--hang] [--fault-webhook]
+                [--fail-503 N [--fail-status S] [--fail-errorcode C]
+                 [--retry-after SEC]] [--fail-401] [--hang] [--fault-webhook]
                 [--delay-ms MS] [--addhost-ms MS]
   controller.py --dump DB          print what was recorded, as JSON
 
@@ -80,7 +81,12 @@ Fault modes act on the CloudStack API (and on the webhook with
 is looked at: race tests), --addhost-ms makes addHost take that much longer
 while its host is Connecting. They can also be changed while it runs: POST
 /kiln/admin with {"fail_503": N, "fail_command": "addHost" (only that command
-fails), "fail_401": bool, "hang": bool, "fault_webhook": bool, "delay_ms": MS,
+fails), "fail_status": S (the failing answers' HTTP status, default 503),
+"fail_errorcode": C (their body is then CloudStack's error JSON
+{"<command>response": {"uuidList": [], "errorcode": C, "errortext": T}}, as
+CloudStack answers API_LIMIT_EXCEED with 429; null: the plain body
+{"error": ...} of a proxy), "fail_text": T, "retry_after": SEC (a
+Retry-After header on them; null: none), "fail_401": bool, "hang": bool, "fault_webhook": bool, "delay_ms": MS,
 "addhost_ms": MS, "ssh": {...}, "seed_hosts": {"zone": NAME, "addresses": [...]}}
 (seed_hosts adds Up hosts directly, for paging tests). GET /kiln/dump returns
 the same JSON as --dump. Listens on 127.0.0.1 only; --port 0 picks a free
@@ -116,6 +122,14 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 AUTH_ERROR = "unable to verify user credentials and/or request signature"
+# The fault mode's errortext per errorcode when the test gives none: 429 is
+# what CloudStack's API rate limit (plugins/api/rate-limit,
+# ApiRateLimitServiceImpl) says, as recalled, not checked against its source
+# (kiln decides on the HTTP status and errorcode, never on this text).
+FAULT_TEXTS = {
+    429: "The given user has reached his/her account api limit, please retry after 1000 ms.",
+    534: "Resource unavailable",
+}
 MAX_BODY = 4 * 1024 * 1024
 MAX_PAGE_SIZE = 500             # CloudStack's default.page.size
 ROOT_ADMIN_ROLE = "Root Admin"
@@ -218,6 +232,10 @@ class State:
         self.key = None
         self.fail_503 = 0
         self.fail_command = None
+        self.fail_status = 503
+        self.fail_errorcode = None      # None: the plain body {"error": ...}; else CloudStack's error JSON
+        self.fail_text = None
+        self.retry_after = None
         self.fail_401 = False
         self.hang = False
         self.fault_webhook = False
@@ -394,10 +412,12 @@ class Handler(BaseHTTPRequestHandler):
         # Never the query string: it may carry signatures (or, from other clients, passwords).
         sys.stderr.write("controller: %s %s\n" % (self.command, self.path.split("?")[0]))
 
-    def send_json(self, status, obj):
+    def send_json(self, status, obj, headers=None):
         body = json.dumps(obj).encode()
         try:
             self.send_response(status)
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
             self.send_header("Content-Type", "application/json; charset=UTF-8")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -423,9 +443,17 @@ class Handler(BaseHTTPRequestHandler):
             fail = st.fail_503 > 0 and (not st.fail_command or st.fail_command == command)
             if fail:
                 st.fail_503 -= 1
+            status, code, text, ra = st.fail_status, st.fail_errorcode, st.fail_text, st.retry_after
         if fail:
-            st.log_request(self.command, path, command, 503, "fault: 503")
-            self.send_json(503, {"error": "service unavailable (fault mode)"})
+            st.log_request(self.command, path, command, status, "fault: %d" % status)
+            headers = {"Retry-After": str(ra)} if ra is not None else {}
+            if code is None:
+                self.send_json(status, {"error": "service unavailable (fault mode)"}, headers)
+            else:
+                name = (command or "error").lower() + "response"
+                self.send_json(status, {name: {"uuidList": [], "errorcode": code,
+                                               "errortext": text if text is not None else FAULT_TEXTS.get(code, "busy")}},
+                               headers)
             return True
         if st.fail_401:
             st.log_request(self.command, path, command, 401, "fault: 401")
@@ -473,6 +501,10 @@ class Handler(BaseHTTPRequestHandler):
             with st.lock:
                 st.fail_503 = int(req.get("fail_503", st.fail_503))
                 st.fail_command = req.get("fail_command", st.fail_command)
+                st.fail_status = int(req.get("fail_status", st.fail_status))
+                st.fail_errorcode = req.get("fail_errorcode", st.fail_errorcode)
+                st.fail_text = req.get("fail_text", st.fail_text)
+                st.retry_after = req.get("retry_after", st.retry_after)
                 st.fail_401 = bool(req.get("fail_401", st.fail_401))
                 st.hang = bool(req.get("hang", st.hang))
                 st.fault_webhook = bool(req.get("fault_webhook", st.fault_webhook))
@@ -978,6 +1010,10 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
     ap.add_argument("--fail-503", type=int, default=0, metavar="N", help="answer the first N requests with 503")
+    ap.add_argument("--fail-status", type=int, default=503, metavar="S", help="the --fail-503 answers' HTTP status")
+    ap.add_argument("--fail-errorcode", type=int, default=None, metavar="C",
+                    help="the --fail-503 answers carry CloudStack's error JSON with errorcode C")
+    ap.add_argument("--retry-after", type=int, default=None, metavar="SEC", help="the --fail-503 answers' Retry-After")
     ap.add_argument("--fail-401", action="store_true", help="answer every request with 401")
     ap.add_argument("--hang", action="store_true", help="never answer")
     ap.add_argument("--delay-ms", type=int, default=None, metavar="MS", help="every API call takes MS longer")
@@ -999,6 +1035,7 @@ def main():
         config = json.load(f)
     state = State(a.db, config)
     state.fail_503, state.fail_401, state.hang = a.fail_503, a.fail_401, a.hang
+    state.fail_status, state.fail_errorcode, state.retry_after = a.fail_status, a.fail_errorcode, a.retry_after
     state.fault_webhook = a.fault_webhook
     if a.delay_ms is not None:
         state.delay_ms = a.delay_ms

@@ -10,13 +10,22 @@ controller.json (controller.py --dump). Prints the figures, writes them to
 The bounds (docs/benchmarks.md "A rack at once" writes them down):
 
 retries: a retry is any request of a node for its spec or its image after
-  its first one. kiln draws each retry's delay uniformly from a window at
-  least W wide (agent/net/backoff.h: BACKOFF_MIN_WINDOW_MS, read from the
-  source; 250 ms before it existed: [d/2, d] with d = 500 ms). A node's
-  retry lands in a given second with probability at most p = min(1, 1 s / W),
-  so the nodes retrying in one second are at most Binomial(N, p); the bound
-  is the least k with P(X >= k) <= 1e-5, minus one (N for p = 1: no bound
-  at all). N = 20, W = 4 s: 14; N = 100: 45.
+  its first one. Nearly all of them follow a 503 (nginx pushing back), and
+  kiln draws each such delay uniformly from one window W wide
+  (agent/net/backoff.h: BACKOFF_PUSHBACK_WINDOW_MS, read from the source;
+  before it, BACKOFF_MIN_WINDOW_MS, and 250 ms before that). A node's retry
+  lands in a given second with probability at most p = min(1, 1 s / W), so
+  the nodes retrying in one second are at most Binomial(N, p); the bound is
+  the least k with P(X >= k) <= 1e-5, minus one. W = 16 s: 7 for N = 16,
+  19 for N = 100.
+
+the two bounds of issue 27 (item 6), each with its limit as an option:
+  peak: the most nodes retrying in one second, under --peak-share x N
+    (0.2: 20 of 100);
+  wall: the rack's wall time (nodes 1..N, all at once) within --wall-ratio x
+    the reference plus --wall-slack seconds, the reference computed in the
+    same run: node 0's time alone x N / slots (CONN), what N nodes would take
+    if every slot were busy all the time (1.2 and 0 s for 100 nodes).
 
 controller: the requests a node makes before its image is complete (E, the
   image stage-begin event) come after its spec, which nginx lets through at
@@ -45,10 +54,11 @@ def parse_rate(s):
 
 
 def backoff_window_ms(agent):
-    for p in list(Path(agent).rglob("backoff.h")):
-        m = re.search(r"#define\s+BACKOFF_MIN_WINDOW_MS\s+(\d+)", p.read_text())
-        if m:
-            return int(m.group(1)), str(p)
+    for name in ("BACKOFF_PUSHBACK_WINDOW_MS", "BACKOFF_MIN_WINDOW_MS"):
+        for p in list(Path(agent).rglob("backoff.h")):
+            m = re.search(r"#define\s+%s\s+(\d+)" % name, p.read_text())
+            if m:
+                return int(m.group(1)), "%s in %s" % (name, p)
     return 250, "none (before BACKOFF_MIN_WINDOW_MS: [d/2, d], d = 500 ms)"
 
 
@@ -78,6 +88,9 @@ def main():
         ap.add_argument("--" + a, type=int, required=True)
     for a in ("fleet-start", "fleet-end"):
         ap.add_argument("--" + a, type=float, required=True)
+    ap.add_argument("--peak-share", type=float, default=0.2)
+    ap.add_argument("--wall-ratio", type=float, default=1.2)
+    ap.add_argument("--wall-slack", type=float, default=0.0)
     a = ap.parse_args()
     logs = Path(a.logs)
     N, size = a.n, a.image_size
@@ -213,11 +226,20 @@ def main():
     base = nodes[0]["end"] - nodes[0]["start"]
     wall = a.fleet_end - a.fleet_start
     concurrency = a.conn
+    reference = base * max(N, concurrency) / concurrency
+    peak_limit = a.peak_share * N
+    check(peak_retry < peak_limit, "retry peak: %d of %d nodes (%.0f%%) retried in one second, under %.0f%% of N (%g)" % (
+        peak_retry, N, 100.0 * peak_retry / N, 100 * a.peak_share, peak_limit))
+    wall_limit = a.wall_ratio * reference + a.wall_slack
+    check(wall <= wall_limit, "wall time %.1f s = %.2fx the reference %.1f s (node 0 alone %.2f s x %d / %d slots), "
+          "limit %.2fx + %g s = %.1f s" % (wall, wall / reference, reference, base, N, concurrency, a.wall_ratio,
+                                         a.wall_slack, wall_limit))
     summary = {
         "n": N, "image_bytes": size, "rate": a.rate, "conn": a.conn, "spec_rate": a.spec_rate,
         "spec_burst": a.spec_burst, "cuts_planned": a.cuts, "cuts_done": proxy_cuts,
         "baseline_seconds": round(base, 2), "wall_seconds": round(wall, 2),
-        "expected_seconds": round(base * max(N, concurrency) / concurrency, 2),
+        "expected_seconds": round(reference, 2), "wall_ratio": round(wall / reference, 3),
+        "wall_limit_seconds": round(wall_limit, 2),
         "node_seconds": {"min": round(min(n["end"] - n["start"] for i, n in nodes.items() if i), 2),
                          "max": round(max(n["end"] - n["start"] for i, n in nodes.items() if i), 2)},
         "nginx_image_bytes": img_bytes, "nginx_resumed_bytes": resumed_bytes, "ranges_206": n_206,
@@ -226,6 +248,8 @@ def main():
         "spec_connections_per_node": {"mean": round(sum(len(v) for v in conns.values()) / N, 2),
                                       "max": max(len(v) for v in conns.values())},
         "retry_histogram": hist, "retry_peak": peak_retry, "retry_bound": retry_bound,
+        "retry_peak_share": round(peak_retry / N, 3), "retry_peak_limit": peak_limit,
+        "seconds_over_20pct": sum(1 for v in hist.values() if v >= 0.2 * N),
         "retries": len(retries),
         "controller_requests": len(fleet_reqs),
         "controller_connections_per_node": round(len(ctl_conns) / N, 2),

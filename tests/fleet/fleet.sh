@@ -28,7 +28,11 @@
 # Knobs (environment): FLEET_N (100), FLEET_IMAGE_KIB (4096), FLEET_RATE
 # (nginx limit_rate, 512k), FLEET_CONN (limit_conn on images, 10),
 # FLEET_SPEC_RATE (limit_req rate, r/s, 10), FLEET_SPEC_BURST (10),
-# FLEET_CUTS (N/10), FLEET_RETRY_AFTER (seconds; unset: no header).
+# FLEET_CUTS (N/10), FLEET_RETRY_AFTER (seconds; unset: no header);
+# the bounds analyse.py asserts (issue 27): FLEET_PEAK_SHARE (0.2: fewer
+# than 20% of N retrying in any one second), FLEET_WALL_RATIO (1.2) and
+# FLEET_WALL_SLACK (0 s): wall time within RATIO x node 0's time x N / CONN
+# + SLACK.
 set -euo pipefail
 : "${KILN:?set KILN to the kiln binary}" "${SRC:?set SRC to the source tree}"
 for c in nginx python3 zstd tar sqlite3; do
@@ -187,7 +191,8 @@ cp "$T/nodes.txt" "$T/logs/identities.txt"
 args=(--n "$N" --image-size "$IMAGE_SIZE" \
   --blob-sha "$BLOB_SHA" --fleet-start "$FLEET_START" --fleet-end "$FLEET_END" --conn "$CONN" \
   --rate "$RATE" --spec-rate "$SPEC_RATE" --spec-burst "$SPEC_BURST" --cuts "$CUTS" \
-  --backoff "$SRC/agent")
+  --backoff "$SRC/agent" --peak-share "${FLEET_PEAK_SHARE:-0.2}" --wall-ratio "${FLEET_WALL_RATIO:-1.2}" \
+  --wall-slack "${FLEET_WALL_SLACK:-0}")
 printf '%s\n' "${args[@]}" >"$T/logs/analyse.args"
 # the same again on kept logs: mapfile -t a <DIR/logs/analyse.args; analyse.py --logs DIR/logs --summary S "${a[@]}"
 python3 "$SRC/tests/fleet/analyse.py" --logs "$T/logs" --summary "$T/summary.json" "${args[@]}"

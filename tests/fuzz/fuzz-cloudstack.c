@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (size_t i = 0; i < size; i++)
                 a.limit += data[i] == 0x1e;
         /* backoff of 1 ms: the looks after a lost addHost answer cost no time */
-        static const struct delivery_policy fast = { 100, 100, 2000, 1, 1, 0, 0, NULL };
+        static const struct delivery_policy fast = { 100, 100, 2000, 1, 1, 0, 0, NULL, NULL };
         struct cs_client c = {
                 .policy = &fast,
                 .endpoint = "http://127.0.0.1:9/client/api",

@@ -34,8 +34,8 @@ grep -q "HTTP 403" "$T/err" || fail "403 message"
 [[ $(requests) == 1 ]] || fail "403 was retried"
 proxy_stop
 
-# 503, 503, then 200: retried, verified
-proxy_start status:503 status:503
+# 503, 503, then 200: retried, verified (Retry-After 1: a wait of 1-5 s each)
+proxy_start status:503:1 status:503:1
 run_kiln 0 fetch "http://127.0.0.1:$PROXY_PORT/blob" --sha256 "$SUM" -o "$T/out"
 [[ $(requests) == 3 ]] || fail "expected 3 requests, saw $(requests)"
 grep -q "3 attempt(s)" "$T/err" || fail "attempts not reported"
@@ -43,7 +43,7 @@ cmp "$T/www/blob" "$T/out"
 proxy_stop
 
 # 503 forever: gives up after the bounded count (1 + 2 retries)
-proxy_start status:503 status:503 status:503 status:503 status:503
+proxy_start status:503:1 status:503:1 status:503:1 status:503:1 status:503:1
 run_kiln 8 fetch "http://127.0.0.1:$PROXY_PORT/blob" --retries 2 -o "$T/out"
 grep -q "HTTP 503 (gave up after 3 attempts)" "$T/err" || { cat "$T/err"; fail "503 give-up message"; }
 [[ $(requests) == 3 ]] || fail "expected 3 requests, saw $(requests)"

@@ -5,8 +5,20 @@
 # beyond), 3 image downloads cut half way, and the stand-in controller.
 # Asserts every node registered exactly once, every image verified, the
 # image bytes nginx served, the retries' spread and the controller's peak
-# rate against the bounds derived from agent/net/backoff.h. About 40 s.
+# rate against the bounds derived from agent/net/backoff.h, and issue 27's
+# two bounds in the form 16 nodes can hold them (the 100-node run holds
+# them as the issue states them: fewer than 20% of N retrying in any one
+# second, wall time within 1.2x of node 0's time x N / slots):
+#   - peak: 20% of 16 is 3.2 nodes, below what independent jitter can
+#     promise: with push-back's 16 s window the nodes retrying in one second
+#     are at most Binomial(16, 1/16), which passes 7 with probability under
+#     1e-5; so under half of N (8);
+#   - wall: 1.2x the reference, plus one push-back delay (1 s + 16 s): 20%
+#     of a 16-node reference (about 5 s) is less than one window, which the
+#     last node may wait after a slot frees.
+# About 65 s in the suite (ctest -j2; it was about 40 s with the 4 s window and a 1 MiB image).
 set -euo pipefail
 : "${KILN:?}" "${SRC:?}"
 FLEET_N=${FLEET_N:-16} FLEET_CONN=4 FLEET_SPEC_RATE=2 FLEET_SPEC_BURST=2 FLEET_CUTS=3 \
-  FLEET_IMAGE_KIB=1024 FLEET_RATE=256k exec bash "$SRC/tests/fleet/fleet.sh"
+  FLEET_IMAGE_KIB=512 FLEET_RATE=256k FLEET_PEAK_SHARE=0.5 FLEET_WALL_RATIO=1.2 FLEET_WALL_SLACK=17 \
+  exec bash "$SRC/tests/fleet/fleet.sh"

@@ -86,7 +86,7 @@ proxy_stop
 
 echo "# 503 then 200: retried"
 fresh
-proxy_start status:503
+proxy_start status:503:1
 run_kiln 0 image "http://127.0.0.1:$PROXY_PORT/small.tar.zst" --sha256 "$SMALL_SUM" --target "$T/target"
 [[ $(requests) == 2 ]] || fail "503 not retried once"
 marker_absent; manifest_ok

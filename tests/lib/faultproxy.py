@@ -9,6 +9,8 @@ next ACTION to it (then "pass" once the list is used up):
   pass        forward unchanged
   cut:N       forward, but drop the connection after N bytes of the response
   status:C    answer with HTTP status C and an empty body, upstream untouched
+  status:C:S  the same with "Retry-After: S" (a 503 without one is retried
+              at push-back's slow pace, agent/net/backoff.h)
   norange     drop the Range header (the server then ignores the range)
   stall:N     send N bytes of the response, then go silent for 60 s
   crange:V    forward, with the response's Content-Range value replaced by V
@@ -54,8 +56,9 @@ def handle(conn):
         method, path = req.split(" ")[0:2]
         log("%s %s range=%s action=%s" % (method, path, rng[0] if rng else "-", action))
         if action.startswith("status:"):
-            code = int(action.split(":")[1])
-            conn.sendall(b"HTTP/1.1 %d Injected\r\nContent-Length: 0\r\nConnection: close\r\n\r\n" % code)
+            f = action.split(":")
+            ra = b"Retry-After: %d\r\n" % int(f[2]) if len(f) > 2 else b""
+            conn.sendall(b"HTTP/1.1 %d Injected\r\n%sContent-Length: 0\r\nConnection: close\r\n\r\n" % (int(f[1]), ra))
             return
         if action == "norange":
             headers = [h for h in headers if not h.lower().startswith(b"range:")]

@@ -39,7 +39,7 @@ static int canned_send(const struct http_request *req, const struct delivery_pol
 #define NO_HOSTS "{\"listhostsresponse\":{}}"
 
 /* backoff of 1 ms: the looks after an addHost without a verdict cost no time */
-static const struct delivery_policy fast = { 100, 100, 5000, 1, 1, 0, 0, NULL };
+static const struct delivery_policy fast = { 100, 100, 5000, 1, 1, 0, 0, NULL, NULL };
 
 static int run_ip(struct canned *c, const char *ip, struct cs_result *res, struct strbuf *err) {
         struct cs_client cl = { .endpoint = "http://127.0.0.1:9/client/api", .api_key = "KEY",

@@ -7,59 +7,75 @@
 #include <fcntl.h>
 #include <limits.h>
 
+/* A fault's window grows: [d/2, d/2 + max(d/2, 4 s)] with d = initial * 2^n,
+ * capped (tests use tiny caps: the window never exceeds the cap). */
 static void test_backoff(void) {
-        struct backoff b = BACKOFF_INIT(100, 1000, 3);
+        struct backoff b = BACKOFF_INIT(100, 1000, 0);
         for (int round = 0; round < 200; round++) {
-                unsigned d0 = backoff_delay_ms(&b, 0), d1 = backoff_delay_ms(&b, 1);
-                unsigned d3 = backoff_delay_ms(&b, 3), d9 = backoff_delay_ms(&b, 9);
-                unsigned d40 = backoff_delay_ms(&b, 40);
-                CHECK(d0 >= 50 && d0 <= 100);
-                CHECK(d1 >= 100 && d1 <= 200);
-                CHECK(d3 >= 400 && d3 <= 800);
-                CHECK(d9 >= 500 && d9 <= 1000);        /* capped */
-                CHECK(d40 >= 500 && d40 <= 1000);      /* no overflow */
+                unsigned d0 = backoff_spread_ms(&b, 0, false, 0), d3 = backoff_spread_ms(&b, 3, false, 0);
+                unsigned d9 = backoff_spread_ms(&b, 9, false, 0), d40 = backoff_spread_ms(&b, 40, false, 0);
+                CHECK(d0 >= 50 && d0 <= 50 + 1000);    /* window: min(4 s, cap 1 s) */
+                CHECK(d3 >= 400 && d3 <= 400 + 1000);
+                CHECK(d9 >= 500 && d9 <= 1500);        /* capped */
+                CHECK(d40 >= 500 && d40 <= 1500);      /* no overflow */
         }
         /* jitter: not every delay is the same */
-        unsigned first = backoff_delay_ms(&b, 5), differ = 0;
+        unsigned first = backoff_spread_ms(&b, 5, false, 0), differ = 0;
         for (int i = 0; i < 50; i++)
-                differ += backoff_delay_ms(&b, 5) != first;
+                differ += backoff_spread_ms(&b, 5, false, 0) != first;
         CHECK(differ > 0);
-
-        struct backoff q = BACKOFF_INIT(1, 2, 2);
-        CHECK_INT(backoff_next(&q), 0);
-        CHECK_INT(backoff_next(&q), 0);
-        CHECK_INT(backoff_next(&q), -ETIMEDOUT);
-        CHECK_INT(q.attempt, 2);
-        struct backoff none = BACKOFF_INIT(1, 2, 0);
-        CHECK_INT(backoff_next(&none), -ETIMEDOUT);
+        CHECK(backoff_status_is_pushback(503) && backoff_status_is_pushback(429));
+        CHECK(!backoff_status_is_pushback(500) && !backoff_status_is_pushback(502) && !backoff_status_is_pushback(404));
 }
 
-/* The spread a rack needs: every window at least BACKOFF_MIN_WINDOW_MS wide
- * (never wider than the cap), never before Retry-After (itself capped). */
+/* The spread a rack needs. Faults: every window at least
+ * BACKOFF_MIN_WINDOW_MS wide (never wider than the cap), never before
+ * Retry-After (itself capped). Push-back: one steady window,
+ * [1 s, 1 s + BACKOFF_PUSHBACK_WINDOW_MS] whatever the retry's number, or
+ * [RA, RA + max(RA, 4 s)] after a Retry-After. */
 static void test_spread(void) {
         struct backoff b = BACKOFF_INIT(0, 0, 0);       /* fetch's defaults: 500 ms doubling to 30 s */
         unsigned lo0 = UINT_MAX, hi0 = 0, in_first_second = 0;
+        unsigned plo = UINT_MAX, phi = 0, p_first_second = 0;
         for (int round = 0; round < 2000; round++) {
-                unsigned d0 = backoff_spread_ms(&b, 0, 0);
+                unsigned d0 = backoff_spread_ms(&b, 0, false, 0);
                 CHECK(d0 >= 250 && d0 <= 250 + BACKOFF_MIN_WINDOW_MS);
                 lo0 = d0 < lo0 ? d0 : lo0;
                 hi0 = d0 > hi0 ? d0 : hi0;
                 in_first_second += d0 < 1250;
-                unsigned d9 = backoff_spread_ms(&b, 9, 0);       /* d = 30 s: [15 s, 30 s] */
+                unsigned d9 = backoff_spread_ms(&b, 9, false, 0);       /* d = 30 s: [15 s, 30 s] */
                 CHECK(d9 >= 15000 && d9 <= 30000);
-                unsigned ra = backoff_spread_ms(&b, 0, 7000);    /* Retry-After: 7 s */
+                unsigned ra = backoff_spread_ms(&b, 0, false, 7000);    /* Retry-After: 7 s */
                 CHECK(ra >= 7000 && ra <= 7000 + BACKOFF_MIN_WINDOW_MS);
-                unsigned far = backoff_spread_ms(&b, 0, 86400u * 1000u);   /* a day: capped */
+                unsigned far = backoff_spread_ms(&b, 0, false, 86400u * 1000u);   /* a day: capped */
                 CHECK(far >= BACKOFF_RETRY_AFTER_MAX_MS && far <= BACKOFF_RETRY_AFTER_MAX_MS + BACKOFF_MIN_WINDOW_MS);
+
+                for (unsigned n = 0; n < 40; n += 13) {                  /* the same window every time */
+                        unsigned p = backoff_spread_ms(&b, n, true, 0);
+                        CHECK(p >= BACKOFF_PUSHBACK_FLOOR_MS && p <= BACKOFF_PUSHBACK_FLOOR_MS + BACKOFF_PUSHBACK_WINDOW_MS);
+                        plo = p < plo ? p : plo;
+                        phi = p > phi ? p : phi;
+                        p_first_second += n == 0 && p < BACKOFF_PUSHBACK_FLOOR_MS + 1000;
+                }
+                unsigned p1 = backoff_spread_ms(&b, 5, true, 1000);    /* Retry-After: 1 s: [1 s, 5 s] */
+                CHECK(p1 >= 1000 && p1 <= 1000 + BACKOFF_MIN_WINDOW_MS);
+                unsigned p7 = backoff_spread_ms(&b, 0, true, 7000);    /* 7 s: [7 s, 14 s] */
+                CHECK(p7 >= 7000 && p7 <= 14000);
+                unsigned pfar = backoff_spread_ms(&b, 0, true, 86400u * 1000u);   /* capped, window too */
+                CHECK(pfar >= BACKOFF_RETRY_AFTER_MAX_MS && pfar <= BACKOFF_RETRY_AFTER_MAX_MS + BACKOFF_PUSHBACK_WINDOW_MS);
         }
         /* the whole window is used: about a quarter of the first retries in its first second */
         CHECK(lo0 < 500 && hi0 > BACKOFF_MIN_WINDOW_MS - 250);
         CHECK(in_first_second > 350 && in_first_second < 650);
-        /* a cap below the window narrows it (tests use tiny caps) */
+        /* push-back: about 1/16 of the retries in the window's first second (2000 x 1/16 = 125) */
+        CHECK(plo < BACKOFF_PUSHBACK_FLOOR_MS + 500 && phi > BACKOFF_PUSHBACK_FLOOR_MS + BACKOFF_PUSHBACK_WINDOW_MS - 500);
+        CHECK(p_first_second > 60 && p_first_second < 200);
+        /* a cap below the window narrows both (tests use tiny caps) */
         struct backoff t = BACKOFF_INIT(1, 2, 0);
         for (int round = 0; round < 200; round++) {
-                unsigned d = backoff_spread_ms(&t, 3, 0);
+                unsigned d = backoff_spread_ms(&t, 3, false, 0), p = backoff_spread_ms(&t, 3, true, 0);
                 CHECK(d >= 1 && d <= 3);
+                CHECK(p >= 2 && p <= 4);
         }
 }
 
