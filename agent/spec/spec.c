@@ -607,7 +607,11 @@ static int parse_layouts(const char *file, const struct ynode *root, const struc
         struct ctx c = { .file = file, .d = diags };
         size_t before = diags->n;
         int r;
-        if (list->kind != YNODE_SEQ || list->n == 0) {
+        if (list->kind == YNODE_SEQ && list->n == 0) {
+                emitn(&c, list, "'layouts' is empty: give at least one layout ({name, disks, ...}), or no 'layouts'");
+                return c.error < 0 ? c.error : -EINVAL;
+        }
+        if (list->kind != YNODE_SEQ) {
                 emitn(&c, list, "'layouts' must be a list of layouts (each {name, disks, ...}), not %s", spec_describe(list, t));
                 return c.error < 0 ? c.error : -EINVAL;
         }
