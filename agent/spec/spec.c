@@ -729,6 +729,7 @@ static int parse_layouts(const char *file, const struct ynode *root, const struc
 
 int spec_parse(const char *file, const char *data, size_t len, struct spec **ret, struct diags *diags) {
         char t[QUOTE_MAX + 8];
+        size_t before = diags->n;
         if (len > SPEC_MAX_BYTES) {
                 int r = diags_add(diags, file, 0, 0, "spec is larger than %u bytes", SPEC_MAX_BYTES);
                 return r < 0 ? r : -EINVAL;
@@ -746,9 +747,14 @@ int spec_parse(const char *file, const char *data, size_t len, struct spec **ret
                 return r < 0 ? r : -EINVAL;
         }
         const struct ynode *layouts = spec_map_get(root, "layouts");
-        if (layouts)
-                return parse_layouts(file, root, layouts, ret, diags);
-        return parse_tree(file, root, false, ret, diags);
+        _cleanup_spec_free_ struct spec *s = NULL;
+        r = layouts ? parse_layouts(file, root, layouts, &s, diags) : parse_tree(file, root, false, &s, diags);
+        if (r < 0)
+                return r;
+        if (diags_errors(diags, before) > 0)
+                return -EINVAL;         /* the tree's own (anchors, aliases) */
+        *ret = TAKE_PTR(s);
+        return 0;
 }
 
 int spec_load(const char *path, struct spec **ret, struct diags *diags) {
