@@ -1098,6 +1098,11 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                 (void) report_set_node(own_report, p->inv, opts->hostname, NULL);
                 c.report = own_report;
         }
+        /* a spec with layouts: the report and every webhook event name the layout installed */
+        if (p->spec->layout && report_set_node_field(c.report, "layout", p->spec->layout) < 0) {
+                report_free(own_report);
+                return log_error_errno(-ENOMEM, "failed to start the run report: %m");
+        }
         int code = 0;
         const struct plan_step *failed = NULL;
         _cleanup_free_ char *failed_why = NULL;

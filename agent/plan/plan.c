@@ -50,6 +50,7 @@ struct builder {
         size_t n_sorted;
         struct plan_findings f;
         bool allow_signatures;  /* PLAN_ALLOW_SIGNATURES */
+        bool disk_rules_only;   /* PLAN_DISK_RULES_ONLY */
         size_t bench_step;      /* the number (1-based) of the last bench-raw step, 0 = none: it tunes */
         const struct spec_luks *bench_luks;     /* the LUKS volume of that step (all its copies) */
 };
@@ -261,9 +262,107 @@ struct plan *plan_free(struct plan *p) {
         free(p->disks);
         free(p->hostname);
         free(p->mode_why);
+        plan_misses_free(p->misses, p->n_misses);
         netconf_free(p->net);
         free(p);
         return NULL;
+}
+
+void plan_misses_free(struct plan_miss *m, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(m[i].reason);
+                free(m[i].rule);
+        }
+        free(m);
+}
+
+int plan_copy_misses(struct plan *to, const struct plan *from) {
+        if (from->n_misses == 0)
+                return 0;
+        struct plan_miss *m = calloc(from->n_misses, sizeof *m);
+        if (!m)
+                return -ENOMEM;
+        for (size_t i = 0; i < from->n_misses; i++) {
+                m[i].layout = from->misses[i].layout;
+                if (!(m[i].reason = strdup(from->misses[i].reason)) ||
+                    (from->misses[i].rule && !(m[i].rule = strdup(from->misses[i].rule)))) {
+                        plan_misses_free(m, i + 1);
+                        return -ENOMEM;
+                }
+        }
+        plan_misses_free(to->misses, to->n_misses);
+        to->misses = m;
+        to->n_misses = from->n_misses;
+        return 0;
+}
+
+int plan_choose_layout(const struct spec *spec, const struct inventory *inv, const struct spec **ret,
+                       struct plan_miss **ret_misses, size_t *ret_n_misses, struct diags *diags) {
+        struct plan_miss *m = NULL;
+        size_t n = 0;
+        int r = 0;
+        if (spec->n_layouts == 0) {
+                *ret = spec;
+                *ret_misses = NULL;
+                *ret_n_misses = 0;
+                return 0;
+        }
+        for (size_t i = 0; i < spec->n_layouts; i++) {
+                const struct spec *l = spec->layouts[i];
+                _cleanup_(diags_clear) struct diags d = {};
+                struct plan *none = NULL;
+                r = plan_build_full(l, inv, PLAN_DISK_RULES_ONLY, &none, &d);
+                plan_free(none);
+                if (r == 0) {
+                        *ret = l;
+                        *ret_misses = m;
+                        *ret_n_misses = n;
+                        return 0;
+                }
+                if (r != -EPERM && r != -EINVAL)
+                        break;
+                for (size_t k = 0; k < d.n; k++) {
+                        if (d.items[k].warning)
+                                continue;
+                        struct plan_miss *nm = realloc(m, (n + 1) * sizeof *nm);
+                        if (!nm) {
+                                r = -ENOMEM;
+                                goto out_free;
+                        }
+                        m = nm;
+                        m[n] = (struct plan_miss) { .layout = l->layout };
+                        n++;
+                        if (!(m[n - 1].reason = strdup(d.items[k].message)) ||
+                            (d.items[k].rule && !(m[n - 1].rule = strdup(d.items[k].rule)))) {
+                                r = -ENOMEM;
+                                goto out_free;
+                        }
+                }
+                r = -EPERM;
+        }
+        if (r == -EPERM)
+                for (size_t i = 0; i < n && r == -EPERM; i++) {
+                        const struct spec_disk *rule = NULL;
+                        const struct spec *l = NULL;
+                        for (size_t k = 0; k < spec->n_layouts; k++)
+                                if (spec->layouts[k]->layout == m[i].layout)
+                                        l = spec->layouts[k];
+                        if (l && m[i].rule && spec_lookup(l, m[i].rule, (const void **) &rule) == SPEC_OBJ_DISK) {
+                                struct spec_mark at = rule->match_mark.line ? rule->match_mark : rule->mark;
+                                if (diags_add(diags, spec->file, at.line, at.col, "layout '%s' does not fit: %s",
+                                              m[i].layout, m[i].reason) < 0 ||
+                                    diags_set_subject(diags, m[i].rule, NULL) < 0)
+                                        r = -ENOMEM;
+                        } else if (diags_add(diags, spec->file, l ? l->layout_mark.line : 0, l ? l->layout_mark.col : 0,
+                                             "layout '%s' does not fit: %s", m[i].layout, m[i].reason) < 0)
+                                r = -ENOMEM;
+                }
+        if (r == -EPERM && diags_add(diags, spec->file, 0, 0, "this machine fits none of the spec's %zu layouts; nothing was written",
+                                     spec->n_layouts) < 0)
+                r = -ENOMEM;
+out_free:
+        plan_misses_free(m, n);
+        return r;
 }
 
 /* --- disk selection ------------------------------------------------------- */
@@ -613,7 +712,7 @@ static int select_disks(struct builder *b) {
                 }
                 total += n;
         }
-        if (b->f.refused)
+        if (b->f.refused || b->disk_rules_only)
                 return 0;
 
         b->plan->disks = calloc(total ? total : 1, sizeof *b->plan->disks);
@@ -1836,6 +1935,8 @@ static int fp_step(struct strbuf *t, const struct plan_step *st) {
 /* The text the fingerprint hashes (kept so a test can show what differs). */
 static int plan_fingerprint_text(const struct plan *p, struct strbuf *t) {
         int r = strbuf_adds(t, "kiln-plan-fingerprint 1\n");
+        if (r >= 0 && p->spec->layout)
+                r = strbuf_addf(t, "layout %s\n", p->spec->layout);
         for (size_t i = 0; r >= 0 && i < p->n_disks; i++)
                 r = fp_disk(t, &p->disks[i]);
         for (size_t i = 0; r >= 0 && i < p->n_steps; i++) {
@@ -1881,11 +1982,12 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
         p->spec = spec;
         p->inv = inv;
         struct builder b = { .spec = spec, .inv = inv, .diags = diags, .plan = p, .f = { diags, spec->file },
-                             .allow_signatures = flags & PLAN_ALLOW_SIGNATURES };
+                             .allow_signatures = flags & PLAN_ALLOW_SIGNATURES,
+                             .disk_rules_only = flags & PLAN_DISK_RULES_ONLY };
         _cleanup_free_ const char **fsdevs = calloc(spec->n_filesystems ? spec->n_filesystems : 1, sizeof *fsdevs);
         int r = fsdevs ? 0 : -ENOMEM;
 
-        if (r >= 0 && spec->hostname) {
+        if (r >= 0 && spec->hostname && !b.disk_rules_only) {
                 struct spec_vars vars;
                 plan_spec_vars(inv, &vars);
                 r = spec_expand(spec->hostname, &vars, &p->hostname, &p->hostname_missing);
@@ -1902,7 +2004,7 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
                                     spec->hostname, p->hostname, why);
         }
 
-        if (r >= 0 && spec->network.present) {
+        if (r >= 0 && spec->network.present && !b.disk_rules_only) {
                 r = netconf_build(spec, inv, &p->net, diags);
                 if (r == -EPERM || r == -EINVAL) {
                         if (r == -EPERM)
@@ -1914,6 +2016,10 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
         }
         if (r >= 0)
                 r = select_disks(&b);
+        if (r >= 0 && b.disk_rules_only) {
+                free(b.sorted);
+                return b.f.refused ? -EPERM : 0;
+        }
         if (r >= 0 && !b.f.refused)
                 r = warn_serial_twins(&b);
         if (r >= 0 && !b.f.refused)
@@ -2004,6 +2110,10 @@ int plan_to_text(const struct plan *p, struct strbuf *out) {
                 return -ENOMEM;
         int r = strbuf_addf(out, "fingerprint: %s\nmode: %s%s%s%s\n", p->fingerprint, p->resume ? "resume" : "fresh install",
                             p->mode_why ? " (" : "", p->mode_why ? p->mode_why : "", p->mode_why ? ")" : "");
+        if (r >= 0 && s->layout)
+                r = strbuf_addf(out, "layout: %s\n", s->layout);
+        for (size_t i = 0; r >= 0 && i < p->n_misses; i++)
+                r = strbuf_addf(out, "  layout '%s' does not fit: %s\n", p->misses[i].layout, p->misses[i].reason);
         if (r < 0)
                 return r;
         if (p->hostname && s->hostname && !streq(p->hostname, s->hostname))
@@ -2302,6 +2412,18 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
         json_set_str(root, "fingerprint", p->fingerprint, &r);
         json_set_str(root, "mode", p->resume ? "resume" : "fresh", &r);
         json_set_str(root, "mode_why", p->mode_why, &r);
+        if (s->layout) {
+                json_set_str(root, "layout", s->layout, &r);
+                json_object *mj = json_object_new_array();
+                for (size_t i = 0; i < p->n_misses; i++) {
+                        json_object *e = json_object_new_object();
+                        json_set_str(e, "layout", p->misses[i].layout, &r);
+                        json_set_str(e, "rule", p->misses[i].rule, &r);
+                        json_set_str(e, "reason", p->misses[i].reason, &r);
+                        json_append(mj, json_done(e, r), &r);
+                }
+                json_set(root, "layouts_not_fitting", mj, &r);
+        }
         json_object *dj = json_object_new_array();
         for (size_t i = 0; i < p->inv->n_disks; i++)
                 json_append(dj, json_disk(p, disks[i], &r), &r);

@@ -205,6 +205,13 @@ struct plan {
          * what differs between two boots (wipe steps, signatures, hostname) */
         char fingerprint[65];
         bool resume;            /* a resume plan (resume.h), else a fresh install */
+        /* a spec with layouts: the winner is spec->layout; each earlier
+         * layout's reasons for not fitting (plan_choose_layout()), in order */
+        struct plan_miss {
+                const char *layout;     /* points into its spec */
+                char *reason;           /* the disk rule, how many disks it wants, what matched */
+                char *rule;             /* that rule's id, or NULL */
+        } *misses; size_t n_misses;
         char *mode_why;         /* why resume or fresh (NULL: nothing was checked) */
 };
 
@@ -216,9 +223,22 @@ int plan_build(const struct spec *spec, const struct inventory *inv, struct plan
  * 'wipe: true' (resume.h: only to find out whether they are an interrupted run
  * of this plan; such a plan is never run as it is). */
 #define PLAN_ALLOW_SIGNATURES 1u
+/* PLAN_DISK_RULES_ONLY: only whether the disk rules select their disks
+ * (counts, matches): what makes a layout fit (plan_choose_layout()); such a
+ * build makes no plan and returns 0 or -EPERM. */
+#define PLAN_DISK_RULES_ONLY 2u
 int plan_build_full(const struct spec *spec, const struct inventory *inv, unsigned flags, struct plan **ret,
                     struct diags *diags);
 struct plan *plan_free(struct plan *p);
+/* A spec with layouts (spec.h): the first layout whose disk rules fit inv,
+ * in *ret (without layouts: spec itself), and each earlier layout's reasons
+ * in *ret_misses (one per refusal, as plan_miss). None fits: every layout's
+ * reasons go into diags as refusals naming the layout, -EPERM. */
+int plan_choose_layout(const struct spec *spec, const struct inventory *inv, const struct spec **ret,
+                       struct plan_miss **ret_misses, size_t *ret_n_misses, struct diags *diags);
+void plan_misses_free(struct plan_miss *m, size_t n);
+/* Copies of to's misses from from (a resume plan shows the fresh one's); 0 or -ENOMEM. */
+int plan_copy_misses(struct plan *to, const struct plan *from);
 /* What a planner found wrong with a spec on this machine: the plan and the
  * network resolution (netconf.c) both report this way. */
 struct plan_findings {

@@ -612,20 +612,35 @@ int plan_decide(const struct spec *spec, const struct inventory *inv, bool force
                 struct plan **ret_fresh, struct plan **ret_resume, bool *ret_unwiped) {
         _cleanup_plan_free_ struct plan *fresh = NULL, *resume = NULL;
         bool unwiped = false;
-        int r = plan_build(spec, inv, &fresh, diags);
+        struct plan_miss *misses = NULL;
+        size_t n_misses = 0;
+        /* a spec with layouts: the first that fits this machine is the spec from here on */
+        int r = plan_choose_layout(spec, inv, &spec, &misses, &n_misses, diags);
+        if (r < 0)
+                return r;
+        r = plan_build(spec, inv, &fresh, diags);
         if (r == -EPERM && !force_fresh) {
                 int k = resume_decide_unwiped(spec, inv, &fresh, &resume);
-                if (k < 0)
+                if (k < 0) {
+                        plan_misses_free(misses, n_misses);
                         return k;
+                }
                 if (k > 0) {
                         diags_clear(diags);
                         unwiped = true;
                         r = 0;
                 }
         }
-        if (r < 0)
+        if (r < 0) {
+                plan_misses_free(misses, n_misses);
                 return r;
+        }
+        fresh->misses = misses;
+        fresh->n_misses = n_misses;
+        misses = NULL;
         if (!unwiped && (r = resume_decide(fresh, force_fresh, &resume)) < 0)
+                return r;
+        if (resume && (r = plan_copy_misses(resume, fresh)) < 0)
                 return r;
         *ret_fresh = TAKE_PTR(fresh);
         *ret_resume = TAKE_PTR(resume);

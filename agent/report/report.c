@@ -267,6 +267,8 @@ static void emit(struct report *r, const char *kind, json_object *stage) {
         jset_str(ev, "run_id", report_run_id(r));
         jset_str(ev, "node_id", node);
         jset_str(ev, "hostname", report_node_field(r, "hostname"));
+        if (report_node_field(r, "layout"))     /* a spec with layouts: the one installed */
+                jset_str(ev, "layout", report_node_field(r, "layout"));
         json_add(ev, "seq", json_object_new_int((int32_t) r->seq));
         jset_time(ev, "time", realtime_usec());
         r->hook(r, kind, ev, r->hook_userdata);

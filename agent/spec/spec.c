@@ -456,7 +456,7 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
         static const char *const keys[] = {
                 "version", "hostname", "ca", "disks", "partitions", "raid", "luks", "lvm", "volumes",
                 "filesystems", "image", "boot", "bench", "register", "network", "finish", "reinstall",
-                "device_timeout", NULL,
+                "device_timeout", "layouts", NULL,
         };
         struct spec *s = c->s;
         struct loc l = { NULL, "" };
@@ -498,7 +498,7 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
         PARSE_SECTION(c, root, "lvm", "volume group", s->vgs, s->n_vgs, spec_parse_vg);
         PARSE_SECTION(c, root, "volumes", "volume", s->lvs, s->n_lvs, spec_parse_lv);
         PARSE_SECTION(c, root, "filesystems", "filesystem", s->filesystems, s->n_filesystems, spec_parse_fs);
-        if (!spec_map_get(root, "disks"))
+        if (!spec_map_get(root, "disks") && !c->shared_only)
                 emitn(c, root, "spec has no 'disks'");
 
         v = spec_map_get(root, "image");
@@ -524,13 +524,212 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
         }
 
         spec_set_bench_ciphers(c);
-        cross_check(c);
+        if (!c->shared_only)
+                cross_check(c);
+}
+
+/* One spec from one tree (the file's, or a layout's view of it). */
+static int parse_tree(const char *file, const struct ynode *root, bool shared_only, struct spec **ret, struct diags *diags) {
+        size_t before = diags->n;
+        struct ctx c = { .file = file, .d = diags, .shared_only = shared_only };
+        _cleanup_spec_free_ struct spec *s = calloc(1, sizeof *s);
+        if (!s || !(s->file = strdup(file ? file : "")))
+                return -ENOMEM;
+        c.s = s;
+        parse_root(&c, root);
+        for (size_t i = 0; i < c.n_objs; i++)
+                free(c.objs[i].used_by);
+        free(c.objs);
+        free(c.index);
+        if (c.error < 0)
+                return c.error;
+        if (diags_errors(diags, before) > 0)
+                return -EINVAL;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+/* The sections a layout holds; everything else is shared by the layouts. */
+static const char *const layout_keys[] = {
+        "name", "disks", "partitions", "raid", "luks", "lvm", "volumes", "filesystems", NULL,
+};
+
+/* A mapping of borrowed nodes: root's entries but layouts: (and, for a
+ * layout, root's storage sections, which beside layouts: are an error
+ * already), then the layout's own sections. Freed with free_view(). */
+static struct ynode *make_view(const struct ynode *root, const struct ynode *layout) {
+        struct ynode *v = calloc(1, sizeof *v);
+        if (!v || !(v->items = calloc(root->n + (layout ? layout->n : 0) + 1, sizeof *v->items))) {
+                free(v);
+                return NULL;
+        }
+        v->kind = YNODE_MAP;
+        v->line = root->line;
+        v->col = root->col;
+        for (size_t i = 0; i + 1 < root->n; i += 2) {
+                const char *k = root->items[i]->value;
+                if (k && (streq(k, "layouts") || (layout && strv_contains((char **) layout_keys, k))))
+                        continue;
+                v->items[v->n++] = root->items[i];
+                v->items[v->n++] = root->items[i + 1];
+        }
+        for (size_t i = 0; layout && i + 1 < layout->n; i += 2) {
+                const char *k = layout->items[i]->value;
+                if (!k || streq(k, "name") || !strv_contains((char **) layout_keys, k))
+                        continue;
+                v->items[v->n++] = layout->items[i];
+                v->items[v->n++] = layout->items[i + 1];
+        }
+        return v;
+}
+
+static void free_view(struct ynode **v) {
+        if (*v) {
+                free((*v)->items);
+                free(*v);
+        }
+}
+
+static bool diag_in(const struct diags *d, const struct diag *x) {
+        for (size_t i = 0; i < d->n; i++)
+                if (d->items[i].line == x->line && d->items[i].col == x->col && d->items[i].warning == x->warning &&
+                    streq(d->items[i].message, x->message))
+                        return true;
+        return false;
+}
+
+/* layouts: each entry is checked as a spec of its own: the shared sections
+ * once (their problems said once), then each layout's view, whose other
+ * problems name the layout. */
+static int parse_layouts(const char *file, const struct ynode *root, const struct ynode *list, struct spec **ret,
+                         struct diags *diags) {
+        char t[QUOTE_MAX + 8];
+        struct ctx c = { .file = file, .d = diags };
+        size_t before = diags->n;
+        int r;
+        if (list->kind == YNODE_SEQ && list->n == 0) {
+                emitn(&c, list, "'layouts' is empty: give at least one layout ({name, disks, ...}), or no 'layouts'");
+                return c.error < 0 ? c.error : -EINVAL;
+        }
+        if (list->kind != YNODE_SEQ) {
+                emitn(&c, list, "'layouts' must be a list of layouts (each {name, disks, ...}), not %s", spec_describe(list, t));
+                return c.error < 0 ? c.error : -EINVAL;
+        }
+        if (list->n > SPEC_LAYOUTS_MAX) {
+                emitn(&c, list, "'layouts' holds %zu layouts; at most %u", list->n, SPEC_LAYOUTS_MAX);
+                return c.error < 0 ? c.error : -EINVAL;
+        }
+        for (size_t i = 0; layout_keys[i]; i++) {
+                const struct ynode *k = spec_map_key(root, layout_keys[i]);
+                if (k && !streq(layout_keys[i], "name"))
+                        emitn(&c, k, "'%s' cannot be beside 'layouts': with layouts, every storage section "
+                              "(disks, partitions, raid, luks, lvm, volumes, filesystems) is in each layout", layout_keys[i]);
+        }
+        _cleanup_free_ char **names = calloc(list->n + 1, sizeof *names);
+        if (!names)
+                return -ENOMEM;
+        for (size_t i = 0; i < list->n; i++) {
+                const struct ynode *m = list->items[i];
+                if (m->kind != YNODE_MAP) {
+                        emitn(&c, m, "layout #%zu must be a mapping ({name, disks, ...}), not %s", i + 1, spec_describe(m, t));
+                        continue;
+                }
+                for (size_t k = 0; k + 1 < m->n; k += 2) {
+                        const char *key = m->items[k]->value;
+                        if (key && !strv_contains((char **) layout_keys, key))
+                                emitn(&c, m->items[k], "'%s' cannot be in a layout: a layout holds name, disks, partitions, "
+                                      "raid, luks, lvm, volumes and filesystems; everything else is shared, outside 'layouts'",
+                                      spec_quote(key, t));
+                }
+                const struct ynode *n = spec_map_get(m, "name");
+                if (!n || n->kind != YNODE_SCALAR || ynode_is_null(n)) {
+                        emitn(&c, n ? n : m, "layout #%zu has no 'name'", i + 1);
+                        continue;
+                }
+                if (spec_reinstall_problem(n->value)) {
+                        emitn(&c, n, "'name' of layout #%zu must be a token of A-Z a-z 0-9 . _ : - (at most 64), but '%s' %s",
+                              i + 1, spec_quote(n->value, t), spec_reinstall_problem(n->value));
+                        continue;
+                }
+                for (size_t j = 0; j < i; j++)
+                        if (names[j] && streq(names[j], n->value))
+                                emitn(&c, n, "duplicate layout name '%s' (already used by layout #%zu)", spec_quote(n->value, t), j + 1);
+                names[i] = n->value;
+        }
+        if (c.error < 0)
+                return c.error;
+
+        /* the shared sections, once */
+        _cleanup_(diags_clear) struct diags shared = {};
+        _cleanup_(free_view) struct ynode *sv = make_view(root, NULL);
+        if (!sv)
+                return -ENOMEM;
+        _cleanup_spec_free_ struct spec *ss = NULL;
+        r = parse_tree(file, sv, true, &ss, &shared);
+        if (r < 0 && r != -EINVAL)
+                return r;
+        for (size_t i = 0; i < shared.n; i++) {
+                const struct diag *x = &shared.items[i];
+                if ((r = x->warning ? diags_warn(diags, x->file, x->line, x->col, "%s", x->message)
+                                    : diags_add(diags, x->file, x->line, x->col, "%s", x->message)) < 0)
+                        return r;
+        }
+
+        struct spec **all = calloc(list->n, sizeof *all);
+        if (!all)
+                return -ENOMEM;
+        int result = 0;
+        for (size_t i = 0; i < list->n; i++) {
+                if (!names[i])
+                        continue;
+                _cleanup_(diags_clear) struct diags d = {};
+                _cleanup_(free_view) struct ynode *lv = make_view(root, list->items[i]);
+                if (!lv) {
+                        result = -ENOMEM;
+                        break;
+                }
+                r = parse_tree(file, lv, false, &all[i], &d);
+                if (r < 0 && r != -EINVAL) {
+                        result = r;
+                        break;
+                }
+                for (size_t k = 0; r >= -EINVAL && k < d.n; k++) {
+                        const struct diag *x = &d.items[k];
+                        if (diag_in(&shared, x))
+                                continue;
+                        int q = x->warning ? diags_warn(diags, x->file, x->line, x->col, "layout '%s': %s", names[i], x->message)
+                                           : diags_add(diags, x->file, x->line, x->col, "layout '%s': %s", names[i], x->message);
+                        if (q < 0) {
+                                result = q;
+                                break;
+                        }
+                }
+                if (all[i]) {
+                        const struct ynode *n = spec_map_get(list->items[i], "name");
+                        all[i]->layout_mark = (struct spec_mark) { n->line, n->col };
+                        if (!(all[i]->layout = strdup(names[i])))
+                                result = -ENOMEM;
+                }
+                if (result < 0)
+                        break;
+        }
+        if (result == 0 && diags_errors(diags, before) > 0)
+                result = -EINVAL;
+        if (result < 0) {
+                for (size_t i = 0; i < list->n; i++)
+                        spec_free(all[i]);
+                free(all);
+                return result;
+        }
+        all[0]->layouts = all;
+        all[0]->n_layouts = list->n;
+        *ret = all[0];
+        return 0;
 }
 
 int spec_parse(const char *file, const char *data, size_t len, struct spec **ret, struct diags *diags) {
         char t[QUOTE_MAX + 8];
         size_t before = diags->n;
-        struct ctx c = { .file = file, .d = diags };
         if (len > SPEC_MAX_BYTES) {
                 int r = diags_add(diags, file, 0, 0, "spec is larger than %u bytes", SPEC_MAX_BYTES);
                 return r < 0 ? r : -EINVAL;
@@ -547,19 +746,13 @@ int spec_parse(const char *file, const char *data, size_t len, struct spec **ret
                 r = diags_add(diags, file, root->line, root->col, "spec must be a mapping, not %s", spec_describe(root, t));
                 return r < 0 ? r : -EINVAL;
         }
-        _cleanup_spec_free_ struct spec *s = calloc(1, sizeof *s);
-        if (!s || !(s->file = strdup(file ? file : "")))
-                return -ENOMEM;
-        c.s = s;
-        parse_root(&c, root);
-        for (size_t i = 0; i < c.n_objs; i++)
-                free(c.objs[i].used_by);
-        free(c.objs);
-        free(c.index);
-        if (c.error < 0)
-                return c.error;
+        const struct ynode *layouts = spec_map_get(root, "layouts");
+        _cleanup_spec_free_ struct spec *s = NULL;
+        r = layouts ? parse_layouts(file, root, layouts, &s, diags) : parse_tree(file, root, false, &s, diags);
+        if (r < 0)
+                return r;
         if (diags_errors(diags, before) > 0)
-                return -EINVAL;
+                return -EINVAL;         /* the tree's own (anchors, aliases) */
         *ret = TAKE_PTR(s);
         return 0;
 }
@@ -599,7 +792,11 @@ struct spec *spec_free(struct spec *s) {
         spec_free_bench(s);
         spec_free_register(s);
         spec_free_network(&s->network);
-        free(s->file); free(s->hostname); free(s->ca); free(s->reinstall);
+        free(s->file); free(s->hostname); free(s->ca); free(s->reinstall); free(s->layout);
+        for (size_t i = 0; i < s->n_layouts; i++)
+                if (s->layouts[i] != s)
+                        spec_free(s->layouts[i]);
+        free(s->layouts);
         free(s);
         return NULL;
 }

@@ -407,7 +407,19 @@ struct spec {
         struct spec_mark finish_mark;
         unsigned device_timeout;        /* seconds; SPEC_DEVICE_TIMEOUT_S unless the spec says (always set) */
         struct spec_mark device_timeout_mark;
+
+        /* layouts: (docs/spec.md "Layouts"): storage stacks chosen per
+         * machine. Each layout is parsed as a spec of its own (its storage
+         * sections beside everything outside layouts:), named by layout.
+         * The spec spec_parse() returns is the first layout; layouts holds
+         * every one in order (layouts[0] is that spec itself, the others it
+         * owns). Without layouts: layout is NULL and n_layouts 0. */
+        char *layout;
+        struct spec_mark layout_mark;
+        struct spec **layouts; size_t n_layouts;
 };
+
+#define SPEC_LAYOUTS_MAX 32u
 
 /* Parse and validate. Every problem goes into diags (file:line:col); returns
  * 0 when the spec is valid, -EINVAL when diags holds errors (*ret is then

@@ -36,6 +36,7 @@ struct ctx {
         size_t n_objs;
         struct obj **index;     /* first object of each id, sorted by id */
         size_t n_index;
+        bool shared_only;       /* a spec with layouts: what the layouts share, without storage checks */
 };
 
 /* Where a field lives, for messages: "'pbkdf.type' of luks 'c'". */

@@ -143,4 +143,27 @@ grep -aq "EFI PART" "$T/a.tail" && not_ok "backup GPT header left at the end of 
 [[ $(sha256sum <"$T/c.img") == "$C_HASH" ]] || not_ok "unselected disk $C changed"
 ((FAILS == 0)) && ok "wipe left nothing behind"
 
+# 7. a spec with layouts: the first (a disk that is not there) does not fit, the
+# second does; the run report names the layout installed
+cat >"$T/layouts.yaml" <<EOF
+version: 1
+hostname: kiln-apply-test
+layouts:
+  - name: three-disks
+    disks:
+      - {id: a, match: {path: $A}, wipe: true}
+      - {id: z, match: {path: /dev/kiln-no-such-disk}, wipe: true}
+  - name: two-loops
+    disks:
+      - {id: a, match: {path: $A}, wipe: true}
+      - {id: b, match: {path: $B}, wipe: true}
+finish: none
+EOF
+rm -f "$T/run/report.json"
+out=$("$KILN" apply --yes "$T/layouts.yaml" 2>&1); rc=$?
+[[ $rc == 0 ]] || not_ok "layouts apply exited $rc: $out"
+got=$(jq -r '.node.layout' "$T/run/report.json" 2>/dev/null)
+[[ $got == two-loops ]] && ok "the run report names the layout installed" || not_ok "report's layout is '$got', expected two-loops"
+[[ $(sha256sum <"$T/c.img") == "$C_HASH" ]] || not_ok "unselected disk $C changed (layouts)"
+
 checks_done

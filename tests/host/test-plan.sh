@@ -77,6 +77,50 @@ while read -r tname inv ename; do
         checked=$((checked + 1))
 done < tests/expected/templates.map
 
+# --- layouts: the winner per inventory, the reasons of the earlier ones ---------
+# tests/expected/layouts.map: "TEMPLATE INVENTORY WINNER" ("-": fits none).
+# no-disks: an inventory of junk-box without its disks (made here).
+jq '.disks = []' tests/inventories/junk-box.json >"$T/no-disks.json"
+while read -r tname inv want; do
+        [[ -z $tname || $tname == \#* ]] && continue
+        t=templates/$tname.yaml invf=tests/inventories/$inv.json
+        [[ $inv == no-disks ]] && invf=$T/no-disks.json
+        n_layouts=$(grep -c '^  - name: ' "$t")
+        "$KILN" plan "$t" --inventory "$invf" --json >"$T/lay.json" 2>"$T/lay.err"; rc=$?
+        if [[ $want == - ]]; then
+                [[ $rc == 3 ]] || { not_ok "$tname on $inv: exit $rc, expected 3 (fits no layout)"; continue; }
+                jq -e '.refused and .kind == "refused"' "$T/lay.json" >/dev/null || not_ok "$tname on $inv: JSON refusal is not a refusal"
+                n=$(jq '[.problems[] | select(.message | startswith("layout "))] | length' "$T/lay.json")
+                ((n == n_layouts)) || not_ok "$tname on $inv: $n layout reasons in the JSON, expected $n_layouts"
+                "$KILN" plan "$t" --inventory "$invf" >"$T/lay.out" 2>"$T/lay.err"; rc=$?
+                [[ $rc == 3 && ! -s $T/lay.out ]] || not_ok "$tname on $inv: text plan exit $rc or printed a plan"
+                grep -q "fits none of the spec's $n_layouts layouts; nothing was written" "$T/lay.err" \
+                        || { not_ok "$tname on $inv: no 'fits none' message"; cat "$T/lay.err"; }
+                for l in $(sed -n 's/^  - name: //p' "$t"); do
+                        grep -q "layout '$l' does not fit: disk rule '[a-z]*' must match exactly [0-9]* disk" "$T/lay.err" \
+                                || not_ok "$tname on $inv: no reason for layout $l"
+                done
+                ok "$tname on $inv: fits none of $n_layouts layouts, exit 3, every reason named"
+                continue
+        fi
+        ((rc == 0)) || { not_ok "$tname on $inv: exit $rc"; cat "$T/lay.err"; continue; }
+        got=$(jq -r .layout "$T/lay.json")
+        [[ $got == "$want" ]] || { not_ok "$tname on $inv chose layout '$got', expected '$want'"; continue; }
+        # every layout before the winner has its reason, none after it
+        before=$(sed -n 's/^  - name: //p' "$t" | sed "/^$want\$/,\$d" | paste -sd' ')
+        misses=$(jq -r '[.layouts_not_fitting[].layout] | unique | join(" ")' "$T/lay.json")
+        [[ $(tr ' ' '\n' <<<"$before" | sort | paste -sd' ') == "$misses" ]] \
+                || not_ok "$tname on $inv: reasons for '$misses', expected for '$before'"
+        jq -e '[.layouts_not_fitting[] | .reason | test("^disk rule .* must match exactly [0-9]+ disks? but")] | all' \
+                "$T/lay.json" >/dev/null || not_ok "$tname on $inv: a reason does not name the rule, the count and what matched"
+        ok "$tname on $inv: layout $want${before:+ (not: $before)}"
+done < tests/expected/layouts.map
+# two layouts on one machine are two plans: another layout is another fingerprint
+sed 's/^  - name: raid10-4hdd$/  - name: raid10-4hdd-x/' templates/rack.yaml >"$T/rack-renamed.yaml"
+a=$("$KILN" plan templates/rack.yaml --inventory tests/inventories/junk-box.json --json 2>/dev/null | jq -r .fingerprint)
+b=$("$KILN" plan "$T/rack-renamed.yaml" --inventory tests/inventories/junk-box.json --json 2>/dev/null | jq -r .fingerprint)
+[[ -n $a && $a != null && $a != "$b" ]] && ok "another layout name, another fingerprint" || not_ok "layout name not in the fingerprint ($a, $b)"
+
 # --- the fifth disk of the QEMU rig is never touched by the rig's templates ----
 for name in $(awk '$2 == "qemu-4disk" { print $1 }' tests/expected/templates.map); do
         t=templates/$name.yaml

@@ -857,8 +857,85 @@ static void test_verdict_marks(void) {
         set_ptuuid(b.inv, "/dev/vde", NULL);
 }
 
+
+/* Layouts (docs/spec.md "Layouts"): a node finished with one layout, and a
+ * spec whose first fitting layout on the same machine is now another: the
+ * other layout is another plan, refused without a new reinstall token; the
+ * same spec again boots the installed system. */
+#define LAYOUT_RAID10 \
+        "  - name: raid10\n" \
+        "    disks: [{id: d, match: {min_size: 2G}, count: 4, wipe: true}]\n" \
+        "    raid: [{id: md0, level: 10, members: d}]\n" \
+        "    filesystems: [{on: md0, type: xfs, mount: /}]\n"
+#define LAYOUT_ONE \
+        "  - name: one\n" \
+        "    disks: [{id: s, path: /dev/vda, wipe: true}]\n" \
+        "    filesystems: [{on: s, type: xfs, mount: /}]\n"
+#define LAYOUT_SHARED \
+        "image: {url: \"http://boot.lab/i.tar\", sha256: \"" \
+        "1111111111111111111111111111111111111111111111111111111111111111\"}\n"
+static void test_layouts_finished(void) {
+        _cleanup_spec_free_ struct spec *s1 = load_spec_text("version: 1\nlayouts:\n" LAYOUT_RAID10 LAYOUT_ONE LAYOUT_SHARED);
+        _cleanup_spec_free_ struct spec *s2 = load_spec_text("version: 1\nlayouts:\n" LAYOUT_ONE LAYOUT_RAID10 LAYOUT_SHARED);
+        CHECK(s1 && s2);
+        if (!s1 || !s2)
+                return;
+        CHECK_INT(s1->n_layouts, 2);
+        CHECK_STR(s1->layout, "raid10");
+        CHECK_STR(s1->layouts[1]->layout, "one");
+        _cleanup_inventory_free_ struct inventory *blank = load_inv("qemu-4disk");
+        _cleanup_plan_free_ struct plan *first = NULL, *first_resume = NULL;
+        bool unwiped = false;
+        CHECK_INT(decide(s1, blank, &first, &first_resume, &unwiped), 0);
+        CHECK(first && first->spec == s1 && first->n_misses == 0);
+        if (!first)
+                return;
+        /* the disks as that install left them */
+        _cleanup_inventory_free_ struct inventory *inv = as_built(s1, "qemu-4disk");
+        CHECK(inv);
+        if (!inv)
+                return;
+        struct resume_record rec = { .complete = true, .stages = 1u << RESUME_STAGE_STORAGE | 1u << RESUME_STAGE_IMAGE };
+        memcpy(rec.fingerprint, first->fingerprint, 65);
+        enum plan_verdict v = PLAN_VERDICT_RUN;
+        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+
+        /* the same spec: the same layout, the same plan: boot it */
+        _cleanup_plan_free_ struct plan *again = NULL, *again_resume = NULL;
+        CHECK_INT(decide(s1, inv, &again, &again_resume, &unwiped), 0);
+        CHECK(again && again_resume && streq(again->fingerprint, first->fingerprint));
+        if (again)
+                CHECK_INT(plan_verdict(again, &rec, NULL, &v, &why), 0);
+        CHECK_INT(v, PLAN_VERDICT_BOOT_INSTALLED);
+
+        /* the spec with 'one' first: it fits too and wins, another plan */
+        _cleanup_plan_free_ struct plan *other = NULL, *other_resume = NULL;
+        CHECK_INT(decide(s2, inv, &other, &other_resume, &unwiped), 0);
+        CHECK(other && other->spec == s2 && other->spec->layout && streq(other->spec->layout, "one"));
+        if (!other)
+                return;
+        CHECK(!streq(other->fingerprint, first->fingerprint));
+        strbuf_reset(&why);
+        CHECK_INT(plan_verdict(other, &rec, NULL, &v, &why), 0);
+        CHECK_INT(v, PLAN_VERDICT_REFUSE);
+        CHECK(strstr(strbuf_str(&why), "a finished install of another plan"));
+        strbuf_reset(&why);
+        CHECK_INT(plan_verdict(other, &rec, "rack-2", &v, &why), 0);
+        CHECK_INT(v, PLAN_VERDICT_REINSTALL);
+        /* the same layout under another name is another plan as well */
+        _cleanup_spec_free_ struct spec *s3 = load_spec_text("version: 1\nlayouts:\n"
+                "  - name: raid10-renamed\n"
+                "    disks: [{id: d, match: {min_size: 2G}, count: 4, wipe: true}]\n"
+                "    raid: [{id: md0, level: 10, members: d}]\n"
+                "    filesystems: [{on: md0, type: xfs, mount: /}]\n" LAYOUT_SHARED);
+        _cleanup_plan_free_ struct plan *renamed = s3 ? plan_of(s3, blank) : NULL;
+        CHECK(renamed && !streq(renamed->fingerprint, first->fingerprint));
+        resume_record_done(&rec);
+}
+
 int main(void) {
         test_verdict();
+        test_layouts_finished();
         test_verdict_marks();
         test_reinstall_token();
         test_fingerprint();
