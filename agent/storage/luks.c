@@ -62,6 +62,17 @@ int luks_key_generate(size_t len, struct luks_key **ret) {
         return 0;
 }
 
+int luks_key_generate_hex(size_t bytes, struct luks_key **ret) {
+        _cleanup_luks_key_free_ struct luks_key *raw = NULL, *text = NULL;
+        int r = luks_key_generate(bytes, &raw);
+        if (r < 0 || (r = luks_key_new(NULL, 2 * bytes + 1, &text)) < 0)
+                return r;
+        hex_encode(raw->data, raw->len, text->data);
+        text->len = 2 * bytes;
+        *ret = TAKE_PTR(text);
+        return 0;
+}
+
 struct luks_key *luks_key_free(struct luks_key *k) {
         if (!k)
                 return NULL;

@@ -23,6 +23,9 @@ int luks_key_generate(size_t len, struct luks_key **ret);
 struct luks_key *luks_key_free(struct luks_key *k);
 DEFINE_CLEANUP(luks_key_free, struct luks_key *)
 #define _cleanup_luks_key_free_ _cleanup_(luks_key_freep)
+/* bytes random bytes as lower-case hex text (2 * bytes characters): a key a
+ * person can type at cryptroot's prompt and a pipe carries as one line. */
+int luks_key_generate_hex(size_t bytes, struct luks_key **ret);
 
 struct luks_format_params {
         const char *cipher;             /* "aes-xts-plain64" (the spec's, or the benchmark's choice) */

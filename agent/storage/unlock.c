@@ -240,11 +240,9 @@ int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, co
                 return r;
 
         /* the new keyslot's key: random, as text (the initramfs hands it to cryptroot's prompt) */
-        _cleanup_luks_key_free_ struct luks_key *raw = NULL, *newkey = NULL;
-        if ((r = luks_key_generate(UNLOCK_KEY_BYTES, &raw)) < 0 || (r = luks_key_new(NULL, 2 * UNLOCK_KEY_BYTES + 1, &newkey)) < 0)
+        _cleanup_luks_key_free_ struct luks_key *newkey = NULL;
+        if ((r = luks_key_generate_hex(UNLOCK_KEY_BYTES, &newkey)) < 0)
                 return r;
-        hex_encode(raw->data, raw->len, newkey->data);
-        newkey->len = 2 * UNLOCK_KEY_BYTES;
         (void) log_register_secret(newkey->data);
 
         /* the pin encrypts it; nothing written yet */
