@@ -169,6 +169,7 @@ struct spec_luks {
         struct {
                 enum spec_key_source source;
                 char *passphrase;       /* SECRET */
+                struct spec_mark passphrase_mark;
                 char *url;
                 char *sha256;           /* hex, lower case */
                 struct spec_mark mark;

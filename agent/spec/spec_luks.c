@@ -51,8 +51,10 @@ static void parse_luks_key(struct ctx *c, const struct ynode *m, const char *whe
                 return;
         }
         if (pass) {
-                if (spec_get_secret(c, &lk, "passphrase", pass, &x->key.passphrase) > 0)
+                if (spec_get_secret(c, &lk, "passphrase", pass, &x->key.passphrase) > 0) {
                         x->key.source = SPEC_KEY_PASSPHRASE;
+                        x->key.passphrase_mark = (struct spec_mark) { pass->line, pass->col };
+                }
                 if (sha)
                         emitn(c, spec_map_key(k, "sha256"), "%s is only used with 'url'", spec_field(&lk, "sha256", f));
         } else if (url) {
@@ -345,12 +347,19 @@ void spec_check_luks_on(struct ctx *c) {
         }
 }
 
-/* unlock pins are bound inside the installed system (its clevis) */
+/* unlock pins are bound inside the installed system (its clevis); an inline
+ * passphrase in a spec that installs a node (it has an image) is served in
+ * clear to whoever can fetch the spec, and opens that disk wherever it goes */
 void spec_check_unlock(struct ctx *c) {
         struct spec *s = c->s;
         char t[QUOTE_MAX + 4];
         for (size_t i = 0; i < s->n_luks; i++) {
                 const struct spec_luks *x = &s->luks[i];
+                if (x->key.source == SPEC_KEY_PASSPHRASE && s->image.present)
+                        spec_warn_at(c, x->key.passphrase_mark,
+                                     "'key.passphrase' of luks '%s' is served in clear to whoever can fetch this spec, and "
+                                     "opens the disk wherever it goes: use 'generate: true' with 'escrow' (the operator's "
+                                     "certificate) and 'unlock' (Tang)", spec_quote(x->id ? x->id : "?", t));
                 if (x->unlock.n_tang && (!s->image.present || s->image.format != SPEC_IMAGE_TAR))
                         spec_emit(c, x->unlock.mark.line, x->unlock.mark.col,
                                   "'unlock' of luks '%s' is bound with the installed system's clevis: the spec needs an image of format 'tar'",
