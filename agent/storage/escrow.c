@@ -68,17 +68,6 @@ int escrow_seal(const char *cert_pem, const struct luks_key *key, struct escrow_
         return 0;
 }
 
-static int load(const char *dev, struct crypt_device **ret, struct strbuf *err) {
-        _cleanup_crypt_free_ struct crypt_device *cd = NULL;
-        int r = crypt_init(&cd, dev);
-        if (r == 0)
-                r = crypt_load(cd, CRYPT_LUKS2, NULL);
-        if (r < 0)
-                return strbuf_errorf(err, r, "cannot load the LUKS2 header of %s", dev);
-        *ret = TAKE_PTR(cd);
-        return 0;
-}
-
 static json_object *token_json(const struct escrow_blob *b, int keyslot, const char *uuid) {
         char slot[16];
         snprintf(slot, sizeof slot, "%d", keyslot);
@@ -98,7 +87,7 @@ int escrow_store(const char *dev, const struct escrow_blob *b, const struct luks
         if (!b->cms)
                 return -EINVAL;
         _cleanup_crypt_free_ struct crypt_device *cd = NULL;
-        int r = load(dev, &cd, err);
+        int r = luks_load(dev, &cd, err);
         if (r < 0)
                 return r;
         /* name NULL: the key is checked against the keyslots, nothing is activated */
@@ -238,7 +227,7 @@ int escrow_recover(const char *dev, const char *key_path, const char *cert_path,
         hex_encode(md, mdlen, sha);
 
         _cleanup_crypt_free_ struct crypt_device *cd = NULL;
-        if ((r = load(dev, &cd, err)) < 0)
+        if ((r = luks_load(dev, &cd, err)) < 0)
                 return r;
         _cleanup_json_ json_object *tok = NULL;
         int id = find_token(cd, dev, sha, &tok, err);

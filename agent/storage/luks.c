@@ -206,6 +206,18 @@ int luks_format(const char *dev, const struct luks_format_params *p, const struc
         return 0;
 }
 
+int luks_load(const char *dev, struct crypt_device **ret, struct strbuf *err) {
+        _cleanup_crypt_free_ struct crypt_device *cd = NULL;
+        int r = crypt_init(&cd, dev);
+        if (r == 0)
+                r = crypt_load(cd, CRYPT_LUKS2, NULL);
+        if (r < 0)
+                return strbuf_errorf(err, r, "cannot load the LUKS2 header of %s", dev);
+        crypt_set_log_callback(cd, luks_log, NULL);
+        *ret = TAKE_PTR(cd);
+        return 0;
+}
+
 int luks_open(const char *dev, const char *name, const struct luks_key *key, uint32_t flags) {
         _cleanup_crypt_free_ struct crypt_device *cd = NULL;
         int r = crypt_init(&cd, dev);

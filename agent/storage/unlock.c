@@ -217,17 +217,6 @@ static int prove_slot(struct crypt_device *cd, const char *root, const char *dev
         return 0;
 }
 
-static int load(const char *dev, struct crypt_device **ret, struct strbuf *err) {
-        _cleanup_crypt_free_ struct crypt_device *cd = NULL;
-        int r = crypt_init(&cd, dev);
-        if (r == 0)
-                r = crypt_load(cd, CRYPT_LUKS2, NULL);
-        if (r < 0)
-                return strbuf_addf(err, "cannot load the LUKS2 header of %s", dev), r;
-        *ret = TAKE_PTR(cd);
-        return 0;
-}
-
 int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, const struct luks_key *key,
                 struct strbuf *err, int *ret_slot) {
         const char *pin = NULL;
@@ -236,7 +225,7 @@ int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, co
         if (r < 0)
                 return r;
         _cleanup_crypt_free_ struct crypt_device *cd = NULL;
-        if ((r = load(dev, &cd, err)) < 0)
+        if ((r = luks_load(dev, &cd, err)) < 0)
                 return r;
 
         /* the new keyslot's key: random, as text (the initramfs hands it to cryptroot's prompt) */
@@ -313,7 +302,7 @@ int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, co
 
 int unlock_prove(const char *root, const char *dev, int slot, struct strbuf *err) {
         _cleanup_crypt_free_ struct crypt_device *cd = NULL;
-        int r = load(dev, &cd, err);
+        int r = luks_load(dev, &cd, err);
         if (r < 0)
                 return r;
         return prove_slot(cd, root, dev, slot, NULL, err);
