@@ -7,11 +7,13 @@
 #include "register.h"
 #include "report.h"
 #include "configure.h"
+#include "escrow.h"
 #include "exec.h"
 #include "firstboot.h"
 #include "firstboot_install.h"
 #include "fetch.h"
 #include "inventory.h"
+#include "json.h"
 #include "log.h"
 #include "luks.h"
 #include "mark.h"
@@ -38,6 +40,7 @@
 #define MD_WAIT_USEC (30ull * 1000000ull)
 #define NODE_WAIT_USEC (10ull * 1000000ull)
 #define LUKS_GENERATED_KEY_BYTES 64
+#define LUKS_ESCROWED_KEY_BYTES 32      /* as 64 hex characters: typeable at the boot prompt once recovered */
 #define LUKS_MAX_KEY_FETCH (8u * 1024u)
 
 /* Keys made or fetched at format time, kept (locked) until the open. */
@@ -277,7 +280,12 @@ static int key_get(struct apply_ctx *c, const struct spec_luks *l, const struct 
                 r = luks_key_new(l->key.passphrase, strlen(l->key.passphrase), &key);
                 break;
         case SPEC_KEY_GENERATE:
-                r = luks_key_generate(LUKS_GENERATED_KEY_BYTES, &key);
+                if (l->key.escrow) {
+                        r = luks_key_generate_hex(LUKS_ESCROWED_KEY_BYTES, &key);
+                        if (r == 0)
+                                (void) log_register_secret(key->data);
+                } else
+                        r = luks_key_generate(LUKS_GENERATED_KEY_BYTES, &key);
                 break;
         case SPEC_KEY_URL:
                 r = key_fetch(c, l, &key);
@@ -323,6 +331,46 @@ static int luks_inputs(struct apply_ctx *c, const struct plan_step *s, struct be
         return key_get(c, s->luks.key, ret_key);
 }
 
+/* The escrow blob of a freshly formatted header: its token, then the report's
+ * "escrow" member (the report goes to the webhook too): for each luks, one
+ * entry per device {device, index, uuid, keyslot, certificate_sha256, cms}.
+ * The blob is public; the key is in none of it. */
+static int escrow_record(struct apply_ctx *c, const struct plan_step *s, const struct escrow_blob *b,
+                         const struct luks_key *key) {
+        const struct spec_luks *x = s->luks.key;
+        _cleanup_free_ char *uuid = NULL;
+        int slot = -1;
+        int r = escrow_store(s->luks.backing, b, key, &uuid, &slot, &c->why);
+        if (r < 0)
+                return r;
+        log_info("luks '%s' on %s: key escrowed to the certificate with SHA-256 %s (LUKS2 token '%s', UUID %s)", x->id,
+                 s->luks.backing, b->cert_sha256, ESCROW_TOKEN_TYPE, uuid);
+        json_object *all = report_get(c->report, "escrow");
+        if (!all && report_set_member(c->report, "escrow", json_object_new_object()) == 0)
+                all = report_get(c->report, "escrow");
+        json_object *list = all ? json_get(all, x->id) : NULL;
+        if (all && !list) {
+                list = json_object_new_array();
+                if (list && json_add(all, x->id, list) < 0)
+                        list = NULL;
+        }
+        json_object *e = json_object_new_object();
+        int q = e ? 0 : -ENOMEM;
+        json_set_str(e, "device", s->luks.backing, &q);
+        json_set(e, "index", json_object_new_int((int) s->index), &q);
+        json_set_str(e, "uuid", uuid, &q);
+        json_set(e, "keyslot", json_object_new_int(slot), &q);
+        json_set_str(e, "certificate_sha256", b->cert_sha256, &q);
+        json_set_str(e, "cms", b->cms, &q);
+        e = json_done(e, q);
+        if (!list || !e || json_object_array_add(list, e) < 0) {
+                json_object_put(e);
+                log_warning("luks '%s' on %s: the run report lacks its escrow blob (the header has it)", x->id,
+                            s->luks.backing);
+        }
+        return 0;
+}
+
 static int step_luks_format(struct apply_ctx *c, const struct plan_step *s) {
         const struct plan_luks *l = &s->luks;
         if (!l->key || !l->backing)
@@ -344,6 +392,12 @@ static int step_luks_format(struct apply_ctx *c, const struct plan_step *s) {
                 .parallel = l->pbkdf_parallel,
                 .flags = ch.flags,
         };
+        /* escrow: sealed before the format (a certificate OpenSSL refuses leaves the disk
+         * as it was), stored in the header right after it, before the run goes on */
+        _cleanup_(escrow_blob_done) struct escrow_blob blob = {};
+        const struct spec_luks *x = l->key;
+        if (x->key.escrow && (r = escrow_seal(x->key.escrow, key, &blob, &c->why)) < 0)
+                return r;
         uint32_t mem_kb = 0;
         r = luks_format(l->backing, &p, key, &mem_kb);
         if (r < 0)
@@ -354,6 +408,8 @@ static int step_luks_format(struct apply_ctx *c, const struct plan_step *s) {
         else
                 log_info("LUKS2 on %s: %s, %u-bit key, pbkdf2%s", l->backing, ch.cipher, ch.key_size,
                          ch.candidate >= 0 ? " (tuned by the benchmark)" : "");
+        if (x->key.escrow && (r = escrow_record(c, s, &blob, key)) < 0)
+                return r;
         return 0;
 }
 

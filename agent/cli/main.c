@@ -59,6 +59,8 @@ static const struct command {
 
         { "register", cmd_register, "register a node with CloudStack / the webhook from a saved run report" },
 
+        { "recover", cmd_recover, "recover a volume's escrowed key with the operator's private key (--print, --open)" },
+
         { "version", cmd_version, "print the version" },
 
         { "help", cmd_help, "this list" },

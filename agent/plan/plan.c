@@ -1297,7 +1297,7 @@ static int emit_luks_one(struct builder *b, struct node *n, const struct node *u
         if (r >= 0 && x->label)
                 r = strbuf_addf(&desc, ", label '%s'", x->label);
         if (r >= 0)
-                r = strbuf_addf(&desc, ", %s", spec_key_source_name(x->key.source));
+                r = strbuf_addf(&desc, ", %s", spec_luks_key_name(x));
         if (r < 0 || (r = step_emit(b, PLAN_LUKS_FORMAT, x->id, x, k, dev, n->size, n->approx, dev, strbuf_detach(&desc),
                                     strdupf("contents of %s", dev))) < 0 || (r = luks_take(b, &lp)) < 0)
                 return r;
@@ -1904,7 +1904,7 @@ static int fp_step(struct strbuf *t, const struct plan_step *st) {
         case PLAN_LUKS_FORMAT: {
                 const struct spec_luks *x = st->obj;
                 r = strbuf_addf(t, " name=%s on=%s cipher=%s key_size=%u sector=%u label=%s key=%s", x->name, nz(x->on),
-                                nz(x->cipher), x->key_size, x->sector_size, nz(x->label), spec_key_source_name(x->key.source));
+                                nz(x->cipher), x->key_size, x->sector_size, nz(x->label), spec_luks_key_name(x));
                 break;
         }
         case PLAN_VGCREATE: {

@@ -169,9 +169,14 @@ struct spec_luks {
         struct {
                 enum spec_key_source source;
                 char *passphrase;       /* SECRET */
+                struct spec_mark passphrase_mark;
                 char *url;
                 char *sha256;           /* hex, lower case */
                 struct spec_mark mark;
+                /* generate only: the operator's certificate (PEM) the generated key is
+                 * escrowed to (CMS EnvelopedData); NULL: kept nowhere */
+                char *escrow;
+                char escrow_sha256[65]; /* its SHA-256 fingerprint, hex (set when escrow is) */
         } key;
         /* unlock: unattended unlock at the installed system's boot (clevis);
          * n_tang == 0: none. The spec's key stays as the recovery keyslot. */
@@ -475,6 +480,17 @@ const char *spec_fs_type_name(enum spec_fs_type t);
 const char *spec_pbkdf_type_name(enum spec_pbkdf_type t);
 /* What a key source is, for the plan's text ("passphrase from the spec"). */
 const char *spec_key_source_name(enum spec_key_source k);
+/* What x's key is, for the plan: spec_key_source_name(), or for a generated
+ * key escrowed to a certificate, that. */
+const char *spec_luks_key_name(const struct spec_luks *x);
+/* The escrow certificate check (spec_escrow.c): pem must be exactly one
+ * X.509 certificate with an RSA (at least 2048 bits, keyUsage allowing
+ * keyEncipherment when it has one) or EC key (keyAgreement), valid now.
+ * *ret_cert (may be NULL) gets it, ret_sha256 its SHA-256 fingerprint (hex).
+ * On failure why says what is wrong ("has expired"), to follow the field's
+ * name: -EBADMSG (does not parse), -EKEYREJECTED (its key), -EKEYEXPIRED. */
+struct x509_st;
+int spec_escrow_cert(const char *pem, struct x509_st **ret_cert, char ret_sha256[static 65], char *why, size_t why_len);
 /* The PBKDF a keyslot gets: default stands for libcryptsetup's LUKS2
  * default, argon2id. */
 enum spec_pbkdf_type spec_pbkdf_effective(enum spec_pbkdf_type t);

@@ -28,16 +28,27 @@ void spec_emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...)
                 c->error = r;
 }
 
-void spec_warn(struct ctx *c, const struct ynode *n, const char *fmt, ...) {
+static void warnv(struct ctx *c, unsigned line, unsigned col, const char *fmt, va_list ap) {
         if (c->n_emitted >= SPEC_MAX_DIAGS)
                 return;
         c->n_emitted++;
-        va_list ap;
-        va_start(ap, fmt);
-        int r = diags_warnv(c->d, c->file, n ? n->line : 0, n ? n->col : 0, fmt, ap);
-        va_end(ap);
+        int r = diags_warnv(c->d, c->file, line, col, fmt, ap);
         if (r < 0 && c->error == 0)
                 c->error = r;
+}
+
+void spec_warn(struct ctx *c, const struct ynode *n, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        warnv(c, n ? n->line : 0, n ? n->col : 0, fmt, ap);
+        va_end(ap);
+}
+
+void spec_warn_at(struct ctx *c, struct spec_mark m, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        warnv(c, m.line, m.col, fmt, ap);
+        va_end(ap);
 }
 
 /* Quote user text safely: printable ASCII only, bounded length. */

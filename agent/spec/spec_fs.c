@@ -128,13 +128,15 @@ void spec_parse_fs(struct ctx *c, const struct ynode *m, size_t idx, struct spec
         }
 }
 
-/* The luks with a generated key that o is built on, if any. The key is kept
+/* The luks with a generated key that o is built on, if any (an escrowed one
+ * is kept: the operator recovers it). The key is kept
  * nowhere (docs/spec.md), so whatever the node must find again after a
  * reboot cannot sit on it. Called only on a graph without cycles. */
 static const struct obj *generated_key_below(struct ctx *c, const struct obj *o) {
         if (!o)
                 return NULL;
-        if (o->kind == SPEC_OBJ_LUKS && ((const struct spec_luks *) o->ptr)->key.source == SPEC_KEY_GENERATE)
+        if (o->kind == SPEC_OBJ_LUKS && ((const struct spec_luks *) o->ptr)->key.source == SPEC_KEY_GENERATE &&
+            !((const struct spec_luks *) o->ptr)->key.escrow)
                 return o;
         const char *dep;
         for (size_t i = 0; (dep = spec_obj_dep(o, i)); i++) {

@@ -54,6 +54,7 @@ struct loc {
 void spec_emit(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...) _printf_(4, 5);
 /* A warning (docs/spec.md "Warnings"): shown, the spec stands unless --strict. */
 void spec_warn(struct ctx *c, const struct ynode *n, const char *fmt, ...) _printf_(3, 4);
+void spec_warn_at(struct ctx *c, struct spec_mark m, const char *fmt, ...) _printf_(3, 4);
 
 /* At a node; nothing more is said about a refused alias (no cascades). */
 #define emitn(c, n, ...)                                                                        \

@@ -17,7 +17,7 @@ static const char *const pbkdf_types[] = {
 };
 
 static void parse_luks_key(struct ctx *c, const struct ynode *m, const char *where, struct spec_luks *x) {
-        static const char *const keys[] = { "passphrase", "url", "sha256", "generate", NULL };
+        static const char *const keys[] = { "passphrase", "url", "sha256", "generate", "escrow", NULL };
         char f[256];
         struct loc lk = { where, "key." };
         const struct ynode *k = spec_map_get(m, "key");
@@ -51,8 +51,10 @@ static void parse_luks_key(struct ctx *c, const struct ynode *m, const char *whe
                 return;
         }
         if (pass) {
-                if (spec_get_secret(c, &lk, "passphrase", pass, &x->key.passphrase) > 0)
+                if (spec_get_secret(c, &lk, "passphrase", pass, &x->key.passphrase) > 0) {
                         x->key.source = SPEC_KEY_PASSPHRASE;
+                        x->key.passphrase_mark = (struct spec_mark) { pass->line, pass->col };
+                }
                 if (sha)
                         emitn(c, spec_map_key(k, "sha256"), "%s is only used with 'url'", spec_field(&lk, "sha256", f));
         } else if (url) {
@@ -73,6 +75,19 @@ static void parse_luks_key(struct ctx *c, const struct ynode *m, const char *whe
                 if (sha)
                         emitn(c, spec_map_key(k, "sha256"), "%s is only used with 'url'", spec_field(&lk, "sha256", f));
         }
+        const struct ynode *esc = spec_map_get(k, "escrow");
+        if (!esc)
+                return;
+        if (!gen) {
+                emitn(c, spec_map_key(k, "escrow"), "%s goes with 'generate: true' (a passphrase or a key at a url is "
+                      "already kept by you)", spec_field(&lk, "escrow", f));
+                return;
+        }
+        if (spec_get_str(c, &lk, "escrow", esc, &x->key.escrow) <= 0)
+                return;
+        char why[160];
+        if (spec_escrow_cert(x->key.escrow, NULL, x->key.escrow_sha256, why, sizeof why) < 0)
+                emitn(c, esc, "%s %s", spec_field(&lk, "escrow", f), why);
 }
 
 /* A Tang thumbprint as `jose jwk thp` prints it: base64url, no padding
@@ -332,12 +347,19 @@ void spec_check_luks_on(struct ctx *c) {
         }
 }
 
-/* unlock pins are bound inside the installed system (its clevis) */
+/* unlock pins are bound inside the installed system (its clevis); an inline
+ * passphrase in a spec that installs a node (it has an image) is served in
+ * clear to whoever can fetch the spec, and opens that disk wherever it goes */
 void spec_check_unlock(struct ctx *c) {
         struct spec *s = c->s;
         char t[QUOTE_MAX + 4];
         for (size_t i = 0; i < s->n_luks; i++) {
                 const struct spec_luks *x = &s->luks[i];
+                if (x->key.source == SPEC_KEY_PASSPHRASE && s->image.present)
+                        spec_warn_at(c, x->key.passphrase_mark,
+                                     "'key.passphrase' of luks '%s' is served in clear to whoever can fetch this spec, and "
+                                     "opens the disk wherever it goes: use 'generate: true' with 'escrow' (the operator's "
+                                     "certificate) and 'unlock' (Tang)", spec_quote(x->id ? x->id : "?", t));
                 if (x->unlock.n_tang && (!s->image.present || s->image.format != SPEC_IMAGE_TAR))
                         spec_emit(c, x->unlock.mark.line, x->unlock.mark.col,
                                   "'unlock' of luks '%s' is bound with the installed system's clevis: the spec needs an image of format 'tar'",
@@ -350,7 +372,7 @@ void spec_free_luks(struct spec *s) {
                 struct spec_luks *x = &s->luks[i];
                 free(x->id); free(x->on); free(x->name); free(x->cipher); free(x->label);
                 strv_free(x->bench_ciphers);
-                spec_free_secret(x->key.passphrase); free(x->key.url); free(x->key.sha256);
+                spec_free_secret(x->key.passphrase); free(x->key.url); free(x->key.sha256); free(x->key.escrow);
                 for (size_t j = 0; j < x->unlock.n_tang; j++) {
                         free(x->unlock.tang[j].url); free(x->unlock.tang[j].thp);
                 }
@@ -374,6 +396,12 @@ static const char *const key_sources[] = {
 };
 
 DEFINE_STRING_TABLE_TO_STRING(spec_key_source_name, enum spec_key_source, key_sources)
+
+const char *spec_luks_key_name(const struct spec_luks *x) {
+        if (x->key.source == SPEC_KEY_GENERATE && x->key.escrow)
+                return "key generated on the node, escrowed to the operator's certificate (its LUKS2 token and the report)";
+        return spec_key_source_name(x->key.source);
+}
 
 unsigned spec_cipher_key_size(const char *cipher) {
         return cipher && strstr(cipher, "adiantum") ? 256 : SPEC_LUKS_KEY_SIZE;

@@ -74,7 +74,10 @@ void spec_parse_register(struct ctx *c, const struct ynode *m, struct spec *s) {
                               "letter or '_', at most 32), not '%s'", spec_field(&lc, "host_username", f), spec_quote(x->host_username, t));
                 if (!x->host_username && !(x->host_username = strdup("root")))      /* addHost's default login */
                         c->error = -ENOMEM;
-                (void) spec_get_secret(c, &lc, "host_password", spec_map_get(cs, "host_password"), &x->host_password);
+                if (spec_get_secret(c, &lc, "host_password", v = spec_map_get(cs, "host_password"), &x->host_password) > 0)
+                        spec_warn(c, v, "%s is served in clear to whoever can fetch this spec, and logs in to the node: "
+                                  "use 'host_authorized_key' (the management server's public key) instead",
+                                  spec_field(&lc, "host_password", f));
                 if (spec_get_str(c, &lc, "host_authorized_key", v = spec_map_get(cs, "host_authorized_key"), &x->host_authorized_key) > 0) {
                         const char *why = ssh_key_problem(x->host_authorized_key);
                         if (why)

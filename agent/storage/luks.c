@@ -62,6 +62,17 @@ int luks_key_generate(size_t len, struct luks_key **ret) {
         return 0;
 }
 
+int luks_key_generate_hex(size_t bytes, struct luks_key **ret) {
+        _cleanup_luks_key_free_ struct luks_key *raw = NULL, *text = NULL;
+        int r = luks_key_generate(bytes, &raw);
+        if (r < 0 || (r = luks_key_new(NULL, 2 * bytes + 1, &text)) < 0)
+                return r;
+        hex_encode(raw->data, raw->len, text->data);
+        text->len = 2 * bytes;
+        *ret = TAKE_PTR(text);
+        return 0;
+}
+
 struct luks_key *luks_key_free(struct luks_key *k) {
         if (!k)
                 return NULL;
@@ -192,6 +203,18 @@ int luks_format(const char *dev, const struct luks_format_params *p, const struc
         }
         if (ret_memory_kb)
                 *ret_memory_kb = pbkdf.max_memory_kb;
+        return 0;
+}
+
+int luks_load(const char *dev, struct crypt_device **ret, struct strbuf *err) {
+        _cleanup_crypt_free_ struct crypt_device *cd = NULL;
+        int r = crypt_init(&cd, dev);
+        if (r == 0)
+                r = crypt_load(cd, CRYPT_LUKS2, NULL);
+        if (r < 0)
+                return strbuf_errorf(err, r, "cannot load the LUKS2 header of %s", dev);
+        crypt_set_log_callback(cd, luks_log, NULL);
+        *ret = TAKE_PTR(cd);
         return 0;
 }
 

@@ -4,6 +4,7 @@
  * memory and are wiped when freed. */
 #pragma once
 #include "spec.h"
+#include "strbuf.h"
 #include "util.h"
 
 #include <libcryptsetup.h>
@@ -23,6 +24,9 @@ int luks_key_generate(size_t len, struct luks_key **ret);
 struct luks_key *luks_key_free(struct luks_key *k);
 DEFINE_CLEANUP(luks_key_free, struct luks_key *)
 #define _cleanup_luks_key_free_ _cleanup_(luks_key_freep)
+/* bytes random bytes as lower-case hex text (2 * bytes characters): a key a
+ * person can type at cryptroot's prompt and a pipe carries as one line. */
+int luks_key_generate_hex(size_t bytes, struct luks_key **ret);
 
 struct luks_format_params {
         const char *cipher;             /* "aes-xts-plain64" (the spec's, or the benchmark's choice) */
@@ -53,5 +57,8 @@ void luks_setup_logging(void);
 
 /* *ret_memory_kb (may be NULL) gets the PBKDF memory actually used. */
 int luks_format(const char *dev, const struct luks_format_params *p, const struct luks_key *key, uint32_t *ret_memory_kb);
+/* dev's LUKS2 header, loaded (libcryptsetup's messages to kiln's log);
+ * err: "cannot load the LUKS2 header of DEV". */
+int luks_load(const char *dev, struct crypt_device **ret, struct strbuf *err);
 int luks_open(const char *dev, const char *name, const struct luks_key *key, uint32_t flags);
 int luks_close(const char *name);

@@ -217,17 +217,6 @@ static int prove_slot(struct crypt_device *cd, const char *root, const char *dev
         return 0;
 }
 
-static int load(const char *dev, struct crypt_device **ret, struct strbuf *err) {
-        _cleanup_crypt_free_ struct crypt_device *cd = NULL;
-        int r = crypt_init(&cd, dev);
-        if (r == 0)
-                r = crypt_load(cd, CRYPT_LUKS2, NULL);
-        if (r < 0)
-                return strbuf_addf(err, "cannot load the LUKS2 header of %s", dev), r;
-        *ret = TAKE_PTR(cd);
-        return 0;
-}
-
 int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, const struct luks_key *key,
                 struct strbuf *err, int *ret_slot) {
         const char *pin = NULL;
@@ -236,15 +225,13 @@ int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, co
         if (r < 0)
                 return r;
         _cleanup_crypt_free_ struct crypt_device *cd = NULL;
-        if ((r = load(dev, &cd, err)) < 0)
+        if ((r = luks_load(dev, &cd, err)) < 0)
                 return r;
 
         /* the new keyslot's key: random, as text (the initramfs hands it to cryptroot's prompt) */
-        _cleanup_luks_key_free_ struct luks_key *raw = NULL, *newkey = NULL;
-        if ((r = luks_key_generate(UNLOCK_KEY_BYTES, &raw)) < 0 || (r = luks_key_new(NULL, 2 * UNLOCK_KEY_BYTES + 1, &newkey)) < 0)
+        _cleanup_luks_key_free_ struct luks_key *newkey = NULL;
+        if ((r = luks_key_generate_hex(UNLOCK_KEY_BYTES, &newkey)) < 0)
                 return r;
-        hex_encode(raw->data, raw->len, newkey->data);
-        newkey->len = 2 * UNLOCK_KEY_BYTES;
         (void) log_register_secret(newkey->data);
 
         /* the pin encrypts it; nothing written yet */
@@ -315,7 +302,7 @@ int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, co
 
 int unlock_prove(const char *root, const char *dev, int slot, struct strbuf *err) {
         _cleanup_crypt_free_ struct crypt_device *cd = NULL;
-        int r = load(dev, &cd, err);
+        int r = luks_load(dev, &cd, err);
         if (r < 0)
                 return r;
         return prove_slot(cd, root, dev, slot, NULL, err);
