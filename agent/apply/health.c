@@ -1,5 +1,6 @@
 #include "health.h"
 
+#include "configure.h"
 #include "exec.h"
 #include "json.h"
 #include "paths.h"
@@ -168,6 +169,34 @@ static int devnum(const char *dev, dev_t *ret) {
         return 0;
 }
 
+/* Does the block device at path carry source? By device number against
+ * the device libblkid found for it, else (UUID= only) by probing path
+ * itself: an md RAID1 member with metadata 1.0 holds the same file system
+ * superblock as its array, and the lookup may name either. */
+static bool carries(const char *path, const char *found, const char *source) {
+        dev_t a = 0, b = 0;
+        if (found && devnum(path, &a) == 0 && devnum(found, &b) == 0 && a == b)
+                return true;
+        if (strncmp(source, "UUID=", 5) != 0)
+                return false;
+        _cleanup_free_ char *uuid = NULL;
+        return configure_probe_value(path, "UUID", &uuid) == 0 && streq(uuid, source + 5);
+}
+
+/* The device node of MAJOR:MINOR (sysfs' uevent DEVNAME under devfs), or NULL. */
+static char *devnode(unsigned ma, unsigned mi) {
+        char p[PATH_MAX];
+        _cleanup_free_ char *text = NULL;
+        snprintf(p, sizeof p, "%s/dev/block/%u:%u/uevent", kiln_paths.sysfs, ma, mi);
+        if (read_full_file(p, 64u * 1024u, &text, NULL) < 0)
+                return NULL;
+        const char *d = strstr(text, "DEVNAME=");
+        if (!d || (d != text && d[-1] != '\n'))
+                return NULL;
+        d += 8;
+        return strdupf("%s/%.*s", kiln_paths.devfs, (int) strcspn(d, "\n"), d);
+}
+
 struct kernel_view {
         struct procfs_mount *mounts;
         size_t n_mounts;
@@ -196,16 +225,15 @@ static int kernel_view_read(struct kernel_view *k, struct strbuf *err) {
         return 0;
 }
 
-/* Is the swap device with number d in /proc/swaps? (Its first field, a path.) */
-static bool swap_listed(const char *swaps, dev_t d) {
+/* Does /proc/swaps list a device (its first field, a path) that carries source? */
+static bool swap_listed(const char *swaps, const char *found, const char *source) {
         for (const char *l = swaps; l && *l;) {
                 size_t n = strcspn(l, " \t\n");
                 char path[PATH_MAX];
-                dev_t x = 0;
                 if (n > 0 && n < sizeof path && l[0] == '/') {
                         memcpy(path, l, n);
                         path[n] = 0;
-                        if (devnum(path, &x) == 0 && x == d)
+                        if (carries(path, found, source))
                                 return true;
                 }
                 l = strchr(l, '\n');
@@ -233,7 +261,8 @@ static int item_look(const char *root, const struct kernel_view *k, struct healt
                 for (size_t i = 0; i < k->n_mounts; i++)
                         if (streq(k->mounts[i].where, where))
                                 m = &k->mounts[i];      /* the last one is on top */
-                if (m && have && makedev(m->major, m->minor) == d) {
+                _cleanup_free_ char *node = m ? devnode(m->major, m->minor) : NULL;
+                if (m && ((have && makedev(m->major, m->minor) == d) || (node && carries(node, it->device, it->source)))) {
                         it->up = true;
                         return 0;
                 }
@@ -248,7 +277,7 @@ static int item_look(const char *root, const struct kernel_view *k, struct healt
                 break;
         }
         case HEALTH_SWAP:
-                if (have && swap_listed(k->swaps, d)) {
+                if (swap_listed(k->swaps, it->device, it->source)) {
                         it->up = true;
                         return 0;
                 }
