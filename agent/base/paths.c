@@ -30,6 +30,10 @@ struct kiln_paths kiln_paths = {
         .target = "/target",
         .run_dir = "/run/kiln",
         .enlist_key = "/etc/kiln/enlist.key",
+        .systemd_booted = "/run/systemd/system",
+        .systemctl = "/usr/bin/systemctl",
+        .journalctl = "/usr/bin/journalctl",
+        .systemd_escape = "/usr/bin/systemd-escape",
 };
 
 static int dev_path(char **ret, const char *fmt, ...) _printf_(2, 3);
@@ -91,6 +95,10 @@ void paths_init(void) {
                 { "KILN_SELF_EXE", &kiln_paths.self_exe },
                 { "KILN_RUN_DIR", &kiln_paths.run_dir },
                 { "KILN_ENLIST_KEY", &kiln_paths.enlist_key },
+                { "KILN_SYSTEMD_BOOTED", &kiln_paths.systemd_booted },
+                { "KILN_SYSTEMCTL", &kiln_paths.systemctl },
+                { "KILN_JOURNALCTL", &kiln_paths.journalctl },
+                { "KILN_SYSTEMD_ESCAPE", &kiln_paths.systemd_escape },
         };
         for (size_t i = 0; i < ELEMENTSOF(map); i++) {
                 const char *v = getenv(map[i].env);

@@ -36,6 +36,11 @@ struct kiln_paths {
         const char *run_dir;        /* state, resume markers, report: /run/kiln */
         const char *enlist_key;     /* the enlist HMAC key, put into the initramfs by the boot server:
                                      * /etc/kiln/enlist.key */
+        /* the installed system's own, for its storage check at first boot (apply/health.h) */
+        const char *systemd_booted; /* /run/systemd/system: systemd runs (sd_booted(3)'s test) */
+        const char *systemctl;      /* /usr/bin/systemctl */
+        const char *journalctl;     /* /usr/bin/journalctl */
+        const char *systemd_escape; /* /usr/bin/systemd-escape: unit names from paths */
 };
 
 extern struct kiln_paths kiln_paths;

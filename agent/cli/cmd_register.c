@@ -13,12 +13,15 @@
 #include "exitcode.h"
 #include "fetch.h"
 #include "firstboot.h"
+#include "health.h"
+#include "json.h"
 #include "log.h"
 #include "register.h"
 #include "report.h"
 #include "spec.h"
 
 #include <limits.h>
+#include <time.h>
 
 static void help(void) {
         printf("usage: kiln register --report FILE --spec FILE [OPTIONS]\n"
@@ -192,6 +195,74 @@ static int register_load_report(const char *path, struct report **ret) {
         return KILN_EXIT_OK;
 }
 
+/* The installed system's storage at first boot (apply/health.h): the
+ * check into the report ("storage_check"), each mount, swap or volume that
+ * is not up logged with why, and then the webhook event "storage-degraded"
+ * (docs/register.md "The storage check at first boot"). KILN_EXIT_OK to go
+ * on and register; KILN_EXIT_STORAGE when required storage is not up, or
+ * cannot be checked: then nothing goes to CloudStack. */
+static int firstboot_storage(const char *root, const struct spec *spec, struct report *report,
+                             const struct register_options *ro) {
+        _cleanup_(health_done) struct health h = {};
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT, line = STRBUF_INIT;
+        const char *node = report_node_field(report, "id") ?: "?";
+        int r = health_check(root, &h, &err);
+        if (r < 0) {
+                log_error("cannot check the storage of node '%s': %s; not registering it with CloudStack", node,
+                          strbuf_why(&err, r));
+                return KILN_EXIT_STORAGE;
+        }
+        const char *result = h.required_down ? "required-missing" : h.down ? "degraded" : "ok";
+        char when[40];
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        report_format_time((uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u, when, sizeof when);
+        json_object *rec = json_object_new_object();
+        r = rec ? 0 : -ENOMEM;
+        json_set_str(rec, "time", when, &r);
+        json_set_str(rec, "result", result, &r);
+        json_set(rec, "systemd", json_object_new_boolean(h.systemd), &r);
+        json_set(rec, "checked", health_to_json(&h, true), &r);
+        if (r < 0 || report_set_member(report, "storage_check", json_done(rec, r)) < 0)
+                return log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
+        for (size_t i = 0; i < h.n; i++) {
+                if (h.items[i].up)
+                        continue;
+                strbuf_reset(&line);
+                if (health_item_describe(&h.items[i], &line) < 0)
+                        return log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
+                if (h.items[i].required)
+                        log_error("storage not up: %s", strbuf_str(&line));
+                else
+                        log_warning("storage not up: %s", strbuf_str(&line));
+        }
+        if (!h.down) {
+                log_info("storage check: the %zu mount(s), swap(s) and volume(s) of /etc/fstab and /etc/crypttab are up", h.n);
+                return KILN_EXIT_OK;
+        }
+        _cleanup_free_ char *message = h.required_down
+                ? strdupf("%u of %zu required mount(s), swap(s) or volume(s) not up: node not registered with CloudStack",
+                          h.required_down, h.n)
+                : strdupf("%u of %zu mount(s), swap(s) or volume(s) not up, none of them required: node registered",
+                          h.down, h.n);
+        json_object *ev = json_object_new_object();
+        r = ev && message ? 0 : -ENOMEM;
+        json_set_str(ev, "result", result, &r);
+        json_set_str(ev, "message", message, &r);
+        json_set(ev, "registers", json_object_new_boolean(!h.required_down), &r);
+        json_set(ev, "failed", health_to_json(&h, false), &r);
+        if (r < 0)
+                return json_object_put(ev), log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
+        strbuf_reset(&err);
+        if ((r = register_post_event(spec, report, ro, "storage-degraded", ev, &err)) < 0)
+                log_warning("the webhook did not take the storage-degraded event: %s", strbuf_why(&err, r));
+        if (!h.required_down)
+                return KILN_EXIT_OK;
+        log_error("required storage of node '%s' is not up: not registering it with CloudStack; nothing was sent to "
+                  "CloudStack", node);
+        return KILN_EXIT_STORAGE;
+}
+
 /* What a registration did, said once: the CloudStack host (added, found,
  * already there), the webhook's report. */
 static void register_said(const struct spec *spec, struct report *report) {
@@ -269,6 +340,14 @@ int cmd_register(int argc, char **argv) {
 
         register_options_start(&ro);
         register_attach_events(report, &ev, spec, &ro);
+        if (firstboot && (r = firstboot_storage(root, spec, report, &ro)) != KILN_EXIT_OK) {
+                report_set_event_hook(report, NULL, NULL);
+                register_events_done(&ev);
+                int k = report_save(report, save ? save : report_path);
+                if (k < 0)
+                        log_warning_errno(k, "failed to save the updated run report '%s': %m", save ? save : report_path);
+                return r;
+        }
         (void) report_stage_begin(report, "register");
         r = register_run(spec, report, &ro, &err);
         (void) report_stage_end(report, "register", r < 0 ? REPORT_FAIL : REPORT_SUCCESS, r < 0 && err.len ? err.buf : NULL);

@@ -14,7 +14,7 @@
         X(FAILURE,   1,  "failure",        "anything not listed below") \
         X(BAD_SPEC,  2,  "bad spec",       "the spec does not parse or validate") \
         X(REFUSED,   3,  "refused",        "safety refusal: disk selection, signatures, in use") \
-        X(STORAGE,   4,  "storage",        "a storage step failed (partition, md, LUKS, LVM, mkfs, mount)") \
+        X(STORAGE,   4,  "storage",        "a storage step failed, or (register --firstboot) required storage is not up") \
         X(IMAGE,     5,  "image",          "image download, verification or extraction failed") \
         X(BENCH,     6,  "benchmark gate", "the crypt benchmark gate failed") \
         X(REGISTER,  7,  "registration",   "registration with the controller failed") \

@@ -93,7 +93,8 @@ int firstboot_unit_text(struct strbuf *out) {
          * Wanted by multi-user.target, which therefore waits for it: a node
          * that reached multi-user has tried to register. A failure is tried
          * again a minute later (a controller down at first boot), except a bad
-         * spec or usage (exit 2, 64), which no retry mends. The marker, which
+         * spec or usage (exit 2, 64) and required storage that is not up (exit
+         * 4: an operator mends it and reboots), which no retry mends. The marker, which
          * kiln register writes once it succeeded, keeps the unit from running
          * at any later boot. */
         int r = strbuf_addf(out,
@@ -109,7 +110,7 @@ int firstboot_unit_text(struct strbuf *out) {
                             "ExecStart=%s register --firstboot %s\n"
                             "Restart=on-failure\n"
                             "RestartSec=60\n"
-                            "RestartPreventExitStatus=2 64\n"
+                            "RestartPreventExitStatus=2 4 64\n"
                             "TimeoutStartSec=900\n"
                             "\n"
                             "[Install]\n"

@@ -6,6 +6,7 @@
 #include "url.h"
 
 #include <sys/random.h>
+#include <time.h>
 
 void register_options_default(struct register_options *o) {
         *o = (struct register_options) {
@@ -183,6 +184,34 @@ static int register_webhook(const struct spec *spec, struct report *r, const str
                 json_object_object_add(rec, "error", json_str(err->len ? err->buf : NULL));
         }
         return k;
+}
+
+int register_post_event(const struct spec *spec, const struct report *r, const struct register_options *o,
+                        const char *kind, json_object *fields, struct strbuf *err) {
+        const struct spec_webhook *w = &spec->webhook;
+        _cleanup_json_ json_object *ev = fields;
+        _cleanup_free_ char *delivery = NULL;
+        char id[37], when[40];
+        struct timespec ts;
+        int k = 0;
+        if (!ev)
+                return -ENOMEM;
+        if (!w->present || !w->url)
+                return 0;
+        if ((k = random_uuid(id)) < 0)
+                return k;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        report_format_time((uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u, when, sizeof when);
+        json_set_str(ev, "type", kind, &k);
+        json_set_str(ev, "run_id", report_run_id(r), &k);
+        json_set_str(ev, "node_id", report_node_field(r, "id"), &k);
+        json_set_str(ev, "hostname", report_node_field(r, "hostname"), &k);
+        json_set_str(ev, "time", when, &k);
+        if (k < 0 || asprintf(&delivery, "%s/%s/%s", report_run_id(r) ?: "-", kind, id) < 0)
+                return -ENOMEM;
+        struct webhook_target t = { .url = w->url, .hmac_key = w->hmac_key, .ca_file = o->ca_file, .policy = &o->event_policy };
+        return webhook_post(&t, kind, report_run_id(r), report_node_field(r, "id"), delivery,
+                            json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), err);
 }
 
 unsigned register_report_share_ms(unsigned total_ms) {

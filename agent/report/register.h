@@ -65,3 +65,11 @@ void register_events_done(struct register_events *ev);
  * it; otherwise the first error, with a message for the operator in
  * err (may be NULL). -ENOMSG when the spec configures no registration at all. */
 int register_run(const struct spec *spec, struct report *r, const struct register_options *opts, struct strbuf *err);
+
+/* One event outside the run's stages (e.g. "storage-degraded" of the first
+ * boot's storage check): fields (taken) plus type, run_id, node_id,
+ * hostname and time, signed and posted to the webhook under the event
+ * policy, with the delivery id "<run id>/<kind>/<uuid>", a new uuid for
+ * each call (the same on its retries). 0 when the spec has no webhook. */
+int register_post_event(const struct spec *spec, const struct report *r, const struct register_options *o,
+                        const char *kind, json_object *fields, struct strbuf *err);

@@ -66,7 +66,7 @@ Type=oneshot
 ExecStart=/usr/local/sbin/kiln register --firstboot /etc/kiln/firstboot.conf
 Restart=on-failure
 RestartSec=60
-RestartPreventExitStatus=2 64
+RestartPreventExitStatus=2 4 64
 TimeoutStartSec=900
 
 [Install]
