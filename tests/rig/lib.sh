@@ -12,7 +12,7 @@
 #   rig_report_section mdstat           # what the guest's kernel said
 #   rig_expect_exit 0
 #   rig_boot_image; rig_tang_start      # the bootable image, Tang on loopback
-#   rig_boot_disk [--uefi] [--without 0] # boot the installed system from its disks
+#   rig_boot_disk [--uefi] [--without 0] [--late N:S] # boot the installed system from its disks
 #   rig_ssh_forward; rig_controller_ssh 10.0.2.15  # the guest's sshd for the stand-in's addHost
 #   rig_job_setup SPEC PREFIX; rig_job_boot_installed 10.0.2.15  # the whole job's pieces
 #   rig_fixture_boot boot-tang specs/boot-tang.yaml  # start from the shared install:

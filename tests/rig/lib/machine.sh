@@ -217,7 +217,23 @@ rig_qemu() {
   ((timed_out == 0))
 }
 
-# rig_boot_disk [--uefi] [--without N]... [--until REGEX] [--hold S]: boot
+# rig_late_plug SOCKET N S (rig_boot_disk --late, in the background): S
+# seconds after it starts (QEMU's start), disk N's virtio-blk device added
+# through QMP; prints QMP's answers, and "plugged at T s" when device_add
+# returned {"return": {}}.
+rig_late_plug() {
+  local sock=$1 n=$2 s=$3 t0=$SECONDS i
+  for ((i = 0; i < 100; i++)); do [[ -S $sock ]] && break; sleep 0.1; done
+  sleep "$s"
+  { printf '{"execute":"qmp_capabilities"}\n'
+    printf '{"execute":"device_add","arguments":{"driver":"virtio-blk-pci","drive":"d%s","serial":"%s","id":"late%s"}}\n' \
+      "$n" "${RIG_DISK_SERIAL[$n]}" "$n"
+    sleep 2; } | socat -t 5 - "UNIX-CONNECT:$sock" | tee "$sock.out"
+  # the capabilities' and device_add's answers
+  (( $(grep -c '"return": {}' "$sock.out") == 2 )) && echo "plugged at $((SECONDS - t0)) s"
+}
+
+# rig_boot_disk [--uefi] [--without N]... [--late N:S] [--until REGEX] [--hold S]: boot
 # the installed system from RIG_DISK (no kernel, no PXE): SeaBIOS with
 # `-boot c` (it tries only the first disk: --without 0 leaves disk 0 off
 # the command line, as a pulled disk), or with --uefi OVMF
@@ -227,15 +243,22 @@ rig_qemu() {
 # RIG_NET_EXTRA such as Tang). Waits until the guest powers off (the
 # bootable image's kiln-report unit does, after writing its report to
 # ttyS1), or with --until until the console matches REGEX and --hold S
-# seconds more have passed, or RIG_TIMEOUT. Sets RIG_REPORT, RIG_SERIAL,
-# RIG_BOOT_SECONDS, RIG_UNTIL_SECONDS. Returns 0 when the guest powered off
-# with a complete report or REGEX matched, 1 otherwise.
+# seconds more have passed, or RIG_TIMEOUT. --late N:S leaves disk N out at
+# power-on and plugs it in S seconds later (QMP device_add on a socket of
+# this boot: a slow HBA or a disk that spins up late; its drive is there
+# from the start, as the HBA's is); RIG_LATE_LOG holds QMP's answers. Sets
+# RIG_REPORT, RIG_SERIAL, RIG_BOOT_SECONDS, RIG_UNTIL_SECONDS. Returns 0
+# when the guest powered off with a complete report or REGEX matched, 1
+# otherwise.
 rig_boot_disk() {
-  local fw=bios until= hold=0 i skip=" "
+  local fw=bios until= hold=0 i skip=" " late= late_s=
   while (($#)); do
     case $1 in
       --uefi) fw=uefi; shift ;;
       --without) skip+="$2 "; shift 2 ;;
+      --late) late=${2%%:*} late_s=${2#*:}; shift 2
+              [[ $late =~ ^[0-9]+$ && $late_s =~ ^[0-9]+$ && -n ${RIG_DISK[$late]:-} ]] \
+                || rig_die "rig_boot_disk: --late wants DISK:SECONDS, got '$late:$late_s'" ;;
       --until) until=$2; shift 2 ;;
       --hold) hold=$2; shift 2 ;;
       *) rig_die "rig_boot_disk: unknown option '$1'" ;;
@@ -272,13 +295,25 @@ rig_boot_disk() {
   local n=0 idx=1
   for i in "${!RIG_DISK[@]}"; do
     [[ $skip == *" $i "* ]] && continue
+    if [[ $i == "$late" ]]; then
+      args+=(-drive "$(rig_drive "$i")")
+      continue
+    fi
     args+=(-drive "$(rig_drive "$i")"
            -device "virtio-blk-pci,drive=d$i,serial=${RIG_DISK_SERIAL[$i]},bootindex=$idx")
     n=$((n + 1)) idx=$((idx + 1))
   done
-  rig_log "boot $RIG_BOOT_N (disks, $fw, $n of ${#RIG_DISK[@]} disks, ${RIG_MEM} MiB): console $RIG_SERIAL"
+  local qmp=$RIG_TMP/qmp-$RIG_BOOT_N.sock late_pid=
+  if [[ -n $late ]]; then
+    args+=(-qmp "unix:$qmp,server=on,wait=off")
+    RIG_LATE_LOG=$RIG_TMP/qmp-$RIG_BOOT_N.log
+    rig_late_plug "$qmp" "$late" "$late_s" >"$RIG_LATE_LOG" 2>&1 &
+    late_pid=$!; RIG_PIDS+=("$late_pid")
+  fi
+  rig_log "boot $RIG_BOOT_N (disks, $fw, $n of ${#RIG_DISK[@]} disks${late:+, disk $late plugged in after $late_s s}, ${RIG_MEM} MiB): console $RIG_SERIAL"
   local rc=0
   RIG_UNTIL=$until RIG_HOLD=$hold rig_qemu "${args[@]}" || rc=1
+  [[ -n $late_pid ]] && { kill "$late_pid" 2>/dev/null; wait "$late_pid" 2>/dev/null; }
   rig_log "boot $RIG_BOOT_N: guest stopped after $RIG_BOOT_SECONDS s, report $(wc -c <"$RIG_REPORT") bytes"
   ((rc == 0)) || return 1
   [[ -n $until ]] && return 0
