@@ -1412,6 +1412,27 @@ static int text_io(struct strbuf *out, const char *dev, const char *what, const 
                            io->lat_p99_us);
 }
 
+/* fn on each of the six device figures in report order (what: the test's
+ * name, brief for the text table's column or in full) */
+static int each_device_io(const struct bench_result *res, struct strbuf *out, bool brief,
+                          int (*fn)(struct strbuf *out, const char *dev, const char *what, const struct bench_io *io)) {
+        const char *rd = res->device ?: "-", *cd = res->crypt_device ?: "-";
+        const struct {
+                const char *dev, *what;
+                const struct bench_io *io;
+        } rows[] = {
+                { rd, "seq write", &res->raw_write },   { rd, "seq read", &res->raw_read },
+                { rd, NULL, &res->raw_rand },           { cd, "seq write", &res->crypt_write },
+                { cd, "seq read", &res->crypt_read },   { cd, NULL, &res->crypt_rand },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                int r = fn(out, rows[i].dev, rows[i].what ?: brief ? "4k rand rd" : "4k random read", rows[i].io);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int unsettled_line(struct strbuf *out, const char *dev, const char *what, const struct bench_io *io) {
         if (!io->done || io->settled)
                 return 0;
@@ -1432,15 +1453,7 @@ int bench_unsettled(const struct bench_result *res, struct strbuf *out) {
                                   (r = unsettled_line(out, name, "read", &c->read)) < 0))
                         return r;
         }
-        const char *rd = res->device ?: "-", *cd = res->crypt_device ?: "-";
-        if ((r = unsettled_line(out, rd, "seq write", &res->raw_write)) < 0 ||
-            (r = unsettled_line(out, rd, "seq read", &res->raw_read)) < 0 ||
-            (r = unsettled_line(out, rd, "4k random read", &res->raw_rand)) < 0 ||
-            (r = unsettled_line(out, cd, "seq write", &res->crypt_write)) < 0 ||
-            (r = unsettled_line(out, cd, "seq read", &res->crypt_read)) < 0 ||
-            (r = unsettled_line(out, cd, "4k random read", &res->crypt_rand)) < 0)
-                return r;
-        return 0;
+        return each_device_io(res, out, false, unsettled_line);
 }
 
 int bench_to_text(const struct bench_result *res, struct strbuf *out) {
@@ -1469,13 +1482,7 @@ int bench_to_text(const struct bench_result *res, struct strbuf *out) {
                 if ((r = strbuf_addf(out, "\n%-28s %-10s %10s %10s %9s %9s\n", "DEVICE", "TEST", "MB/s", "IOPS", "p50 us",
                                      "p99 us")) < 0)
                         return r;
-                const char *rd = res->device ?: "-", *cd = res->crypt_device ?: "-";
-                if ((r = text_io(out, rd, "seq write", &res->raw_write)) < 0 ||
-                    (r = text_io(out, rd, "seq read", &res->raw_read)) < 0 ||
-                    (r = text_io(out, rd, "4k rand rd", &res->raw_rand)) < 0 ||
-                    (r = text_io(out, cd, "seq write", &res->crypt_write)) < 0 ||
-                    (r = text_io(out, cd, "seq read", &res->crypt_read)) < 0 ||
-                    (r = text_io(out, cd, "4k rand rd", &res->crypt_rand)) < 0)
+                if ((r = each_device_io(res, out, true, text_io)) < 0)
                         return r;
                 if (res->raw_read.done && res->crypt_read.done &&
                     (r = strbuf_addf(out, "overhead of dm-crypt: write %.0f %%, read %.0f %%, 4k random read %.0f %%\n",
