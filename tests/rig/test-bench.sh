@@ -6,7 +6,10 @@
 #     impossible floor exits 6. ROUNDS alternating rounds of kiln against
 #     `cryptsetup benchmark` and fio (same direction, block size, requests in
 #     flight, region; fio measured at its steady state, 500 ms) give the medians for docs/benchmarks.md
-#     (printed at the end).
+#     (printed at the end). Every figure says whether its window settled
+#     (issue 31); the rows "what a floor judges" compare the settled figure,
+#     else its lower bound, with fio; the gate must take at most 0.25x of
+#     `cryptsetup benchmark`'s time (median of the per-round ratios).
 #  2. Then the real `kiln boot` with tests/rig/specs/bench-floor.yaml: tuning
 #     picks the LUKS parameters and luksFormat uses them (the guest's
 #     luksDump against the run report), then the impossible floor aborts
