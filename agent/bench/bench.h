@@ -13,9 +13,10 @@
  *                  and the overhead against the raw figures;
  *   bench_gate()   the spec's floors decide.
  *
- * Bounded: each sample measures a steady-state window of at least 20 ms
- * after its warm-up; one cipher and the six device tests take about 0.45 s
- * under QEMU on a quiet host, never more than about 5 s
+ * Bounded: each sample measures a window after its warm-up that grows
+ * until it settles (bench_settle: its halves agree) or its share of the
+ * gate's time target (BENCH_GATE_TARGET_USEC) ends it, unsettled, and a
+ * floor then judges its lower bound; never more than about 5 s
  * (docs/benchmarks.md). The module is silent; failures come back as -errno
  * with err (strbuf.h; may be NULL) saying why. */
 #pragma once
@@ -37,6 +38,7 @@ struct bench_options {
         bool write;                     /* also write (destroys the region) */
         unsigned depth;                 /* requests in flight; 0 = BENCH_DEPTH */
         unsigned slice_ms;              /* each dm-crypt and device test runs this long; 0 = the budget's */
+        bool device_only;               /* no ciphers: the device tests alone (needs no device-mapper) */
 };
 
 struct bench_io {
@@ -56,7 +58,41 @@ struct bench_io {
         double warmup_seconds, window_seconds, drain_seconds;
         uint64_t window_ios;
         double prep_seconds, teardown_seconds;
+        /* the settle rule (bench_settle): settled when the window's two
+         * halves agreed; mbps_low/mbps_high are the halves' rates (both
+         * mbps when the window was too short to halve); a floor judges an
+         * unsettled figure on mbps_low (bench_floor_mbps); budget_seconds is
+         * the longest the window could grow */
+        bool settled;
+        double mbps_low, mbps_high, budget_seconds;
 };
+
+/* ---------- the settle rule, a pure function (tests/unit/test-bench.c) ----------
+ * A sample's window is a series of marks: the time from the window's start
+ * and the bytes completed by then (the first mark is 0, 0). The window
+ * grows; it has settled once it is at least min_usec long, each half (split
+ * at the mark nearest the middle) holds at least min_half_bytes,
+ * and the halves' rates agree within tolerance (a fraction of the larger).
+ * A device that bursts (a cache) and then slows reads fast in the first
+ * half and slow in the second, so its window grows until the burst is a
+ * small part of the whole, or the budget ends it unsettled. */
+struct bench_mark {
+        uint64_t usec, bytes;
+};
+struct bench_settle_rule {
+        uint64_t min_usec, min_half_bytes;
+        double tolerance;
+};
+#define BENCH_SETTLE_TOLERANCE 0.10
+struct bench_settle {
+        bool settled, halved;           /* halved: both halves hold enough to have a rate */
+        double mbps;                    /* the whole window: bytes over its time (MB/s, 10^6) */
+        double low_mbps, high_mbps;     /* the halves' rates (mbps for both when not halved) */
+};
+/* Fills *ret from marks m[0..n); returns ret->settled. */
+bool bench_settle(const struct bench_mark *m, size_t n, const struct bench_settle_rule *rule, struct bench_settle *ret);
+/* What a floor judges: mbps when settled, else the lower bound. */
+double bench_floor_mbps(const struct bench_io *io);
 
 /* One step of the gate and when it ran, for --json: where the time went. */
 #define BENCH_PHASES_MAX 96
@@ -89,6 +125,7 @@ struct bench_result {
         struct bench_io crypt_write, crypt_read, crypt_rand;
         double overhead_write, overhead_read, overhead_rand;  /* 1 - crypt/raw, when both ran */
         uint64_t start_usec;            /* when bench_raw began (bounds the whole gate) */
+        uint64_t leg_start_usec, leg_spent_usec;   /* when this bench_raw or bench_crypt began; the gate's time before it */
         unsigned depth;                 /* requests in flight, for bench_crypt as for bench_raw */
         unsigned slice_ms;              /* 0 = from the time budget */
         double cipher_seconds;          /* of which the ciphers (dm-crypt and AF_ALG) */
@@ -156,11 +193,22 @@ int bench_choose_for_luks(const struct spec_bench *policy, const struct bench_lu
 
 int bench_to_json(const struct bench_result *res, struct strbuf *out);
 int bench_to_text(const struct bench_result *res, struct strbuf *out);
+/* One line per figure that has not settled within its budget (what a floor
+ * judges it on); nothing when all have. bench_to_text ends with these. */
+int bench_unsettled(const struct bench_result *res, struct strbuf *out);
 
 /* One device test's least window (microseconds): slice_ms when set, else
  * an equal share of what is left of the gate's 5 s after spent_usec among
- * n_tests, at most 20 ms and at least 10 ms. */
+ * n_tests, at most 10 ms and at least 5 ms (the settle rule lengthens it). */
 uint64_t bench_io_slice_usec(uint64_t spent_usec, unsigned n_tests, unsigned slice_ms);
+/* One device test's longest window (microseconds), for the settle rule:
+ * two thirds (the rest is its warm-up and drain) of an equal share among
+ * n_tests of what is left of the gate's time target after spent_usec (the
+ * gate's own time so far), never below min_usec (the least window). The
+ * target: 0.25x of `cryptsetup benchmark` for one cipher (at least 2 x 1 s
+ * of buffers, ~2.1 s in the rig) less the process's start and exit. */
+#define BENCH_GATE_TARGET_USEC (420u * 1000)
+uint64_t bench_io_budget_usec(uint64_t spent_usec, unsigned n_tests, uint64_t min_usec);
 
 /* "aes-xts-plain64:512" → cipher "aes-xts-plain64", 512 (default key size 512,
  * 256 for adiantum). -EINVAL on garbage. */

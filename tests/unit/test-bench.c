@@ -9,7 +9,8 @@
 
 static struct bench_io io(double mbps) {
         return (struct bench_io) { .done = true, .block_size = 1 << 20, .depth = 4, .mbps = mbps, .iops = mbps,
-                                   .seconds = 0.7, .bytes = (uint64_t) (mbps * 700000) };
+                                   .seconds = 0.7, .bytes = (uint64_t) (mbps * 700000), .settled = true,
+                                   .mbps_low = mbps, .mbps_high = mbps };
 }
 
 static void fill(struct bench_result *r) {
@@ -151,15 +152,141 @@ static void test_io_slice(void) {
         /* --slice wins */
         CHECK_U64(bench_io_slice_usec(0, 6, 1000), 1000000);
         CHECK_U64(bench_io_slice_usec(9000000, 3, 7), 7000);
-        /* by default a 20 ms window: the gate's 5 s leave plenty */
-        CHECK_U64(bench_io_slice_usec(0, 6, 0), 20000);
-        CHECK_U64(bench_io_slice_usec(4880000, 6, 0), 20000);
+        /* by default at least a 10 ms window (the settle rule lengthens it): the gate's 5 s leave plenty */
+        CHECK_U64(bench_io_slice_usec(0, 6, 0), 10000);
+        CHECK_U64(bench_io_slice_usec(4880000, 6, 0), 10000);
         /* shortened to an equal share of what is left ... */
-        CHECK_U64(bench_io_slice_usec(4955000, 3, 0), 15000);
-        /* ... but never below 10 ms, even past the limit */
-        CHECK_U64(bench_io_slice_usec(4990000, 3, 0), 10000);
-        CHECK_U64(bench_io_slice_usec(60000000, 3, 0), 10000);
-        CHECK_U64(bench_io_slice_usec(0, 0, 0), 10000);
+        CHECK_U64(bench_io_slice_usec(4979000, 3, 0), 7000);
+        /* ... but never below 5 ms, even past the limit */
+        CHECK_U64(bench_io_slice_usec(4995000, 3, 0), 5000);
+        CHECK_U64(bench_io_slice_usec(60000000, 3, 0), 5000);
+        CHECK_U64(bench_io_slice_usec(0, 0, 0), 5000);
+
+        /* the longest window: two thirds of an equal share of what is left of the 420 ms target */
+        CHECK_U64(bench_io_budget_usec(0, 6, 10000), 46666);
+        CHECK_U64(bench_io_budget_usec(120000, 3, 10000), 66666);
+        /* never below the least window, also past the target or with no tests to share */
+        CHECK_U64(bench_io_budget_usec(400000, 3, 10000), 10000);
+        CHECK_U64(bench_io_budget_usec(900000, 3, 20000), 20000);
+        CHECK_U64(bench_io_budget_usec(0, 0, 10000), 10000);
+}
+
+/* ---------- the settle rule, on series of (time, bytes) ---------- */
+
+/* A device: the time (us) one request of bs bytes takes, the n-th since the window began. */
+typedef uint64_t (*device_fn)(uint64_t t_usec, uint64_t n);
+
+/* A cache: 2000 MB/s (1 MiB in 524 us) for its first 15 ms, then 200 MB/s (5243 us). */
+static uint64_t bursty(uint64_t t, uint64_t n) {
+        (void) n;
+        return t < 15000 ? 524 : 5243;
+}
+
+/* 262 MB/s on average (4000 us per MiB), each completion 3500-4500 us apart */
+static uint64_t steady(uint64_t t, uint64_t n) {
+        (void) t;
+        return 3500 + (n * 7919) % 1001;
+}
+
+/* What io_run does: a mark per completion; stop when settled, or at the budget. */
+static void simulate(device_fn dev, uint64_t min_usec, uint64_t budget, struct bench_settle *st, uint64_t *ret_usec) {
+        static struct bench_mark m[100000];
+        const uint64_t bs = 1 << 20;
+        const struct bench_settle_rule rule = { .min_usec = min_usec, .min_half_bytes = 2 * bs,
+                                                .tolerance = BENCH_SETTLE_TOLERANCE };
+        size_t n = 0;
+        uint64_t t = 0;
+        m[n++] = (struct bench_mark) {};
+        for (;;) {
+                t += dev(t, n);
+                m[n] = (struct bench_mark) { .usec = t, .bytes = n * bs };
+                n++;
+                bool settled = bench_settle(m, n, &rule, st);
+                if (settled || t >= budget || n == sizeof m / sizeof *m)
+                        break;
+        }
+        *ret_usec = t;
+}
+
+static void test_settle(void) {
+        struct bench_settle st;
+        uint64_t usec;
+        /* steady: settles soon after the least window, on the device's rate */
+        simulate(steady, 10000, 50000, &st, &usec);
+        CHECK(st.settled && st.halved);
+        CHECK(usec >= 10000 && usec < 30000);
+        CHECK(st.mbps > 262 * 0.9 && st.mbps < 262 * 1.1);
+        CHECK(st.high_mbps - st.low_mbps <= BENCH_SETTLE_TOLERANCE * st.high_mbps);
+
+        /* bursty: the old rule (20 ms, 2 completions) read the cache */
+        simulate(bursty, 20000, 20000, &st, &usec);
+        CHECK(!st.settled);
+        CHECK(st.mbps > 1400);          /* what a 20 ms window reported */
+        /* a least window that the burst outlasts is fooled: its halves agree on the cache */
+        simulate(bursty, 5000, 46666, &st, &usec);
+        CHECK(st.settled && st.mbps > 1900 && usec < 15000);
+        /* so a sequential test's least window is half its budget (~47 ms in the gate): unsettled, the
+         * halves far apart, the lower one the device's own rate */
+        simulate(bursty, 46666 / 2, 46666, &st, &usec);
+        CHECK(!st.settled && st.halved);
+        CHECK(usec >= 46666 && usec < 46666 + 5243 + 1);
+        CHECK(st.mbps > 600);           /* the whole window is still mostly the burst ... */
+        CHECK(st.low_mbps > 190 && st.low_mbps < 210);  /* ... its second half is the device */
+        CHECK(st.high_mbps > 1000);
+        /* a floor of 500 MB/s must not pass on the burst: the gate judges the lower bound */
+        struct bench_result r = { .chosen = -1 };
+        r.crypt_write = (struct bench_io) { .done = true, .block_size = 1 << 20, .depth = 4, .mbps = st.mbps,
+                                            .settled = false, .mbps_low = st.low_mbps, .mbps_high = st.high_mbps };
+        r.crypt_read = io(600);
+        CHECK(bench_floor_mbps(&r.crypt_write) == st.low_mbps);
+        struct spec_bench floor = { .present = true, .write_mbps = 500, .read_mbps = 500 };
+        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+        CHECK_INT(bench_gate(&floor, &r, &why), -ERANGE);
+        char want[200];
+        snprintf(want, sizeof want,
+                 "encrypted sequential write: %.1f MB/s (not settled: the lower bound of its window's halves) is below "
+                 "the floor of 500.0 MB/s", st.low_mbps);
+        CHECK_STR(strbuf_str(&why), want);
+        /* the same figure settled would pass: the verdict turns on settled */
+        r.crypt_write.settled = true;
+        strbuf_reset(&why);
+        CHECK_INT(bench_gate(&floor, &r, &why), 0);
+        /* the overhead ceiling: the encrypted lower bound against the raw upper bound */
+        r.crypt_write.settled = false;
+        r.raw_write = io(1000);
+        r.raw_read = io(700);
+        r.overhead_write = 1 - st.mbps / 1000;
+        r.overhead_read = 1 - 600.0 / 700;
+        struct spec_bench ovh = { .present = true, .max_overhead = 0.5 };
+        strbuf_reset(&why);
+        CHECK_INT(bench_gate(&ovh, &r, &why), -ERANGE);
+        snprintf(want, sizeof want, "write overhead of dm-crypt: %.0f %% exceeds the limit of 50 %% (not settled: judged on the bounds)",
+                 (1 - st.low_mbps / 1000) * 100);
+        CHECK_STR(strbuf_str(&why), want);
+        /* the log says so: one line per unsettled figure */
+        r.crypt_device = (char *) "/dev/mapper/c";
+        strbuf_reset(&why);
+        CHECK_INT(bench_unsettled(&r, &why), 0);
+        CHECK(strstr(strbuf_str(&why), "not settled within its budget: /dev/mapper/c seq write (window ") == strbuf_str(&why));
+        CHECK(strchr(strbuf_str(&why), '\n') == strbuf_str(&why) + why.len - 1);    /* that one only */
+        r.crypt_device = NULL;
+
+        /* given time, the burst is diluted: it settles within the tolerance of the device's rate */
+        simulate(bursty, 5000000, 10000000, &st, &usec);
+        CHECK(st.settled);
+        CHECK(usec >= 5000000 && usec < 5006000);
+        CHECK(st.mbps < 200 * (1 + BENCH_SETTLE_TOLERANCE));
+
+        /* edge cases: too few marks to halve; a last batch after a stall still makes a second half */
+        struct bench_mark two[] = { { 0, 0 }, { 10000, 4 << 20 } };
+        const struct bench_settle_rule rule = { .min_usec = 5000, .min_half_bytes = 2 << 20, .tolerance = 0.1 };
+        CHECK(!bench_settle(two, 2, &rule, &st) && !st.halved);
+        CHECK(st.low_mbps == st.mbps && st.high_mbps == st.mbps);
+        CHECK(st.mbps > 419 && st.mbps < 420);  /* 4 MiB in 10 ms */
+        struct bench_mark stall[] = { { 0, 0 }, { 1000, 2 << 20 }, { 2000, 4 << 20 }, { 3000, 6 << 20 }, { 40000, 8 << 20 } };
+        CHECK(!bench_settle(stall, 5, &rule, &st) && st.halved);
+        CHECK(st.low_mbps < 60);        /* 2 MiB over the 37 ms stall */
+        CHECK(!bench_settle(stall, 1, &rule, &st) && st.mbps == 0);
 }
 
 static struct bench_cipher cand(const char *cipher, unsigned ks, unsigned sector, bool nowq, double mbps) {
@@ -250,5 +377,6 @@ int main(void) {
         test_gate();
         test_output();
         test_io_slice();
+        test_settle();
         return TEST_DONE();
 }
