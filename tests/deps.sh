@@ -30,6 +30,9 @@ PKGS=(
   clevis clevis-luks tang jose cryptsetup
   # booting the installed disks under UEFI (tests/rig/test-boot-disks.sh)
   ovmf
+  # the escrowed volume's first data sector decrypted in user space
+  # (tests/lib/luks-pv-label.py, tests/rig/test-boot-degraded.sh)
+  python3-cryptography
 )
 # the static build's own list (initramfs/static/build.sh reads the same file)
 mapfile -t -O "${#PKGS[@]}" PKGS < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$HERE/../initramfs/static/packages")
