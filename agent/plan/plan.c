@@ -386,8 +386,13 @@ static bool disk_has_by_id(const struct inv_disk *d, const char *name) {
         return false;
 }
 
-/* 1 if the rule selects the disk; 0 with the first reason why not in *why. */
+/* 1 if the rule selects the disk; 0 with the first reason why not in *why.
+ * A USB disk (a stick left in a port, a backup drive) is never taken by a
+ * rule that does not say `transport: usb`, whatever else matches: its name
+ * (/dev/sda on a box whose SATA disks come later) and size say nothing. */
 static int disk_match(const struct spec_disk *r, const struct inv_disk *d, struct strbuf *why) {
+        if (d->transport && strcasecmp(d->transport, "usb") == 0 && !(r->transport && strcasecmp(r->transport, "usb") == 0))
+                return strbuf_addf(why, "is a USB disk, which a rule takes only with 'transport: usb'") < 0 ? -ENOMEM : 0;
         if (r->path && !(d->path && streq(r->path, d->path)) && !disk_has_by_id(d, r->path))
                 return strbuf_addf(why, "path is not %s", r->path) < 0 ? -ENOMEM : 0;
         if (r->by_id && !disk_has_by_id(d, r->by_id))
