@@ -10,6 +10,10 @@
 #include "sigprobe.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <unistd.h>
 #include <dirent.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -559,6 +563,125 @@ static int probe_disk(struct probe_ctx *c, const char *blockdir, const char *nam
         return probe_disk_recheck(c, dir, d, parts, ret_skip);
 }
 
+/* ---------- by-id names without udev ---------- */
+
+/* udev's ID_SERIAL text: leading and trailing whitespace dropped, each run
+ * of whitespace one '_', and any byte but [A-Za-z0-9#+-.:=@_] a '_'
+ * (udev_replace_whitespace, then udev_replace_chars; ASCII only). */
+static char *udev_text(const char *s, size_t n) {
+        while (n && isspace((unsigned char) *s))
+                s++, n--;
+        while (n && (isspace((unsigned char) s[n - 1]) || !s[n - 1]))
+                n--;
+        char *out = malloc(n + 1), *o = out;
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                unsigned char ch = (unsigned char) s[i];
+                if (isspace(ch)) {
+                        while (i + 1 < n && isspace((unsigned char) s[i + 1]))
+                                i++;
+                        *o++ = '_';
+                } else
+                        *o++ = isalnum(ch) || strchr("#+-.:=@_", ch) ? (char) ch : '_';
+        }
+        *o = 0;
+        return out;
+}
+
+static int add_by_id(struct inv_disk *d, const char *fmt, ...) _printf_(2, 3);
+static int add_by_id(struct inv_disk *d, const char *fmt, ...) {
+        char *s = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+                return -ENOMEM;
+        if (strv_push(&d->by_id, s) < 0) {
+                free(s);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* An ATA string of IDENTIFY DEVICE (words FIRST..FIRST+N/2-1, each word's
+ * two bytes swapped) as udev's ata_id makes it. */
+static char *ata_string(const unsigned char *id, size_t first, size_t n) {
+        char buf[64];
+        for (size_t i = 0; i < n && i + 1 < sizeof buf; i += 2) {
+                buf[i] = (char) id[2 * first + i + 1];
+                buf[i + 1] = (char) id[2 * first + i];
+        }
+        return udev_text(buf, n);
+}
+
+/* ata-MODEL_SERIAL and wwn-0x... from the IDENTIFY data libata exposes as
+ * VPD page 0x89 (bytes 60-571): sysfs' own model is SCSI's 16 characters,
+ * the ATA model 40. */
+static int ata_by_id(const char *devdir, struct inv_disk *d) {
+        _cleanup_free_ char *p = NULL, *buf = NULL;
+        size_t len = 0;
+        if (asprintf(&p, "%s/vpd_pg89", devdir) < 0)
+                return -ENOMEM;
+        if (read_full_file(p, 4096, &buf, &len) < 0 || len < 60 + 512 || (unsigned char) buf[1] != 0x89)
+                return 0;
+        const unsigned char *id = (const unsigned char *) buf + 60;
+        _cleanup_free_ char *model = ata_string(id, 27, 40), *serial = ata_string(id, 10, 20);
+        if (!model || !serial)
+                return -ENOMEM;
+        int r = 0;
+        if (*model && *serial)
+                r = add_by_id(d, "ata-%s_%s", model, serial);
+        /* words 108-111: the WWN, valid when word 87 says so (bits 15:14 = 01, bit 8) */
+        unsigned w87 = id[174] | (unsigned) id[175] << 8;
+        if (r >= 0 && (w87 & 0xc100) == 0x4100) {
+                uint64_t wwn = 0;
+                for (size_t w = 108; w <= 111; w++)
+                        wwn = wwn << 16 | id[2 * w] | (uint64_t) id[2 * w + 1] << 8;
+                if (wwn)
+                        r = add_by_id(d, "wwn-0x%016" PRIx64, wwn);
+        }
+        return r;
+}
+
+/* The by-id names udev's 60-persistent-storage.rules gives the disks,
+ * made from sysfs where no udev made /dev/disk/by-id (the kiln netboot
+ * initramfs): virtio-SERIAL; nvme-WWID, nvme-MODEL_SERIAL and
+ * nvme-MODEL_SERIAL_NSID; the ata- and wwn- names of ata_by_id. SCSI's
+ * (scsi_id's VPD 0x83 designators) and USB's (usb_id) are not made: such a
+ * disk has no by-id name here. Checked against the installed system's own
+ * udev in tests/rig/test-hw-matrix.sh. */
+static int synth_by_id(const char *blockdir, struct inv_disk *d) {
+        _cleanup_free_ char *dir = NULL, *devdir = NULL;
+        int r = 0;
+        if (asprintf(&dir, "%s/%s", blockdir, d->name) < 0 || asprintf(&devdir, "%s/device", dir) < 0)
+                return -ENOMEM;
+        if (d->transport && streq(d->transport, "virtio") && d->serial) {
+                _cleanup_free_ char *s = udev_text(d->serial, strlen(d->serial));
+                return s ? add_by_id(d, "virtio-%s", s) : -ENOMEM;
+        }
+        if (d->transport && streq(d->transport, "nvme")) {
+                _cleanup_free_ char *wwid = NULL, *nsid = NULL, *model = NULL, *serial = NULL;
+                if ((r = read_attr(dir, "wwid", &wwid)) < 0 || (r = read_attr(dir, "nsid", &nsid)) < 0)
+                        return r;
+                if (wwid && (r = add_by_id(d, "nvme-%s", wwid)) < 0)
+                        return r;
+                if (!d->model || !d->serial)
+                        return 0;
+                model = udev_text(d->model, strlen(d->model));
+                serial = udev_text(d->serial, strlen(d->serial));
+                if (!model || !serial)
+                        return -ENOMEM;
+                if ((r = add_by_id(d, "nvme-%s_%s", model, serial)) < 0)
+                        return r;
+                return nsid ? add_by_id(d, "nvme-%s_%s_%s", model, serial, nsid) : 0;
+        }
+        if (d->vendor && streq(d->vendor, "ATA"))
+                return ata_by_id(devdir, d);
+        return 0;
+}
+
 static int cmp_disk(const void *a, const void *b) {
         const struct inv_disk *x = a, *y = b;
         /* natural order: sda sdb ... sdz sdaa */
@@ -593,7 +716,15 @@ static int probe_disks(struct probe_ctx *c, struct inventory *inv) {
                 }
         }
         qsort(inv->disks, inv->n_disks, sizeof *inv->disks, cmp_disk);
-        return probe_by_id(c, inv);
+        _cleanup_free_ char *byid = NULL;
+        if (asprintf(&byid, "%s/disk/by-id", c->devfs) < 0)
+                return -ENOMEM;
+        if (access(byid, F_OK) == 0)
+                return probe_by_id(c, inv);
+        for (size_t i = 0; i < inv->n_disks; i++)
+                if ((r = synth_by_id(blockdir, &inv->disks[i])) < 0)
+                        return r;
+        return 0;
 }
 
 struct nic_sort { struct inv_nic nic; bool physical; };

@@ -44,3 +44,38 @@ printf '{"version": 1, "disks": [' >"$T/trunc.json"
 check_err 1 "error: failed to read inventory '$T/trunc.json': not valid JSON at byte 25: unexpected end of data" --sysroot "$T/trunc.json"
 check_err 64 "error: unexpected argument 'extra' (see 'kiln inventory --help')" extra
 echo ok
+
+# without udev (the kiln netboot initramfs has no /dev/disk/by-id), kiln
+# makes the by-id names itself, as udev's rules would: the recorded tree's
+# udev names of every virtio, NVMe and ATA disk (sda's from the IDENTIFY
+# data libata exposes as VPD page 0x89: the 40-character ATA model, the
+# serial, the WWN) come out of the same tree with its by-id links removed
+cp -a "$INV/sysroot-mixed" "$T/noudev" && rm -r "$T/noudev/dev/disk/by-id"
+python3 - "$(readlink -f "$T/noudev/sys/block/sda/device")/vpd_pg89" <<'PY'
+import struct, sys
+idw = [0] * 256
+def put(first, text, n):   # an ATA string: two characters a word, the first in the high byte
+    t = text.ljust(n)
+    for i in range(0, n, 2):
+        idw[first + i // 2] = ord(t[i]) << 8 | ord(t[i + 1])
+put(10, "ZFL1A2B3".rjust(20), 20)
+put(27, "ST2000DM008-2FR102", 40)
+idw[87] = 0x4100
+idw[108:112] = [0x5000, 0xc500, 0xb1a2, 0xc3d4]
+page = bytearray(572)
+page[1] = 0x89
+struct.pack_into(">H", page, 2, 568)
+page[60:572] = struct.pack("<256H", *idw)
+open(sys.argv[1], "wb").write(page)
+PY
+"$KILN" inventory --sysroot "$T/noudev" --json >"$T/noudev.json" || fail "no by-id links: kiln inventory failed"
+for link in "$INV"/sysroot-mixed/dev/disk/by-id/*; do
+  name=${link##*/}
+  [[ $name == *-part[0-9]* ]] && continue
+  disk=/dev/$(basename "$(readlink "$link")")
+  jq -e --arg d "$disk" --arg n "$name" '.disks[] | select(.path == $d) | .by_id | index($n)' "$T/noudev.json" >/dev/null \
+    || fail "no by-id links: $disk lacks udev's name $name (kiln made: $(jq -c --arg d "$disk" '.disks[] | select(.path == $d) | .by_id' "$T/noudev.json"))"
+done
+[[ $(jq -c '.disks[] | select(.path == "/dev/sdb") | .by_id' "$T/noudev.json") == '[]' ]] \
+  || fail "no by-id links: sdb (no IDENTIFY page) got names: $(jq -c '.disks[] | select(.path == "/dev/sdb") | .by_id' "$T/noudev.json")"
+echo "ok: without /dev/disk/by-id kiln makes udev's virtio, NVMe, ATA and WWN names"

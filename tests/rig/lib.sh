@@ -63,7 +63,9 @@ RIG_SMP=${RIG_SMP:-2}
 RIG_TIMEOUT=${RIG_TIMEOUT:-600}
 RIG_DISK_CACHE=${RIG_DISK_CACHE:-cache=unsafe}
 RIG_DISK=()                             # disk image files, in -drive order
-RIG_DISK_SERIAL=()                      # their virtio serials (kiln-disk0 ...)
+RIG_DISK_SERIAL=()                      # their serials (kiln-disk0 ...)
+RIG_DISK_BUS=()                         # their buses (rig_disk --bus; unset: virtio)
+RIG_NIC_MODEL=${RIG_NIC_MODEL:-virtio-net-pci}  # the guest's NIC (e1000e: an Intel one)
 RIG_PIDS=()
 RIG_FAILS=0
 RIG_T0=$(date +%s.%N)

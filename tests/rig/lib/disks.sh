@@ -6,13 +6,18 @@ rig_disks() {
   local n=$1 size=${2:-2G} i
   for ((i = 0; i < n; i++)); do rig_disk "disk$i" "$size"; done
 }
-# rig_disk NAME [SIZE] [FILE]: one more disk (a blank sparse file, or a copy
-# of FILE), virtio serial "kiln-NAME". Prints nothing; the path is
-# $RIG_TMP/NAME.img and it is appended to RIG_DISK.
+# rig_disk [--bus BUS] NAME [SIZE] [FILE]: one more disk (a blank sparse
+# file, or a copy of FILE), serial "kiln-NAME", on BUS (rig_disk_device:
+# virtio, nvme, sata, sas, scsi, usb; BUS:4k gives it 4096-byte logical
+# sectors). Prints nothing; the path is $RIG_TMP/NAME.img and it is
+# appended to RIG_DISK.
 rig_disk() {
+  local bus=virtio
+  if [[ $1 == --bus ]]; then bus=$2; shift 2; fi
   local name=$1 size=${2:-2G} from=${3:-}
   local f=$RIG_TMP/$name.img
   if [[ -n $from ]]; then cp --sparse=always "$from" "$f"; else truncate -s "$size" "$f"; fi
+  RIG_DISK_BUS[${#RIG_DISK[@]}]=$bus
   RIG_DISK+=("$f")
   RIG_DISK_SERIAL+=("kiln-$name")
 }

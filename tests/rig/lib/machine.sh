@@ -108,6 +108,50 @@ rig_drive() {
   printf 'file=%s,if=none,id=d%s,format=%s,%s,discard=unmap' "$f" "$1" "$fmt" "$RIG_DISK_CACHE"
 }
 
+# rig_disk_controllers: the -device arguments (one a line) of the host
+# adapters the disks' buses need, each once: an AHCI controller (SATA), an
+# LSI MegaRAID SAS 1078 (megasas, Linux's megaraid_sas), a virtio-scsi
+# HBA, an xHCI USB controller. Always all of a boot's disks, a pulled one
+# too: the adapter stays, its port is empty.
+rig_disk_controllers() {
+  local b
+  for b in $(printf '%s\n' "${RIG_DISK_BUS[@]%%:*}" | sort -u); do
+    case $b in
+      sata) echo ahci,id=ahci0 ;;
+      sas) echo megasas,id=sas0 ;;
+      scsi) echo virtio-scsi-pci,id=vscsi0 ;;
+      usb) echo qemu-xhci,id=xhci0 ;;
+    esac
+  done
+}
+# rig_disk_device I [PROPS]: the -device argument of disk I (drive dI) on
+# its bus (RIG_DISK_BUS[I], default virtio): virtio-blk, an NVMe
+# controller of its own, an ide-hd on the AHCI port, a scsi-hd at the SCSI
+# id (SAS or virtio-scsi) or a usb-storage stick; the port or id is the
+# disk's place among the disks of its bus, so a pulled disk leaves its port
+# empty. BUS:4k adds 4096-byte logical and physical sectors. PROPS (e.g.
+# bootindex=1) are appended.
+rig_disk_device() {
+  local i=$1 props=${2:+,$2} bus=${RIG_DISK_BUS[$1]:-virtio} j port=0 dev
+  local serial=serial=${RIG_DISK_SERIAL[$i]}
+  local b
+  for ((j = 0; j < i; j++)); do
+    b=${RIG_DISK_BUS[$j]:-virtio}
+    [[ ${b%%:*} == "${bus%%:*}" ]] && port=$((port + 1))
+  done
+  [[ $bus == *:4k ]] && props=",logical_block_size=4096,physical_block_size=4096$props"
+  case ${bus%%:*} in
+    virtio) dev="virtio-blk-pci,drive=d$i,$serial" ;;
+    nvme) dev="nvme,drive=d$i,$serial" ;;
+    sata) dev="ide-hd,drive=d$i,bus=ahci0.$port,$serial" ;;
+    sas) dev="scsi-hd,drive=d$i,bus=sas0.0,scsi-id=$port,$serial" ;;
+    scsi) dev="scsi-hd,drive=d$i,bus=vscsi0.0,scsi-id=$port,$serial" ;;
+    usb) dev="usb-storage,drive=d$i,bus=xhci0.0,$serial,removable=on" ;;
+    *) rig_die "disk $i: unknown bus '$bus'" ;;
+  esac
+  printf '%s%s' "$dev" "$props"
+}
+
 # rig_boot [--pxe|--direct] [--append ARGS] [--no-report]: boot the guest with
 # RIG_DISK, wait until it powers off (or RIG_TIMEOUT), then parse the report.
 # --pxe:    QEMU's iPXE → DHCP → TFTP boot.ipxe (from kickstart/) → kernel+initrd
@@ -162,9 +206,11 @@ rig_boot() {
   else
     args+=(-kernel "$RIG_KERNEL" -initrd "$initrd" -append "$append kiln.spec=$spec_url")
   fi
-  args+=(-netdev "$net" -device "virtio-net-pci,netdev=n0,mac=$RIG_MAC")
+  args+=(-netdev "$net" -device "$RIG_NIC_MODEL,netdev=n0,mac=$RIG_MAC")
+  local c
+  for c in $(rig_disk_controllers); do args+=(-device "$c"); done
   for i in "${!RIG_DISK[@]}"; do
-    args+=(-drive "$(rig_drive "$i")" -device "virtio-blk-pci,drive=d$i,serial=${RIG_DISK_SERIAL[$i]}")
+    args+=(-drive "$(rig_drive "$i")" -device "$(rig_disk_device "$i")")
   done
   rig_log "boot $RIG_BOOT_N ($mode, ${#RIG_DISK[@]} disks, ${RIG_MEM} MiB): console $RIG_SERIAL"
   local rc=0
@@ -291,16 +337,16 @@ rig_boot_disk() {
   args+=(-device VGA)
   # no option ROM on the NIC: the firmware boots the disks, not the network
   args+=(-netdev "user,id=n0,restrict=on,guestfwd=tcp:$RIG_HTTP_IP:80-cmd:$RIG_TMP/relay${RIG_NET_EXTRA:-}"
-         -device "virtio-net-pci,netdev=n0,mac=$RIG_MAC,romfile=")
-  local n=0 idx=1
+         -device "$RIG_NIC_MODEL,netdev=n0,mac=$RIG_MAC,romfile=")
+  local n=0 idx=1 c
+  for c in $(rig_disk_controllers); do args+=(-device "$c"); done
   for i in "${!RIG_DISK[@]}"; do
     [[ $skip == *" $i "* ]] && continue
     if [[ $i == "$late" ]]; then
       args+=(-drive "$(rig_drive "$i")")
       continue
     fi
-    args+=(-drive "$(rig_drive "$i")"
-           -device "virtio-blk-pci,drive=d$i,serial=${RIG_DISK_SERIAL[$i]},bootindex=$idx")
+    args+=(-drive "$(rig_drive "$i")" -device "$(rig_disk_device "$i" "bootindex=$idx")")
     n=$((n + 1)) idx=$((idx + 1))
   done
   local qmp=$RIG_TMP/qmp-$RIG_BOOT_N.sock late_pid=

@@ -1,0 +1,117 @@
+#!/bin/bash
+# The hardware junk boxes have (issue 25), on QEMU's emulated devices, in one
+# machine (spec tests/rig/specs/hw-matrix.yaml):
+#   disks   nvme0, nvme1 (2 GiB, an NVMe controller each): the system's
+#           mirrors; data0, data1 (1 GiB, SATA: ide-hd on an AHCI
+#           controller) and data2, data3 (1 GiB, SAS: scsi-hd behind an LSI
+#           MegaRAID SAS 1078, Linux's megaraid_sas): the image store's
+#           raid10 f2; usb (1 GiB, usb-storage on xHCI, 8 MiB of random
+#           bytes): a stick left in a port, which no rule says
+#           `transport: usb` for;
+#   NIC     an Intel 82574L (e1000e), the boot NIC (its iPXE ROM netboots)
+#           and cloudbr0's port.
+#   boot 1  netboot (e1000e), kiln installs: its inventory (kiln inventory
+#           --json in the netboot initramfs, a report hook) names every
+#           disk's transport, serial, sector sizes and by-id names; the plan
+#           takes the six disks and leaves the stick; NVMe partitions are
+#           nvme0n1p1..p4, 1 MiB aligned;
+#   boot 2  from the NVMe disks under SeaBIOS: the installed system reaches
+#           multi-user, / on the NVMe mirror, the image store mounted on the
+#           SATA+SAS raid10, the arrays [UU] and [UUUU], cloudbr0 up over
+#           the e1000e NIC;
+#   boot 3  the same under OVMF (UEFI from NVMe).
+# After each boot the stick is byte for byte what it was.
+# Assertions read the netboot initramfs's report, the installed system's
+# report and the stick, never kiln's own log.
+set -uo pipefail
+: "${RIG_TIMEOUT:=1500}"
+. "$SRC/tests/rig/lib.sh"
+rig_init
+command -v jq >/dev/null || rig_skip "no jq"
+[[ -r /usr/share/qemu/efi-e1000e.rom || -r /usr/lib/ipxe/qemu/efi-e1000e.rom ]] || rig_skip "no e1000e iPXE ROM (ipxe-qemu)"
+rig_boot_image
+RIG_NIC_MODEL=e1000e
+rig_disk --bus nvme nvme0 2G
+rig_disk --bus nvme nvme1 2G
+rig_disk --bus sata data0 1G
+rig_disk --bus sata data1 1G
+rig_disk --bus sas data2 1G
+rig_disk --bus sas data3 1G
+head -c 8M /dev/urandom >"$RIG_TMP/stick.src" && truncate -s 1G "$RIG_TMP/stick.src"
+rig_disk --bus usb usb 1G "$RIG_TMP/stick.src"
+STICK=${RIG_DISK[-1]} STICK_SUM=$(rig_sha256 "$STICK")
+stick_same() { [[ $(rig_sha256 "$STICK") == "$STICK_SUM" ]]; }
+
+# kiln's own inventory of the machine, from the netboot initramfs
+seg=$RIG_TMP/hook-root
+mkdir -p "$seg/etc/kiln/report.d"
+printf 'kiln inventory --json 2>/dev/null\n' >"$seg/etc/kiln/report.d/40-inventory"
+rig_add_initrd_segment "$seg"
+rig_spec specs/hw-matrix.yaml
+"$KILN" validate "$RIG_SPEC" >/dev/null || rig_die "the spec does not validate"
+
+# --- boot 1: netboot over the e1000e NIC, install -------------------------------
+rig_boot --pxe || rig_die "boot 1: the installation did not finish (see the console above)"
+rig_expect_exit 0
+rig_report_section "hook 40-inventory" >"$RIG_TMP/inventory.json"
+inv() { jq -r "$1" "$RIG_TMP/inventory.json"; }
+rig_check "boot 1: kiln inventory --json ran in the netboot initramfs" jq -e '.disks | length > 0' "$RIG_TMP/inventory.json"
+# serial -> "path transport logical/physical", as kiln's inventory says
+disk_line() { inv ".disks[] | select(.serial == \"$1\") | \"\(.path) \(.transport) \(.logical_sector)/\(.physical_sector)\""; }
+by_id() { inv ".disks[] | select(.serial == \"$1\") | .by_id[]?"; }
+rig_log "boot 1: the inventory: $(inv '[.disks[] | "\(.path) \(.transport) \(.serial) \(.model) [\(.by_id | join(" "))]"] | join("; ")')"
+for s in kiln-nvme0 kiln-nvme1; do
+  rig_check "boot 1: $s is an NVMe namespace, 512-byte sectors ($(disk_line $s))" eval '[[ $(disk_line '$s') =~ ^/dev/nvme[0-9]n1\ nvme\ 512/512$ ]]'
+  rig_check "boot 1: $s has nvme- by-id names, made without udev ($(by_id $s | paste -sd' '))" eval 'by_id '$s' | grep -q "^nvme-QEMU_NVMe_Ctrl_'$s'$"'
+done
+for s in kiln-data0 kiln-data1; do
+  rig_check "boot 1: $s is a SATA disk ($(disk_line $s))" eval '[[ $(disk_line '$s') =~ ^/dev/sd[a-z]\ sata\ 512/512$ ]]'
+  rig_check "boot 1: $s has its ata- by-id name, made without udev ($(by_id $s | paste -sd' '))" eval 'by_id '$s' | grep -q "^ata-QEMU_HARDDISK_'$s'$"'
+done
+for s in kiln-data2 kiln-data3; do
+  rig_check "boot 1: $s is a SCSI disk behind the MegaRAID ($(disk_line $s))" eval '[[ $(disk_line '$s') =~ ^/dev/sd[a-z]\ scsi\ 512/512$ ]]'
+done
+rig_check "boot 1: kiln-usb is a USB disk ($(disk_line kiln-usb))" eval '[[ $(disk_line kiln-usb) =~ ^/dev/sd[a-z]\ usb\ 512/512$ ]]'
+# what the run took: partition tables on the two NVMe disks, the raid10 on
+# the four data disks (its members in mdstat, by kiln's inventory's names)
+serial_of() { inv ".disks[] | select(.path == \"/dev/$1\") | .serial"; }
+report() { rig_report_section "kiln-file report.json" | jq -r "$1"; }
+parted=$(report '[.storage[] | select(.kind == "partitions") | .device] | join(" ")')
+rig_check "boot 1: the run partitioned the two NVMe disks ($parted)" \
+  test "$(for d in $parted; do serial_of "${d#/dev/}"; done | sort | paste -sd' ')" = "kiln-nvme0 kiln-nvme1"
+members=$(rig_report_section mdstat | sed -n 's/^md[0-9]* : active raid10 //p' | grep -Eo 'sd[a-z]+')
+rig_check "boot 1: the raid10's members are the SATA and SAS disks ($(paste -sd' ' <<<"$members"))" \
+  test "$(for d in $members; do serial_of "$d"; done | sort | paste -sd' ')" = "kiln-data0 kiln-data1 kiln-data2 kiln-data3"
+# the NVMe partitions, as kiln's inventory read them after the run
+parts=$(inv '.disks[] | select(.serial == "kiln-nvme0") | .partitions[] | "\(.path) \(.start)"')
+rig_check "boot 1: the NVMe partitions are named nvme0n1p1..p4 ($(cut -d' ' -f1 <<<"$parts" | paste -sd' '))" \
+  eval '[[ $(cut -d" " -f1 <<<"$parts" | sed "s|^/dev/nvme[0-9]n1p||" | paste -sd" ") == "1 2 3 4" ]]'
+rig_check "boot 1: every NVMe partition starts on a 1 MiB boundary ($(cut -d' ' -f2 <<<"$parts" | paste -sd' '))" \
+  eval '[[ -n $parts ]] && ! awk "\$2 % 1048576 { bad = 1 } END { exit !bad }" <<<"$parts"'
+rig_check "boot 1: the USB stick is byte for byte what it was" stick_same
+
+# --- boot 2: the installed system from NVMe, SeaBIOS ----------------------------
+check_installed() {  # BOOT
+  local b=$1
+  rig_expect_section system '^multi-user active' "$b: the installed system reached multi-user"
+  rig_expect_section findmnt '^/ +/dev/mapper/sys_vg-root ' "$b: / is the root LV"
+  rig_expect_section root-stack 'nvme[0-9]n1p4' "$b: / sits on the NVMe mirror"
+  rig_expect_section findmnt '^/var/lib/libvirt/images +/dev/md' "$b: the image store is mounted on its array"
+  rig_check "$b: the arrays are whole ($(rig_report_section mdstat | grep -Eo '\[[0-9]/[0-9]\] \[[U_]+\]' | paste -sd' '))" \
+    eval '[[ $(rig_report_section mdstat | grep -Eo "\[[0-9]/[0-9]\] \[[U_]+\]" | sort | paste -sd" ") == "[2/2] [UU] [2/2] [UU] [2/2] [UU] [4/4] [UUUU]" ]]'
+  rig_expect_section ip-addr '^cloudbr0 +UP +10\.0\.2\.15/' "$b: cloudbr0 is up with the node's address"
+  rig_expect_section bridge-ports '^(en|eth)[a-z0-9]+: cloudbr0$' "$b: the NIC (the guest's only one, the e1000e) is cloudbr0's port"
+  rig_check "$b: the USB stick is byte for byte what it was" stick_same
+  # every by-id name kiln made without udev is one the installed system's udev made
+  local missing
+  missing=$(inv '.disks[].by_id[]?' | grep -vxF -f <(rig_report_section by-id))
+  rig_check "$b: udev made every by-id name kiln made without it (not made by udev: ${missing:-none})" test -z "$missing"
+}
+rig_boot_disk || rig_not_ok "boot 2: the installed system did not report (see its console above)"
+check_installed "boot 2 (SeaBIOS)"
+rig_expect_section lsblk '^nvme0n1 +disk' "boot 2: the installed system sees the NVMe disks"
+
+# --- boot 3: the same under UEFI -----------------------------------------------
+rig_boot_disk --uefi || rig_not_ok "boot 3: the installed system did not report under OVMF (see its console above)"
+check_installed "boot 3 (OVMF)"
+rig_done
