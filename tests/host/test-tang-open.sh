@@ -64,6 +64,16 @@ pinkey=$(clevis luks pass -d "$img" -s 1 2>/dev/null)
 [[ -n $pinkey ]] && ! grep -qF -- "$pinkey" "$T/open.out" "$T/open.err" && ! grep -qF -- "$KEY" "$T/open.out" "$T/open.err" \
         && ok "the recovered key is in no output" || not_ok "the key shows in the probe's output (or clevis luks pass failed)"
 
+# an sss token (t=2 of the same Tang twice) opens the same way, in process
+cp "$img" "$T/sss.img"
+cryptsetup token remove --token-id 0 "$T/sss.img" && cryptsetup luksKillSlot -q "$T/sss.img" 1 </dev/null 2>/dev/null ||
+        fail "unbind the copy"
+printf '%s' "$KEY" | "$PROBE" bind "$T/sss.img" / 2 "$url" "$thp" "$url" "$thp" >"$T/out" 2>"$T/err" \
+        || fail "sss bind: $(cat "$T/err")"
+pin=$(cryptsetup token export --token-id 0 "$T/sss.img" | jq -r '.jwe.protected' | tr '_-' '/+' | base64 -d 2>/dev/null | jq -r .clevis.pin)
+[[ $pin == sss ]] || not_ok "the copy's token is pin '$pin', not sss"
+img=$T/sss.img opens "bound to sss (t=2): the key recovered opens keyslot 1" 0 "keyslot 1"
+
 # another Tang at the token's URL (other keys): it has no key for the token's kid
 tang_stop
 tang_start "$T/other" "$port" || fail "the other Tang did not start on port $port"
@@ -95,9 +105,17 @@ tang_start "$T/tang" || fail "Tang did not start again"
 url=$TANG_URL port=$TANG_PORT
 printf '%s' "$KEY" | "$PROBE" bind "$A" / 1 "$url" "$thp" >"$T/out" 2>"$T/err" && [[ $(cat "$T/out") == 1 ]] \
         || fail "bind $A: $(cat "$T/err")"
+pinkey2=$(clevis luks pass -d "$A" -s 1 2>/dev/null)
+[[ ${#pinkey2} -ge 32 ]] || fail "clevis luks pass $A -s 1"
 spec "$A" "$url" "$thp" "$T/s.yaml"
 "$KILN" plan "$T/s.yaml" >"$T/plan.out" 2>&1 || not_ok "kiln plan: $(cat "$T/plan.out")"
 expect_in "kiln plan: a generated key with unlock resumes" "$T/plan.out" "mode: resume"
+
+# 3. without unlock kiln has no way back in: the plan says so before anything runs
+spec "$A" "$url" "$thp" "$T/nounlock.yaml" none
+"$KILN" plan "$T/nounlock.yaml" >"$T/plan2.out" 2>&1 || not_ok "kiln plan (no unlock): $(cat "$T/plan2.out")"
+expect_in "kiln plan: a generated key without unlock does not resume, and the plan says why" "$T/plan2.out" \
+        "mode: fresh install (no interrupted run of this plan to resume: LUKS 'crypt' has a generated key and no 'unlock' (Tang): kiln cannot open it again (only the escrow's private key does))"
 
 tang_stop
 h0=$(sha256sum <"$T/a.img")
@@ -127,4 +145,8 @@ rm -rf "$KILN_RUN_DIR"
 "$KILN" apply --yes "$T/s.yaml" >"$T/apply2.log" 2>&1; rc=$?
 expect_in "kiln apply, Tang up: the resume recovers the generated key through the pin" "$T/apply2.log" \
         "luks 'crypt' on $A: its generated key recovered through its Tang pin (keyslot 1)"
+expect_in "kiln apply, Tang up: then the activation fails here (no device-mapper) and the run installs fresh" \
+        "$T/apply2.log" "not resuming (luks-open /dev/mapper/crypt: Operation not supported); undoing the resume steps and installing fresh"
+grep -rqF -- "$pinkey2" "$T/apply.log" "$T/apply2.log" "$T/boot.log" "$KILN_RUN_DIR" \
+        && not_ok "the key Tang gives back shows in a log or the run directory" || ok "the key Tang gives back is in no log, report or run file"
 checks_done
