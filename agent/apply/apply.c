@@ -233,7 +233,8 @@ static int step_md_create(struct apply_ctx *c, const struct plan_step *s) {
 
 static struct apply_key *key_slot_of(struct apply_ctx *c, const struct spec_luks *l, const char *dev) {
         for (size_t i = 0; i < c->n_keys; i++)
-                if (c->keys[i].luks == l && (dev ? c->keys[i].device && streq(c->keys[i].device, dev) : !c->keys[i].device))
+                if (c->keys[i].luks == l &&
+                    (dev ? c->keys[i].device && streq(c->keys[i].device, dev) : !c->keys[i].device))
                         return &c->keys[i];
         return NULL;
 }
@@ -577,7 +578,8 @@ static int step_luks_bind(struct apply_ctx *c, const struct plan_step *s) {
         if (!l || !s->device)
                 return -EINVAL;
         /* a resumed run that opened this volume through its Tang pin: that key adds the keyslot */
-        struct apply_key *rk = l->key.source == SPEC_KEY_GENERATE && !key_slot(c, l) ? key_slot_of(c, l, s->device) : NULL;
+        struct apply_key *rk = l->key.source == SPEC_KEY_GENERATE && !key_slot(c, l) ? key_slot_of(c, l, s->device)
+                                                                                     : NULL;
         int r = rk ? (key = rk->key, 0) : key_get(c, l, &key);
         if (r < 0)
                 return r;
@@ -1284,7 +1286,7 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                         if (asprintf(&failed_why, "%s%s%s", why, *why ? ": " : "", strerror(-r)) < 0)
                                 failed_why = NULL;
                         if (c.unlock_failed && p->resume && !c.resumed)
-                                (void) resume_undo(&c, k);      /* close what the resume steps opened (it says what it could not) */
+                                (void) resume_undo(&c, k);      /* close what the resume steps opened */
                         break;
                 }
                 log_info("step %zu/%zu %s %s done in %.1fs", k + 1, p->n_steps, apply_step_name(s->kind), dev, usec / 1e6);

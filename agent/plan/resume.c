@@ -466,11 +466,17 @@ static int emit(struct rbuild *b) {
                         r = fill(s, st, strdupf("activate VG '%s' (vgchange -ay); keeps its PVs, UUID and LVs", s->vg.name), NULL);
                         break;
                 }
-                case PLAN_LUKS_OPEN: case PLAN_MOUNT: case PLAN_FINISH:
+                case PLAN_LUKS_OPEN: case PLAN_MOUNT: case PLAN_FINISH: {
                         if (!(s = push(b, st, st->kind)) || copy_payload(b, s, st) < 0)
                                 return -ENOMEM;
-                        r = fill(s, st, strdup(st->description ? st->description : ""), st->destroys);
+                        /* a generated key is in no spec: its one way back in is the Tang pin (check_disks) */
+                        bool pin = st->kind == PLAN_LUKS_OPEN && st->luks.key &&
+                                   st->luks.key->key.source == SPEC_KEY_GENERATE;
+                        r = fill(s, st, pin ? strdupf("%s, with the generated key its clevis token gives back through "
+                                                      "Tang", st->description ? st->description : "")
+                                            : strdup(st->description ? st->description : ""), st->destroys);
                         break;
+                }
                 case PLAN_IMAGE: case PLAN_CONFIGURE: case PLAN_NETWORK: case PLAN_REGISTER: case PLAN_LUKS_BIND: case PLAN_BOOTLOADER:
                         if (!(s = push(b, st, st->kind)) || copy_payload(b, s, st) < 0)
                                 return -ENOMEM;

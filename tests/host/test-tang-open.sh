@@ -110,6 +110,8 @@ pinkey2=$(clevis luks pass -d "$A" -s 1 2>/dev/null)
 spec "$A" "$url" "$thp" "$T/s.yaml"
 "$KILN" plan "$T/s.yaml" >"$T/plan.out" 2>&1 || not_ok "kiln plan: $(cat "$T/plan.out")"
 expect_in "kiln plan: a generated key with unlock resumes" "$T/plan.out" "mode: resume"
+expect_in "kiln plan: its luks-open says where the key comes from" "$T/plan.out" \
+        "open $A as /dev/mapper/crypt, with the generated key its clevis token gives back through Tang"
 
 # 3. without unlock kiln has no way back in: the plan says so before anything runs
 spec "$A" "$url" "$thp" "$T/nounlock.yaml" none
