@@ -43,9 +43,12 @@
 #define LUKS_ESCROWED_KEY_BYTES 32      /* as 64 hex characters: typeable at the boot prompt once recovered */
 #define LUKS_MAX_KEY_FETCH (8u * 1024u)
 
-/* Keys made or fetched at format time, kept (locked) until the open. */
+/* Keys made or fetched at format time, kept (locked) until the open; and the
+ * key of one existing volume with a generated key, recovered through its Tang
+ * pin (device set: each header's clevis keyslot has a key of its own). */
 struct apply_key {
         const struct spec_luks *luks;
+        const char *device;     /* NULL: the luks's own key, for every device */
         struct luks_key *key;
 };
 
@@ -73,6 +76,8 @@ struct apply_ctx {
         unsigned skip_stages;           /* resumed: the stages the record listed as done (1u << enum resume_stage) */
         char *fallback_why;             /* resuming is off: why (then the fresh plan runs) */
         bool readonly;                  /* apply_inspect(): assemble, open, activate, mount without a write */
+        bool unlock_failed;             /* a generated key's volume did not open through its Tang pin: stop,
+                                         * no fresh fallback (Tang down is no reason to wipe) */
 };
 
 #define BENCH_DEFAULT_LEN (64ull * 1024 * 1024)
@@ -226,11 +231,59 @@ static int step_md_create(struct apply_ctx *c, const struct plan_step *s) {
         return 0;
 }
 
-static struct apply_key *key_slot(struct apply_ctx *c, const struct spec_luks *l) {
+static struct apply_key *key_slot_of(struct apply_ctx *c, const struct spec_luks *l, const char *dev) {
         for (size_t i = 0; i < c->n_keys; i++)
-                if (c->keys[i].luks == l)
+                if (c->keys[i].luks == l &&
+                    (dev ? c->keys[i].device && streq(c->keys[i].device, dev) : !c->keys[i].device))
                         return &c->keys[i];
         return NULL;
+}
+
+static struct apply_key *key_slot(struct apply_ctx *c, const struct spec_luks *l) {
+        return key_slot_of(c, l, NULL);
+}
+
+static int key_keep(struct apply_ctx *c, const struct spec_luks *l, const char *dev, struct luks_key **key,
+                    const struct luks_key **ret) {
+        struct apply_key *nk = realloc(c->keys, (c->n_keys + 1) * sizeof *nk);
+        if (!nk)
+                return -ENOMEM;
+        c->keys = nk;
+        c->keys[c->n_keys] = (struct apply_key) { .luks = l, .device = dev, .key = TAKE_PTR(*key) };
+        *ret = c->keys[c->n_keys++].key;
+        return 0;
+}
+
+/* A generated key is in no spec: an existing volume (a resume, the look at a
+ * finished node) opens only through the Tang pin its run bound (unlock.h
+ * unlock_recover(): the clevis token decrypted through Tang's /rec, the key
+ * checked against its keyslot; the header is only read). Without a clevis
+ * token (the run stopped before luks-bind) -ENOENT: a resume installs fresh,
+ * as for any stack it cannot bring up; any other failure (Tang down, another
+ * Tang's keys) sets unlock_failed: the run stops with nothing written. */
+static int key_recover(struct apply_ctx *c, const struct plan_step *s, const struct luks_key **ret) {
+        const struct spec_luks *l = s->luks.key;
+        const char *dev = s->luks.backing;
+        struct apply_key *k = key_slot_of(c, l, dev);
+        if (k) {
+                *ret = k->key;
+                return 0;
+        }
+        _cleanup_luks_key_free_ struct luks_key *key = NULL;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int slot = -1;
+        int r = unlock_recover(NULL, dev, &key, &slot, &err);
+        if (r == -ENOENT)
+                return strbuf_addf(&c->why, "luks '%s' has a generated key, which only its Tang pin gives back: %s",
+                                   l->id, strbuf_str(&err)), r;
+        if (r < 0) {
+                c->unlock_failed = true;
+                return strbuf_addf(&c->why, "luks '%s' has a generated key, which only its Tang pin gives back, and "
+                                   "that failed: %s", l->id, strbuf_str(&err)), r;
+        }
+        (void) log_register_secret(key->data);
+        log_info("luks '%s' on %s: its generated key recovered through its Tang pin (keyslot %d)", l->id, dev, slot);
+        return key_keep(c, l, dev, &key, ret);
 }
 
 /* The key file as served (like cryptsetup --key-file: every byte counts),
@@ -298,13 +351,7 @@ static int key_get(struct apply_ctx *c, const struct spec_luks *l, const struct 
         }
         if (r < 0)
                 return strbuf_adds(&c->why, "cannot make a locked key buffer"), r;
-        struct apply_key *nk = realloc(c->keys, (c->n_keys + 1) * sizeof *nk);
-        if (!nk)
-                return -ENOMEM;
-        c->keys = nk;
-        c->keys[c->n_keys] = (struct apply_key) { .luks = l, .key = TAKE_PTR(key) };
-        *ret = c->keys[c->n_keys++].key;
-        return 0;
+        return key_keep(c, l, NULL, &key, ret);
 }
 
 static struct bench_luks_choice crypt_choice(const struct plan_crypt *p) {
@@ -328,6 +375,9 @@ static int luks_inputs(struct apply_ctx *c, const struct plan_step *s, struct be
         if (!found)
                 return strbuf_addf(&c->why, "step %zu, which chooses the cipher, has not run", s->luks.tuned_by),
                        -EINVAL;
+        /* an open of a volume this run did not format, whose key was generated: through its Tang pin */
+        if (s->kind == PLAN_LUKS_OPEN && s->luks.key->key.source == SPEC_KEY_GENERATE && !key_slot(c, s->luks.key))
+                return key_recover(c, s, ret_key);
         return key_get(c, s->luks.key, ret_key);
 }
 
@@ -436,7 +486,7 @@ static int step_luks_open(struct apply_ctx *c, const struct plan_step *s) {
         struct apply_key *k = key_slot(c, l->key);
         if (k && l->key_done)
                 k->key = luks_key_free(k->key), k->luks = NULL;
-        log_info("opened %s as %s", dev, node);
+        log_info("opened %s as %s%s", dev, node, !k && key_slot_of(c, l->key, dev) ? " through its Tang pin" : "");
         return 0;
 }
 
@@ -527,7 +577,10 @@ static int step_luks_bind(struct apply_ctx *c, const struct plan_step *s) {
         const struct luks_key *key = NULL;
         if (!l || !s->device)
                 return -EINVAL;
-        int r = key_get(c, l, &key);
+        /* a resumed run that opened this volume through its Tang pin: that key adds the keyslot */
+        struct apply_key *rk = l->key.source == SPEC_KEY_GENERATE && !key_slot(c, l) ? key_slot_of(c, l, s->device)
+                                                                                     : NULL;
+        int r = rk ? (key = rk->key, 0) : key_get(c, l, &key);
         if (r < 0)
                 return r;
         const char *root = kiln_paths.target;
@@ -1192,7 +1245,7 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                 uint64_t t = now_usec();
                 r = run_step(&c, s);
                 uint64_t usec = now_usec() - t;
-                if (r < 0 && p->resume && opts->fallback && !c.resumed) {
+                if (r < 0 && p->resume && opts->fallback && !c.resumed && !c.unlock_failed) {
                         /* the stack is not this plan's unfinished run, or it cannot be brought up:
                          * nothing was written; undo and install fresh */
                         const char *why = exec_last_line(&c.why);
@@ -1214,7 +1267,12 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                 }
                 if (r < 0) {
                         const char *why = exec_last_line(&c.why);
-                        if (r == -ESTALE)       /* a resume without a fresh fallback (the spec may not wipe) */
+                        if (c.unlock_failed && p->resume && !c.resumed)
+                                /* the stack is this plan's, its key only behind Tang: no wipe for that */
+                                log_error("step %zu/%zu %s failed on '%s': %s: %s; not resuming, and no fresh install "
+                                          "either (a Tang that does not answer is no reason to wipe); nothing was written",
+                                          k + 1, p->n_steps, apply_step_name(s->kind), dev, why, strerror(-r));
+                        else if (r == -ESTALE)       /* a resume without a fresh fallback (the spec may not wipe) */
                                 log_error("step %zu/%zu %s failed on '%s': %s; no fresh install either: the spec does not "
                                           "allow wiping these disks (wipe: true), and nothing was written",
                                           k + 1, p->n_steps, apply_step_name(s->kind), dev, why);
@@ -1227,6 +1285,8 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                         failed = s;
                         if (asprintf(&failed_why, "%s%s%s", why, *why ? ": " : "", strerror(-r)) < 0)
                                 failed_why = NULL;
+                        if (c.unlock_failed && p->resume && !c.resumed)
+                                (void) resume_undo(&c, k);      /* close what the resume steps opened */
                         break;
                 }
                 log_info("step %zu/%zu %s %s done in %.1fs", k + 1, p->n_steps, apply_step_name(s->kind), dev, usec / 1e6);
@@ -1352,7 +1412,7 @@ int apply_inspect(const struct plan *p, const struct apply_options *opts, struct
                 r = run_step(c, s);
                 if (r < 0) {
                         const char *why = exec_last_line(&c->why);
-                        ret->record_err = -ESTALE;
+                        ret->record_err = c->unlock_failed ? -ENOKEY : -ESTALE;
                         ret->why = strdupf("%s %s: %s%s%s", apply_step_name(s->kind), s->device ? s->device : "-", why,
                                            *why ? ": " : "", strerror(-r));
                         int q = resume_undo(c, k);

@@ -77,7 +77,10 @@ const char *apply_stage_name(const struct plan_step *s, char *buf, size_t len);
  * are opened. Nothing is logged but what the steps log.
  * Returns 0 with *ret filled: record_err 0 and rec when a record was read,
  * else why not (-ENOENT: none; -ESTALE: the stack did not come up, why
- * says what failed and it was undone already); < 0 only for -ENOMEM.
+ * says what failed and it was undone already; -ENOKEY: the same, because a
+ * volume with a generated key did not open through its Tang pin, which is
+ * the only way kiln has to open it: the caller stops, it must not decide
+ * without the record); < 0 only for -ENOMEM.
  * apply_inspect_end() closes the files and undoes the steps (latest first). */
 struct apply_inspection {
         int record_err;

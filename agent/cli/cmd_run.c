@@ -63,6 +63,14 @@ static int inspect(const struct spec *spec, struct cmd_run *run, const char *tok
         int r = apply_inspect(candidate, &io, &in);
         if (r < 0)
                 return log_error_errno(r, "failed to look at the disks of '%s': %m", run->subject), KILN_EXIT_STORAGE;
+        if (in.record_err == -ENOKEY) {
+                /* a generated key opens only through Tang: without the record, no verdict (not even a
+                 * reinstall: its own luks-bind would need the same Tang, after the wipe) */
+                log_error("cannot look at the disks of '%s': %s; nothing was written", run->subject,
+                          in.why ? in.why : "?");
+                (void) apply_inspect_end(&in);
+                return KILN_EXIT_STORAGE;
+        }
         _cleanup_strbuf_ struct strbuf why = STRBUF_INIT, disks = STRBUF_INIT;
         enum plan_verdict v;
         r = plan_verdict(run->plan, in.record_err == 0 ? &in.rec : NULL, token, &v, &why);

@@ -336,8 +336,15 @@ static int check_disks(struct rbuild *b) {
                 const struct spec_filesystem *fs = st->kind == PLAN_MOUNT ? st->obj : NULL;
                 if (fs && fs->mount && streq(fs->mount, "/"))
                         root = true;
-                if (st->kind == PLAN_LUKS_FORMAT && ((const struct spec_luks *) st->obj)->key.source == SPEC_KEY_GENERATE)
-                        return not_resumable(b, "LUKS '%s' has 'key: generate': the key of the interrupted run is gone", st->id);
+                /* a generated key is in no spec: kiln opens the volume again only through its Tang pin
+                 * (unlock.h unlock_recover(), from the clevis token the run bound) */
+                const struct spec_luks *l = st->kind == PLAN_LUKS_FORMAT ? st->obj : NULL;
+                if (l && l->key.source == SPEC_KEY_GENERATE && l->unlock.n_tang == 0)
+                        return not_resumable(b, l->key.escrow
+                                             ? "LUKS '%s' has a generated key and no 'unlock' (Tang): kiln cannot open it "
+                                               "again (only the escrow's private key does)"
+                                             : "LUKS '%s' has 'key: generate' and no 'unlock' (Tang): the key of the "
+                                               "interrupted run is gone", st->id);
         }
         if (!root)
                 return not_resumable(b, "the spec mounts no root filesystem, where the progress record is kept");
@@ -459,11 +466,17 @@ static int emit(struct rbuild *b) {
                         r = fill(s, st, strdupf("activate VG '%s' (vgchange -ay); keeps its PVs, UUID and LVs", s->vg.name), NULL);
                         break;
                 }
-                case PLAN_LUKS_OPEN: case PLAN_MOUNT: case PLAN_FINISH:
+                case PLAN_LUKS_OPEN: case PLAN_MOUNT: case PLAN_FINISH: {
                         if (!(s = push(b, st, st->kind)) || copy_payload(b, s, st) < 0)
                                 return -ENOMEM;
-                        r = fill(s, st, strdup(st->description ? st->description : ""), st->destroys);
+                        /* a generated key is in no spec: its one way back in is the Tang pin (check_disks) */
+                        bool pin = st->kind == PLAN_LUKS_OPEN && st->luks.key &&
+                                   st->luks.key->key.source == SPEC_KEY_GENERATE;
+                        r = fill(s, st, pin ? strdupf("%s, with the generated key its clevis token gives back through "
+                                                      "Tang", st->description ? st->description : "")
+                                            : strdup(st->description ? st->description : ""), st->destroys);
                         break;
+                }
                 case PLAN_IMAGE: case PLAN_CONFIGURE: case PLAN_NETWORK: case PLAN_REGISTER: case PLAN_LUKS_BIND: case PLAN_BOOTLOADER:
                         if (!(s = push(b, st, st->kind)) || copy_payload(b, s, st) < 0)
                                 return -ENOMEM;

@@ -174,9 +174,31 @@ static int clevis_decrypt(const char *root, const struct strbuf *jwe, int slot, 
         return 0;
 }
 
+/* A compact clevis JWE (the token of keyslot slot of dev) decrypted as the initramfs's clevis
+ * decrypt does it: tang and sss in process (through Tang's /rec), any other pin with `clevis
+ * decrypt` in root; the key into pass (locked memory, never logged), its length *ret_len. */
+static int decrypt_jwe(const char *root, const char *dev, int slot, const struct strbuf *jwe, struct luks_key *pass,
+                       size_t *ret_len, struct strbuf *err) {
+        char pin[16] = "";
+        (void) tang_jwe_pin(strbuf_str(jwe), pin, sizeof pin);
+        int r;
+        if (streq(pin, "tang") || streq(pin, "sss")) {
+                /* in process, as clevis-decrypt-tang and clevis-decrypt-sss do it */
+                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+                r = streq(pin, "tang") ? tang_decrypt(strbuf_str(jwe), pass->data, pass->mapped, ret_len, &why)
+                                       : sss_decrypt(strbuf_str(jwe), pass->data, pass->mapped, ret_len, &why);
+                if (r < 0)
+                        return strbuf_addf(err, "%s decrypt of the token of keyslot %d of %s: %s", pin, slot, dev,
+                                           strbuf_why(&why, r)), r;
+        } else if ((r = clevis_decrypt(root, jwe, slot, pass, ret_len, err)) < 0)     /* a pin kiln does not make */
+                return r;
+        if (*ret_len == 0)
+                return strbuf_addf(err, "the clevis pin yields no key for keyslot %d of %s", slot, dev), -ENOKEY;
+        return 0;
+}
+
 /* The proof: the token of slot as stored, back in compact form, decrypted as the initramfs's
- * clevis decrypt does it (in process, through Tang's /rec; the key into locked memory, never
- * logged) opens keyslot slot. expect (may be
+ * clevis decrypt does it (decrypt_jwe) opens keyslot slot. expect (may be
  * NULL): the JWE the pin made, which the stored one must equal. */
 static int prove_slot(struct crypt_device *cd, const char *root, const char *dev, int slot, const char *expect,
                       struct strbuf *err) {
@@ -194,20 +216,8 @@ static int prove_slot(struct crypt_device *cd, const char *root, const char *dev
         if ((r = luks_key_new(NULL, UNLOCK_PASS_MAX, &pass)) < 0)
                 return r;
         size_t len = 0;
-        char pin[16] = "";
-        (void) tang_jwe_pin(strbuf_str(&jwe), pin, sizeof pin);
-        if (streq(pin, "tang") || streq(pin, "sss")) {
-                /* in process, as clevis-decrypt-tang and clevis-decrypt-sss do it */
-                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
-                r = streq(pin, "tang") ? tang_decrypt(strbuf_str(&jwe), pass->data, pass->mapped, &len, &why)
-                                       : sss_decrypt(strbuf_str(&jwe), pass->data, pass->mapped, &len, &why);
-                if (r < 0)
-                        return strbuf_addf(err, "%s decrypt of the token of keyslot %d of %s: %s", pin, slot, dev,
-                                           strbuf_why(&why, r)), r;
-        } else if ((r = clevis_decrypt(root, &jwe, slot, pass, &len, err)) < 0)     /* a pin kiln does not make */
+        if ((r = decrypt_jwe(root, dev, slot, &jwe, pass, &len, err)) < 0)
                 return r;
-        if (len == 0)
-                return strbuf_addf(err, "the clevis pin yields no key for keyslot %d of %s", slot, dev), -ENOKEY;
         /* name NULL: check the key against the keyslot, activate nothing */
         r = crypt_activate_by_passphrase(cd, NULL, slot, pass->data, len, 0);
         if (r < 0) {
@@ -306,4 +316,52 @@ int unlock_prove(const char *root, const char *dev, int slot, struct strbuf *err
         if (r < 0)
                 return r;
         return prove_slot(cd, root, dev, slot, NULL, err);
+}
+
+int unlock_recover(const char *root, const char *dev, struct luks_key **ret_key, int *ret_slot, struct strbuf *err) {
+        _cleanup_crypt_free_ struct crypt_device *cd = NULL;
+        int r = luks_load(dev, &cd, err);
+        if (r < 0)
+                return r;
+        int first = 0, tried = 0;
+        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+        for (int slot = 0; slot < crypt_keyslot_max(CRYPT_LUKS2); slot++) {
+                crypt_keyslot_info ki = crypt_keyslot_status(cd, slot);
+                if (ki != CRYPT_SLOT_ACTIVE && ki != CRYPT_SLOT_ACTIVE_LAST)
+                        continue;
+                _cleanup_strbuf_ struct strbuf jwe = STRBUF_INIT, e = STRBUF_INIT;
+                int token = -1;
+                r = clevis_token_of_slot(cd, slot, &token, &jwe);
+                if (r == -ENOENT)
+                        continue;
+                tried++;
+                _cleanup_luks_key_free_ struct luks_key *pass = NULL;
+                size_t len = 0;
+                if (r < 0)
+                        (void) strbuf_addf(&e, "the clevis token of keyslot %d of %s holds no valid JWE", slot, dev);
+                else if ((r = luks_key_new(NULL, UNLOCK_PASS_MAX, &pass)) < 0)
+                        return r;
+                else if ((r = decrypt_jwe(root, dev, slot, &jwe, pass, &len, &e)) == 0) {
+                        /* name NULL: the key checked against its keyslot, nothing activated */
+                        r = crypt_activate_by_passphrase(cd, NULL, slot, pass->data, len, 0);
+                        if (r >= 0) {
+                                pass->len = len;
+                                *ret_key = TAKE_PTR(pass);
+                                if (ret_slot)
+                                        *ret_slot = slot;
+                                return 0;
+                        }
+                        (void) strbuf_addf(&e, "the key the clevis pin yields does not open keyslot %d of %s", slot, dev);
+                        r = r == -EPERM ? -ENOKEY : r;
+                }
+                if (!first) {   /* the first token's reason is the one told */
+                        first = r;
+                        strbuf_reset(&why);
+                        (void) strbuf_adds(&why, strbuf_str(&e));
+                }
+        }
+        if (!tried)
+                return strbuf_addf(err, "%s has no clevis token: no Tang pin opens it", dev), -ENOENT;
+        (void) strbuf_adds(err, strbuf_str(&why));
+        return first;
 }

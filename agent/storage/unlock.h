@@ -44,3 +44,19 @@ int unlock_bind(const char *root, const char *dev, const struct spec_luks *l, co
  * libcryptsetup opens keyslot slot of dev with exactly that (no mapping is
  * made: the volume may be in use). */
 int unlock_prove(const char *root, const char *dev, int slot, struct strbuf *err);
+
+/* kiln's own later openings of a volume whose key the spec does not carry
+ * (key: generate, with or without escrow; docs/recovery.md "kiln's own
+ * openings"): the look at a finished node, a resume, from the netboot
+ * initramfs. Each clevis token of dev's header in keyslot order, decrypted as
+ * unlock_prove() does (tang and sss in process, through Tang's /rec; another
+ * pin with `clevis decrypt` in root, NULL: this system), until one yields a
+ * key that opens its keyslot (checked with libcryptsetup, nothing activated).
+ * *ret_key (locked memory, its length the key's) and *ret_slot (may be NULL).
+ * Reads the header only: nothing on dev is written. Errors: -ENOENT (no
+ * clevis token: err "DEV has no clevis token: no Tang pin opens it"), else the
+ * first token's (err names the pin, the keyslot, dev, the Tang URL and the
+ * reason: -ECONNREFUSED, -ETIMEDOUT, -EPROTO... Tang did not answer, -ENOKEY
+ * the key it recovered does not unwrap the JWE or open the keyslot,
+ * -EKEYREJECTED, -EBADMSG the token is malformed). */
+int unlock_recover(const char *root, const char *dev, struct luks_key **ret_key, int *ret_slot, struct strbuf *err);

@@ -3,6 +3,9 @@
  * luks-bind step does in the target chroot, with the key read from stdin.
  *   unlock-probe bind IMAGE ROOT THRESHOLD URL THP [URL THP]...   prints the new keyslot
  *   unlock-probe prove IMAGE ROOT SLOT
+ *   unlock-probe open IMAGE                                        kiln's own later opening of a
+ *     volume with a generated key (unlock_recover(): a clevis token through Tang, the key checked
+ *     against its keyslot, nothing activated): prints "keyslot N", never the key
  *   unlock-probe decrypt                                           a compact tang or sss JWE on stdin
  *     through kiln's in-process pin (tang_decrypt, sss_decrypt), its plaintext on stdout (test data only)
  *   unlock-probe boot SPEC INVENTORY                               the boot-loader step
@@ -77,6 +80,19 @@ int main(int argc, char **argv) {
                         return 1;
                 }
                 fwrite(buf, 1, len, stdout);
+                return 0;
+        }
+        if (argc == 3 && streq(argv[1], "open")) {
+                _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+                _cleanup_luks_key_free_ struct luks_key *key = NULL;
+                int slot = -1;
+                luks_setup_logging();
+                int r = unlock_recover(NULL, argv[2], &key, &slot, &err);
+                if (r < 0) {
+                        fprintf(stderr, "unlock-probe open: %s: %s\n", strbuf_why(&err, r), strerror(-r));
+                        return 1;
+                }
+                printf("keyslot %d\n", slot);
                 return 0;
         }
         if (argc < 5)

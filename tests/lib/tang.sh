@@ -1,11 +1,13 @@
 # A real Tang server (Debian's tangd behind socat) on 127.0.0.1 and a free
 # port (sourced, not a test; it brings cleanup.sh and port.sh):
-#   tang_start DIR   keys made fresh in DIR/db the first time (tangd-keygen)
+#   tang_start DIR [PORT]
+#                    keys made fresh in DIR/db the first time (tangd-keygen)
 #                    and kept across a stop and start; socat runs one
 #                    `tangd DIR/db` a connection, its log (one line a
 #                    request, "POST /rec/KID => 200") goes to DIR/log.
 #                    Sets TANG_PORT, TANG_PID, TANG_URL (http://127.0.0.1:PORT)
 #                    and TANG_THP (`jose jwk thp` of the signing key);
+#                    PORT: listen there (another Tang at a URL a token names)
 #                    stopped on exit. Skips (77) without tangd or jose
 #   tang_stop        Tang goes away now (its port is closed)
 #   tang_requests    the recovery requests Tang answered with 200 so far
@@ -26,7 +28,7 @@ tang_start() {
     if jq -e '.key_ops | index("verify")' "$k" >/dev/null; then TANG_THP=$(jose jwk thp -i "$k"); fi
   done
   [[ -n $TANG_THP ]] || { echo "tangd-keygen made no signing key" >&2; return 1; }
-  TANG_PORT=$(free_port)
+  TANG_PORT=${2:-$(free_port)}
   socat "TCP-LISTEN:$TANG_PORT,bind=127.0.0.1,reuseaddr,fork" "EXEC:/usr/libexec/tangd $TANG_DIR/db" \
     2>>"$TANG_DIR/log" &
   TANG_PID=$!

@@ -933,6 +933,51 @@ static void test_layouts_finished(void) {
         resume_record_done(&rec);
 }
 
+/* A generated key (escrowed; no key in the spec): with unlock (Tang) the
+ * volume opens again through its pin, so a run over it resumes (its
+ * luks-open recovers the key: agent/storage/unlock.c unlock_recover());
+ * without unlock kiln has no way back in, and the plan says so. */
+static void test_generated_key(void) {
+        _cleanup_free_ char *text = template_text(), *perdisk_p = src_path("templates/kvm-perdisk-luks-raid10.yaml");
+        _cleanup_free_ char *perdisk = NULL;
+        CHECK_INT(read_full_file(perdisk_p, SPEC_MAX_BYTES, &perdisk, NULL), 0);
+        const char *b = perdisk ? strstr(perdisk, "      generate: true\n") : NULL;
+        const char *e = b ? strstr(b, "-----END CERTIFICATE-----\n") : NULL;
+        CHECK(b && e);
+        if (!b || !e)
+                return;
+        e += strlen("-----END CERTIFICATE-----\n");
+        _cleanup_free_ char *key = NULL, *key_unlock = NULL;
+        if (asprintf(&key, "    key:\n%.*s", (int) (e - b), b) < 0 ||
+            asprintf(&key_unlock, "%s    unlock: {tang: [{url: \"http://10.0.2.100:7500\", "
+                     "thp: \"Vv-tkM-gZBdT7uMCAMaKHBdDFYs2jEYGIatP0bP1Sjg\"}]}\n", key) < 0)
+                abort();
+        const char *from = "    key: {passphrase: \"fake-lab-passphrase-not-a-secret\"}\n";
+        _cleanup_free_ char *with = replaced(text, from, key_unlock), *without = replaced(text, from, key);
+        CHECK(with && without);
+        if (!with || !without)
+                return;
+        {
+                _cleanup_(second_boot_done) struct second_boot sb = {};
+                if (second_boot(with, &sb)) {
+                        CHECK_INT(count_kind(sb.resume, PLAN_LUKS_OPEN), 1);
+                        CHECK_INT(count_kind(sb.resume, PLAN_LUKS_FORMAT), 0);
+                }
+        }
+        _cleanup_spec_free_ struct spec *s = load_spec_text(without);
+        CHECK(s);
+        _cleanup_inventory_free_ struct inventory *inv = s ? as_built(s, "qemu-4disk") : NULL;
+        _cleanup_plan_free_ struct plan *p = inv ? plan_of(s, inv) : NULL;
+        CHECK(p);
+        if (!p)
+                return;
+        struct plan *r = NULL;
+        CHECK_INT(resume_decide(p, false, &r), 0);
+        CHECK(!r);
+        CHECK_STR(p->mode_why, "no interrupted run of this plan to resume: LUKS 'crypt0' has a generated key and no "
+                               "'unlock' (Tang): kiln cannot open it again (only the escrow's private key does)");
+}
+
 int main(void) {
         test_verdict();
         test_layouts_finished();
@@ -944,5 +989,6 @@ int main(void) {
         test_unwiped_text();
         test_whole_disk_members();
         test_raw_image();
+        test_generated_key();
         return TEST_DONE();
 }
