@@ -239,6 +239,21 @@ static const char *transport_from_path(const char *p) {
         return "unknown";
 }
 
+/* A USB disk's serial is its USB device's (the iSerial string), in the sysfs
+ * directory above the SCSI device that has idVendor; *ret NULL if none. */
+static int usb_serial(const char *devdir, char **ret) {
+        _cleanup_free_ char *p = realpath(devdir, NULL);
+        *ret = NULL;
+        for (char *slash; p && (slash = strrchr(p, '/')) && slash != p; *slash = 0) {
+                _cleanup_free_ char *id = NULL;
+                if (asprintf(&id, "%s/idVendor", p) < 0)
+                        return -ENOMEM;
+                if (access(id, F_OK) == 0)
+                        return read_attr(p, "serial", ret);
+        }
+        return 0;
+}
+
 /* SCSI unit serial number page (0x80): 4 byte header, then ASCII. */
 static int serial_from_vpd80(const char *devdir, char **ret) {
         _cleanup_free_ char *p = NULL, *buf = NULL;
@@ -520,6 +535,8 @@ static int probe_disk(struct probe_ctx *c, const char *blockdir, const char *nam
                 return r;
         if (!d->serial && (r = read_attr(devdir, "serial", &d->serial)) < 0)
                 return r;
+        if (!d->serial && streq(d->transport, "usb") && (r = usb_serial(devdir, &d->serial)) < 0)
+                return r;
         if (!d->serial && (r = serial_from_vpd80(devdir, &d->serial)) < 0)
                 return r;
         if ((r = read_attr(dir, "wwid", &d->wwn)) < 0)
@@ -645,12 +662,29 @@ static int ata_by_id(const char *devdir, struct inv_disk *d) {
         return r;
 }
 
+/* usb-VENDOR_MODEL_SERIAL-TARGET:LUN, as udev's usb_id makes it for a USB
+ * mass-storage disk: the SCSI vendor and model, the USB serial, the SCSI
+ * device's target and LUN. */
+static int usb_by_id(const char *devdir, struct inv_disk *d) {
+        _cleanup_free_ char *p = realpath(devdir, NULL);
+        const char *base = p ? strrchr(p, '/') : NULL;
+        unsigned host, bus, target, lun;
+        if (!base || sscanf(base + 1, "%u:%u:%u:%u", &host, &bus, &target, &lun) != 4)
+                return 0;
+        _cleanup_free_ char *vendor = udev_text(d->vendor, strlen(d->vendor)),
+                            *model = udev_text(d->model, strlen(d->model)),
+                            *serial = udev_text(d->serial, strlen(d->serial));
+        if (!vendor || !model || !serial)
+                return -ENOMEM;
+        return add_by_id(d, "usb-%s_%s_%s-%u:%u", vendor, model, serial, target, lun);
+}
+
 /* The by-id names udev's 60-persistent-storage.rules gives the disks,
  * made from sysfs where no udev made /dev/disk/by-id (the kiln netboot
  * initramfs): virtio-SERIAL; nvme-WWID, nvme-MODEL_SERIAL and
- * nvme-MODEL_SERIAL_NSID; the ata- and wwn- names of ata_by_id. SCSI's
- * (scsi_id's VPD 0x83 designators) and USB's (usb_id) are not made: such a
- * disk has no by-id name here. Checked against the installed system's own
+ * nvme-MODEL_SERIAL_NSID; the ata- and wwn- names of ata_by_id; a USB
+ * disk's usb- name (usb_by_id). SCSI's (scsi_id's VPD 0x83 designators)
+ * are not made: such a disk has no by-id name here. Checked against the installed system's own
  * udev in tests/rig/test-hw-matrix.sh. */
 static int synth_by_id(const char *blockdir, struct inv_disk *d) {
         _cleanup_free_ char *dir = NULL, *devdir = NULL;
@@ -679,6 +713,8 @@ static int synth_by_id(const char *blockdir, struct inv_disk *d) {
         }
         if (d->vendor && streq(d->vendor, "ATA"))
                 return ata_by_id(devdir, d);
+        if (d->transport && streq(d->transport, "usb") && d->vendor && d->model && d->serial)
+                return usb_by_id(devdir, d);
         return 0;
 }
 
