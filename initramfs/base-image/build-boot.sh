@@ -90,6 +90,9 @@ includes=(
   # the build when one is missing)
   "$m/drivers/scsi/raid_class.ko" "$m/drivers/scsi/scsi_transport_sas.ko" "$m/drivers/dca/*"
   "$m/drivers/i2c/algos/*" "$m/drivers/net/mdio.ko" "$m/drivers/net/phy/*" "$m/net/xfrm/xfrm_algo.ko"
+  # the USB host and storage drivers' own (usbcore, xhci_hcd, ehci_hcd):
+  # without them the installed system never sees a USB stick
+  "$m/drivers/usb/common/*" "$m/drivers/usb/core/*" "$m/drivers/usb/host/*" "$m/drivers/usb/storage/*"
 )
 # every module the netboot initramfs loads (its storage and NIC drivers):
 # the generic initramfs has them all (generic-initramfs.sh); a module name's
