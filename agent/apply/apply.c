@@ -501,7 +501,7 @@ static int step_mount(struct apply_ctx *c, const struct plan_step *s) {
 
 static int step_configure(struct apply_ctx *c, const struct plan_step *s) {
         const char *hostname = c->opts->hostname;
-        const char *h = c->plan->spec->hostname;
+        const char *h = c->plan->hostname_template;
         if (!hostname && h && !strstr(h, "${"))
                 hostname = h;
         int r = configure_target(c->plan, hostname, &c->why);
@@ -1155,6 +1155,12 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                 c.report = own_report;
         }
         /* a spec with layouts: the report and every webhook event name the layout installed */
+        /* a spec with nodes: the report and every webhook event name the row that applied
+         * (its key, "default", or "none") */
+        if (p->spec->n_nodes && report_set_node_field(c.report, "nodes_row", p->node ? p->node->key : "none") < 0) {
+                report_free(own_report);
+                return log_error_errno(-ENOMEM, "failed to start the run report: %m");
+        }
         if (p->spec->layout && report_set_node_field(c.report, "layout", p->spec->layout) < 0) {
                 report_free(own_report);
                 return log_error_errno(-ENOMEM, "failed to start the run report: %m");

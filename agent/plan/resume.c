@@ -539,6 +539,8 @@ static int plan_build_resume(const struct plan *fresh, bool no_fallback, struct 
         p->inv = fresh->inv;
         p->hostname_missing = fresh->hostname_missing;
         p->hostname_placeholder = fresh->hostname_placeholder;
+        p->hostname_template = fresh->hostname_template;
+        p->node = fresh->node;
         p->resume = true;
         memcpy(p->fingerprint, fresh->fingerprint, sizeof p->fingerprint);
         if (fresh->hostname && !(p->hostname = strdup(fresh->hostname)))
