@@ -89,21 +89,22 @@ static void check_row_bridge(struct ctx *c, const struct spec_node *x) {
 /* No key, hostname or address twice: a second machine of the same name or
  * address breaks the first one's registration and network. Values with
  * ${...} differ per machine and are not compared. */
-static void check_twins(struct ctx *c, const struct spec_node *rows, size_t n) {
+static void check_twins(struct ctx *c, const struct spec_node *rows, const char *const *raw, size_t n) {
         char t[QUOTE_MAX + 4], t2[QUOTE_MAX + 4];
         for (size_t i = 0; i < n; i++) {
                 const struct spec_node *x = &rows[i];
                 for (size_t j = 0; x->key && j < i; j++)
                         if (rows[j].key && streq(rows[j].key, x->key)) {
-                                spec_emit(c, x->mark.line, x->mark.col, "duplicate key '%s' in nodes (first at line %u)%s",
-                                          spec_quote(x->key, t), rows[j].mark.line,
-                                          x->by == SPEC_NODE_MAC ? ", MACs are compared in any case" : "");
+                                spec_emit(c, x->mark.line, x->mark.col, "duplicate key '%s' in nodes (first at line %u%s%s%s)",
+                                          spec_quote(raw[i], t), rows[j].mark.line, streq(raw[i], raw[j]) ? "" : " as '",
+                                          streq(raw[i], raw[j]) ? "" : spec_quote(raw[j], t2),
+                                          streq(raw[i], raw[j]) ? "" : "': MACs match in any case");
                                 break;
                         }
                 for (size_t j = 0; x->hostname && !strstr(x->hostname, "${") && j < i; j++)
                         if (rows[j].hostname && !strstr(rows[j].hostname, "${") && strcasecmp(rows[j].hostname, x->hostname) == 0) {
                                 spec_emit(c, x->hostname_mark.line, x->hostname_mark.col,
-                                          "'hostname' of nodes row '%s' is '%s', as that of row '%s' (line %u): two machines of one name",
+                                          "'hostname' of nodes row '%s' is '%s', the host name of row '%s' (line %u) too (host names match in any case): two machines of one name",
                                           spec_quote(x->key, t), spec_quote(x->hostname, t2), rows[j].key ? rows[j].key : "?",
                                           rows[j].hostname_mark.line);
                                 break;
@@ -132,7 +133,8 @@ void spec_parse_nodes(struct ctx *c, const struct ynode *m) {
                       spec_describe(m, t));
                 return;
         }
-        if (!(s->nodes = calloc(m->n / 2 + 1, sizeof *s->nodes))) {
+        _cleanup_free_ const char **raw = calloc(m->n / 2 + 1, sizeof *raw);
+        if (!raw || !(s->nodes = calloc(m->n / 2 + 1, sizeof *s->nodes))) {
                 c->error = -ENOMEM;
                 return;
         }
@@ -142,6 +144,7 @@ void spec_parse_nodes(struct ctx *c, const struct ynode *m) {
                         emitn(c, k, "keys must be plain strings in nodes (a MAC, a serial or 'default')");
                         continue;
                 }
+                raw[s->n_nodes] = k->value;
                 struct spec_node *x = &s->nodes[s->n_nodes++];
                 x->mark = (struct spec_mark) { k->line, k->col };
                 if (!(x->key = strdup(k->value))) {
@@ -162,8 +165,18 @@ void spec_parse_nodes(struct ctx *c, const struct ynode *m) {
                                       "which names no one machine (key the row by the boot NIC's MAC)", spec_quote(x->key, t));
                 }
                 parse_row(c, k, m->items[i + 1], x);
+                /* the default row is every machine's that has no row of its own: a fixed
+                 * name or address there would be the same on all of them */
+                if (x->by == SPEC_NODE_DEFAULT && x->hostname && !strstr(x->hostname, "${"))
+                        spec_emit(c, x->hostname_mark.line, x->hostname_mark.col,
+                                  "'hostname' of the default row of nodes is '%s' for every machine without a row of its own: "
+                                  "make it differ per machine (${serial}, ${mac:hexraw})", spec_quote(x->hostname, t));
+                if (x->by == SPEC_NODE_DEFAULT && x->address && !strstr(x->address, "${"))
+                        spec_emit(c, x->address_mark.line, x->address_mark.col,
+                                  "'address' of the default row of nodes would be '%s' for every machine without a row of its own: "
+                                  "give each machine its row, and the others DHCP (no address in the default row)", spec_quote(x->address, t));
         }
-        check_twins(c, s->nodes, s->n_nodes);
+        check_twins(c, s->nodes, raw, s->n_nodes);
         for (size_t i = 0; i < s->n_nodes; i++)
                 check_row_bridge(c, &s->nodes[i]);
 }
