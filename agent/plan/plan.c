@@ -360,6 +360,12 @@ int plan_choose_layout(const struct spec *spec, const struct inventory *inv, con
         if (r == -EPERM && diags_add(diags, spec->file, 0, 0, "this machine fits none of the spec's %zu layouts; nothing was written",
                                      spec->n_layouts) < 0)
                 r = -ENOMEM;
+        if (r == -EPERM) {      /* every layout's reasons, for the enlist post too */
+                *ret = NULL;
+                *ret_misses = m;
+                *ret_n_misses = n;
+                return r;
+        }
 out_free:
         plan_misses_free(m, n);
         return r;

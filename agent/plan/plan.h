@@ -241,7 +241,8 @@ struct plan *plan_free(struct plan *p);
 /* A spec with layouts (spec.h): the first layout whose disk rules fit inv,
  * in *ret (without layouts: spec itself), and each earlier layout's reasons
  * in *ret_misses (one per refusal, as plan_miss). None fits: every layout's
- * reasons go into diags as refusals naming the layout, -EPERM. */
+ * reasons go into diags as refusals naming the layout, and into *ret_misses
+ * (the caller frees them, plan_misses_free()), -EPERM. */
 int plan_choose_layout(const struct spec *spec, const struct inventory *inv, const struct spec **ret,
                        struct plan_miss **ret_misses, size_t *ret_n_misses, struct diags *diags);
 void plan_misses_free(struct plan_miss *m, size_t n);

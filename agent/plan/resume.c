@@ -618,6 +618,8 @@ int plan_decide(const struct spec *spec, const struct inventory *inv, bool force
         size_t n_misses = 0;
         /* a spec with layouts: the first that fits this machine is the spec from here on */
         int r = plan_choose_layout(spec, inv, &spec, &misses, &n_misses, diags);
+        if (r == -EPERM)
+                plan_misses_free(misses, n_misses);
         if (r < 0)
                 return r;
         r = plan_build(spec, inv, &fresh, diags);
