@@ -129,8 +129,8 @@ def main():
                 expect[int(i)] = {"box": box, "layout": want}
         for line in (logs / "outcomes.txt").read_text().split("\n"):
             if line.strip():
-                i, layout, reasons = line.split()
-                outcome[int(i)] = {"layout": layout, "reasons": int(reasons)}
+                f = line.split() + ["none", "none"]
+                outcome[int(f[0])] = {"layout": f[1], "reasons": int(f[2]), "row": f[3], "hostname": f[4]}
     enlist = {i for i, e in expect.items() if e["layout"] == "-"}
     fit = [i for i in ident if i not in enlist]
 
@@ -150,6 +150,17 @@ def main():
               "and has no report or image (wrong: %s)" % (n_layouts, bad[:10] or "none"))
         bad = [i for i in fit if outcome.get(i, {}).get("reasons", -1) != -1]
         check(not bad, "no fitting node enlisted (enlisted: %s)" % (bad[:10] or "none"))
+        # the rack spec's nodes table: node 1 by its MAC, node 2 by its serial, the others the default row
+        def row_of(i):
+            if i == 1:
+                return ident[1]["mac"], "rack-n1"
+            if i == 2:
+                return ident[2]["serial"], "rack-n2"
+            return "default", "spare-" + ident[i]["mac"].replace(":", "")
+        bad = ["%d (%s %s, expected %s %s)" % ((i, outcome[i]["row"], outcome[i]["hostname"]) + row_of(i))
+               for i in fit if (outcome[i]["row"], outcome[i]["hostname"]) != row_of(i)]
+        check(not bad, "every fitting node's report names its nodes row and its host name from it (wrong: %s)" % (
+            bad[:10] or "none"))
 
     # --- registered exactly once
     cj = logs / "controller.json"
@@ -179,6 +190,14 @@ def main():
     bad = [i for i, v in ident.items() if reports.get(v["mac"], 0) + reports.get(uuid(i), 0) != (0 if i in enlist else 1)]
     check_ctl(not bad, "every fitting node's final report arrived once, none of an enlisted one (wrong: %s)" % (
         bad[:10] or "none"))
+    if expect:
+        evs_row = collections.Counter()
+        for e in ctl.get("events", []):
+            body = e.get("body") if isinstance(e.get("body"), dict) else {}
+            if body.get("type") and body.get("node_id"):
+                evs_row[body.get("nodes_row") is not None] += 1
+        check_ctl(evs_row[True] > 0 and evs_row[False] == 0,
+                  "every webhook event names the nodes row (%d events, %d without)" % (sum(evs_row.values()), evs_row[False]))
 
     # --- nginx: bytes, statuses, retries, connections
     t0 = a.fleet_start

@@ -125,7 +125,8 @@ HTTP_PORT=$NGINX_PORT proxy_start "${cuts[@]}"
 # 5. the rack spec: templates/rack.yaml's layouts (and hostname), the
 # register section, the fleet's image (the node's MAC in its URL, so that
 # nginx's log names the node), no boot loader (a --skip-storage target is a
-# plain directory); one file, served for every MAC
+# plain directory), a nodes table (node 1 by its MAC, node 2 by its serial,
+# the others the default row); one file, served for every MAC
 {
   sed -n '/^version:/p; /^hostname:/p' "$SRC/templates/rack.yaml"
   awk '/^layouts:/ { on = 1; print; next } on && /^[a-z]/ { on = 0 } on' "$SRC/templates/rack.yaml"
@@ -135,6 +136,10 @@ image:
   url: "http://127.0.0.1:$PROXY_PORT/images/fleet.tar.zst?node=\${mac}"
   sha256: "$IMAGE_SHA"
 finish: none
+nodes:
+  "52:54:00:fe:00:01": {hostname: rack-n1}
+  fleet-002: {hostname: rack-n2}
+  default: {hostname: "spare-\${mac:hexraw}"}
 YAML
 } >"$T/www/specs/rack.yaml"
 "$KILN" validate "$T/www/specs/rack.yaml" >/dev/null 2>"$T/validate.err" || { cat "$T/validate.err"; echo "the fleet's rack spec does not validate"; exit 1; }
@@ -228,16 +233,17 @@ import json, os, sys
 root, n = sys.argv[1], int(sys.argv[2])
 for i in range(n + 1):
     d = os.path.join(root, str(i), "run")
-    layout, reasons = "none", -1
+    layout, reasons, row, hostname = "none", -1, "none", "none"
     try:
-        layout = json.load(open(os.path.join(d, "report.json")))["node"].get("layout") or "none"
+        node = json.load(open(os.path.join(d, "report.json")))["node"]
+        layout, row, hostname = (node.get(k) or "none" for k in ("layout", "nodes_row", "hostname"))
     except (OSError, ValueError, KeyError):
         pass
     try:
         reasons = len(json.load(open(os.path.join(d, "enlist.json")))["enlist"]["layouts_not_fitting"])
     except (OSError, ValueError, KeyError):
         pass
-    print(i, layout, reasons)
+    print(i, layout, reasons, row, hostname)
 PY
 controller_dump >"$T/logs/controller.json"
 cp "$PROXY_LOG" "$T/logs/proxy.log"
