@@ -288,13 +288,19 @@ static int key_recover(struct apply_ctx *c, const struct plan_step *s, const str
 
 /* The key file as served (like cryptsetup --key-file: every byte counts),
  * pinned by its sha256, copied into locked memory; the transfer buffer is wiped. */
-static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks_key **ret) {
-        const struct inventory *inv = c->plan->inv;
-        struct spec_vars vars = {};
-        if (inv)
-                plan_spec_vars(inv, &vars);
+/* What a URL's ${...} stand for on this machine: the inventory's values, the
+ * host name as planned. */
+static void url_vars(const struct apply_ctx *c, struct spec_vars *ret) {
+        *ret = (struct spec_vars) {};
+        if (c->plan->inv)
+                plan_spec_vars(c->plan->inv, ret);
         if (c->opts->hostname)
-                vars.hostname = c->opts->hostname;
+                ret->hostname = c->opts->hostname;
+}
+
+static int key_fetch(struct apply_ctx *c, const struct spec_luks *l, struct luks_key **ret) {
+        struct spec_vars vars;
+        url_vars(c, &vars);
         _cleanup_free_ char *url = NULL;
         char shown[URL_DISPLAY_MAX];
         int r = spec_expand(l->key.url, &vars, &url, NULL);
@@ -551,7 +557,7 @@ static int step_mount(struct apply_ctx *c, const struct plan_step *s) {
 
 static int step_configure(struct apply_ctx *c, const struct plan_step *s) {
         const char *hostname = c->opts->hostname;
-        const char *h = c->plan->spec->hostname;
+        const char *h = c->plan->hostname_template;
         if (!hostname && h && !strstr(h, "${"))
                 hostname = h;
         int r = configure_target(c->plan, hostname, &c->why);
@@ -771,7 +777,18 @@ static int step_bench_crypt(struct apply_ctx *c, const struct plan_step *s) {
 }
 
 static int step_image(struct apply_ctx *c, const struct plan_step *s) {
-        const struct spec_image *img = &c->plan->spec->image;
+        /* the image's url with its ${...} filled in (docs/spec.md "Variables": every url
+         * may hold them), as the key's: the spec's image with that url */
+        struct spec_vars vars;
+        url_vars(c, &vars);
+        _cleanup_free_ char *url = NULL;
+        char shown_url[URL_DISPLAY_MAX];
+        int e = spec_expand(c->plan->spec->image.url, &vars, &url, NULL);
+        if (e < 0)
+                return strbuf_addf(&c->why, "cannot expand the image URL '%s'", url_display(c->plan->spec->image.url, shown_url)), e;
+        struct spec_image expanded = c->plan->spec->image;
+        expanded.url = url;
+        const struct spec_image *img = &expanded;
         const char *target = img->format == SPEC_IMAGE_RAW ? s->device : kiln_paths.target;
         if (!target)
                 return strbuf_adds(&c->why, "the plan names no image target"), -EINVAL;
@@ -1208,6 +1225,12 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                 c.report = own_report;
         }
         /* a spec with layouts: the report and every webhook event name the layout installed */
+        /* a spec with nodes: the report and every webhook event name the row that applied
+         * (its key, "default", or "none") */
+        if (p->spec->n_nodes && report_set_node_field(c.report, "nodes_row", p->node ? p->node->key : "none") < 0) {
+                report_free(own_report);
+                return log_error_errno(-ENOMEM, "failed to start the run report: %m");
+        }
         if (p->spec->layout && report_set_node_field(c.report, "layout", p->spec->layout) < 0) {
                 report_free(own_report);
                 return log_error_errno(-ENOMEM, "failed to start the run report: %m");

@@ -71,7 +71,7 @@ static bool is_url(const char *s) {
  * off. Nothing is planned and nothing is written to a disk; RUN_DIR gets
  * enlist.json (the body posted) and, with --no-finish, the finish. */
 static int boot_enlist(const struct inventory *inv, const struct kiln_cmdline *cl, const char *ca_file, const char *why,
-                       bool dry_run, bool power_off, bool no_finish) {
+                       const struct enlist_target *no_fit, bool dry_run, bool power_off, bool no_finish) {
         char shown[URL_DISPLAY_MAX];
         int r;
 
@@ -98,6 +98,12 @@ static int boot_enlist(const struct inventory *inv, const struct kiln_cmdline *c
                 .backoff_base_ms = 1000, .backoff_cap_ms = 30000,
         };
         struct enlist_target t = { .url = cl->enlist, .key = key, .ca_file = ca_file, .policy = &pol };
+        if (no_fit) {
+                t.why = no_fit->why;
+                t.spec = no_fit->spec;
+                t.reasons = no_fit->reasons;
+                t.n_reasons = no_fit->n_reasons;
+        }
         log_info("enlisting '%s' at '%s' (%s): posting this machine's inventory, at most %u s", node, shown, why, sec);
         r = enlist_post(inv, &t, &body, &err);
         explicit_wipe(key, strlen(key));
@@ -120,6 +126,37 @@ static int boot_enlist(const struct inventory *inv, const struct kiln_cmdline *c
         if (reboot(RB_POWER_OFF) < 0)
                 return log_error_errno(-errno, "failed to power off: %m"), KILN_EXIT_FAILURE;
         return KILN_EXIT_OK;
+}
+
+/* Does this machine fit none of spec's layouts? Then enlist it with the
+ * reasons and return the exit code; -1 when a layout fits (the run goes on). */
+static int boot_no_fit(const struct spec *spec, const struct inventory *inv, const struct kiln_cmdline *cl, const char *ca_file,
+                       const char *shown, bool dry_run, bool power_off, bool no_finish) {
+        _cleanup_(diags_clear) struct diags d = {};
+        const struct spec *l = NULL;
+        struct plan_miss *m = NULL;
+        size_t n = 0;
+        int r = plan_choose_layout(spec, inv, &l, &m, &n, &d);
+        if (r == 0) {
+                plan_misses_free(m, n);
+                return -1;
+        }
+        if (r != -EPERM)
+                return log_error_errno(r, "failed to plan '%s': %m", shown), KILN_EXIT_FAILURE;
+        diags_print(&d, stderr);
+        _cleanup_free_ struct enlist_reason *why = calloc(n ? n : 1, sizeof *why);
+        if (!why) {
+                plan_misses_free(m, n);
+                return log_error_errno(-ENOMEM, "failed to plan '%s': %m", shown), KILN_EXIT_FAILURE;
+        }
+        for (size_t i = 0; i < n; i++)
+                why[i] = (struct enlist_reason) { .layout = m[i].layout, .rule = m[i].rule, .reason = m[i].reason };
+        struct enlist_target t = { .why = "this machine fits none of the spec's layouts", .spec = shown,
+                                   .reasons = why, .n_reasons = n };
+        log_info("'%s': this machine fits none of its %zu layouts: enlisting with the reasons", shown, spec->n_layouts);
+        r = boot_enlist(inv, cl, ca_file, "it fits none of the spec's layouts", &t, dry_run, power_off, no_finish);
+        plan_misses_free(m, n);
+        return r;
 }
 
 struct boot_run {
@@ -394,7 +431,7 @@ int cmd_boot(int argc, char **argv) {
         /* no spec for this machine: enlist it (agent/report/enlist.h) */
         bool power_off = !dry_run && !no_finish && !inv_path;
         if (!cl.spec)
-                return boot_enlist(inv, &cl, fo.ca_file, "kiln.enlist= and no kiln.spec=", dry_run, power_off, no_finish);
+                return boot_enlist(inv, &cl, fo.ca_file, "kiln.enlist= and no kiln.spec=", NULL, dry_run, power_off, no_finish);
 
         /* 4. the spec */
         _cleanup_free_ char *url = NULL, *data = NULL;
@@ -412,7 +449,7 @@ int cmd_boot(int argc, char **argv) {
         r = fetch_to_buffer(url, &fo, SPEC_MAX_BYTES, cl.spec_sha256, &data, &len, &res, &fetch_err);
         if (r == -ENOENT && cl.enlist) {
                 log_info("spec '%s' is not there (%s): enlisting", shown, fetch_err.len ? fetch_err.buf : "not found");
-                return boot_enlist(inv, &cl, fo.ca_file, "the spec URL answers 404", dry_run, power_off, no_finish);
+                return boot_enlist(inv, &cl, fo.ca_file, "the spec URL answers 404", NULL, dry_run, power_off, no_finish);
         }
         if (r == -EBADMSG)
                 return log_error("spec '%s' does not match kiln.spec.sha256=%s (got %s)", shown, cl.spec_sha256,
@@ -432,6 +469,12 @@ int cmd_boot(int argc, char **argv) {
         r = cmd_parse_spec(shown, data, len, &spec);
         explicit_wipe(data, len);       /* it may hold passphrases; the spec keeps its own copy */
         if (r != KILN_EXIT_OK)
+                return r;
+
+        /* a rack spec none of whose layouts this machine fits: with kiln.enlist=,
+         * enlist it with every layout's reason (the refusals said first, as
+         * kiln plan says them), instead of the refusal's exit 3 */
+        if (spec->n_layouts && cl.enlist && (r = boot_no_fit(spec, inv, &cl, fo.ca_file, shown, dry_run, power_off, no_finish)) >= 0)
                 return r;
 
         /* 6. plan, check, run: every refusal is made before anything is written */

@@ -118,9 +118,9 @@ int cmd_run_spec(const struct spec *spec, const struct inventory *inv, struct cm
                 log_info("fresh install: %s", plan->mode_why);
 
         /* the hostname as plan_build expanded it: a dry run shows what `kiln plan` shows */
-        if (!run->dry_run && spec->hostname && !plan->hostname)
+        if (!run->dry_run && plan->hostname_template && !plan->hostname)
                 return log_error("refusing to apply '%s': hostname '%s' needs ${%s}, %s%s%s; nothing was written",
-                                 run->subject, spec->hostname, plan->hostname_missing ? plan->hostname_missing : "?",
+                                 run->subject, plan->hostname_template, plan->hostname_missing ? plan->hostname_missing : "?",
                                  plan->hostname_placeholder ? "but this machine reports the placeholder '" :
                                                               "which this machine's inventory lacks",
                                  plan->hostname_placeholder ?: "", plan->hostname_placeholder ? "'" : ""), KILN_EXIT_BAD_SPEC;

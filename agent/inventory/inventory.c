@@ -499,8 +499,11 @@ static int load_disk(struct jload *l, struct json_object *o, struct inv_disk *d)
 }
 
 static int load_root(struct jload *l, struct json_object *root, struct inventory *inv) {
+        /* "enlist": what an enlisting machine adds (why it fit none of its
+         * spec's layouts, enlist.h); not the machine's, skipped, so that the
+         * enlisted file is what `kiln plan --inventory` reads */
         static const char *const keys[] = { "version", "hostname", "machine_uuid", "serial", "cpu", "memory", "disks",
-                                            "nics", NULL };
+                                            "nics", "enlist", NULL };
         static const char *const cpu_keys[] = { "model", "count", "aes", "vaes", "avx2", NULL };
         static const char *const mem_keys[] = { "total", "available", NULL };
         static const char *const nic_keys[] = { "name", "mac", "up", "ipv4", NULL };

@@ -11,6 +11,7 @@ struct nbuild {
         const struct spec *spec;
         const struct inventory *inv;
         struct spec_vars vars;
+        const struct spec_node *row;    /* the machine's nodes row (plan_node_row()), or NULL */
         struct plan_findings f;
         const char **taken_by;          /* per inventory NIC: "bond 'bond0'" / "bridge 'cloudbr0'" (untagged) */
         char **taken_text;              /* owned texts of taken_by */
@@ -123,16 +124,30 @@ static int build_bridge(struct nbuild *b, const struct spec_bridge *sb, struct n
         }
         if (r < 0)
                 return r;
-        snprintf(who, sizeof who, "'address' of bridge '%s'", sb->name);
-        if ((r = expand_ip(b, sb->address, sb->address_mark, who, true, &nb->address)) < 0)
+        /* the machine's nodes row, when it has an address for this bridge: its
+         * address (and gateway) stand for the bridge's own, DHCP or not */
+        const struct spec_node *row = b->row && b->row->address && spec_node_bridge(b->spec, b->row) == sb ? b->row : NULL;
+        const char *address = row ? row->address : sb->address;
+        const char *gateway = row && row->gateway ? row->gateway : sb->gateway;
+        struct spec_mark amark = row ? row->address_mark : sb->address_mark;
+        struct spec_mark gmark = row && row->gateway ? row->gateway_mark : sb->gateway_mark;
+        if (row)
+                snprintf(who, sizeof who, "'address' of nodes row '%s' (bridge '%s')", row->key, sb->name);
+        else
+                snprintf(who, sizeof who, "'address' of bridge '%s'", sb->name);
+        if ((r = expand_ip(b, address, amark, who, true, &nb->address)) < 0)
                 return r;
-        snprintf(who, sizeof who, "'gateway' of bridge '%s'", sb->name);
-        if ((r = expand_ip(b, sb->gateway, sb->gateway_mark, who, false, &nb->gateway)) < 0)
+        if (row && row->gateway)
+                snprintf(who, sizeof who, "'gateway' of nodes row '%s' (bridge '%s')", row->key, sb->name);
+        else
+                snprintf(who, sizeof who, "'gateway' of bridge '%s'", sb->name);
+        if ((r = expand_ip(b, gateway, gmark, who, false, &nb->gateway)) < 0)
                 return r;
         char why[320];
         const char *p = nb->address && nb->gateway ? spec_gateway_problem(nb->address, nb->gateway, why, sizeof why) : NULL;
-        if (p && (strstr(sb->address, "${") || strstr(sb->gateway, "${")) &&
-            (r = nfinding(b, false, sb->gateway_mark, "%s '%s' %s", who, nb->gateway, p)) < 0)
+        /* the spec checked the pair already when both are its own and fixed */
+        if (p && (row || strstr(address, "${") || strstr(gateway, "${")) &&
+            (r = nfinding(b, false, gmark, "%s '%s' %s", who, nb->gateway, p)) < 0)
                 return r;
         snprintf(who, sizeof who, "'dns' of bridge '%s'", sb->name);
         for (size_t i = 0; sb->dns && sb->dns[i]; i++) {
@@ -170,7 +185,7 @@ static int warn_lone_member(struct nbuild *b, const struct netconf_bond *nb) {
 int netconf_build(const struct spec *s, const struct inventory *inv, struct netconf **ret, struct diags *diags) {
         const struct spec_network *sn = &s->network;
         _cleanup_(netconf_freep) struct netconf *n = calloc(1, sizeof *n);
-        struct nbuild b = { .spec = s, .inv = inv, .f = { diags, s->file } };
+        struct nbuild b = { .spec = s, .inv = inv, .row = plan_node_row(s, inv), .f = { diags, s->file } };
         plan_spec_vars(inv, &b.vars);
         _cleanup_free_ const char **taken = calloc(inv->n_nics + 1, sizeof *taken);
         _cleanup_free_ char **texts = calloc(inv->n_nics + 1, sizeof *texts);

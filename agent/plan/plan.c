@@ -360,6 +360,12 @@ int plan_choose_layout(const struct spec *spec, const struct inventory *inv, con
         if (r == -EPERM && diags_add(diags, spec->file, 0, 0, "this machine fits none of the spec's %zu layouts; nothing was written",
                                      spec->n_layouts) < 0)
                 r = -ENOMEM;
+        if (r == -EPERM) {      /* every layout's reasons, for the enlist post too */
+                *ret = NULL;
+                *ret_misses = m;
+                *ret_n_misses = n;
+                return r;
+        }
 out_free:
         plan_misses_free(m, n);
         return r;
@@ -1830,7 +1836,7 @@ static int emit_tail(struct builder *b) {
         if ((r = step_emit(b, PLAN_CONFIGURE, NULL, s, 0, NULL, 0, false, NULL,
                            strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks || swap_crypt ? ", crypttab" : "",
                                    s->n_raids ? ", mdadm.conf" : "",
-                                   b->plan->hostname ? b->plan->hostname : s->hostname ? s->hostname : ""), NULL)) < 0)
+                                   b->plan->hostname ? b->plan->hostname : b->plan->hostname_template ? b->plan->hostname_template : ""), NULL)) < 0)
                 return r;
         if (b->plan->net) {
                 _cleanup_strbuf_ struct strbuf t = STRBUF_INIT;
@@ -1979,6 +1985,22 @@ void plan_spec_vars(const struct inventory *inv, struct spec_vars *ret) {
         };
 }
 
+const struct spec_node *plan_node_row(const struct spec *spec, const struct inventory *inv) {
+        const char *mac = inventory_primary_mac(inv);
+        const char *serial = spec_value_is_placeholder(inv->serial) ? NULL : inv->serial;
+        const struct spec_node *by_serial = NULL, *def = NULL;
+        for (size_t i = 0; i < spec->n_nodes; i++) {
+                const struct spec_node *x = &spec->nodes[i];
+                if (x->by == SPEC_NODE_MAC && mac && strcasecmp(x->key, mac) == 0)
+                        return x;
+                if (x->by == SPEC_NODE_SERIAL && serial && !by_serial && streq(x->key, serial))
+                        by_serial = x;
+                if (x->by == SPEC_NODE_DEFAULT && !def)
+                        def = x;
+        }
+        return by_serial ? by_serial : def;
+}
+
 int plan_build_full(const struct spec *spec, const struct inventory *inv, unsigned flags, struct plan **ret,
                     struct diags *diags) {
         _cleanup_plan_free_ struct plan *p = calloc(1, sizeof *p);
@@ -1992,10 +2014,13 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
         _cleanup_free_ const char **fsdevs = calloc(spec->n_filesystems ? spec->n_filesystems : 1, sizeof *fsdevs);
         int r = fsdevs ? 0 : -ENOMEM;
 
-        if (r >= 0 && spec->hostname && !b.disk_rules_only) {
+        p->node = plan_node_row(spec, inv);
+        p->hostname_template = p->node && p->node->hostname ? p->node->hostname : spec->hostname;
+        struct spec_mark hostname_mark = p->node && p->node->hostname ? p->node->hostname_mark : spec->hostname_mark;
+        if (r >= 0 && p->hostname_template && !b.disk_rules_only) {
                 struct spec_vars vars;
                 plan_spec_vars(inv, &vars);
-                r = spec_expand(spec->hostname, &vars, &p->hostname, &p->hostname_missing);
+                r = spec_expand(p->hostname_template, &vars, &p->hostname, &p->hostname_missing);
                 if (r == -ENODATA || r == -EINVAL) {
                         r = 0;  /* a value the inventory lacks: shown unexpanded */
                         if (p->hostname_missing && streq(p->hostname_missing, "serial") && inv->serial)
@@ -2005,8 +2030,8 @@ int plan_build_full(const struct spec *spec, const struct inventory *inv, unsign
                 }
                 const char *why = p->hostname ? spec_hostname_problem(p->hostname) : NULL;
                 if (r >= 0 && why)
-                        r = invalid(&b, spec->hostname_mark, "hostname '%s' becomes '%s' on this machine, which is not a host name (RFC 1123): it %s",
-                                    spec->hostname, p->hostname, why);
+                        r = invalid(&b, hostname_mark, "hostname '%s' becomes '%s' on this machine, which is not a host name (RFC 1123): it %s",
+                                    p->hostname_template, p->hostname, why);
         }
 
         if (r >= 0 && spec->network.present && !b.disk_rules_only) {
@@ -2121,15 +2146,24 @@ int plan_to_text(const struct plan *p, struct strbuf *out) {
                 r = strbuf_addf(out, "  layout '%s' does not fit: %s\n", p->misses[i].layout, p->misses[i].reason);
         if (r < 0)
                 return r;
-        if (p->hostname && s->hostname && !streq(p->hostname, s->hostname))
-                r = strbuf_addf(out, "hostname: %s (from '%s')\ndisks:\n", p->hostname, s->hostname);
-        else if (p->hostname || !s->hostname)
+        const char *ht = p->hostname_template;
+        if (s->n_nodes && p->node)
+                r = strbuf_addf(out, "node: row '%s' of nodes (line %u%s)\n", p->node->key, p->node->mark.line,
+                                p->node->by == SPEC_NODE_MAC ? ", by the boot MAC" :
+                                p->node->by == SPEC_NODE_SERIAL ? ", by the serial" : ": no row for this machine's MAC or serial");
+        else if (s->n_nodes)
+                r = strbuf_adds(out, "node: no row of nodes for this machine's MAC or serial, and no default row: the spec's values\n");
+        if (r < 0)
+                return r;
+        if (p->hostname && ht && !streq(p->hostname, ht))
+                r = strbuf_addf(out, "hostname: %s (from '%s')\ndisks:\n", p->hostname, ht);
+        else if (p->hostname || !ht)
                 r = strbuf_addf(out, "hostname: %s\ndisks:\n", p->hostname ? p->hostname : "");
         else if (p->hostname_placeholder)
                 r = strbuf_addf(out, "hostname: '%s' (not expanded: the inventory's %s '%s' is a placeholder)\ndisks:\n",
-                                s->hostname, p->hostname_missing, p->hostname_placeholder);
+                                ht, p->hostname_missing, p->hostname_placeholder);
         else
-                r = strbuf_addf(out, "hostname: '%s' (not expanded: the inventory has no %s)\ndisks:\n", s->hostname,
+                r = strbuf_addf(out, "hostname: '%s' (not expanded: the inventory has no %s)\ndisks:\n", ht,
                                 p->hostname_missing ? p->hostname_missing : "value for it");
         for (size_t i = 0; r >= 0 && i < p->inv->n_disks; i++) {
                 const struct inv_disk *d = disks[i];
@@ -2413,10 +2447,22 @@ int plan_to_json(const struct plan *p, struct strbuf *out) {
         _cleanup_json_ json_object *root = json_object_new_object();
         int r = 0;
         json_set_str(root, "hostname", p->hostname, &r);
-        json_set_str(root, "hostname_template", s->hostname, &r);
+        json_set_str(root, "hostname_template", p->hostname_template, &r);
         json_set_str(root, "fingerprint", p->fingerprint, &r);
         json_set_str(root, "mode", p->resume ? "resume" : "fresh", &r);
         json_set_str(root, "mode_why", p->mode_why, &r);
+        if (s->n_nodes) {
+                /* which row of nodes applied: by the boot MAC, the serial, the default row, or none */
+                json_object *nj = json_object_new_object();
+                json_set_str(nj, "row", p->node ? p->node->key : NULL, &r);
+                json_set_str(nj, "by", !p->node ? "none" : p->node->by == SPEC_NODE_MAC ? "mac" :
+                                       p->node->by == SPEC_NODE_SERIAL ? "serial" : "default", &r);
+                if (p->node)
+                        json_set(nj, "line", json_object_new_uint64(p->node->mark.line), &r);
+                else
+                        json_set_null(nj, "line", &r);
+                json_set(root, "node", nj, &r);
+        }
         if (s->layout) {
                 json_set_str(root, "layout", s->layout, &r);
                 json_object *mj = json_object_new_array();

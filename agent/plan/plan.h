@@ -197,6 +197,9 @@ struct plan {
                                          * dry run show the template, a real run refuses */
         const char *hostname_placeholder;       /* the inventory's value of it when that is a
                                                  * placeholder (spec_value_is_placeholder) */
+        const char *hostname_template;  /* what hostname was expanded from: the nodes row's
+                                         * hostname, else the spec's (NULL: none) */
+        const struct spec_node *node;   /* the nodes row that applies (plan_node_row()); NULL: none */
         struct plan_disk *disks; size_t n_disks;
         struct plan_step *steps; size_t n_steps;
         struct netconf *net;    /* the spec's network resolved on this machine; NULL without one */
@@ -219,6 +222,11 @@ struct plan {
  * mounted or in-use device) go into diags naming the disk and the reason,
  * and make it return -EPERM. */
 int plan_build(const struct spec *spec, const struct inventory *inv, struct plan **ret, struct diags *diags);
+/* The row of spec->nodes for this machine: the row keyed by the boot NIC's
+ * MAC (inventory_primary_mac(), the one ${mac} names), else the row keyed
+ * by its SMBIOS serial (not a placeholder), else the default row; NULL when
+ * none applies. The one place the rule is. */
+const struct spec_node *plan_node_row(const struct spec *spec, const struct inventory *inv);
 /* PLAN_ALLOW_SIGNATURES: no refusal for signatures on a disk whose rule has no
  * 'wipe: true' (resume.h: only to find out whether they are an interrupted run
  * of this plan; such a plan is never run as it is). */
@@ -233,7 +241,8 @@ struct plan *plan_free(struct plan *p);
 /* A spec with layouts (spec.h): the first layout whose disk rules fit inv,
  * in *ret (without layouts: spec itself), and each earlier layout's reasons
  * in *ret_misses (one per refusal, as plan_miss). None fits: every layout's
- * reasons go into diags as refusals naming the layout, -EPERM. */
+ * reasons go into diags as refusals naming the layout, and into *ret_misses
+ * (the caller frees them, plan_misses_free()), -EPERM. */
 int plan_choose_layout(const struct spec *spec, const struct inventory *inv, const struct spec **ret,
                        struct plan_miss **ret_misses, size_t *ret_n_misses, struct diags *diags);
 void plan_misses_free(struct plan_miss *m, size_t n);

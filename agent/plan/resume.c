@@ -552,6 +552,8 @@ static int plan_build_resume(const struct plan *fresh, bool no_fallback, struct 
         p->inv = fresh->inv;
         p->hostname_missing = fresh->hostname_missing;
         p->hostname_placeholder = fresh->hostname_placeholder;
+        p->hostname_template = fresh->hostname_template;
+        p->node = fresh->node;
         p->resume = true;
         memcpy(p->fingerprint, fresh->fingerprint, sizeof p->fingerprint);
         if (fresh->hostname && !(p->hostname = strdup(fresh->hostname)))
@@ -629,6 +631,8 @@ int plan_decide(const struct spec *spec, const struct inventory *inv, bool force
         size_t n_misses = 0;
         /* a spec with layouts: the first that fits this machine is the spec from here on */
         int r = plan_choose_layout(spec, inv, &spec, &misses, &n_misses, diags);
+        if (r == -EPERM)
+                plan_misses_free(misses, n_misses);
         if (r < 0)
                 return r;
         r = plan_build(spec, inv, &fresh, diags);

@@ -1,4 +1,5 @@
 #include "enlist.h"
+#include "json.h"
 #include "log.h"
 #include "strbuf.h"
 #include "webhook.h"
@@ -46,6 +47,31 @@ static int random_uuid(char buf[static 37]) {
         return 0;
 }
 
+/* The inventory's JSON in body, with "enlist": why, the spec and every
+ * layout's reason, printed as inventory_to_json() prints. */
+static int add_reasons(const struct enlist_target *t, struct strbuf *body) {
+        _cleanup_json_ json_object *root = json_tokener_parse(strbuf_str(body));
+        if (!root)
+                return -EINVAL;
+        int r = 0;
+        json_object *e = json_object_new_object(), *list = json_object_new_array();
+        json_set_str(e, "why", t->why, &r);
+        json_set_str(e, "spec", t->spec, &r);
+        for (size_t i = 0; i < t->n_reasons; i++) {
+                json_object *x = json_object_new_object();
+                json_set_str(x, "layout", t->reasons[i].layout, &r);
+                json_set_str(x, "rule", t->reasons[i].rule, &r);
+                json_set_str(x, "reason", t->reasons[i].reason, &r);
+                json_append(list, x, &r);
+        }
+        json_set(e, "layouts_not_fitting", list, &r);
+        json_set(root, "enlist", e, &r);
+        if (r < 0)
+                return r;
+        strbuf_release(body);
+        return json_print(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED, true, body);
+}
+
 int enlist_post(const struct inventory *inv, const struct enlist_target *t, char **ret_body, struct strbuf *err) {
         static const struct delivery_policy def = {
                 .connect_timeout_ms = 5000, .request_timeout_ms = 20000, .total_ms = ENLIST_DEFAULT_TIMEOUT_SEC * 1000u,
@@ -61,6 +87,8 @@ int enlist_post(const struct inventory *inv, const struct enlist_target *t, char
         if (!node)
                 return -ENODATA;
         r = inventory_to_json(inv, &body);
+        if (r >= 0 && t->why)
+                r = add_reasons(t, &body);
         if (r < 0)
                 return r;
         r = random_uuid(run_id);

@@ -5,7 +5,9 @@
  *
  * The body of the one POST is the inventory exactly as `kiln inventory
  * --json` prints it (inventory_to_json), so the file the controller keeps
- * is what `kiln plan SPEC --inventory FILE` reads. It is signed as the
+ * is what `kiln plan SPEC --inventory FILE` reads. A machine whose spec's
+ * layouts it fits none of adds the reasons under "enlist" (which the
+ * inventory loader skips), so the operator sees why with what. It is signed as the
  * webhook's bodies are (webhook.h): X-Kiln-Signature: sha256=<HMAC-SHA256
  * of the body under the enlist key>, X-Kiln-Event: enlist, X-Kiln-Node-Id
  * (machine UUID, else the boot MAC), X-Kiln-Run-Id (this boot) and
@@ -32,11 +34,26 @@ int enlist_load_key(const char *path, char **ret_key);
  * else the boot MAC (as the run report's node.id); NULL if neither. */
 const char *enlist_node_id(const struct inventory *inv);
 
+/* Why a machine that had a spec fit none of its layouts: one layout's
+ * reason (plan_miss's, as the plan's JSON has it in layouts_not_fitting). */
+struct enlist_reason {
+        const char *layout;
+        const char *rule;                       /* the disk rule, or NULL */
+        const char *reason;
+};
+
 struct enlist_target {
         const char *url;
         const char *key;                        /* SECRET */
         const char *ca_file;                    /* extra CA; NULL = none */
         const struct delivery_policy *policy;   /* NULL = the default, ENLIST_DEFAULT_TIMEOUT_SEC in all */
+        /* a spec was fetched, and this machine fits none of its layouts: the
+         * body gains "enlist": {"why", "spec", "layouts_not_fitting": [...]}
+         * beside the inventory's keys (inventory_load() skips it). NULL why:
+         * the inventory alone */
+        const char *why;
+        const char *spec;                       /* the spec's URL as shown (url_display()) */
+        const struct enlist_reason *reasons; size_t n_reasons;
 };
 
 /* Posts the inventory. 0 when the controller took it (2xx); *ret_body (may

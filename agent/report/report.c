@@ -269,6 +269,8 @@ static void emit(struct report *r, const char *kind, json_object *stage) {
         jset_str(ev, "hostname", report_node_field(r, "hostname"));
         if (report_node_field(r, "layout"))     /* a spec with layouts: the one installed */
                 jset_str(ev, "layout", report_node_field(r, "layout"));
+        if (report_node_field(r, "nodes_row"))  /* a spec with nodes: the row that applied */
+                jset_str(ev, "nodes_row", report_node_field(r, "nodes_row"));
         json_add(ev, "seq", json_object_new_int((int32_t) r->seq));
         jset_time(ev, "time", realtime_usec());
         r->hook(r, kind, ev, r->hook_userdata);

@@ -112,11 +112,11 @@ const char *spec_reinstall_problem(const char *t) {
         return NULL;
 }
 
-static void check_hostname(struct ctx *c, const struct ynode *v, const char *h) {
+void spec_check_hostname(struct ctx *c, const struct ynode *v, const char *field, const char *h) {
         char t[QUOTE_MAX + 4];
         if (strstr(h, "${mac}")) {
-                emitn(c, v, "'hostname' uses ${mac}, whose ':' cannot be in a host name; "
-                      "write ${mac:hexhyp} (b0-26-28-4f-8a-10) or ${mac:hexraw} (b026284f8a10)");
+                emitn(c, v, "%s uses ${mac}, whose ':' cannot be in a host name; "
+                      "write ${mac:hexhyp} (b0-26-28-4f-8a-10) or ${mac:hexraw} (b026284f8a10)", field);
                 return;
         }
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
@@ -137,7 +137,7 @@ static void check_hostname(struct ctx *c, const struct ynode *v, const char *h) 
         }
         const char *why = spec_hostname_problem(strbuf_str(&sb));
         if (why)
-                emitn(c, v, "'hostname' must be a host name (RFC 1123), but '%s' %s", spec_quote(h, t), why);
+                emitn(c, v, "%s must be a host name (RFC 1123), but '%s' %s", field, spec_quote(h, t), why);
 }
 
 /* Values cheap boards and some hypervisors put in SMBIOS instead of a real
@@ -456,7 +456,7 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
         static const char *const keys[] = {
                 "version", "hostname", "ca", "disks", "partitions", "raid", "luks", "lvm", "volumes",
                 "filesystems", "image", "boot", "bench", "register", "network", "finish", "reinstall",
-                "device_timeout", "layouts", NULL,
+                "device_timeout", "layouts", "nodes", NULL,
         };
         struct spec *s = c->s;
         struct loc l = { NULL, "" };
@@ -478,7 +478,7 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
         if (spec_get_str(c, &l, "hostname", v, &s->hostname) > 0) {
                 s->hostname_mark = (struct spec_mark) { v->line, v->col };
                 if (spec_check_vars(c, &l, "hostname", v, s->hostname))
-                        check_hostname(c, v, s->hostname);
+                        spec_check_hostname(c, v, "'hostname'", s->hostname);
         }
         (void) spec_get_str(c, &l, "ca", spec_map_get(root, "ca"), &s->ca);
         v = spec_map_get(root, "reinstall");
@@ -516,6 +516,9 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
         v = spec_map_get(root, "network");
         if (spec_want_map(c, &l, "network", v) > 0)
                 spec_parse_network(c, v);
+        v = spec_map_get(root, "nodes");
+        if (v)
+                spec_parse_nodes(c, v);
         v = spec_map_get(root, "finish");
         int e;
         if (spec_get_enum(c, &l, "finish", v, finish_names, &e) > 0) {
@@ -792,6 +795,7 @@ struct spec *spec_free(struct spec *s) {
         spec_free_bench(s);
         spec_free_register(s);
         spec_free_network(&s->network);
+        spec_free_nodes(s);
         free(s->file); free(s->hostname); free(s->ca); free(s->reinstall); free(s->layout);
         for (size_t i = 0; i < s->n_layouts; i++)
                 if (s->layouts[i] != s)

@@ -380,6 +380,33 @@ struct spec_network {
         struct spec_bond *bonds;     size_t n_bonds;
 };
 
+/* nodes: per-node values in the rack's one spec (docs/spec.md "Per-node
+ * values: nodes"), a row per machine, keyed by the boot NIC's MAC or the
+ * SMBIOS serial, and a default row for the machines not in the table. A
+ * row's hostname stands for the spec's hostname, its address (and gateway)
+ * for the address of one bridge of network. plan_node_row() picks the row. */
+enum spec_node_by {
+        SPEC_NODE_MAC = 0,      /* key: a MAC, lower case with colons */
+        SPEC_NODE_SERIAL,       /* key: an SMBIOS serial, as the inventory reports it */
+        SPEC_NODE_DEFAULT,      /* key: "default" */
+};
+
+struct spec_node {
+        char *key;              /* the MAC (lower case), the serial, or "default" */
+        enum spec_node_by by;
+        struct spec_mark mark;  /* the key's */
+        char *hostname;         /* may hold ${...}; NULL: the spec's hostname */
+        struct spec_mark hostname_mark;
+        char *address;          /* "ADDR/PREFIX", may hold ${...}; NULL: the bridge's own */
+        struct spec_mark address_mark;
+        char *gateway;          /* only with address; NULL: the bridge's own */
+        struct spec_mark gateway_mark;
+        char *bridge;           /* the bridge address goes to; NULL: the first of network.bridges */
+        struct spec_mark bridge_mark;
+};
+
+#define SPEC_NODE_DEFAULT_KEY "default"
+
 enum spec_finish {
         SPEC_FINISH_NONE = 0,
         SPEC_FINISH_REBOOT,
@@ -408,6 +435,8 @@ struct spec {
         struct spec_cloudstack cloudstack;
         struct spec_webhook webhook;
         struct spec_network network;
+        struct spec_node *nodes; size_t n_nodes;        /* nodes: in file order; n_nodes 0: none */
+        struct spec_mark nodes_mark;
         enum spec_finish finish;
         struct spec_mark finish_mark;
         unsigned device_timeout;        /* seconds; SPEC_DEVICE_TIMEOUT_S unless the spec says (always set) */
@@ -527,6 +556,9 @@ int spec_disks_below(const struct spec *s, const char *id, char ***ret);
 int spec_boot_disks(const struct spec *s, char ***ret);
 /* The first luks below object id (the device /boot sits on), or NULL. */
 const struct spec_luks *spec_luks_below(const struct spec *s, const char *id);
+/* The bridge of network.bridges a nodes row's address goes to: the row's
+ * bridge, else the first bridge; NULL when there is none. */
+const struct spec_bridge *spec_node_bridge(const struct spec *s, const struct spec_node *row);
 /* The bond of network.bonds named name, or NULL. */
 const struct spec_bond *spec_network_bond(const struct spec *s, const char *name);
 /* Why s is not an IP address (with_prefix: "ADDR/PREFIX"), or NULL when it is one. */

@@ -240,3 +240,16 @@ void spec_free_register(struct spec *s);
 /* spec_network.c */
 void spec_parse_network(struct ctx *c, const struct ynode *m);
 void spec_free_network(struct spec_network *n);
+/* An address field: its ${...} checked, its syntax too when it has none. */
+void spec_check_ip(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *s,
+                   bool with_prefix);
+/* Do a and b ("ADDR" or "ADDR/PREFIX", without ${...}) name the same address, whatever the prefix? */
+bool spec_ip_same(const char *a, const char *b);
+
+/* spec_nodes.c: the per-node table (after network: a row names a bridge) */
+void spec_parse_nodes(struct ctx *c, const struct ynode *m);
+void spec_free_nodes(struct spec *s);
+
+/* The hostname checks (RFC 1123 with every variable standing for one
+ * letter, no ${mac}); field names it in messages ("'hostname'"). */
+void spec_check_hostname(struct ctx *c, const struct ynode *v, const char *field, const char *h);

@@ -53,6 +53,13 @@ static size_t ip_parse(const char *s, unsigned char bin[static 16], unsigned *pf
         return len;
 }
 
+bool spec_ip_same(const char *a, const char *b) {
+        unsigned char x[16], y[16];
+        unsigned px, py;
+        size_t n = ip_parse(a, x, &px);
+        return n && n == ip_parse(b, y, &py) && memcmp(x, y, n) == 0;
+}
+
 /* Bit i (0 = the highest) of bin. */
 static unsigned ip_bit(const unsigned char *bin, unsigned i) {
         return (bin[i / 8] >> (7 - i % 8)) & 1;
@@ -118,8 +125,8 @@ const char *spec_gateway_problem(const char *address, const char *gateway, char 
 
 /* An address field: its ${...} are checked here, its syntax too when it has
  * none (the plan checks the expanded value again). */
-static void check_ip(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *s,
-                     bool with_prefix) {
+void spec_check_ip(struct ctx *c, const struct loc *l, const char *key, const struct ynode *v, const char *s,
+                   bool with_prefix) {
         char f[256], t[QUOTE_MAX + 4];
         if (!spec_check_vars(c, l, key, v, s) || strstr(s, "${"))
                 return;
@@ -260,14 +267,14 @@ static void parse_bridge(struct ctx *c, const struct ynode *m, size_t idx, struc
         v = spec_map_get(m, "address");
         if (spec_get_str(c, &l, "address", v, &x->address) > 0) {
                 x->address_mark = (struct spec_mark) { v->line, v->col };
-                check_ip(c, &l, "address", v, x->address, true);
+                spec_check_ip(c, &l, "address", v, x->address, true);
         }
         if (x->dhcp && v)       /* neither: a bridge without an address of the host (guest traffic) */
                 emitn(c, spec_map_key(m, "address"), "%s has both 'dhcp: true' and 'address'; give one", where);
         v = spec_map_get(m, "gateway");
         if (spec_get_str(c, &l, "gateway", v, &x->gateway) > 0) {
                 x->gateway_mark = (struct spec_mark) { v->line, v->col };
-                check_ip(c, &l, "gateway", v, x->gateway, false);
+                spec_check_ip(c, &l, "gateway", v, x->gateway, false);
                 if (!x->address)
                         emitn(c, spec_map_key(m, "gateway"), "%s has 'gateway' without 'address'%s", where,
                               x->dhcp ? " (DHCP gives the gateway)" : "");
@@ -283,7 +290,7 @@ static void parse_bridge(struct ctx *c, const struct ynode *m, size_t idx, struc
         if (spec_get_strv(c, &l, "dns", v, true, &x->dns, NULL) > 0) {
                 x->dns_mark = (struct spec_mark) { v->line, v->col };
                 for (size_t i = 0; x->dns[i]; i++)
-                        check_ip(c, &l, "dns", v->kind == YNODE_SEQ ? v->items[i] : v, x->dns[i], false);
+                        spec_check_ip(c, &l, "dns", v->kind == YNODE_SEQ ? v->items[i] : v, x->dns[i], false);
         }
 }
 

@@ -2,7 +2,9 @@
 """Checks and figures of one tests/fleet/fleet.sh run (see there).
 
 Reads LOGS/nodes.txt (index rc start end blob-sha complete), identities.txt
-(index mac serial ip), nginx-access.log (fleet format: msec status method
+(index mac serial ip), expect.txt (index box layout, "-": it must enlist) and
+outcomes.txt (index layout-in-its-report reasons-it-enlisted-with, -1: did not
+enlist; both absent in logs kept from before the mix), nginx-access.log (fleet format: msec status method
 uri body_bytes range connection connection_requests), proxy.log and
 controller.json (controller.py --dump). Prints the figures, writes them to
 --summary as JSON, exits 1 when an assertion fails.
@@ -18,6 +20,11 @@ retries: a retry is any request of a node for its spec or its image after
   the nodes retrying in one second are at most Binomial(N, p); the bound is
   the least k with P(X >= k) <= 1e-5, minus one. W = 16 s: 7 for N = 16,
   19 for N = 100.
+
+the mix (issue 27 item 4): every node's report names the layout expect.txt
+  gives its box; a box with "-" enlisted (once, at the controller) with a
+  reason per layout, and has no report, image or host; every other node
+  registered exactly once.
 
 the two bounds of issue 27 (item 6), each with its limit as an option:
   peak: the most nodes retrying in one second, under --peak-share x N
@@ -113,11 +120,47 @@ def main():
             i, rc, st, en, blob, comp = line.split()
             nodes[int(i)] = {"rc": int(rc), "start": float(st), "end": float(en), "blob": blob, "complete": comp}
 
+    # --- the mix: which box each node is, the layout it must get
+    expect, outcome = {}, {}
+    if (logs / "expect.txt").exists():
+        for line in (logs / "expect.txt").read_text().split("\n"):
+            if line.strip():
+                i, box, want = line.split()
+                expect[int(i)] = {"box": box, "layout": want}
+        for line in (logs / "outcomes.txt").read_text().split("\n"):
+            if line.strip():
+                f = line.split() + ["none", "none"]
+                outcome[int(f[0])] = {"layout": f[1], "reasons": int(f[2]), "row": f[3], "hostname": f[4]}
+    enlist = {i for i, e in expect.items() if e["layout"] == "-"}
+    fit = [i for i in ident if i not in enlist]
+
     # --- every node: exit 0, image verified and complete
     bad = [i for i, n in nodes.items() if n["rc"] != 0]
     check(not bad, "every node exited 0 (failed: %s)" % (bad[:10] or "none"))
-    bad = [i for i, n in nodes.items() if n["blob"] != a.blob_sha or n["complete"] != "complete"]
-    check(not bad, "every image verified and complete in its target (bad: %s)" % (bad[:10] or "none"))
+    bad = [i for i, n in nodes.items() if i not in enlist and (n["blob"] != a.blob_sha or n["complete"] != "complete")]
+    check(not bad, "every fitting node's image verified and complete in its target (bad: %s)" % (bad[:10] or "none"))
+    if expect:
+        n_layouts = max(o["reasons"] for o in outcome.values())
+        bad = ["%d (%s: %s, expected %s)" % (i, e["box"], outcome.get(i, {}).get("layout"), e["layout"])
+               for i, e in sorted(expect.items()) if i not in enlist and outcome.get(i, {}).get("layout") != e["layout"]]
+        check(not bad, "every fitting node installed the layout its box must get (wrong: %s)" % (bad[:10] or "none"))
+        bad = ["%d (%s)" % (i, expect[i]["box"]) for i in sorted(enlist)
+               if outcome.get(i, {}).get("reasons", -1) < 1 or outcome[i]["layout"] != "none" or nodes[i]["blob"] != "none"]
+        check(not bad and n_layouts >= 1, "every box that fits no layout enlisted with its reasons (%d a box), "
+              "and has no report or image (wrong: %s)" % (n_layouts, bad[:10] or "none"))
+        bad = [i for i in fit if outcome.get(i, {}).get("reasons", -1) != -1]
+        check(not bad, "no fitting node enlisted (enlisted: %s)" % (bad[:10] or "none"))
+        # the rack spec's nodes table: node 1 by its MAC, node 2 by its serial, the others the default row
+        def row_of(i):
+            if i == 1:
+                return ident[1]["mac"], "rack-n1"
+            if i == 2:
+                return ident[2]["serial"], "rack-n2"
+            return "default", "spare-" + ident[i]["mac"].replace(":", "")
+        bad = ["%d (%s %s, expected %s %s)" % ((i, outcome[i]["row"], outcome[i]["hostname"]) + row_of(i))
+               for i in fit if (outcome[i]["row"], outcome[i]["hostname"]) != row_of(i)]
+        check(not bad, "every fitting node's report names its nodes row and its host name from it (wrong: %s)" % (
+            bad[:10] or "none"))
 
     # --- registered exactly once
     cj = logs / "controller.json"
@@ -127,20 +170,34 @@ def main():
         ctl = {"hosts": [], "requests": [], "reports": [], "events": [], "_missing": True}
     check_ctl = check if not ctl.get("_missing") else (lambda ok, what: print("skip " + what))
     hosts = collections.Counter(h["ipaddress"] for h in ctl.get("hosts", []))
-    bad = [i for i, v in ident.items() if hosts.get(v["ip"], 0) != 1]
-    check_ctl(not bad and len(ctl.get("hosts", [])) == N + 1,
-          "every node registered exactly once: %d hosts for %d nodes (wrong: %s)" % (
-              len(ctl.get("hosts", [])), N + 1, bad[:10] or "none"))
+    bad = [i for i in fit if hosts.get(ident[i]["ip"], 0) != 1]
+    check_ctl(not bad and len(ctl.get("hosts", [])) == len(fit),
+          "every fitting node registered exactly once: %d hosts for %d nodes (wrong: %s)" % (
+              len(ctl.get("hosts", [])), len(fit), bad[:10] or "none"))
+    uuid = lambda i: "6b1f2c3d-4e5f-4a6b-8c7d-%012x" % i
+    enlisted = {e.get("node_id"): e.get("posts") for e in ctl.get("enlisted", [])}
+    check_ctl(set(enlisted) == {uuid(i) for i in enlist} and all(v == 1 for v in enlisted.values()),
+              "the controller holds each box that fits no layout, enlisted once, and no other: %d of %d (%s)" % (
+                  len(enlisted), len(enlist), sorted(enlisted.values()) if enlisted else "none"))
     reqs = ctl.get("requests", [])
     adds = collections.Counter()
     for r in reqs:
         if r.get("command") == "addHost" and r.get("status") == 200:
             adds[r.get("ipaddress") or r.get("detail") or "?"] += 1
     n_add = sum(1 for r in reqs if r.get("command") == "addHost")
-    check_ctl(n_add == N + 1, "addHost sent once per node: %d calls for %d nodes" % (n_add, N + 1))
+    check_ctl(n_add == len(fit), "addHost sent once per fitting node: %d calls for %d nodes" % (n_add, len(fit)))
     reports = collections.Counter(r.get("node_id") for r in ctl.get("reports", []))
-    bad = [i for i, v in ident.items() if reports.get(v["mac"], 0) + reports.get("6b1f2c3d-4e5f-4a6b-8c7d-%012x" % i, 0) != 1]
-    check_ctl(not bad, "every node's final report arrived once (wrong: %s)" % (bad[:10] or "none"))
+    bad = [i for i, v in ident.items() if reports.get(v["mac"], 0) + reports.get(uuid(i), 0) != (0 if i in enlist else 1)]
+    check_ctl(not bad, "every fitting node's final report arrived once, none of an enlisted one (wrong: %s)" % (
+        bad[:10] or "none"))
+    if expect:
+        evs_row = collections.Counter()
+        for e in ctl.get("events", []):
+            body = e.get("body") if isinstance(e.get("body"), dict) else {}
+            if body.get("type") and body.get("node_id"):
+                evs_row[body.get("nodes_row") is not None] += 1
+        check_ctl(evs_row[True] > 0 and evs_row[False] == 0,
+                  "every webhook event names the nodes row (%d events, %d without)" % (sum(evs_row.values()), evs_row[False]))
 
     # --- nginx: bytes, statuses, retries, connections
     t0 = a.fleet_start
@@ -175,6 +232,11 @@ def main():
     check(img_bytes <= N * size + resumed_bytes,
           "image bytes served %d <= N x size %d + resumed ranges %d" % (img_bytes, N * size, resumed_bytes))
     check(not restarted, "no node downloaded its image from zero twice (restarted: %s)" % (restarted[:10] or "none"))
+    # the rack spec's one image url holds ${mac}: each node fetched it under its own MAC, an enlisted one never
+    fetched = {h["node"] for h in img}
+    bad = [i for i in fit if i > 0 and i not in fetched] + [i for i in enlist if i in fetched]
+    check(not bad, "every fitting node fetched the image by its own url (${mac} expanded), no enlisted one (wrong: %s)" % (
+        bad[:10] or "none"))
     proxy_cuts = sum(1 for l in (logs / "proxy.log").read_text().split("\n") if "action=cut" in l)
     n_206 = sum(1 for h in img if h["status"] == 206)
     st = collections.Counter("%s %d" % (h["kind"], h["status"]) for h in fleet_hits)
@@ -256,6 +318,9 @@ def main():
         "controller_requests_per_connection": round(ctl_front / max(1, len(ctl_conns)), 2), "controller_requests_per_node": round(per_node, 2),
         "controller_commands": dict(cmds), "controller_peak_per_second": peak_ctl,
         "controller_bound": ctl_bound,
+        "mix": {e["box"]: e["layout"] for e in expect.values()},
+        "layouts_installed": dict(collections.Counter(o["layout"] for i, o in outcome.items() if i not in enlist)),
+        "enlisted": len(enlist), "enlisted_at_controller": len(enlisted),
         "failures": failures,
     }
     Path(a.summary).write_text(json.dumps(summary, indent=1))

@@ -7,6 +7,8 @@
 # gives the plan of the recorded inventory. Negative cases: a wrong key (401,
 # nothing kept), no key file, an unreachable controller (bounded by
 # kiln.enlist.timeout), a 404 without kiln.enlist= (exit 8 as before).
+# A machine that fits none of the rack spec's layouts enlists with every
+# layout's reason beside its inventory; one that fits plans as before.
 set -euo pipefail
 : "${KILN:?}" "${SRC:?}"
 . "$SRC/tests/lib/http.sh"
@@ -97,6 +99,46 @@ expect_err "invalid kernel command line option 'kiln.enlist.timeout=0'"
 boot 8 "kiln.spec=$SPEC_URL"
 expect_err "failed to fetch spec"
 [[ $(controller_sql "SELECT count(*) FROM requests WHERE path = '/kiln/enlist'") == 3 ]] || fail "posted without kiln.enlist="
+
+# 8. the rack spec (templates/rack.yaml, served for every MAC) and a machine
+# that fits none of its layouts (one 1 GiB disk): the refusals are said as
+# kiln plan says them, and the machine enlists with every layout's reason
+# beside its inventory, finishes with poweroff and writes nothing; the file
+# the controller keeps still plans (and refuses the same way)
+jq '.disks = [.disks[] | select(.size < 2147483648)]' "$INV" >"$T/small.json"
+cp "$SRC/templates/rack.yaml" "$T/www/specs/52:54:00:12:34:56.yaml"
+rm -f "$T/run/finish" "$T/run/enlist.json"
+posts=$(controller_sql "SELECT posts FROM enlisted WHERE node_id = '$NODE'")
+echo "kiln.spec=$SPEC_URL kiln.enlist=$CTL/kiln/enlist" >"$T/cmdline"
+run_kiln 0 boot --cmdline "$T/cmdline" --inventory "$T/small.json" --no-finish
+expect_err "this machine fits none of its 4 layouts: enlisting with the reasons"
+expect_err "enlisting '$NODE' at '$CTL/kiln/enlist' (it fits none of the spec's layouts)"
+[[ $(cat "$T/run/finish") == poweroff ]] || fail "no fit: finish is '$(cat "$T/run/finish")', expected poweroff"
+[[ -z $(ls -A "$T/target") ]] || fail "no fit: the target got files: $(ls -A "$T/target")"
+[[ $(controller_sql "SELECT posts FROM enlisted WHERE node_id = '$NODE'") == $((posts + 1)) ]] || fail "no fit: not enlisted"
+curl -sf "$CTL/kiln/enlisted/$NODE" -o "$T/nofit.json"
+cmp "$T/nofit.json" "$T/run/enlist.json" || fail "no fit: the controller keeps another body than the one posted"
+rc=0; "$KILN" plan "$SRC/templates/rack.yaml" --inventory "$T/small.json" >/dev/null 2>"$T/plan.err" || rc=$?
+[[ $rc == 3 ]] || fail "kiln plan of rack on the small inventory exits $rc, expected 3"
+# the reasons that reached the receiver are the plan's, layout by layout, in order
+grep -oE "layout '[^']+' does not fit: .*" "$T/plan.err" >"$T/plan.reasons"
+[[ $(wc -l <"$T/plan.reasons") == 4 ]] || fail "kiln plan gave $(wc -l <"$T/plan.reasons") reasons, expected 4"
+jq -r '.enlist.layouts_not_fitting[] | "layout \u0027\(.layout)\u0027 does not fit: \(.reason)"' "$T/nofit.json" >"$T/got.reasons"
+diff "$T/plan.reasons" "$T/got.reasons" || fail "the enlisted reasons are not the plan's"
+grep -qF "below min_size" "$T/got.reasons" || fail "the reasons do not say what matched: $(cat "$T/got.reasons")"
+jq -e --arg spec "http://127.0.0.1:$HTTP_PORT/specs/52:54:00:12:34:56.yaml" \
+  '.enlist.why == "this machine fits none of the spec'"'"'s layouts" and .enlist.spec == $spec and
+   ([.enlist.layouts_not_fitting[].layout] == ["raid10-4hdd", "raid10-4ssd", "mirror-2ssd", "single"]) and
+   ([.enlist.layouts_not_fitting[].rule] == ["d", "d", "d", "sys"]) and (.disks | length) == 1' "$T/nofit.json" >/dev/null \
+  || fail "no fit: the enlisted body lacks why, the spec or the layouts: $(jq -c .enlist "$T/nofit.json")"
+rc=0; "$KILN" plan "$SRC/templates/rack.yaml" --inventory "$T/nofit.json" >/dev/null 2>"$T/plan2.err" || rc=$?
+[[ $rc == 3 ]] || fail "the enlisted file does not plan: exit $rc: $(cat "$T/plan2.err")"
+# a machine that fits a layout of the same spec is not enlisted: it plans (dry run)
+echo "kiln.spec=$SPEC_URL kiln.enlist=$CTL/kiln/enlist" >"$T/cmdline"
+run_kiln 0 boot --cmdline "$T/cmdline" --inventory "$INV" --dry-run
+grep -q "would enlist" "$T/stdout" && fail "a machine that fits a layout enlisted: $(cat "$T/stdout")"
+[[ $(controller_sql "SELECT posts FROM enlisted WHERE node_id = '$NODE'") == $((posts + 1)) ]] || fail "a fitting machine posted"
+grep -q "20 step(s)" "$T/stdout" || fail "the fitting machine made no plan: $(head -3 "$T/stdout")"
 
 # the key never shows
 grep -rqF -- "$KEY" "$T/err" "$T/stdout" "$T/run" "$T/ctl/controller.log" && fail "the enlist key appears in output"

@@ -3,7 +3,10 @@
 # "A rack at once"): 16 nodes at once against nginx pushing back (2 specs a
 # second plus a burst of 2, 4 image downloads at a time at 256 KiB/s, 503
 # beyond), 3 image downloads cut half way, and the stand-in controller.
-# Asserts every node registered exactly once, every image verified, the
+# The nodes are the mix of fleet.sh (MIX: recorded and generated boxes
+# against one rack spec, 20% of them fitting no layout). Asserts every node
+# got the layout its box must get, every box that fits none enlisted with its
+# reasons, every fitting node registered exactly once, every image verified, the
 # image bytes nginx served, the retries' spread and the controller's peak
 # rate against the bounds derived from agent/net/backoff.h, and issue 27's
 # two bounds in the form 16 nodes can hold them (the 100-node run holds

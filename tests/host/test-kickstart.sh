@@ -39,6 +39,38 @@ nginx_copy "$T/bad.conf" "$T/bad-nginx.conf"
 out=$(nginx -t -q -c "$T/bad-nginx.conf" -e "$T/error.log" 2>&1) && rc=0 || rc=$?
 check "nginx -t refuses a broken copy (rc=$rc)" bash -c '(( $1 != 0 )) && grep -q "emerg" <<<"$2"' _ "$rc" "$out"
 
+# --- the example serves: a MAC's own spec, else the rack spec, else 404 --------
+# The example as shipped, run for real on 127.0.0.1 (listen, root, user and
+# temp paths moved into the temp dir); what boot.ipxe asks for,
+# specs/<mac>.yaml, is answered with the node's file when it has one, else
+# with specs/rack.yaml, and 404 once there is no rack spec either.
+source "$SRC/tests/lib/port.sh"
+port=$(free_port)
+mkdir -p "$T/www/kiln/specs" "$T/tmp"
+nginx_copy "$K/nginx.conf" "$T/serve.conf"
+sed -i -e "s|^user www-data;|user root;|" -e "s|listen 80; |listen 127.0.0.1:$port; |" -e "s|root /srv/kiln/www;|root $T/www;|" \
+  -e "s|^http {|http {\n    client_body_temp_path $T/tmp; proxy_temp_path $T/tmp; fastcgi_temp_path $T/tmp;\n    uwsgi_temp_path $T/tmp; scgi_temp_path $T/tmp;|" "$T/serve.conf"
+check "the served copy listens on 127.0.0.1 and serves the temp dir" bash -c 'grep -q "listen 127.0.0.1:$2;" "$1" && grep -q "root $3/www;" "$1"' _ "$T/serve.conf" "$port" "$T"
+printf 'version: 1\n# the own spec of 52:54:00:12:34:56\n' >"$T/www/kiln/specs/52:54:00:12:34:56.yaml"
+cp "$SRC/templates/rack.yaml" "$T/www/kiln/specs/rack.yaml"
+nginx -e "$T/error.log" -c "$T/serve.conf" -p "$T" -g 'daemon off;' &
+nginx_pid=$!
+cleanup_pid "$nginx_pid"
+if wait_listen "$port" "$nginx_pid"; then
+  base=http://127.0.0.1:$port/kiln/specs
+  check "a MAC with a file of its own gets that file" bash -c 'curl -fsS "$1/52:54:00:12:34:56.yaml" | cmp -s - "$2"' _ "$base" "$T/www/kiln/specs/52:54:00:12:34:56.yaml"
+  check "a MAC without one gets the rack spec" bash -c 'curl -fsS "$1/52:54:00:00:00:99.yaml" | cmp -s - "$2"' _ "$base" "$SRC/templates/rack.yaml"
+  check "the rack spec is served with 'Cache-Control: no-store' (it may change between boots)" \
+    bash -c 'curl -fsS -D - -o /dev/null "$1/52:54:00:00:00:98.yaml" | tr -d "\r" | grep -qix "cache-control: no-store"' _ "$base"
+  rm "$T/www/kiln/specs/rack.yaml"
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$base/52:54:00:00:00:99.yaml")
+  check "without a rack spec such a MAC gets 404, the answer kiln enlists on (got $code)" test "$code" = 404
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$base/52:54:00:12:34:56.yaml")
+  check "and the node with its own file still gets it (got $code)" test "$code" = 200
+else
+  not_ok "the example nginx.conf did not start on 127.0.0.1:$port: $(cat "$T/error.log")"
+fi
+
 # --- iPXE and /init agree on the NIC ------------------------------------------
 check "boot.ipxe never names net0 (it uses netX, the NIC it booted from)" bash -c '! grep -v "^#" "$1" | grep -q "net0"' _ "$K/boot.ipxe"
 check "boot.ipxe passes BOOTIF from that NIC's MAC" grep -q 'BOOTIF=01-${netX/mac:hexhyp}' "$K/boot.ipxe"

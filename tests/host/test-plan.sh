@@ -218,6 +218,34 @@ jq -e '[.disks[] | select(.selected) | "\(.path) \(.rule) \(.match)"] == ["/dev/
         "$T/mf.json" >/dev/null || { not_ok "match-fallback --json: wrong alternatives:"; jq -c '.disks' "$T/mf.json"; }
 jq -e 'all(.disks[]; has("match") | not)' tests/expected/junk-box.json >/dev/null || not_ok "a rule without alternatives has 'match' in JSON"
 
+# --- nodes: the row that applies, by the boot MAC, the serial, or the default --
+# tests/plan/nodes-row.yaml is planned above for single-disk (its MAC's row);
+# here the same spec for raid1-boot (its serial's row) and junk-box (no row:
+# the default row). The text is kept; the JSON names the row.
+for pair in "raid1-boot CZ20340ABC serial" "junk-box default default" "single-disk b0:26:28:4f:8a:10 mac"; do
+        read -r inv row by <<<"$pair"
+        out=tests/expected/nodes-row.$inv.plan
+        [[ $inv == single-disk ]] && out=tests/expected/nodes-row.plan
+        "$KILN" plan tests/plan/nodes-row.yaml --inventory "tests/inventories/$inv.json" >"$T/nr.plan" 2>"$T/nr.err" \
+                || { not_ok "nodes-row on $inv failed:"; cat "$T/nr.err"; continue; }
+        same "$out" "$T/nr.plan" "nodes-row on $inv"
+        "$KILN" plan tests/plan/nodes-row.yaml --inventory "tests/inventories/$inv.json" --json >"$T/nr.json" 2>/dev/null
+        jq -e --arg row "$row" --arg by "$by" '.node.row == $row and .node.by == $by and (.node.line | type) == "number"' \
+                "$T/nr.json" >/dev/null || { not_ok "nodes-row on $inv: JSON names another row:"; jq -c .node "$T/nr.json"; }
+        checked=$((checked + 1))
+done
+# a spec with nodes and no row for this machine and no default: the spec's own values
+jq '.nics[0].mac = "02:00:00:00:00:01" | .serial = "NOT-IN-THE-TABLE"' tests/inventories/single-disk.json >"$T/stranger.json"
+grep -v '^  default:' tests/plan/nodes-row.yaml >"$T/nodefault.yaml"
+"$KILN" plan "$T/nodefault.yaml" --inventory "$T/stranger.json" --json >"$T/nr.json" 2>"$T/nr.err" \
+        || { not_ok "nodes without a default row failed:"; cat "$T/nr.err"; }
+jq -e '.node == {"row": null, "by": "none", "line": null} and .hostname == "kvm-020000000001"' "$T/nr.json" >/dev/null \
+        || { not_ok "no row, no default: wrong node or hostname:"; jq -c '[.node, .hostname]' "$T/nr.json"; }
+jq -e 'all(.steps[]; .kind != "network" or (.description | test("DHCP$")))' "$T/nr.json" >/dev/null \
+        || not_ok "no row, no default: cloudbr0 is not DHCP"
+# a spec without nodes says nothing of rows
+jq -e 'has("node") | not' tests/expected/single-disk.json >/dev/null || not_ok "a spec without nodes has 'node' in its JSON"
+
 # --- usage and unreadable inventory --------------------------------------------
 "$KILN" plan >/dev/null 2>&1; rc=$?
 [[ $rc == 64 ]] || not_ok "kiln plan without a spec exited $rc, expected 64"

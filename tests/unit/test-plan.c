@@ -3,6 +3,7 @@
  * refusals with their exact messages, step order for both stacking orders,
  * sizes, device names. The template plans against recorded inventories are
  * compared byte for byte in tests/host/test-plan.sh. */
+#include "netconf.h"
 #include "plan.h"
 #include "tap.h"
 #include <json-c/json.h>
@@ -576,7 +577,58 @@ static void test_device_waits(void) {
         }
 }
 
+/* nodes: the row for a machine is its boot MAC's (in any case), else its
+ * serial's (a placeholder serial has none), else the default row; the
+ * hostname and cloudbr0's address come from it. */
+static void test_nodes_row(void) {
+        _cleanup_spec_free_ struct spec *s = parse(
+                "version: 1\nhostname: kvm-${serial}\ndisks: [{id: d, path: /dev/vda, wipe: true}]\n"
+                "filesystems: [{on: d, type: ext4, mount: /}]\n"
+                "network: {bridges: [{name: cloudbr0, nic: {boot: true}, dhcp: true}]}\n"
+                "nodes:\n"
+                "  \"52:54:00:AA:BB:CC\": {hostname: a1, address: 10.0.0.5/24, gateway: 10.0.0.1}\n"
+                "  SN-7: {hostname: a2}\n"
+                "  default: {hostname: \"spare-${mac:hexraw}\"}\n");
+        if (!s)
+                return;
+        struct inv_disk dd[5];
+        struct inventory inv = inv5(dd);
+        struct inv_nic nic = { .name = S("eth0"), .mac = S("52:54:00:aa:bb:cc"), .up = true };
+        inv.nics = &nic;
+        inv.n_nics = 1;
+        inv.serial = S("SN-7");
+        struct diags d = {};
+        struct plan *p = NULL;
+        CHECK(plan_node_row(s, &inv) == &s->nodes[0]);
+        CHECK_INT(build(s, &inv, &p, &d), 0);
+        if (p) {
+                CHECK_STR(p->hostname, "a1");
+                CHECK(p->net && p->net->n_bridges == 1);
+                if (p->net && p->net->n_bridges == 1) {
+                        CHECK_STR(p->net->bridges[0].address, "10.0.0.5/24");
+                        CHECK_STR(p->net->bridges[0].gateway, "10.0.0.1");
+                }
+        }
+        p = plan_free(p);
+        nic.mac = S("52:54:00:00:00:01");       /* another MAC: the serial's row */
+        CHECK(plan_node_row(s, &inv) == &s->nodes[1]);
+        CHECK_INT(build(s, &inv, &p, &d), 0);
+        if (p) {
+                CHECK_STR(p->hostname, "a2");
+                CHECK(p->net && p->net->bridges[0].address == NULL);    /* DHCP: the row has no address */
+        }
+        p = plan_free(p);
+        inv.serial = S("To be filled by O.E.M.");       /* a placeholder keys no row: the default */
+        CHECK(plan_node_row(s, &inv) == &s->nodes[2]);
+        CHECK_INT(build(s, &inv, &p, &d), 0);
+        if (p)
+                CHECK_STR(p->hostname, "spare-525400000001");
+        p = plan_free(p);
+        diags_clear(&d);
+}
+
 int main(void) {
+        test_nodes_row();
         test_mount_depth();
         test_levels();
         test_kvm_layout();

@@ -572,7 +572,59 @@ static void test_device_waits(void) {
         }
 }
 
+/* nodes: the table's rows as parsed (MAC keys lower-cased, the key's
+ * kind), and its duplicates refused at the key's or the value's place. */
+static void test_nodes(void) {
+        struct diags d = {};
+        _cleanup_spec_free_ struct spec *s = parse(
+                "version: 1\nhostname: kvm-${serial}\ndisks: [{id: d}]\n"
+                "network: {bridges: [{name: cloudbr0, nic: {boot: true}, dhcp: true}, {name: cloudbr1, nic: {link: true}, vlan: 5}]}\n"
+                "nodes:\n"
+                "  \"52:54:00:AA:BB:CC\": {hostname: a1, address: 10.0.0.5/24, gateway: 10.0.0.1}\n"
+                "  SN-7: {address: 10.0.1.5/24, bridge: cloudbr1}\n"
+                "  default: {hostname: \"spare-${mac:hexraw}\"}\n", &d);
+        CHECK_INT(diags_errors(&d, 0), 0);
+        diags_clear(&d);
+        if (!s)
+                return;
+        CHECK_INT(s->n_nodes, 3);
+        CHECK_STR(s->nodes[0].key, "52:54:00:aa:bb:cc");
+        CHECK_INT(s->nodes[0].by, SPEC_NODE_MAC);
+        CHECK_INT(s->nodes[0].mark.line, 6);
+        CHECK_STR(s->nodes[0].gateway, "10.0.0.1");
+        CHECK_INT(s->nodes[1].by, SPEC_NODE_SERIAL);
+        CHECK(s->nodes[1].hostname == NULL);
+        CHECK_STR(spec_node_bridge(s, &s->nodes[1])->name, "cloudbr1");
+        CHECK_STR(spec_node_bridge(s, &s->nodes[0])->name, "cloudbr0");
+        CHECK_INT(s->nodes[2].by, SPEC_NODE_DEFAULT);
+
+        static const struct { const char *rows; unsigned line, col; const char *msg; } bad[] = {
+                { "  SN-A: {hostname: x1}\n  SN-A: {hostname: x2}\n", 8, 3, "duplicate key 'SN-A' in nodes (first at line 7)" },
+                { "  SN-A: {hostname: x1}\n  SN-B: {hostname: X1}\n", 8, 20,
+                  "'hostname' of nodes row 'SN-B' is 'X1', the host name of row 'SN-A' (line 7) too (host names match in any case): two machines of one name" },
+                { "  SN-A: {address: 10.0.0.5/24}\n  SN-B: {address: 10.0.0.5/8}\n", 8, 19,
+                  "'address' of nodes row 'SN-B' is '10.0.0.5/8', the address of row 'SN-A' (line 7): two machines of one address" },
+                { "  SN-A: {address: \"fd00::5/64\"}\n  SN-B: {address: \"fd00:0::5/64\"}\n", 8, 19,
+                  "'address' of nodes row 'SN-B' is 'fd00:0::5/64', the address of row 'SN-A' (line 7): two machines of one address" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char text[1024];
+                snprintf(text, sizeof text, "version: 1\ndisks: [{id: d}]\nnetwork: {bridges: [{name: cloudbr0, nic: {boot: true}, dhcp: true}]}\n"
+                         "\n\nnodes:\n%s", bad[i].rows);
+                _cleanup_spec_free_ struct spec *b = parse(text, &d);
+                CHECK(b == NULL);
+                CHECK_INT(d.n, 1);
+                if (d.n == 1) {
+                        CHECK_STR(d.items[0].message, bad[i].msg);
+                        CHECK_INT(d.items[0].line, bad[i].line);
+                        CHECK_INT(d.items[0].col, bad[i].col);
+                }
+                diags_clear(&d);
+        }
+}
+
 int main(void) {
+        test_nodes();
         test_device_waits();
         test_raid10_copies();
         test_hostname_rules();
