@@ -13,7 +13,10 @@
  * everything opened read-only) is not installed again: kiln boots its
  * installed system (kexec), refuses another plan, and reinstalls only on a
  * new reinstall token (kiln.reinstall=, the spec's reinstall:);
- * docs/reinstall.md. --no-kexec prints what it would kexec instead.
+ * docs/reinstall.md. --no-kexec prints what it would kexec instead. The
+ * installed system's boot counter decides first: failed boots are posted
+ * (boot-failed), and at the spec's failed_boot_limit nothing is booted
+ * (exit 9; docs/reinstall.md "A boot that failed").
  *
  * --skip-storage is a test knob (tests/fleet): with a recorded inventory it
  * runs only the network half of a real run (spec, image into KILN_TARGET as
@@ -49,6 +52,8 @@ static void boot_usage(FILE *f) {
                    "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.fresh kiln.reinstall= kiln.enlist= from /proc/cmdline,\n"
                    "  fetches the host spec and applies it (what the kiln initramfs runs); without a spec\n"
                    "  (none given, or it answers 404) posts the inventory to kiln.enlist= and powers off\n"
+                   "  a finished node of this plan boots its installed system, unless that failed to boot the\n"
+                   "  spec's failed_boot_limit times in a row (its boot counter): then boot-failed, exit 9\n"
                    "  --cmdline FILE   read the kernel command line from FILE\n"
                    "  --inventory X    plan against a recorded inventory (with --dry-run)\n"
                    "  --dry-run        fetch, validate and print the steps; change nothing\n"
