@@ -8,6 +8,8 @@
 #      network (a network namespace with only lo: the exact refusal, the file
 #      unchanged) and with one (a dummy interface with an address), usage
 #      errors.
+#   1b. The freeze: attempt on an ext4 still mounted, a copy of its disk
+#      mounted ro,noload (no journal replay) shows the count.
 #   2. The look (`kiln boot --no-finish --no-kexec`) over a finished install
 #      on a loop disk (ext4 /boot and root, the small image, the webhook on
 #      the stand-in controller): the install put the two units and kiln
@@ -96,6 +98,34 @@ expect_in "attempt --network: the message" "$T/bc.err" "error: --network goes wi
 "$KILN" bootcount reset --root "$R" >"$T/bc.out" 2>"$T/bc.err"; rc=$?
 expect_eq "an unknown action: exit 64" 64 "$rc"
 expect_in "an unknown action: the message" "$T/bc.err" "error: unknown bootcount action 'reset': expected attempt, good, failed or show"
+
+# --- 1b. the freeze: the running system's own counter (no --root) ---------------
+# On an ext4 of its own (a loop device; KILN_T_BOOTCOUNT points the counter
+# there): attempt freezes and thaws it, so a copy of the disk taken while it
+# is still mounted (as a hard reset leaves it) shows the count to a mount
+# that replays no journal (ro,noload: how kiln's look mounts /boot).
+# Without the freeze (--root) such a copy showed no counter at all, tried by
+# hand: the fsynced file and its rename sit in the journal until ext4
+# checkpoints it (not checked here: when that happens is the kernel's).
+truncate -s 32M "$T/f.img"
+mkfs.ext4 -q -F "$T/f.img" || fail "mkfs.ext4"
+attach "$T/f.img"
+FLOOP=$ATTACHED
+mkdir -p "$T/fboot" "$T/fcopy"
+mount "$FLOOP" "$T/fboot" || fail "cannot mount $FLOOP"
+cleanup_umount "$T/fboot"
+KILN_T_BOOTCOUNT=$T/fboot/kiln/bootcount "$KILN" bootcount attempt >"$T/bc.out" 2>"$T/bc.err"; rc=$?
+expect_eq "attempt on a mounted ext4 (frozen, thawed): exit 0" 0 "$rc"
+expect_not_in "attempt: no freeze warning" "$T/bc.err" "cannot freeze"
+echo thawed >"$T/fboot/probe" && ok "the filesystem is thawed (a write goes through)" || not_ok "the filesystem is still frozen"
+rm -f "$T/fboot/probe"
+cp --sparse=always "$T/f.img" "$T/fcopy.img"     # while mounted: a reset's view of the disk
+mount -o ro,noload "$T/fcopy.img" "$T/fcopy" || fail "cannot mount the copy ro,noload"
+cleanup_umount "$T/fcopy"
+grep -q '^attempts=1$' "$T/fcopy/kiln/bootcount" 2>/dev/null \
+  && ok "a copy taken while mounted, mounted ro,noload (no journal replay), shows attempts=1" \
+  || { cat "$T/fcopy/kiln/bootcount" 2>&1 | sed 's/^/#   /'; not_ok "the ro,noload copy does not show the count"; }
+umount "$T/fcopy" "$T/fboot"
 
 # --- 2. the look over a finished install --------------------------------------
 small_image_served
