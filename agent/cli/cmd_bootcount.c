@@ -62,6 +62,18 @@ static void show(const char *path, const struct bootcount *bc) {
                bc->last_attempt[0] ? bc->last_attempt : "never", bc->last_good[0] ? bc->last_good : "never");
 }
 
+/* bc to path; frozen and thawed unless root (a warning when that fails). An exit code. */
+static int store(const char *path, const struct bootcount *bc, const char *root) {
+        int freeze_err = 0;
+        int r = bootcount_store(path, bc, !root, &freeze_err);
+        if (r < 0)
+                return log_error_errno(r, "failed to write the boot counter '%s': %m", path), KILN_EXIT_FAILURE;
+        if (r > 0)
+                log_warning_errno(freeze_err, "cannot freeze the filesystem of '%s' (%m): the count is synced, "
+                                  "but a look that does not replay the journal may read an older one", path);
+        return KILN_EXIT_OK;
+}
+
 int cmd_bootcount(int argc, char **argv) {
         static const struct option options[] = {
                 { "network", no_argument, NULL, 'N' },
@@ -133,20 +145,14 @@ int cmd_bootcount(int argc, char **argv) {
                 }
                 unsigned before = bc.attempts;
                 bootcount_good(&bc, time(NULL));
-                r = bootcount_store(path, &bc, !root, &(int) { 0 });
-                if (r < 0)
-                        return log_error_errno(r, "failed to write the boot counter '%s': %m", path), KILN_EXIT_FAILURE;
+                if ((r = store(path, &bc, root)) != KILN_EXIT_OK)
+                        return r;
                 log_info("boot counter '%s': this boot is good%s%s%s (%u boot(s) began since the last good one); "
                          "the count is 0", path, network ? " (network up on " : "", ifname, network ? ")" : "", before);
         } else {
                 bootcount_attempt(&bc, time(NULL));
-                int freeze_err = 0;
-                r = bootcount_store(path, &bc, !root, &freeze_err);
-                if (r < 0)
-                        return log_error_errno(r, "failed to write the boot counter '%s': %m", path), KILN_EXIT_FAILURE;
-                if (r > 0)
-                        log_warning_errno(freeze_err, "cannot freeze the filesystem of '%s' (%m): the count is synced, "
-                                          "but a look that does not replay the journal may read an older one", path);
+                if ((r = store(path, &bc, root)) != KILN_EXIT_OK)
+                        return r;
                 log_info("boot counter '%s': %u boot(s) began since the last good one (the last good one: %s)%s", path, bc.attempts,
                          bc.last_good[0] ? bc.last_good : "never", streq(verb, "failed") ? "; counted as failed" : "");
         }
