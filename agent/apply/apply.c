@@ -11,6 +11,7 @@
 #include "exec.h"
 #include "firstboot.h"
 #include "firstboot_install.h"
+#include "bootcounter.h"
 #include "fetch.h"
 #include "inventory.h"
 #include "json.h"
@@ -561,6 +562,18 @@ static int step_configure(struct apply_ctx *c, const struct plan_step *s) {
         if (!hostname && h && !strstr(h, "${"))
                 hostname = h;
         int r = configure_target(c->plan, hostname, &c->why);
+        if (r < 0)
+                return r;
+        /* the boot counter's units: a boot of the installed system that never
+         * gets far enough is counted, and kiln's look at the netbooted node
+         * sees it (bootcounter.h) */
+        _cleanup_strbuf_ struct strbuf warnings = STRBUF_INIT;
+        r = bootcount_install(c->plan, &warnings, &c->why);
+        for (char *line = warnings.buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                if ((nl = strchr(line, '\n')))
+                        *nl = 0;
+                log_warning("boot counter: %s", line);
+        }
         if (r < 0)
                 return r;
         c->target_ready = true;

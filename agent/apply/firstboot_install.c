@@ -55,7 +55,7 @@ static int elf_interp(const char *buf, size_t len, char *interp, size_t interp_l
         return 0;
 }
 
-static int install_binary(struct strbuf *warnings, struct strbuf *err) {
+int firstboot_install_binary(struct strbuf *warnings, struct strbuf *err) {
         _cleanup_free_ char *bin = NULL;
         size_t len = 0;
         char interp[256];
@@ -336,7 +336,7 @@ int firstboot_install(const struct spec *spec, const struct firstboot_source *sr
         if (!streq(url_display(src->spec_url, shown), src->spec_url))
                 (void) strbuf_addf(warnings, "the spec URL carries a credential (user info or a query), which %s keeps "
                                    "(mode 0600) for the first boot's fetch\n", FIRSTBOOT_CONF);
-        if ((r = install_binary(warnings, err)) < 0)
+        if ((r = firstboot_install_binary(warnings, err)) < 0)
                 return r;
         if (src->ca_file) {
                 _cleanup_free_ char *pem = NULL;

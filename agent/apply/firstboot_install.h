@@ -27,5 +27,10 @@ struct firstboot_source {
 int firstboot_install(const struct spec *spec, const struct firstboot_source *src, struct strbuf *warnings,
                       struct strbuf *err);
 
+/* kiln itself (a copy of the running binary) as FIRSTBOOT_BINARY under the
+ * target: what the first-boot unit and the boot counter's units
+ * (apply/bootcount.h) run. A dynamic build is one sentence in warnings. */
+int firstboot_install_binary(struct strbuf *warnings, struct strbuf *err);
+
 /* The texts, for tests and the writer alike. */
 int firstboot_sshd_dropin(const struct spec_cloudstack *c, struct strbuf *out);

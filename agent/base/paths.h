@@ -29,6 +29,9 @@ struct kiln_paths {
         const char *generic_initramfs;      /* /usr/lib/kiln/generic-initramfs, in the target: the image's
                                              * initramfs boots any layout (apply/initrd.h); read by
                                              * initramfs/base-image/generic-initramfs.sh too */
+        const char *t_bootcount;            /* /boot/kiln/bootcount: the installed system's boot counter
+                                             * (plan/bootcount.h), written by its `kiln bootcount`, read by
+                                             * kiln's look at a finished node (under target) */
         const char *t_sudo;                 /* /usr/bin/sudo (only looked for: CloudStack's setup runs it) */
         const char *self_exe;       /* kiln itself, copied to the installed system for its first boot:
                                      * /proc/self/exe */

@@ -13,15 +13,20 @@
  * everything opened read-only) is not installed again: kiln boots its
  * installed system (kexec), refuses another plan, and reinstalls only on a
  * new reinstall token (kiln.reinstall=, the spec's reinstall:);
- * docs/reinstall.md. --no-kexec prints what it would kexec instead.
+ * docs/reinstall.md. --no-kexec prints what it would kexec instead. The
+ * installed system's boot counter decides first: failed boots are posted
+ * (boot-failed), and at the spec's failed_boot_limit nothing is booted
+ * (exit 9; docs/reinstall.md "A boot that failed").
  *
  * --skip-storage is a test knob (tests/fleet): with a recorded inventory it
  * runs only the network half of a real run (spec, image into KILN_TARGET as
  * a plain directory, webhook events, registration) and never the finish. */
 #include "apply.h"
+#include "bootcounter.h"
 #include "cmdline.h"
 #include "commands.h"
 #include "enlist.h"
+#include "exec.h"
 #include "exitcode.h"
 #include "fetch.h"
 #include "finish.h"
@@ -41,6 +46,7 @@
 
 #define BOOT_CA_MAX_BYTES (1024u * 1024u)
 #define BOOT_CA_FILE "ca.pem"           /* in RUN_DIR: kiln.ca= fetched from a URL */
+#define BOOT_JOURNAL_LINES 60           /* of the failed boot, in the boot-failed event */
 #define BOOT_FETCH_RETRIES 8            /* the network of a node that just booted may need a while */
 
 static void boot_usage(FILE *f) {
@@ -48,6 +54,8 @@ static void boot_usage(FILE *f) {
                    "  reads kiln.spec= kiln.spec.sha256= kiln.ca= kiln.fresh kiln.reinstall= kiln.enlist= from /proc/cmdline,\n"
                    "  fetches the host spec and applies it (what the kiln initramfs runs); without a spec\n"
                    "  (none given, or it answers 404) posts the inventory to kiln.enlist= and powers off\n"
+                   "  a finished node of this plan boots its installed system, unless that failed to boot the\n"
+                   "  spec's failed_boot_limit times in a row (its boot counter): then boot-failed, exit 9\n"
                    "  --cmdline FILE   read the kernel command line from FILE\n"
                    "  --inventory X    plan against a recorded inventory (with --dry-run)\n"
                    "  --dry-run        fetch, validate and print the steps; change nothing\n"
@@ -200,27 +208,122 @@ static int boot_prepare(struct cmd_run *run, struct apply_options *ao, void *use
         return KILN_EXIT_OK;
 }
 
-/* The disks hold a finished run of this plan (docs/reinstall.md): one
- * webhook event, "boot-installed", and the installed kernel loaded with the
- * installed command line, while its filesystems are still mounted
- * read-only; cmd_run_spec() then undoes the stack and cmd_boot() kexecs. */
+/* One event of its own kind (boot-installed, boot-failed) to the spec's
+ * webhook, its body also saved as RUN_DIR/NAME.json (for /init's report);
+ * nothing in a dry run. A webhook that does not take it is a warning. */
+static void boot_event(struct cmd_run *run, struct boot_run *b, const char *kind, json_object *o) {
+        if (run->dry_run)
+                return;
+        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        _cleanup_free_ char *name = strdupf("%s.json", kind);
+        int r = name ? run_file_write(name, text, strlen(text), NULL) : -ENOMEM;
+        if (r < 0)
+                log_warning_errno(r, "failed to save '%s/%s.json': %m", kiln_paths.run_dir, kind);
+        _cleanup_(report_freep) struct report *report = NULL;
+        r = report_new(&report);
+        if (r < 0) {
+                log_warning_errno(r, "failed to start the report of the %s event: %m", kind);
+                return;
+        }
+        (void) report_set_node(report, b->inv, run->plan->hostname, NULL);
+        struct register_options ro;
+        register_options_default(&ro);
+        ro.ca_file = run->run_ca;
+        struct register_events ev;
+        register_attach_events(report, &ev, b->spec, &ro);
+        (void) report_event(report, kind, json_object_get(o));
+        if (ev.failed)
+                log_warning("the webhook did not take the %s event: %s", kind, ev.last_error ? ev.last_error : "?");
+        register_events_done(&ev);
+}
+
+/* The installed system's boot counter (plan/bootcount.h), read from its
+ * /boot as the look mounted it (read-only, no journal replay), and what
+ * bootcount_verdict() makes of it: no failed boot boots as always; failed
+ * boots below the spec's failed_boot_limit post boot-failed and boot; at
+ * the limit boot-failed is posted and nothing is booted (KILN_EXIT_BOOT_FAILED,
+ * after the one message). KILN_EXIT_OK to go on booting. */
+static int boot_count_check(struct cmd_run *run, struct boot_run *b, const char *why) {
+        _cleanup_free_ char *path = strdupf("%s%s", kiln_paths.target, kiln_paths.t_bootcount);
+        if (!path)
+                return log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
+        struct bootcount bc;
+        _cleanup_strbuf_ struct strbuf err = STRBUF_INIT;
+        int r = bootcount_load(path, &bc, &err);
+        if (r == -ENOENT)
+                return KILN_EXIT_OK;    /* installed before boot counting, or never booted: as always */
+        if (r < 0) {
+                if (r != -EBADMSG)
+                        (void) strbuf_errorf(&err, r, "%s", strerror(-r));
+                log_warning("the installed system's boot counter '%s' is unreadable (%s): taken as 1 boot that did "
+                            "not end well", kiln_paths.t_bootcount, strbuf_str(&err));
+                bootcount_unreadable(&bc);
+        }
+        unsigned limit = b->spec->failed_boot_limit;
+        enum bootcount_verdict v = bootcount_verdict(&bc, limit);
+        if (v == BOOTCOUNT_BOOT)
+                return KILN_EXIT_OK;
+        json_object *o = json_object_new_object();
+        if (!o)
+                return log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
+        json_object_object_add(o, "fingerprint", json_object_new_string(run->plan->fingerprint));
+        json_object_object_add(o, "why", json_object_new_string(why));
+        json_object_object_add(o, "counter", json_object_new_string(kiln_paths.t_bootcount));
+        json_object_object_add(o, "failed_boots", json_object_new_int64(bc.attempts));
+        json_object_object_add(o, "failed_boot_limit", json_object_new_int64(limit));
+        if (bc.last_attempt[0])
+                json_object_object_add(o, "last_attempt", json_object_new_string(bc.last_attempt));
+        json_object_object_add(o, "last_good", bc.last_good[0] ? json_object_new_string(bc.last_good) : NULL);
+        if (r < 0)
+                json_object_object_add(o, "counter_unreadable", json_object_new_string(strbuf_str(&err)));
+        json_object_object_add(o, "action", json_object_new_string(v == BOOTCOUNT_STOP ? "stopped" : "boot"));
+        if (!run->dry_run) {
+                /* what the failed boot logged, if its journal can be read as the look mounted it */
+                _cleanup_strbuf_ struct strbuf journal = STRBUF_INIT, jerr = STRBUF_INIT;
+                int j = bootcount_journal_tail(kiln_paths.target, BOOT_JOURNAL_LINES, &journal, &jerr);
+                if (j == 0)
+                        json_object_object_add(o, "journal", json_object_new_string(strbuf_str(&journal)));
+                else {
+                        _cleanup_free_ char *jwhy = j == -ENOENT ?
+                                strdupf("no %s or no %s in the installed root", kiln_paths.journalctl, BOOTCOUNT_JOURNAL_DIR) :
+                                strdupf("%s: %s", kiln_paths.journalctl, *exec_last_line(&jerr) ? exec_last_line(&jerr) : strerror(-j));
+                        json_object_object_add(o, "journal_unreadable", jwhy ? json_object_new_string(jwhy) : NULL);
+                }
+        }
+        boot_event(run, b, "boot-failed", o);
+        json_object_put(o);
+        char good[BOOTCOUNT_TIME_LEN + 8];
+        snprintf(good, sizeof good, "%s", bc.last_good[0] ? bc.last_good : "never");
+        if (v == BOOTCOUNT_STOP)
+                return log_error("not booting the installed system of '%s': %u boot(s) in a row did not get far enough "
+                                 "(failed_boot_limit %u; the last good boot: %s); nothing was written; an operator "
+                                 "decides (docs/reinstall.md \"A boot that failed\")", run->subject, bc.attempts, limit,
+                                 good), KILN_EXIT_BOOT_FAILED;
+        log_warning("the installed system of '%s' failed to boot %u time(s) in a row (failed_boot_limit %u; the last "
+                    "good boot: %s): booting it again", run->subject, bc.attempts, limit, good);
+        return KILN_EXIT_OK;
+}
+
+/* The disks hold a finished run of this plan (docs/reinstall.md): the boot
+ * counter looked at (boot_count_check), one webhook event,
+ * "boot-installed", and the installed kernel loaded with the installed
+ * command line, while its filesystems are still mounted read-only;
+ * cmd_run_spec() then undoes the stack and cmd_boot() kexecs. */
 static int boot_installed(struct cmd_run *run, struct apply_inspection *in, const char *why, void *userdata) {
         struct boot_run *b = userdata;
+        int r = boot_count_check(run, b, why);
+        if (r != KILN_EXIT_OK)
+                return r;
         if (in->image_err < 0)
                 return log_error_errno(in->image_err, "cannot boot the installed system of '%s': no kernel and initrd "
                                        "(/vmlinuz, /initrd.img or /boot/...) in its root: %m; nothing was written",
                                        run->subject), KILN_EXIT_FAILURE;
         _cleanup_free_ char *cmdline = NULL;
-        int r = plan_installed_cmdline(b->spec, in->root_uuid, &cmdline);
+        r = plan_installed_cmdline(b->spec, in->root_uuid, &cmdline);
         if (r < 0)
                 return log_error_errno(r, "cannot make the installed command line of '%s' (root filesystem UUID %s): %m; "
                                        "nothing was written", run->subject, in->root_uuid ? in->root_uuid : "unknown"),
                        KILN_EXIT_FAILURE;
-        _cleanup_(report_freep) struct report *report = NULL;
-        r = report_new(&report);
-        if (r < 0)
-                return log_error_errno(r, "failed to start the run report: %m"), KILN_EXIT_FAILURE;
-        (void) report_set_node(report, b->inv, run->plan->hostname, NULL);
         json_object *o = json_object_new_object();
         if (!o)
                 return log_error_errno(-ENOMEM, "out of memory"), KILN_EXIT_FAILURE;
@@ -232,21 +335,7 @@ static int boot_installed(struct cmd_run *run, struct apply_inspection *in, cons
         json_object_object_add(o, "kexec", json_object_new_boolean(!b->no_kexec));
         if (in->rec.run_id)
                 json_object_object_add(o, "installed_run_id", json_object_new_string(in->rec.run_id));
-        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-        if (!run->dry_run) {
-                r = run_file_write("boot-installed.json", text, strlen(text), NULL);
-                if (r < 0)
-                        log_warning_errno(r, "failed to save '%s/boot-installed.json': %m", kiln_paths.run_dir);
-                struct register_options ro;
-                register_options_default(&ro);
-                ro.ca_file = run->run_ca;
-                struct register_events ev;
-                register_attach_events(report, &ev, b->spec, &ro);
-                (void) report_event(report, "boot-installed", json_object_get(o));
-                if (ev.failed)
-                        log_warning("the webhook did not take the boot-installed event: %s", ev.last_error ? ev.last_error : "?");
-                register_events_done(&ev);
-        }
+        boot_event(run, b, "boot-installed", o);
         json_object_put(o);
         if (b->no_kexec) {
                 printf("boot-installed: would kexec %s with %s, command line '%s'%s\n", in->image.kernel, in->image.initrd,

@@ -19,6 +19,7 @@
         X(BENCH,     6,  "benchmark gate", "the crypt benchmark gate failed") \
         X(REGISTER,  7,  "registration",   "registration with the controller failed") \
         X(FETCH,     8,  "fetch",          "the spec (or key) could not be fetched or verified") \
+        X(BOOT_FAILED, 9, "boot failed",   "a finished node's installed system failed to boot failed_boot_limit times: not booted, nothing written") \
         X(USAGE,     64, "usage",          "bad command line (EX_USAGE)")
 
 enum kiln_exit {

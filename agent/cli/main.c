@@ -57,6 +57,8 @@ static const struct command {
 
         { "kexec", cmd_kexec, "boot the installed system kiln boot loaded (run by /init; not a spec finish)" },
 
+        { "bootcount", cmd_bootcount, "the installed system's boot counter: attempt, good [--network], failed, show" },
+
         { "register", cmd_register, "register a node with CloudStack / the webhook from a saved run report" },
 
         { "recover", cmd_recover, "recover a volume's escrowed key with the operator's private key (--print, --open)" },

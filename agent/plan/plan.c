@@ -1834,7 +1834,7 @@ static int emit_tail(struct builder *b) {
         for (size_t i = 0; i < s->n_filesystems; i++)
                 swap_crypt |= s->filesystems[i].encrypt_random;
         if ((r = step_emit(b, PLAN_CONFIGURE, NULL, s, 0, NULL, 0, false, NULL,
-                           strdupf("configure %s: fstab%s%s, hostname '%s'", target, s->n_luks || swap_crypt ? ", crypttab" : "",
+                           strdupf("configure %s: fstab%s%s, hostname '%s', boot counter", target, s->n_luks || swap_crypt ? ", crypttab" : "",
                                    s->n_raids ? ", mdadm.conf" : "",
                                    b->plan->hostname ? b->plan->hostname : b->plan->hostname_template ? b->plan->hostname_template : ""), NULL)) < 0)
                 return r;

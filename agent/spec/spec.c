@@ -456,7 +456,7 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
         static const char *const keys[] = {
                 "version", "hostname", "ca", "disks", "partitions", "raid", "luks", "lvm", "volumes",
                 "filesystems", "image", "boot", "bench", "register", "network", "finish", "reinstall",
-                "device_timeout", "layouts", "nodes", NULL,
+                "device_timeout", "failed_boot_limit", "layouts", "nodes", NULL,
         };
         struct spec *s = c->s;
         struct loc l = { NULL, "" };
@@ -490,6 +490,9 @@ static void parse_root(struct ctx *c, const struct ynode *root) {
         v = spec_map_get(root, "device_timeout");
         if (spec_get_duration(c, &l, "device_timeout", v, 1, SPEC_DEVICE_TIMEOUT_MAX_S, &s->device_timeout) > 0)
                 s->device_timeout_mark = (struct spec_mark) { v->line, v->col };
+        s->failed_boot_limit = SPEC_FAILED_BOOT_LIMIT;
+        (void) spec_get_unsigned(c, &l, "failed_boot_limit", spec_map_get(root, "failed_boot_limit"), 1,
+                                 SPEC_FAILED_BOOT_LIMIT_MAX, &s->failed_boot_limit);
 
         PARSE_SECTION(c, root, "disks", "disk", s->disks, s->n_disks, spec_parse_disk);
         PARSE_SECTION(c, root, "partitions", "partition", s->partitions, s->n_partitions, spec_parse_partition);

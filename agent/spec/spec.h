@@ -257,6 +257,16 @@ struct spec_filesystem {
 #define SPEC_DEVICE_TIMEOUT_S 300u
 #define SPEC_DEVICE_TIMEOUT_MAX_S 3600u
 
+/* How many boots of the installed system in a row may fail (never reach
+ * multi-user with the network up, the installed system's `kiln bootcount
+ * good`) before kiln's read-only look at the netbooted node stops booting
+ * it: 3, so that a reset or a power cut in the middle of one boot, or a
+ * second try after a slow device, does not stop a node, while a system that
+ * cannot boot is not booted forever (docs/reinstall.md "A boot that
+ * failed", docs/spec.md). The parser sets it, nothing downstream. */
+#define SPEC_FAILED_BOOT_LIMIT 3u
+#define SPEC_FAILED_BOOT_LIMIT_MAX 100u
+
 /* The plain dm-crypt of a swap with encrypt: random (crypttab cipher=, size=). */
 #define SPEC_SWAP_CIPHER "aes-xts-plain64"
 #define SPEC_SWAP_KEY_SIZE 512u
@@ -441,6 +451,7 @@ struct spec {
         struct spec_mark finish_mark;
         unsigned device_timeout;        /* seconds; SPEC_DEVICE_TIMEOUT_S unless the spec says (always set) */
         struct spec_mark device_timeout_mark;
+        unsigned failed_boot_limit;     /* SPEC_FAILED_BOOT_LIMIT unless the spec says (always set) */
 
         /* layouts: (docs/spec.md "Layouts"): storage stacks chosen per
          * machine. Each layout is parsed as a spec of its own (its storage

@@ -57,7 +57,7 @@ out=$("$KILN" apply --yes "$T/bare.yaml" 2>&1); rc=$?
 [[ $rc == 4 ]] && ok "image without systemd-networkd: exit 4" || not_ok "image without systemd-networkd: exit $rc, expected 4: $out"
 grep -qF "the image has no systemd-networkd (/lib/systemd/systemd-networkd)" <<<"$out" \
   && ok "image without systemd-networkd: says so" || not_ok "image without systemd-networkd: wrong message: $out"
-[[ -e $T/target/etc/systemd ]] && not_ok "image without systemd-networkd: $(find "$T/target/etc/systemd")"
+[[ -e $T/target/etc/systemd/network ]] && not_ok "image without systemd-networkd: $(find "$T/target/etc/systemd/network")"
 [[ $(cat "$T/target/etc/resolv.conf" 2>/dev/null) == "nameserver 192.0.2.53" ]] \
   && ok "image without systemd-networkd: resolv.conf untouched" || not_ok "image without systemd-networkd: resolv.conf changed"
 

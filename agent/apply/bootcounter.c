@@ -1,0 +1,183 @@
+#include "bootcounter.h"
+#include "configure.h"
+#include "exec.h"
+#include "firstboot.h"
+#include "firstboot_install.h"
+#include "paths.h"
+#include "util.h"
+
+#include <fcntl.h>
+#include <libgen.h>
+#include <linux/fs.h>
+#include <limits.h>
+#include <sys/ioctl.h>
+
+int bootcount_load(const char *path, struct bootcount *ret, struct strbuf *err) {
+        _cleanup_free_ char *text = NULL;
+        int r = read_full_file(path, BOOTCOUNT_MAX_BYTES, &text, NULL);
+        if (r == -EFBIG)
+                return strbuf_errorf(err, -EBADMSG, "larger than %u bytes", BOOTCOUNT_MAX_BYTES);
+        if (r < 0)
+                return r;
+        if (memchr(text, 0, strlen(text) + 1) != text + strlen(text))
+                return strbuf_errorf(err, -EBADMSG, "holds a NUL byte");
+        return bootcount_parse(text, ret, err);
+}
+
+/* the directory of path, for the freeze (any fd of the filesystem will do) */
+static int fs_freeze_thaw(const char *path) {
+        char dir[PATH_MAX];
+        if (snprintf(dir, sizeof dir, "%s", path) >= (int) sizeof dir)
+                return -ENAMETOOLONG;
+        _cleanup_close_ int fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (ioctl(fd, FIFREEZE, 0) < 0)
+                return -errno;
+        /* thawed at once; a thaw that fails is tried again: a frozen /boot
+         * (or root) would hang the boot */
+        int r = 0;
+        for (int i = 0; i < 10; i++) {
+                if (ioctl(fd, FITHAW, 0) == 0)
+                        return 0;
+                r = -errno;
+                if (r == -EINVAL)       /* not frozen (any more) */
+                        return 0;
+                usleep(100 * 1000);
+        }
+        return r;
+}
+
+int bootcount_store(const char *path, const struct bootcount *bc, bool freeze, int *ret_freeze_err) {
+        _cleanup_strbuf_ struct strbuf t = STRBUF_INIT;
+        int r = bootcount_format(bc, &t);
+        if (r < 0)
+                return r;
+        r = write_file_atomic(path, strbuf_str(&t), t.len);
+        if (r < 0)
+                return r;
+        if (!freeze)
+                return 0;
+        r = fs_freeze_thaw(path);
+        if (r < 0) {
+                if (ret_freeze_err)
+                        *ret_freeze_err = r;
+                return 1;
+        }
+        return 0;
+}
+
+int bootcount_journal_tail(const char *root, unsigned lines, struct strbuf *out, struct strbuf *err) {
+        _cleanup_free_ char *jc = strdupf("%s%s", root, kiln_paths.journalctl);
+        _cleanup_free_ char *jd = strdupf("%s%s", root, BOOTCOUNT_JOURNAL_DIR);
+        char n[16];
+        if (!jc || !jd)
+                return -ENOMEM;
+        if (access(jc, X_OK) < 0 || access(jd, R_OK | X_OK) < 0)
+                return -ENOENT;
+        snprintf(n, sizeof n, "%u", lines);
+        const char *argv[] = { kiln_paths.journalctl, "--directory=" BOOTCOUNT_JOURNAL_DIR, "--no-pager",
+                               "--output=short-monotonic", "--lines", n, NULL };
+        /* the whole output, then its tail: journalctl prints the oldest of the lines first */
+        _cleanup_strbuf_ struct strbuf all = STRBUF_INIT;
+        all.max = 4 * BOOTCOUNT_JOURNAL_MAX;
+        struct exec_options o = { .root = root, .out = &all, .err = err, .timeout_usec = 20ull * 1000000ull };
+        int r = exec_argv(argv, &o, NULL);
+        if (r < 0)
+                return r;
+        const char *t = strbuf_str(&all);
+        size_t len = all.len;
+        if (len > BOOTCOUNT_JOURNAL_MAX) {
+                t += len - BOOTCOUNT_JOURNAL_MAX;
+                len = BOOTCOUNT_JOURNAL_MAX;
+                const char *nl = memchr(t, '\n', len);
+                if (nl) {
+                        len -= (size_t) (nl + 1 - t);
+                        t = nl + 1;
+                }
+        }
+        return strbuf_addf(out, "%.*s", (int) len, t) < 0 ? -ENOMEM : 0;
+}
+
+/* the counter's directory, which the attempt unit needs mounted */
+static const char *counter_dir(char buf[static PATH_MAX]) {
+        snprintf(buf, PATH_MAX, "%s", kiln_paths.t_bootcount);
+        return dirname(buf);
+}
+
+int bootcount_attempt_unit_text(struct strbuf *out) {
+        char dir[PATH_MAX];
+        /* No default dependencies: it must not wait for local-fs.target,
+         * which a boot that fails never reaches; it needs only the counter's
+         * filesystem. Before sysinit.target, so it runs in every boot that
+         * got as far as mounting /boot, emergency mode included. */
+        int r = strbuf_addf(out,
+                            "# written by kiln: count this boot (docs/reinstall.md \"A boot that failed\")\n"
+                            "[Unit]\n"
+                            "Description=kiln: count this boot attempt\n"
+                            "DefaultDependencies=no\n"
+                            "RequiresMountsFor=%s\n"
+                            "After=systemd-remount-fs.service\n"
+                            "Before=sysinit.target shutdown.target\n"
+                            "Conflicts=shutdown.target\n"
+                            "\n"
+                            "[Service]\n"
+                            "Type=oneshot\n"
+                            "RemainAfterExit=yes\n"
+                            "ExecStart=%s bootcount attempt\n"
+                            "\n"
+                            "[Install]\n"
+                            "WantedBy=sysinit.target\n",
+                            counter_dir(dir), FIRSTBOOT_BINARY);
+        return r < 0 ? r : 0;
+}
+
+int bootcount_good_unit_text(bool network, struct strbuf *out) {
+        /* After multi-user.target: every unit the boot wanted has started
+         * (or failed without stopping the boot); with a network, after
+         * network-online.target too, and `--network` checks an address. */
+        int r = strbuf_addf(out,
+                            "# written by kiln: this boot got far enough (docs/reinstall.md \"A boot that failed\")\n"
+                            "[Unit]\n"
+                            "Description=kiln: mark this boot good (multi-user%s)\n"
+                            "%s"
+                            "After=multi-user.target%s\n"
+                            "\n"
+                            "[Service]\n"
+                            "Type=oneshot\n"
+                            "ExecStart=%s bootcount good%s\n"
+                            "\n"
+                            "[Install]\n"
+                            "WantedBy=multi-user.target\n",
+                            network ? ", the network up" : "", network ? "Wants=network-online.target\n" : "",
+                            network ? " network-online.target" : "", FIRSTBOOT_BINARY, network ? " --network" : "");
+        return r < 0 ? r : 0;
+}
+
+static int install_unit(const char *name, const char *text, const char *wanted_by, struct strbuf *err) {
+        _cleanup_free_ char *rel = strdupf("%s/%s", BOOTCOUNT_UNIT_DIR, name);
+        _cleanup_free_ char *link = strdupf("%s/%s.wants/%s", BOOTCOUNT_UNIT_DIR, wanted_by, name);
+        char p[PATH_MAX];
+        if (!rel || !link)
+                return -ENOMEM;
+        int r = configure_target_path(rel, p);
+        if (r >= 0)
+                r = write_file_atomic_mode(p, text, strlen(text), 0644);
+        if (r < 0)
+                return strbuf_adds(err, rel), r;
+        if ((r = configure_symlink(rel, link)) < 0)
+                return strbuf_adds(err, link), r;
+        return 0;
+}
+
+int bootcount_install(const struct plan *p, struct strbuf *warnings, struct strbuf *err) {
+        _cleanup_strbuf_ struct strbuf a = STRBUF_INIT, g = STRBUF_INIT;
+        int r = firstboot_install_binary(warnings, err);
+        if (r < 0)
+                return r;
+        if ((r = bootcount_attempt_unit_text(&a)) < 0 || (r = bootcount_good_unit_text(p->net != NULL, &g)) < 0)
+                return r;
+        if ((r = install_unit(BOOTCOUNT_ATTEMPT_UNIT, strbuf_str(&a), "sysinit.target", err)) < 0)
+                return r;
+        return install_unit(BOOTCOUNT_GOOD_UNIT, strbuf_str(&g), "multi-user.target", err);
+}
