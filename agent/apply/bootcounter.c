@@ -1,6 +1,5 @@
 #include "bootcounter.h"
 #include "configure.h"
-#include "exec.h"
 #include "firstboot.h"
 #include "firstboot_install.h"
 #include "paths.h"
@@ -65,38 +64,6 @@ int bootcount_store(const char *path, const struct bootcount *bc, bool freeze, i
                 return 1;
         }
         return 0;
-}
-
-int bootcount_journal_tail(const char *root, unsigned lines, struct strbuf *out, struct strbuf *err) {
-        _cleanup_free_ char *jc = strdupf("%s%s", root, kiln_paths.journalctl);
-        _cleanup_free_ char *jd = strdupf("%s%s", root, BOOTCOUNT_JOURNAL_DIR);
-        char n[16];
-        if (!jc || !jd)
-                return -ENOMEM;
-        if (access(jc, X_OK) < 0 || access(jd, R_OK | X_OK) < 0)
-                return -ENOENT;
-        snprintf(n, sizeof n, "%u", lines);
-        const char *argv[] = { kiln_paths.journalctl, "--directory=" BOOTCOUNT_JOURNAL_DIR, "--no-pager",
-                               "--output=short-monotonic", "--lines", n, NULL };
-        /* the whole output, then its tail: journalctl prints the oldest of the lines first */
-        _cleanup_strbuf_ struct strbuf all = STRBUF_INIT;
-        all.max = 4 * BOOTCOUNT_JOURNAL_MAX;
-        struct exec_options o = { .root = root, .out = &all, .err = err, .timeout_usec = 20ull * 1000000ull };
-        int r = exec_argv(argv, &o, NULL);
-        if (r < 0)
-                return r;
-        const char *t = strbuf_str(&all);
-        size_t len = all.len;
-        if (len > BOOTCOUNT_JOURNAL_MAX) {
-                t += len - BOOTCOUNT_JOURNAL_MAX;
-                len = BOOTCOUNT_JOURNAL_MAX;
-                const char *nl = memchr(t, '\n', len);
-                if (nl) {
-                        len -= (size_t) (nl + 1 - t);
-                        t = nl + 1;
-                }
-        }
-        return strbuf_addf(out, "%.*s", (int) len, t) < 0 ? -ENOMEM : 0;
 }
 
 /* the counter's directory, which the attempt unit needs mounted */

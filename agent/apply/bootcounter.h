@@ -33,17 +33,6 @@ int bootcount_load(const char *path, struct bootcount *ret, struct strbuf *err);
  * (ret_freeze_err: why; the file is fsynced all the same), 0, or -errno. */
 int bootcount_store(const char *path, const struct bootcount *bc, bool freeze, int *ret_freeze_err);
 
-/* The last lines of the installed system's persistent journal (the boot
- * that failed: the journal's newest entries), read by the installed
- * system's own journalctl (kiln_paths.journalctl) chrooted into root, as
- * kiln's look mounted it read-only: --directory=BOOTCOUNT_JOURNAL_DIR,
- * --lines=lines, short-monotonic, at most BOOTCOUNT_JOURNAL_MAX bytes (the
- * tail kept), 20 s. 0 and the text in out; -ENOENT when root has no
- * journalctl or no persistent journal; exec_argv()'s errors (err: why). */
-#define BOOTCOUNT_JOURNAL_DIR "/var/log/journal"
-#define BOOTCOUNT_JOURNAL_MAX (16u * 1024u)
-int bootcount_journal_tail(const char *root, unsigned lines, struct strbuf *out, struct strbuf *err);
-
 /* The units' texts. network: `good` waits for network-online.target and
  * checks that an interface has an address (bootcount good --network). */
 int bootcount_attempt_unit_text(struct strbuf *out);

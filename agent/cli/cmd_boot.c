@@ -26,7 +26,6 @@
 #include "cmdline.h"
 #include "commands.h"
 #include "enlist.h"
-#include "exec.h"
 #include "exitcode.h"
 #include "fetch.h"
 #include "finish.h"
@@ -46,7 +45,6 @@
 
 #define BOOT_CA_MAX_BYTES (1024u * 1024u)
 #define BOOT_CA_FILE "ca.pem"           /* in RUN_DIR: kiln.ca= fetched from a URL */
-#define BOOT_JOURNAL_LINES 60           /* of the failed boot, in the boot-failed event */
 #define BOOT_FETCH_RETRIES 8            /* the network of a node that just booted may need a while */
 
 static void boot_usage(FILE *f) {
@@ -277,19 +275,6 @@ static int boot_count_check(struct cmd_run *run, struct boot_run *b, const char 
         if (r < 0)
                 json_object_object_add(o, "counter_unreadable", json_object_new_string(strbuf_str(&err)));
         json_object_object_add(o, "action", json_object_new_string(v == BOOTCOUNT_STOP ? "stopped" : "boot"));
-        if (!run->dry_run) {
-                /* what the failed boot logged, if its journal can be read as the look mounted it */
-                _cleanup_strbuf_ struct strbuf journal = STRBUF_INIT, jerr = STRBUF_INIT;
-                int j = bootcount_journal_tail(kiln_paths.target, BOOT_JOURNAL_LINES, &journal, &jerr);
-                if (j == 0)
-                        json_object_object_add(o, "journal", json_object_new_string(strbuf_str(&journal)));
-                else {
-                        _cleanup_free_ char *jwhy = j == -ENOENT ?
-                                strdupf("no %s or no %s in the installed root", kiln_paths.journalctl, BOOTCOUNT_JOURNAL_DIR) :
-                                strdupf("%s: %s", kiln_paths.journalctl, *exec_last_line(&jerr) ? exec_last_line(&jerr) : strerror(-j));
-                        json_object_object_add(o, "journal_unreadable", jwhy ? json_object_new_string(jwhy) : NULL);
-                }
-        }
         boot_event(run, b, "boot-failed", o);
         json_object_put(o);
         char good[BOOTCOUNT_TIME_LEN + 8];
