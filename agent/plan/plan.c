@@ -1761,6 +1761,22 @@ static int emit_boot(struct builder *b) {
                     (r = strv_pushdup(&disks, d->disk->path)) < 0)
                         return r;
         }
+        /* BIOS boot from a disk with 4096-byte logical sectors: GRUB's i386-pc
+         * core and the BIOS disk services read 512-byte sectors (SeaBIOS in
+         * tests/rig/test-hw-4kn.sh never started GRUB); 4Kn disks boot by UEFI */
+        for (size_t i = 0; s->boot.firmware != SPEC_FIRMWARE_UEFI && i < b->plan->n_disks; i++) {
+                const struct plan_disk *d = &b->plan->disks[i];
+                if (!d->disk || !d->disk->path || !strv_contains(disks, d->disk->path) ||
+                    !d->disk->logical_sector || d->disk->logical_sector == 512)
+                        continue;
+                if ((r = refuse_disk(b, s->boot.firmware_mark.line ? s->boot.firmware_mark : s->boot.mark, d->rule->id,
+                                     d->disk->path, "boot firmware '%s'%s needs BIOS boot from %s, which has %u-byte logical "
+                                     "sectors: GRUB's BIOS boot reads 512-byte sectors, so a 4Kn disk boots only by UEFI "
+                                     "(firmware: uefi)", s->boot.firmware == SPEC_FIRMWARE_BOTH ? "both" : "bios",
+                                     s->boot.firmware_mark.line ? "" : " (the default)", d->disk->path,
+                                     d->disk->logical_sector)) < 0)
+                        return r;
+        }
         _cleanup_free_ char *cmdline = NULL;
         if ((r = plan_kernel_cmdline(s, &cmdline)) < 0)
                 return r;
