@@ -1769,12 +1769,11 @@ static int emit_boot(struct builder *b) {
                 if (!d->disk || !d->disk->path || !strv_contains(disks, d->disk->path) ||
                     !d->disk->logical_sector || d->disk->logical_sector == 512)
                         continue;
-                if ((r = refuse_disk(b, s->boot.firmware_mark.line ? s->boot.firmware_mark : s->boot.mark, d->rule->id,
-                                     d->disk->path, "boot firmware '%s'%s needs BIOS boot from %s, which has %u-byte logical "
+                if ((r = refuse_disk(b, s->boot.firmware_mark, d->rule->id,
+                                     d->disk->path, "boot firmware '%s' needs BIOS boot from %s, which has %u-byte logical "
                                      "sectors: GRUB's BIOS boot reads 512-byte sectors, so a 4Kn disk boots only by UEFI "
                                      "(firmware: uefi)", s->boot.firmware == SPEC_FIRMWARE_BOTH ? "both" : "bios",
-                                     s->boot.firmware_mark.line ? "" : " (the default)", d->disk->path,
-                                     d->disk->logical_sector)) < 0)
+                                     d->disk->path, d->disk->logical_sector)) < 0)
                         return r;
         }
         _cleanup_free_ char *cmdline = NULL;
