@@ -77,7 +77,11 @@ int bootcount_attempt_unit_text(struct strbuf *out) {
         /* No default dependencies: it must not wait for local-fs.target,
          * which a boot that fails never reaches; it needs only the counter's
          * filesystem. Before sysinit.target, so it runs in every boot that
-         * got as far as mounting /boot, emergency mode included. */
+         * got as far as mounting /boot; wanted by emergency.target and
+         * rescue.target too: a mount that fails before /boot is mounted
+         * isolates emergency.target, which cancels sysinit's queued jobs (a
+         * CI run's boot into emergency mode was not counted), and then
+         * mounts /boot and counts there. */
         int r = strbuf_addf(out,
                             "# written by kiln: count this boot (docs/reinstall.md \"A boot that failed\")\n"
                             "[Unit]\n"
@@ -94,7 +98,7 @@ int bootcount_attempt_unit_text(struct strbuf *out) {
                             "ExecStart=%s bootcount attempt\n"
                             "\n"
                             "[Install]\n"
-                            "WantedBy=sysinit.target\n",
+                            "WantedBy=sysinit.target emergency.target rescue.target\n",
                             counter_dir(dir), FIRSTBOOT_BINARY);
         return r < 0 ? r : 0;
 }
@@ -144,7 +148,9 @@ int bootcount_install(const struct plan *p, struct strbuf *warnings, struct strb
                 return r;
         if ((r = bootcount_attempt_unit_text(&a)) < 0 || (r = bootcount_good_unit_text(p->net != NULL, &g)) < 0)
                 return r;
-        if ((r = install_unit(BOOTCOUNT_ATTEMPT_UNIT, strbuf_str(&a), "sysinit.target", err)) < 0)
-                return r;
+        static const char *const attempt_wanted_by[] = { "sysinit.target", "emergency.target", "rescue.target" };
+        for (size_t i = 0; i < ELEMENTSOF(attempt_wanted_by); i++)
+                if ((r = install_unit(BOOTCOUNT_ATTEMPT_UNIT, strbuf_str(&a), attempt_wanted_by[i], err)) < 0)
+                        return r;
         return install_unit(BOOTCOUNT_GOOD_UNIT, strbuf_str(&g), "multi-user.target", err);
 }
