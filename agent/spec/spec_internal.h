@@ -71,6 +71,8 @@ const char *spec_field(const struct loc *l, const char *key, char buf[static 256
 const char *spec_describe(const struct ynode *n, char buf[static QUOTE_MAX + 8]);
 /* Is cand a near miss of word, nearer than *best (then updated)? For "did you mean". */
 bool spec_close_enough(const char *word, const char *cand, unsigned *best);
+/* A MAC as a spec writes it: "52:54:00:12:34:56", hex digits in any case. */
+bool spec_valid_mac(const char *s);
 const char *spec_suggest(const char *word, const char *const *cands);
 
 /* ---- mapping access ---------------------------------------------------- */

@@ -22,7 +22,8 @@ static bool valid_ifname(const char *s) {
         return true;
 }
 
-static bool valid_mac(const char *s) {
+/* "52:54:00:12:34:56", hex digits in any case (spec_internal.h) */
+bool spec_valid_mac(const char *s) {
         if (strlen(s) != 17)
                 return false;
         for (size_t i = 0; i < 17; i++)
@@ -159,7 +160,7 @@ static void parse_nic(struct ctx *c, const struct ynode *m, const char *where, c
                         return;
                 for (char *p = n->value; *p; p++)
                         *p = (char) tolower((unsigned char) *p);
-                if (!valid_mac(n->value))
+                if (!spec_valid_mac(n->value))
                         emitn(c, v, "%s must be a MAC address like 52:54:00:12:34:56, not '%s'", spec_field(&l, "mac", f), spec_quote(n->value, t));
                 else
                         n->rule = SPEC_NIC_MAC;

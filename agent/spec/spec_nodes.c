@@ -10,16 +10,6 @@
 
 static const char *const node_keys[] = { "hostname", "address", "gateway", "bridge", NULL };
 
-/* "52:54:00:12:34:56" in any case: a MAC key (then lower-cased). */
-static bool mac_key(const char *s) {
-        if (strlen(s) != 17)
-                return false;
-        for (size_t i = 0; i < 17; i++)
-                if (i % 3 == 2 ? s[i] != ':' : !isxdigit((unsigned char) s[i]))
-                        return false;
-        return true;
-}
-
 static void parse_row(struct ctx *c, const struct ynode *k, const struct ynode *m, struct spec_node *x) {
         char where[160], f[256], t[QUOTE_MAX + 8];
         snprintf(where, sizeof where, "nodes row '%s'", spec_quote(x->key, t));
@@ -153,7 +143,7 @@ void spec_parse_nodes(struct ctx *c, const struct ynode *m) {
                 }
                 if (streq(x->key, SPEC_NODE_DEFAULT_KEY))
                         x->by = SPEC_NODE_DEFAULT;
-                else if (mac_key(x->key)) {
+                else if (spec_valid_mac(x->key)) {
                         x->by = SPEC_NODE_MAC;
                         for (char *p = x->key; *p; p++)
                                 *p = (char) tolower((unsigned char) *p);
