@@ -18,6 +18,8 @@
 #   rig_fixture_boot boot-tang specs/boot-tang.yaml  # start from the shared install:
 #                                       # qcow2 overlays of its disks, its Tang keys, spec, boot 1
 #   rig_disk_layer; rig_boot ...; rig_check "..." rig_disks_unwritten  # the boot wrote nothing
+#   rig_netns_start; rig_netns_tap tap0 # a namespace of the test's own: bridge, taps
+#   RIG_NET_TAP=tap0 RIG_FIRMWARE=uefi rig_boot --pxe  # a node on the real network
 #
 # Install once, boot many: a test that starts from a finished install boots
 # copy-on-write qcow2 overlays (backing file: the raw disks) of one install
@@ -51,6 +53,8 @@
 #               rig_expect_*, rig_ok), rig_done, the layout tests' checks
 #   job.sh      the whole job's pieces (rig_job_*, rig_no_secret_in)
 #   fixture.sh  install once, boot many (rig_fixture_*)
+#   netns.sh    a real network: a namespace with a bridge and taps, where the
+#               boot server of kickstart/setup.sh runs (rig_netns_*)
 # Here: the knobs' defaults and the state every piece shares (below), the
 # log and rig_sha256.
 
@@ -96,3 +100,5 @@ rig_sha256() { sha256sum "$@" | awk '{print $1}'; }
 . "$(dirname "${BASH_SOURCE[0]}")/lib/job.sh"
 # shellcheck source=lib/fixture.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib/fixture.sh"
+# shellcheck source=lib/netns.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/netns.sh"

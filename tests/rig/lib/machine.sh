@@ -188,11 +188,28 @@ rig_boot() {
   local spec_url="$RIG_HTTP_URL/specs/\${mac}.yaml"
   local append="console=ttyS0,115200n8 loglevel=4 panic=-1 kiln.report=/dev/ttyS1 ${RIG_APPEND:-}$extra_append"
   local net="user,id=n0,restrict=on,guestfwd=tcp:$RIG_HTTP_IP:80-cmd:$RIG_TMP/relay${RIG_NET_EXTRA:-}"
+  local nic_rom=
   local args=(-accel tcg,thread=multi -cpu max -m "$RIG_MEM" -smp "$RIG_SMP"
     -display none -monitor none -parallel none -no-reboot -nodefaults
     -smbios "type=1,manufacturer=kiln-rig,product=rig,serial=$RIG_SMBIOS_SERIAL,uuid=$RIG_SMBIOS_UUID"
     -serial "file:$RIG_SERIAL" -serial "file:$RIG_REPORT")
-  if [[ $mode == pxe ]]; then
+  if [[ -n ${RIG_NET_TAP:-} ]]; then
+    # the netns boot server's network (lib/netns.sh): the firmware's own
+    # network boot, answered by the boot server's dnsmasq and nginx
+    [[ $mode == pxe ]] || rig_die "rig_boot: a node on a tap boots from the network (--pxe)"
+    net="tap,id=n0,ifname=$RIG_NET_TAP,script=no,downscript=no"
+    case ${RIG_FIRMWARE:-bios} in
+      bios) args+=(-boot n) ;;    # SeaBIOS runs the NIC's option ROM: iPXE, as QEMU ships it
+      # OVMF's own PXE or HTTP boot (no option ROM on the NIC: the firmware's
+      # network stack loads the boot server's ipxe.efi, as on a real server)
+      uefi) rig_firmware_uefi args; nic_rom=",romfile=" ;;
+      uefi-http) rig_firmware_uefi args; nic_rom=",romfile="
+                 args+=(-fw_cfg name=opt/org.tianocore/IPv4PXESupport,string=n
+                        -fw_cfg name=opt/org.tianocore/IPv6PXESupport,string=n) ;;
+      *) rig_die "rig_boot: RIG_FIRMWARE is bios, uefi or uefi-http, not '$RIG_FIRMWARE'" ;;
+    esac
+    args+=(-device VGA)          # GRUB's i386-pc console needs one (rig_boot_disk)
+  elif [[ $mode == pxe ]]; then
     cp "$RIG_KERNEL" "$RIG_TMP/tftp/vmlinuz"
     cp "$initrd" "$RIG_TMP/tftp/initrd.img"
     # the operator's iPXE script, pointed at the rig's TFTP and nginx
@@ -206,13 +223,13 @@ rig_boot() {
   else
     args+=(-kernel "$RIG_KERNEL" -initrd "$initrd" -append "$append kiln.spec=$spec_url")
   fi
-  args+=(-netdev "$net" -device "$RIG_NIC_MODEL,netdev=n0,mac=$RIG_MAC")
+  args+=(-netdev "$net" -device "$RIG_NIC_MODEL,netdev=n0,mac=$RIG_MAC$nic_rom")
   local c
   for c in $(rig_disk_controllers); do args+=(-device "$c"); done
   for i in "${!RIG_DISK[@]}"; do
     args+=(-drive "$(rig_drive "$i")" -device "$(rig_disk_device "$i")")
   done
-  rig_log "boot $RIG_BOOT_N ($mode, ${#RIG_DISK[@]} disks, ${RIG_MEM} MiB): console $RIG_SERIAL"
+  rig_log "boot $RIG_BOOT_N ($mode${RIG_NET_TAP:+ on $RIG_NET_TAP, ${RIG_FIRMWARE:-bios}}, ${#RIG_DISK[@]} disks, ${RIG_MEM} MiB): console $RIG_SERIAL"
   local rc=0
   RIG_UNTIL=$until RIG_HOLD=0 rig_qemu "${args[@]}" || rc=1
   RIG_INIT_SECONDS=$(sed -n 's/.*kiln-init: started at \([0-9.]*\) s.*/\1/p' "$RIG_SERIAL" | head -1)
@@ -224,6 +241,17 @@ rig_boot() {
   return 0
 }
 
+# rig_firmware_uefi ARRAY: OVMF's arguments added to the array named ARRAY
+# (OVMF_CODE_4M.fd and a fresh copy of OVMF_VARS_4M.fd for this boot)
+rig_firmware_uefi() {
+  local -n into=$1
+  local code=/usr/share/OVMF/OVMF_CODE_4M.fd vars=/usr/share/OVMF/OVMF_VARS_4M.fd
+  [[ -r $code && -r $vars ]] || rig_skip "no OVMF firmware (bash tests/deps.sh: ovmf)"
+  cp "$vars" "$RIG_TMP/ovmf-vars-$RIG_BOOT_N.fd"
+  into+=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$code"
+         -drive "if=pflash,format=raw,unit=1,file=$RIG_TMP/ovmf-vars-$RIG_BOOT_N.fd")
+}
+
 # rig_qemu ARGS...: run qemu-system-x86_64 ARGS (the command saved as
 # qemu-N.cmd) until the guest stops by itself, RIG_TIMEOUT passes, or, with
 # RIG_UNTIL=REGEX set, the console (RIG_SERIAL) matches REGEX and then
@@ -231,9 +259,13 @@ rig_boot() {
 # RIG_UNTIL_SECONDS (when REGEX matched); strips CRs from the report.
 # Returns 0 when the guest stopped by itself or REGEX matched, 1 on timeout.
 rig_qemu() {
-  printf '%q ' qemu-system-x86_64 "$@" >"$RIG_TMP/qemu-$RIG_BOOT_N.cmd"
+  local run=(qemu-system-x86_64)
+  # a node on a tap runs in the tap's namespace (ip netns exec execs QEMU:
+  # the PID is QEMU's)
+  [[ -n ${RIG_NET_TAP:-} ]] && run=(ip netns exec "$RIG_NETNS" qemu-system-x86_64)
+  printf '%q ' "${run[@]}" "$@" >"$RIG_TMP/qemu-$RIG_BOOT_N.cmd"
   local t0; t0=$(date +%s.%N)
-  qemu-system-x86_64 "$@" 2>"$RIG_TMP/qemu-$RIG_BOOT_N.err" &
+  "${run[@]}" "$@" 2>"$RIG_TMP/qemu-$RIG_BOOT_N.err" &
   local qpid=$! timed_out=0 matched=0 stop_at=
   RIG_PIDS+=("$qpid")
   RIG_UNTIL_SECONDS=
@@ -324,11 +356,7 @@ rig_boot_disk() {
     -smbios "type=1,manufacturer=kiln-rig,product=rig,serial=$RIG_SMBIOS_SERIAL,uuid=$RIG_SMBIOS_UUID"
     -serial "file:$RIG_SERIAL" -serial "file:$RIG_REPORT")
   if [[ $fw == uefi ]]; then
-    local code=/usr/share/OVMF/OVMF_CODE_4M.fd vars=/usr/share/OVMF/OVMF_VARS_4M.fd
-    [[ -r $code && -r $vars ]] || rig_skip "no OVMF firmware (bash tests/deps.sh: ovmf)"
-    cp "$vars" "$RIG_TMP/ovmf-vars-$RIG_BOOT_N.fd"
-    args+=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$code"
-           -drive "if=pflash,format=raw,unit=1,file=$RIG_TMP/ovmf-vars-$RIG_BOOT_N.fd")
+    rig_firmware_uefi args
   else
     args+=(-boot c)
   fi
