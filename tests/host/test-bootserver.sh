@@ -240,12 +240,16 @@ check "--stop stops what it started" bash -c 'grep -qx "stopped: dnsmasq nginx" 
 R=$T/proxy
 refused "full DHCP beside the lab's DHCP server" "setup.sh: another DHCP server answers on br0: 192.0.2.2" \
   "${COMMON[@]}" --dhcp full --range 192.0.2.100,192.0.2.120 --root "$R"
-out=$(in_srv "$SETUP" "${COMMON[@]}" --root "$R" 2>&1) && rc=0 || rc=$?
+PROXY=("${COMMON[@]}" --root "$R" --tang --tang-port 7500)
+out=$(in_srv "$SETUP" "${PROXY[@]}" 2>&1) && rc=0 || rc=$?
 echo "$out" | sed 's/^/# /'
-check "proxy: the run succeeds (rc=$rc)" bash -c '(( $1 == 0 )) && grep -qx "started: dnsmasq nginx" <<<"$2"' _ "$rc" "$out"
+check "proxy: the run succeeds (rc=$rc)" bash -c '(( $1 == 0 )) && grep -qx "started: dnsmasq nginx tang" <<<"$2"' _ "$rc" "$out"
+check "proxy: tang's keys are under the root, in a 0700 dir" bash -c '[[ $(stat -c %a "$1/tang") == 700 ]] && ls "$1"/tang/db/*.jwk >/dev/null' _ "$R"
+check "proxy: tang answers on 192.0.2.1:7500" bash -c 'ip netns exec "$1" curl -fsS http://192.0.2.1:7500/adv | grep -q "\"payload\""' _ "$SRV"
 check "proxy: dnsmasq.conf is proxy DHCP on br0's subnet" grep -qx 'dhcp-range=192.0.2.0,proxy' "$R/etc/dnsmasq.conf"
-out=$(in_srv "$SETUP" "${COMMON[@]}" --root "$R" 2>&1) && rc=0 || rc=$?
+out=$(in_srv "$SETUP" "${PROXY[@]}" 2>&1) && rc=0 || rc=$?
 check "proxy: a second run changes nothing" bash -c '(( $1 == 0 )) && grep -q "^nothing changed" <<<"$2"' _ "$rc" "$out"
+ip -n "$CLI" addr flush dev eth0
 dhcp_client "$T/plain.env"
 check "proxy: a client gets its address from the lab's server ($(tr '\n' ' ' <"$T/plain.env"))" \
   bash -c '[[ $(sed -n "s/^serverid=//p" "$1") == 192.0.2.2 && $(sed -n "s/^ip=//p" "$1") == 192.0.2.15* ]]' _ "$T/plain.env"
@@ -253,5 +257,5 @@ dhcp_client "$T/pxe.env" -V PXEClient:Arch:00000:UNDI:002001 -x 0x5d:0000
 check "proxy: a PXE client gets the boot options from dnsmasq (proxy)" grep -qi "PXE(br0) .*$CMAC proxy" "$R/log/dnsmasq.log"
 check "proxy: dnsmasq hands out no address" bash -c '! grep -q "DHCPACK\|DHCPOFFER" "$1"' _ "$R/log/dnsmasq.log"
 out=$(in_srv "$SETUP" --stop --root "$R" --no-systemd 2>&1)
-check "proxy: --stop stops what it started" grep -qx "stopped: dnsmasq nginx" <<<"$out"
+check "proxy: --stop stops what it started" grep -qx "stopped: dnsmasq nginx tang" <<<"$out"
 checks_done
