@@ -190,7 +190,7 @@ fi
 if [[ -n $IPXE_DIR ]]; then
   for f in undionly.kpxe ipxe.efi; do [[ -f $IPXE_DIR/$f ]] || die "iPXE file '$IPXE_DIR/$f' does not exist"; done
 fi
-IPXE_DIR=${IPXE_DIR:-/usr/lib/ipxe}
+IPXE_DIR=${IPXE_DIR:-${KILN_IPXE_DIR:-/usr/lib/ipxe}}   # KILN_IPXE_DIR: the default, for the tests
 
 # port_user PROTO PORT: the listener on ADDR:PORT (or the wildcard) that is
 # not one of our own daemons, as ss prints it; empty when the port is free

@@ -131,7 +131,9 @@ refused "the HTTP port in use" "setup.sh: HTTP port 8088 is already in use on 19
 busy80=$busy
 listener udp 67 0.0.0.0; busy67=$busy
 refused "the DHCP port in use (full)" "setup.sh: DHCP port 67 is already in use on 192.0.2.1 (users:((\"python3\",pid=$busy67," "${COMMON[@]}" "${FULL[@]}"
-stop_pid "$busy80" "$busy67"
+listener udp 69 0.0.0.0; busy69=$busy
+refused "the TFTP port in use" "setup.sh: TFTP port 69 is already in use on 192.0.2.1 (users:((\"python3\",pid=$busy69," "${COMMON[@]}" --root "$R"
+stop_pid "$busy80" "$busy67" "$busy69"
 
 # --- --dry-run: shows every file and command, writes and starts nothing --------------
 out=$(in_srv "$SETUP" "${COMMON[@]}" "${FULL[@]}" --dry-run 2>&1) && rc=0 || rc=$?
@@ -142,14 +144,12 @@ check "--dry-run shows boot.ipxe with its set lines" grep -qx '    set kiln-base
 check "--dry-run shows dnsmasq.conf's range" grep -qx '    dhcp-range=192.0.2.100,192.0.2.120,12h' <<<"$out"
 check "--dry-run shows the commands" grep -qx "+ /usr/sbin/dnsmasq --conf-file=$R/etc/dnsmasq.conf" <<<"$out"
 check "--dry-run shows the DHCP probe" grep -q '^+ busybox udhcpc -i br0 -n -q -R' <<<"$out"
-# packages: only the missing ones (here: iPXE, when /usr/lib/ipxe lacks it)
-out=$(in_srv "$SETUP" --interface br0 --no-systemd --kernel "$T/in/vmlinuz" --initrd "$T/in/initrd.img" --root "$T/pk" --dry-run 2>&1)
-if [[ -f /usr/lib/ipxe/undionly.kpxe && -f /usr/lib/ipxe/ipxe.efi ]]; then
-  check "every package present: nothing installed" bash -c '! grep -q apt-get <<<"$1" && grep -q "^packages: all present" <<<"$1"' _ "$out"
-else
-  check "only the missing package is installed (ipxe)" grep -qx '+ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ipxe' <<<"$out"
-  check "and with a policy-rc.d that starts no service" grep -q 'policy-rc.d' <<<"$out"
-fi
+# packages: only the missing ones, and nothing when all are there
+out=$(in_srv "$SETUP" --interface br0 --no-systemd --kernel "$T/in/vmlinuz" --initrd "$T/in/initrd.img" --ipxe-dir "$IPXE" --root "$T/pk" --dry-run 2>&1)
+check "every package present: nothing installed" bash -c '! grep -q apt-get <<<"$1" && grep -q "^packages: all present" <<<"$1"' _ "$out"
+out=$(KILN_IPXE_DIR=$T/no-ipxe in_srv "$SETUP" --interface br0 --no-systemd --kernel "$T/in/vmlinuz" --initrd "$T/in/initrd.img" --root "$T/pk" --dry-run 2>&1)
+check "iPXE missing: only the ipxe package is installed" grep -qx '+ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ipxe' <<<"$out"
+check "and with a policy-rc.d that starts no service" grep -q '^+ printf .*exit 101.* >/usr/sbin/policy-rc.d' <<<"$out"
 check "the dry run wrote nothing there either" test ! -e "$T/pk"
 
 # --- full DHCP: first run, second run, a changed setting ------------------------------
@@ -175,7 +175,20 @@ check "full: a changed kiln-args rewrites only boot.ipxe (rc=$rc)" bash -c '(( $
   grep -qx "written: $3/tftp/boot.ipxe" <<<"$2" && grep -qx "written: $3/www/kiln/boot/boot.ipxe" <<<"$2"' _ "$rc" "$out" "$R"
 check "full: and restarts nothing" bash -c 'grep -qx "restarted: none" <<<"$1" && grep -qx "running unchanged: dnsmasq nginx" <<<"$1"' _ "$out"
 check "full: the config files are as they were" test "$(tree_sum "$R/etc")" = "$before"
-in_srv "$SETUP" "${COMMON[@]}" "${FULL[@]}" "${KARGS[@]}" >/dev/null 2>&1
+before=$(tree_sum "$R")
+out=$(in_srv "$SETUP" "${COMMON[@]}" "${FULL[@]}" "${KARGS[@]}" --dry-run 2>&1) && rc=0 || rc=$?
+check "full: --dry-run shows the change back as a diff of boot.ipxe (rc=$rc)" bash -c '(( $1 == 0 )) &&
+  grep -qx -- "-set kiln-args console=tty0 console=ttyS0,115200n8 kiln.enlist=http://192.0.2.1:8000/kiln/enlist kiln.debug" <<<"$2" &&
+  grep -qx -- "+set kiln-args console=tty0 console=ttyS0,115200n8 kiln.enlist=http://192.0.2.1:8000/kiln/enlist" <<<"$2"' _ "$rc" "$out"
+check "full: and writes nothing" test "$(tree_sum "$R")" = "$before"
+out=$(in_srv "$SETUP" "${COMMON[@]}" "${FULL[@]}" "${KARGS[@]}" --http-port 8080 2>&1) && rc=0 || rc=$?
+check "full: a changed --http-port rewrites nginx.conf, dnsmasq.conf and boot.ipxe (rc=$rc)" bash -c '(( $1 == 0 )) && [[ $(grep -c "^written: " <<<"$2") == 4 ]] &&
+  grep -qx "written: $3/etc/nginx.conf" <<<"$2" && grep -qx "written: $3/etc/dnsmasq.conf" <<<"$2"' _ "$rc" "$out" "$R"
+check "full: and restarts dnsmasq and nginx" grep -qx "restarted: dnsmasq nginx" <<<"$out"
+check "full: the UEFI HTTP boot URL and boot.ipxe name the port" bash -c 'grep -qx "dhcp-boot=tag:efihttp,http://192.0.2.1:8080/kiln/boot/ipxe.efi" "$1/etc/dnsmasq.conf" &&
+  grep -qx "set kiln-base http://192.0.2.1:8080/kiln/boot" "$1/tftp/boot.ipxe" && ip netns exec "$2" ss -Htln | grep -q "192.0.2.1:8080 "' _ "$R" "$SRV"
+out=$(in_srv "$SETUP" "${COMMON[@]}" "${FULL[@]}" "${KARGS[@]}" 2>&1) && rc=0 || rc=$?
+check "full: back to port 80 (rc=$rc)" bash -c '(( $1 == 0 )) && grep -qx "restarted: dnsmasq nginx" <<<"$2"' _ "$rc" "$out"
 # a port in use with the server set up: refused, nothing changed
 listener tcp 8089 192.0.2.1
 refused "the HTTP port in use, once set up" "setup.sh: HTTP port 8089 is already in use on 192.0.2.1" "${COMMON[@]}" "${FULL[@]}" "${KARGS[@]}" --http-port 8089
@@ -200,6 +213,7 @@ ipaddr=$(val ip "$T/full.env")
 check "full: the client gets an address in the range ($ipaddr)" bash -c '[[ $1 =~ ^192\.0\.2\.([0-9]+)$ ]] && (( BASH_REMATCH[1] >= 100 && BASH_REMATCH[1] <= 120 ))' _ "$ipaddr"
 check "full: from the boot server" test "$(val serverid "$T/full.env")" = 192.0.2.1
 check "full: with the BIOS boot file undionly.kpxe from 192.0.2.1" bash -c '[[ $(sed -n "s/^boot_file=//p" "$1") == undionly.kpxe && $(sed -n "s/^siaddr=//p" "$1") == 192.0.2.1 ]]' _ "$T/full.env"
+grep "$CMAC" "$R/log/dnsmasq.log" | sed 's/^/# dnsmasq: /'
 check "full: dnsmasq's log shows the lease" grep -q "DHCPACK(br0) $ipaddr $CMAC" "$R/log/dnsmasq.log"
 dhcp_client "$T/efi.env" -x 0x5d:0007
 check "full: a UEFI client gets ipxe.efi" test "$(val boot_file "$T/efi.env")" = ipxe.efi
@@ -254,6 +268,7 @@ dhcp_client "$T/plain.env"
 check "proxy: a client gets its address from the lab's server ($(tr '\n' ' ' <"$T/plain.env"))" \
   bash -c '[[ $(sed -n "s/^serverid=//p" "$1") == 192.0.2.2 && $(sed -n "s/^ip=//p" "$1") == 192.0.2.15* ]]' _ "$T/plain.env"
 dhcp_client "$T/pxe.env" -V PXEClient:Arch:00000:UNDI:002001 -x 0x5d:0000
+grep -i "$CMAC\|proxy" "$R/log/dnsmasq.log" | sed 's/^/# dnsmasq: /'
 check "proxy: a PXE client gets the boot options from dnsmasq (proxy)" grep -qi "PXE(br0) .*$CMAC proxy" "$R/log/dnsmasq.log"
 check "proxy: dnsmasq hands out no address" bash -c '! grep -q "DHCPACK\|DHCPOFFER" "$1"' _ "$R/log/dnsmasq.log"
 out=$(in_srv "$SETUP" --stop --root "$R" --no-systemd 2>&1)
