@@ -6,6 +6,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
 ME=setup.sh
+umask 022   # nginx's workers (www-data) read what is written
 
 usage() {
   cat <<'EOF'
@@ -92,6 +93,8 @@ while (($#)); do
 done
 [[ $ROOT == /* ]] || ROOT=$PWD/$ROOT
 ROOT=${ROOT%/}
+# ROOT goes into the config files and command lines as it is
+[[ $ROOT =~ ^[A-Za-z0-9._/+-]+$ ]] || die "bad --root '$ROOT': letters, digits and . _ + - / only"
 if [[ $SYSTEMD == auto ]]; then
   [[ $(cat /proc/1/comm 2>/dev/null) == systemd ]] && SYSTEMD=1 || SYSTEMD=0
 fi
@@ -120,6 +123,7 @@ stop_daemon() {
   local p _
   if ((SYSTEMD)); then
     if [[ $1 == tang ]]; then systemctl stop kiln-tang.socket; else systemctl stop "kiln-$1.service"; fi
+    ((STOP)) && systemctl disable -q "kiln-$1.$([[ $1 == tang ]] && echo socket || echo service)"
     return 0
   fi
   p=$(our_pid "$1")
@@ -202,6 +206,7 @@ port_user() {
       p=$(systemctl show -p MainPID --value "kiln-$s.service" 2>/dev/null || true)
       [[ -z $p || $p == 0 ]] || ours+=("$p")
     done
+    unit_active tang socket && ours+=(1)   # kiln-tang.socket's port is held by systemd
   fi
   ss -Hlnp -"$1" 2>/dev/null | awk -v a="$ADDR" -v p="$2" '{ n = split($4, x, ":"); port = x[n];
       host = substr($4, 1, length($4) - length(port) - 1); sub(/%.*/, "", host)
@@ -355,10 +360,12 @@ for e in '^set kiln-base ' '^set kiln-specs ' '^set kiln-hosts ' '^set kiln-args
   grep -q "$e" "$HERE/boot.ipxe" || die "kickstart/boot.ipxe: no line matches '$e' (the example changed?)"
 done
 base_args=$(sed -n 's/^set kiln-args //p' "$HERE/boot.ipxe")
+[[ $KARGS != *$'\n'* ]] || die "bad --kiln-args: one line only"
+kargs=${KARGS//\\/\\\\}; kargs=${kargs//&/\\&}; kargs=${kargs//|/\\|}   # for sed's replacement
 sed -e "s|^set kiln-base .*|set kiln-base $URL/kiln/boot|" \
     -e "s|^set kiln-specs .*|set kiln-specs $URL/kiln/specs|" \
     -e "s|^set kiln-hosts .*|set kiln-hosts $URL/kiln/hosts|" \
-    -e "s|^set kiln-args .*|set kiln-args $base_args${KARGS:+ ${KARGS//|/\\|}}|" \
+    -e "s|^set kiln-args .*|set kiln-args $base_args${kargs:+ $kargs}|" \
     "$HERE/boot.ipxe" >"$N/etc/boot.ipxe"
 
 if ((TANG)); then
