@@ -80,7 +80,7 @@ http {
     server { listen 127.0.0.1:8081; root $T/store; }
 }
 EOF
-in_srv nginx -c "$T/store/nginx.conf" -p "$T/store" -e "$T/store/error.log" -g 'daemon off;' &
+ip netns exec "$SRV" nginx -c "$T/store/nginx.conf" -p "$T/store" -e "$T/store/error.log" -g 'daemon off;' &
 cleanup_pid $!
 
 COMMON=(--interface br0 --no-systemd --kernel "$T/in/vmlinuz" --initrd "$T/in/initrd.img" --ipxe-dir "$IPXE"
@@ -246,7 +246,7 @@ ip -n "$CLI" addr flush dev eth0
 mkdir -p "$T/lab"
 printf 'start 192.0.2.150\nend 192.0.2.160\ninterface eth0\nlease_file %s/leases\npidfile %s/udhcpd.pid\nopt subnet 255.255.255.0\n' "$T/lab" "$T/lab" >"$T/lab/udhcpd.conf"
 : >"$T/lab/leases"
-in_lab busybox udhcpd -f "$T/lab/udhcpd.conf" >"$T/lab/log" 2>&1 &
+ip netns exec "$LAB" busybox udhcpd -f "$T/lab/udhcpd.conf" >"$T/lab/log" 2>&1 &
 cleanup_pid $!
 sleep 0.5
 out=$(in_srv "$SETUP" --stop --root "$R" --no-systemd 2>&1)
