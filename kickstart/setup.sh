@@ -542,9 +542,16 @@ if ((SYSTEMD && !DRY)); then
     esac
   done
 fi
+# up: running, and (nginx, tang) listening; 10 s each
+listening() { ss -Htln 2>/dev/null | awk -v a="$ADDR:$1" '$4 == a { f = 1 } END { exit !f }'; }
 if ((!DRY)); then
-  sleep 0.5
   for s in "${WANT[@]}"; do
+    for _ in $(seq 100); do
+      if running "$s"; then
+        case $s in nginx) listening "$PORT" && break ;; tang) listening "$TANG_PORT" && break ;; *) break ;; esac
+      fi
+      sleep 0.1
+    done
     running "$s" || die "$s did not start (see $ROOT/log/)"
   done
 fi
