@@ -11,7 +11,7 @@ umask 022   # nginx's workers (www-data) read what is written
 usage() {
   cat <<'EOF'
 Usage: kickstart/setup.sh --interface IF [options]
-       kickstart/setup.sh --stop [--root DIR] [--no-systemd]
+       kickstart/setup.sh --stop [--root DIR]
 
 Sets up a kiln boot server (dnsmasq: DHCP/TFTP, nginx: HTTP, optionally tang)
 on Debian 12, as root, from the files in kickstart/. A second run with the same
@@ -54,7 +54,8 @@ it changes and restarts only the services those files belong to.
                       default: kiln-*.service units where systemd is PID 1
   --dry-run           print every file it would write (content or diff) and
                       every command; write nothing, start nothing
-  --stop              stop what setup.sh started (pid files, units)
+  --stop              stop what setup.sh started under --root (its pid files;
+                      its units, disabled too, where systemd runs)
   -h, --help          this text
 
 Packages (installed only when missing, with no service starting during the
@@ -134,13 +135,18 @@ stop_daemon() {
   rm -f "$ROOT/run/$1.pid"
 }
 
+# --stop: the daemons of the pid files, and the units where systemd runs
+# (whichever way they were started)
 if ((STOP)); then
   stopped=()
+  [[ $(cat /proc/1/comm 2>/dev/null) == systemd ]] && sd=1 || sd=0
   for s in "${SERVICES[@]}"; do
-    if running "$s"; then
-      ((DRY)) && { echo "would stop $s"; continue; }
-      stop_daemon "$s"; stopped+=("$s")
-    fi
+    for SYSTEMD in 0 $( ((sd)) && echo 1); do
+      if running "$s"; then
+        ((DRY)) && { echo "would stop $s"; continue; }
+        stop_daemon "$s"; [[ " ${stopped[*]} " == *" $s "* ]] || stopped+=("$s")
+      fi
+    done
   done
   echo "stopped: ${stopped[*]:-nothing was running}"
   exit 0
@@ -579,5 +585,5 @@ Next:
   cp rack.yaml $SPECDIR/rack.yaml      every node without a file of its own
   cp $HERE/local.ipxe $ROOT/www/kiln/hosts/<mac>.ipxe   mark a node deployed (boots its disks)
   tail -f $ROOT/log/dnsmasq.log $ROOT/log/nginx-access.log   watch a node boot
-  $0 --stop --root $ROOT$( ((SYSTEMD)) || echo " --no-systemd")   stop the boot server
+  $0 --stop --root $ROOT   stop the boot server
 EOF
