@@ -217,6 +217,9 @@ grep "$CMAC" "$R/log/dnsmasq.log" | sed 's/^/# dnsmasq: /'
 check "full: dnsmasq's log shows the lease" grep -q "DHCPACK(br0) $ipaddr $CMAC" "$R/log/dnsmasq.log"
 dhcp_client "$T/efi.env" -x 0x5d:0007
 check "full: a UEFI client gets ipxe.efi" test "$(val boot_file "$T/efi.env")" = ipxe.efi
+dhcp_client "$T/http.env" -x 0x5d:0010 -V HTTPClient:Arch:00016:UNDI:003001
+check "full: a UEFI HTTP boot client gets ipxe.efi's URL on this server ($(tr '\n' ' ' <"$T/http.env"))" \
+  test "$(val boot_file "$T/http.env")" = http://192.0.2.1/kiln/boot/ipxe.efi
 
 # TFTP and HTTP from the client
 ip -n "$CLI" addr add "${ipaddr:-192.0.2.100}/24" dev eth0
