@@ -23,6 +23,9 @@ PKGS=(
   mdadm lvm2 cryptsetup-bin xfsprogs e2fsprogs dosfstools parted fdisk fio sqlite3
   nginx-light qemu-system-x86 qemu-utils ipxe-qemu mmdebstrap file socat bc time
   dnsmasq-base
+  # the boot server's iPXE: undionly.kpxe and ipxe.efi in /usr/lib/ipxe (kickstart/setup.sh,
+  # tests/host/test-bootserver.sh)
+  ipxe
   # the stand-in controller's SSH login on addHost (test-register-ssh): a test
   # sshd on 127.0.0.1 (never started as a service: policy-rc.d or no init)
   openssh-server python3-paramiko
