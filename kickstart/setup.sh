@@ -322,7 +322,8 @@ URL=http://$HOSTPORT
 # dnsmasq.conf: the example with the interface, range, paths and URL filled in
 d=(-e "s|^interface=eth1 .*|interface=$IFACE|"
    -e "s|^tftp-root=/srv/tftp|tftp-root=$ROOT/tftp|"
-   -e "s|^dhcp-boot=tag:efihttp,http://192.0.2.1/|dhcp-boot=tag:efihttp,$URL/|")
+   -e "s|^dhcp-boot=tag:efihttp,http://192.0.2.1/|dhcp-boot=tag:efihttp,$URL/|"
+   -e "s|^dhcp-boot=tag:ipxe,boot.ipxe,,192.0.2.1\$|dhcp-boot=tag:ipxe,boot.ipxe,,$ADDR|")
 if [[ $DHCP == proxy ]]; then
   d+=(-e "s|^dhcp-range=192.0.2.0,proxy|dhcp-range=$NET,proxy|")
 else
@@ -330,7 +331,7 @@ else
       -e "s|^pxe-service=|#pxe-service=|" -e "s|^#dhcp-boot=tag:!ipxe,|dhcp-boot=tag:!ipxe,|")
 fi
 for e in '/^interface=eth1 /' '/^tftp-root=\/srv\/tftp$/' '/^dhcp-range=192.0.2.0,proxy$/' \
-         '/^dhcp-boot=tag:efihttp,http:\/\/192.0.2.1\//' '/^pxe-service=/' '/^#dhcp-boot=tag:!ipxe,/'; do
+         '/^dhcp-boot=tag:efihttp,http:\/\/192.0.2.1\//' '/^dhcp-boot=tag:ipxe,boot.ipxe,,192.0.2.1$/' '/^pxe-service=/' '/^#dhcp-boot=tag:!ipxe,/'; do
   grep -q "$(sed -e 's|^/||' -e 's|/$||' -e 's|\\/|/|g' <<<"$e")" "$HERE/dnsmasq.conf" ||
     die "kickstart/dnsmasq.conf: no line matches $e (the example changed?)"
 done

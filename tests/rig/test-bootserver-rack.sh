@@ -18,14 +18,17 @@
 #   node C     UEFI HTTP boot (OVMF, PXE off), one small disk: ipxe.efi
 #              over HTTP; fits no layout, enlists with the reasons, and
 #              its disk is unwritten
-#   node D     deployed: hosts/<mac>.ipxe (local.ipxe) makes iPXE boot the
-#              shared install's disks; LUKS opens through Tang on the
-#              namespace's network; kiln never runs, nothing fetches a spec
 #   setup.sh   proxy DHCP beside the lab's udhcpd: only dnsmasq restarts
 #   node B     UEFI PXE (OVMF's own, no option ROM): its address from the
 #              lab's server, ipxe.efi over TFTP from the proxy; layout
 #              mirror-2; its image bytes come from the cache (the image
 #              store saw them once)
+#   node D     deployed, BIOS, still under proxy DHCP: its iPXE ROM takes the
+#              lab's address and boot.ipxe from the proxy (the ProxyDHCP ACK
+#              names the next-server: kickstart/dnsmasq.conf), then
+#              hosts/<mac>.ipxe (local.ipxe) boots the shared install's
+#              disks; LUKS opens through Tang on the namespace's network;
+#              kiln never runs, nothing fetches a spec
 #   network    no packet for an address outside the namespaces (their own
 #              counters), no route or link out
 set -uo pipefail
@@ -183,19 +186,6 @@ rig_check "node C: the controller enlisted it, with its MAC" \
 rig_check "node C: the enlisted record names why no layout fit (raid10-4, mirror-2)" \
   eval 'jq -r ".enlisted[] | tostring" "$RIG_TMP/ctl.json" | grep -q "raid10-4" && jq -r ".enlisted[] | tostring" "$RIG_TMP/ctl.json" | grep -q "mirror-2"'
 
-# --- node D: deployed, boots its disks through local.ipxe -------------------------
-cp "$SRC/kickstart/local.ipxe" "$HOSTS/$FIX_MAC.ipxe" && chmod 0644 "$HOSTS/$FIX_MAC.ipxe"
-node "$FIX_MAC" tap3 bios
-RIG_DISK=("${FIX_DISK[@]}") RIG_DISK_SERIAL=("${FIX_SERIAL[@]}")
-tang_before=$(rig_tang_requests)
-RIG_NET_TAP=tap3 RIG_FIRMWARE=bios rig_boot --pxe || rig_not_ok "node D: the installed system did not finish its boot"
-rig_check "node D: iPXE fetched hosts/<mac>.ipxe (200)" served "$FIX_MAC" "/kiln/hosts/[^ ]+\\.ipxe" 200
-rig_check "node D: nothing fetched a spec for it (kiln never ran)" eval '! grep -q "/kiln/specs/$FIX_MAC.yaml" "$NGINX_LOG"'
-rig_expect_section findmnt '^/ /dev/mapper/kvm_vg-root xfs ' "node D: its installed system booted from its disks (/ on the LUKS volume's LV)"
-rig_expect_section system '^multi-user active$' "node D: the installed system reached multi-user"
-rig_check "node D: the installed system opened LUKS through Tang on the namespace's network ($(( $(rig_tang_requests) - tang_before )) recoveries)" \
-  [ "$(rig_tang_requests)" -gt "$tang_before" ]
-
 # --- proxy DHCP beside the lab's own DHCP server ----------------------------------
 LAB=$RIG_NETNS-lab
 mkdir -p "$RIG_TMP/lab"
@@ -246,6 +236,22 @@ size=$(stat -c %s "$RIG_TMP/store/www/kiln/images/small.tar.zst")
 bytes=$(awk '/small.tar.zst/ {sub("bytes=", "", $NF); s += $NF} END {print s + 0}' "$RIG_TMP/store/access.log")
 rig_check "the image store saw the image's bytes once for two nodes ($n requests, $bytes of $size bytes)" \
   eval '[ "$bytes" -le "$size" ] && [ "$bytes" -gt 0 ]'
+
+# --- node D: deployed, boots its disks through local.ipxe -------------------------
+cp "$SRC/kickstart/local.ipxe" "$HOSTS/$FIX_MAC.ipxe" && chmod 0644 "$HOSTS/$FIX_MAC.ipxe"
+node "$FIX_MAC" tap3 bios
+RIG_DISK=("${FIX_DISK[@]}") RIG_DISK_SERIAL=("${FIX_SERIAL[@]}")
+tang_before=$(rig_tang_requests)
+RIG_NET_TAP=tap3 RIG_FIRMWARE=bios rig_boot --pxe || rig_not_ok "node D: the installed system did not finish its boot"
+D_IP=$(lease_ip "$FIX_MAC")
+rig_check "node D: its address came from the lab's server ($D_IP)" eval '[[ $D_IP == 192.0.2.2[0-2][0-9] ]]'
+rig_check "node D: boot.ipxe from the proxy's answer, over TFTP" sent boot.ipxe "$D_IP"
+rig_check "node D: iPXE fetched hosts/<mac>.ipxe (200)" served "$FIX_MAC" "/kiln/hosts/[^ ]+\\.ipxe" 200
+rig_check "node D: nothing fetched a spec for it (kiln never ran)" eval '! grep -q "/kiln/specs/$FIX_MAC.yaml" "$NGINX_LOG"'
+rig_expect_section findmnt '^/ /dev/mapper/kvm_vg-root xfs ' "node D: its installed system booted from its disks (/ on the LUKS volume's LV)"
+rig_expect_section system '^multi-user active$' "node D: the installed system reached multi-user"
+rig_check "node D: the installed system opened LUKS through Tang on the namespace's network ($(( $(rig_tang_requests) - tang_before )) recoveries)" \
+  [ "$(rig_tang_requests)" -gt "$tang_before" ]
 
 # --- nothing left the namespaces ---------------------------------------------------
 rig_check "the namespace does not forward (ip_forward 0)" [ "$(rig_netns_exec sysctl -n net.ipv4.ip_forward)" = 0 ]
