@@ -946,7 +946,7 @@ static int md_members_judge(struct apply_ctx *c, const struct plan_step *s) {
                 return -EINVAL;
         if (!c->md_uuids && !(c->md_uuids = calloc(c->plan->n_steps, sizeof *c->md_uuids)))
                 return -ENOMEM;
-        const char *uuid = NULL;
+        _cleanup_free_ char *first = NULL;      /* the first member's array UUID, the others compared to it */
         int r = 0;
         for (char **m = s->inputs; m && *m && r >= 0; m++) {
                 _cleanup_free_ struct inv_signature *sigs = NULL;
@@ -956,10 +956,11 @@ static int md_members_judge(struct apply_ctx *c, const struct plan_step *s) {
                         (void) strbuf_addf(&c->why, "cannot read the md superblock on %s", *m);
                         break;
                 }
+                const char *uuid = first;
                 r = resume_md_member(s->id, *m, sigs, n, &uuid, &c->why);
                 if (r == 0)
                         r = -ESTALE;
-                if (r > 0 && m[1] == NULL && !(c->md_uuids[k] = strdup(uuid)))
+                if (r > 0 && !first && !(first = strdup(uuid)))
                         r = -ENOMEM;
                 for (size_t i = 0; i < n; i++) {
                         free(sigs[i].type);
@@ -968,7 +969,11 @@ static int md_members_judge(struct apply_ctx *c, const struct plan_step *s) {
                         free(sigs[i].label);
                 }
         }
-        return r < 0 ? r : 0;
+        if (r < 0)
+                return r;
+        free(c->md_uuids[k]);
+        c->md_uuids[k] = TAKE_PTR(first);
+        return 0;
 }
 
 static int step_md_assemble(struct apply_ctx *c, const struct plan_step *s) {
