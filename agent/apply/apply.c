@@ -79,6 +79,8 @@ struct apply_ctx {
         bool readonly;                  /* apply_inspect(): assemble, open, activate, mount without a write */
         bool unlock_failed;             /* a generated key's volume did not open through its Tang pin: stop,
                                          * no fresh fallback (Tang down is no reason to wipe) */
+        char **md_uuids;                /* by step of the plan: an assemble's array UUID read from its members
+                                         * once the luks-open steps made them (plan_step.uuid NULL), else NULL */
 };
 
 #define BENCH_DEFAULT_LEN (64ull * 1024 * 1024)
@@ -927,18 +929,70 @@ static bool plan_mounts_root(const struct plan *p) {
         return false;
 }
 
+/* The array UUID of an assemble step: the plan's (the inventory saw it on
+ * the members), or the one read from them at run time. */
+static const char *md_uuid_of(const struct apply_ctx *c, const struct plan_step *s) {
+        size_t k = (size_t) (s - c->plan->steps);
+        return s->uuid ? s->uuid : c->md_uuids && k < c->plan->n_steps ? c->md_uuids[k] : NULL;
+}
+
+/* Members inside per-disk LUKS, which no inventory sees closed: now that the
+ * luks-open steps before this one made them, their superblocks judged by the
+ * plan's own rule (resume_md_member()); -ESTALE when they are not one array
+ * (not this plan's run: a resume installs fresh), the UUID kept in c. */
+static int md_members_judge(struct apply_ctx *c, const struct plan_step *s) {
+        size_t k = (size_t) (s - c->plan->steps);
+        if (k >= c->plan->n_steps)
+                return -EINVAL;
+        if (!c->md_uuids && !(c->md_uuids = calloc(c->plan->n_steps, sizeof *c->md_uuids)))
+                return -ENOMEM;
+        _cleanup_free_ char *first = NULL;      /* the first member's array UUID, the others compared to it */
+        int r = 0;
+        for (char **m = s->inputs; m && *m && r >= 0; m++) {
+                _cleanup_free_ struct inv_signature *sigs = NULL;
+                size_t n = 0;
+                r = sigprobe_device(*m, &sigs, &n);
+                if (r < 0) {
+                        (void) strbuf_addf(&c->why, "cannot read the md superblock on %s", *m);
+                        break;
+                }
+                const char *uuid = first;
+                r = resume_md_member(s->id, *m, sigs, n, &uuid, &c->why);
+                if (r == 0)
+                        r = -ESTALE;
+                if (r > 0 && !first && !(first = strdup(uuid)))
+                        r = -ENOMEM;
+                for (size_t i = 0; i < n; i++) {
+                        free(sigs[i].type);
+                        free(sigs[i].usage);
+                        free(sigs[i].uuid);
+                        free(sigs[i].label);
+                }
+        }
+        if (r < 0)
+                return r;
+        free(c->md_uuids[k]);
+        c->md_uuids[k] = TAKE_PTR(first);
+        return 0;
+}
+
 static int step_md_assemble(struct apply_ctx *c, const struct plan_step *s) {
         const char *name = s->md.name;
-        if (!name)
+        if (!name || !s->inputs || !s->inputs[0])
                 return -EINVAL;
-        int r = md_assemble(name, s->uuid, s->inputs, c->readonly, &c->why);
+        int r;
+        if (!s->uuid && (r = md_members_judge(c, s)) < 0)
+                return r;
+        const char *uuid = md_uuid_of(c, s);
+        r = md_assemble(name, uuid, s->inputs, c->readonly, &c->why);
         if (r < 0)
                 return r;
         _cleanup_free_ char *node = NULL;
         r = md_wait(name, MD_WAIT_USEC, &node);
         if (r < 0)
                 return strbuf_addf(&c->why, "/dev/md/%s did not appear", name), r;
-        log_info("assembled md array '%s' (UUID %s) as %s", name, s->uuid, node);
+        log_info("assembled md array '%s' (UUID %s%s) as %s", name, uuid,
+                 s->uuid ? "" : ", read from its members once opened", node);
         return 0;
 }
 
@@ -1000,7 +1054,7 @@ static json_object *kept_uuids(const struct apply_ctx *c) {
                 size_t n = 0;
                 if (s->kind == PLAN_MD_ASSEMBLE) {
                         snprintf(key, sizeof key, "md %s", s->id);
-                        uuid = s->uuid;
+                        uuid = md_uuid_of(c, s);
                 } else if (s->kind == PLAN_SKIP_STAGE && s->device &&
                            (s->skipped == PLAN_LUKS_FORMAT || s->skipped == PLAN_MKFS || s->skipped == PLAN_PVCREATE)) {
                         snprintf(key, sizeof key, "%s %s", s->skipped == PLAN_LUKS_FORMAT ? "luks" : s->skipped == PLAN_MKFS ? "fs" : "pv",
@@ -1191,6 +1245,23 @@ static void dry_run_print(const struct plan *p, FILE *out) {
         }
 }
 
+/* What a context owns (not its report: apply_run's caller's, or its own). */
+static void ctx_done(struct apply_ctx *c) {
+        for (size_t i = 0; i < c->n_keys; i++)
+                luks_key_free(c->keys[i].key);
+        free(c->keys);
+        strbuf_release(&c->why);
+        bench_result_done(&c->bench);
+        for (size_t i = 0; i < c->n_choices; i++)
+                free(c->choices[i].cipher);
+        free(c->choices);
+        resume_record_done(&c->rec);
+        free(c->fallback_why);
+        for (size_t i = 0; c->md_uuids && i < c->plan->n_steps; i++)
+                free(c->md_uuids[i]);
+        free(c->md_uuids);
+}
+
 /* A failed run is reported too (the run report with the failed step and
  * why), to the webhook; CloudStack never gets a failed node. */
 static void report_failure(struct apply_ctx *c, const struct plan_step *s, const char *why) {
@@ -1362,16 +1433,7 @@ int apply_run(const struct plan *p, const struct apply_options *opts, enum plan_
                         report_resume(&c);
                 save_report(&c);
         }
-        for (size_t i = 0; i < c.n_keys; i++)
-                luks_key_free(c.keys[i].key);
-        free(c.keys);
-        strbuf_release(&c.why);
-        bench_result_done(&c.bench);
-        for (size_t i = 0; i < c.n_choices; i++)
-                free(c.choices[i].cipher);
-        free(c.choices);
-        resume_record_done(&c.rec);
-        free(c.fallback_why);
+        ctx_done(&c);
         report_free(own_report);
         return code;
 }
@@ -1386,11 +1448,7 @@ static bool inspect_mounts(const struct plan_step *s) {
 static void ctx_free(struct apply_ctx *c) {
         if (!c)
                 return;
-        for (size_t i = 0; i < c->n_keys; i++)
-                luks_key_free(c->keys[i].key);
-        free(c->keys);
-        strbuf_release(&c->why);
-        resume_record_done(&c->rec);
+        ctx_done(c);
         free(c);
 }
 

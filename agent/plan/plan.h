@@ -134,7 +134,7 @@ struct plan_step {
         bool size_approx;       /* size is an estimate (md/LUKS/LVM overhead) */
         struct plan_part *parts; size_t n_parts;   /* PLAN_PARTITION only */
         enum plan_step_kind skipped;                /* PLAN_SKIP_STAGE only: the kind it skips */
-        char *uuid;                                 /* PLAN_MD_ASSEMBLE only */
+        char *uuid;                                 /* PLAN_MD_ASSEMBLE only; NULL: read by the run (see below) */
         struct plan_lv {                            /* PLAN_LVCREATE only: what lvcreate gets */
                 const char *vg, *name;              /* VG and LV names (point into the spec) */
                 uint64_t bytes;                     /* exact size, or 0 with: */
@@ -174,7 +174,9 @@ struct plan_step {
  *   REGISTER     obj: struct spec_cloudstack (index 0) or struct spec_webhook (index 1)
  *   FINISH       obj: the spec (spec->finish)
  * Resume plans only (resume.h):
- *   MD_ASSEMBLE  id/obj: raid; device: /dev/md/NAME; inputs: members; uuid: the array UUID on them; md
+ *   MD_ASSEMBLE  id/obj: raid; device: /dev/md/NAME; inputs: members; uuid: the array UUID on them, NULL
+ *                when a member is a mapping an earlier luks-open makes (per-disk LUKS: the run reads
+ *                it from the opened members); md
  *   VG_ACTIVATE  id/obj: vg; device: /dev/VG; vg (with lv_nodes)
  *   SKIP_STAGE   the step it replaces: skipped (kind, id, obj, index, device of that step)
  *   RESUME_CHECK device: the progress record's path */

@@ -317,6 +317,32 @@ static bool used_whole(const struct plan *p, const char *disk) {
         return false;
 }
 
+/* Is dev the mapping a luks-open step before step i of plan p makes? */
+static bool opened_before(const struct plan *p, size_t i, const char *dev) {
+        for (size_t k = 0; dev && k < i && k < p->n_steps; k++)
+                if (p->steps[k].kind == PLAN_LUKS_OPEN && p->steps[k].device && streq(p->steps[k].device, dev))
+                        return true;
+        return false;
+}
+
+int resume_md_member(const char *md_id, const char *member, const struct inv_signature *sigs, size_t n,
+                     const char **uuid, struct strbuf *why) {
+        const struct inv_signature *s = NULL;
+        for (size_t i = 0; i < n && !s; i++)
+                if (sigs[i].type && streq(sigs[i].type, "linux_raid_member"))
+                        s = &sigs[i];
+        int r;
+        if (!s || !s->uuid)
+                r = strbuf_addf(why, "%s is not a member of md array '%s'", member, md_id);
+        else if (*uuid && !streq(*uuid, s->uuid))
+                r = strbuf_addf(why, "the members of md array '%s' belong to different arrays", md_id);
+        else {
+                *uuid = s->uuid;
+                return 1;
+        }
+        return r < 0 ? r : 0;
+}
+
 static bool has_partition_table(const struct inv_disk *d) {
         for (size_t i = 0; i < d->n_sigs; i++)
                 if ((d->sigs[i].usage && streq(d->sigs[i].usage, "partition_table")) ||
@@ -389,15 +415,19 @@ static int check_disks(struct rbuild *b) {
                 case PLAN_MD_CREATE: {
                         const char *uuid = NULL;
                         for (char **m = st->inputs; m && *m; m++) {
-                                const struct inv_signature *s = sig_typed(inv, *m, "linux_raid_member");
-                                if (!s && !known_device(inv, *m))       /* per-disk LUKS under the md */
-                                        return not_resumable(b, "md array '%s' sits on %s, which is not opened yet: "
-                                                             "its superblock cannot be checked", st->id, *m);
-                                if (!s || !s->uuid)
-                                        return not_resumable(b, "%s is not a member of md array '%s'", *m, st->id);
-                                if (uuid && !streq(uuid, s->uuid))
-                                        return not_resumable(b, "the members of md array '%s' belong to different arrays", st->id);
-                                uuid = s->uuid;
+                                /* per-disk LUKS under the md: its superblock is inside the closed
+                                 * volume; the run judges it once the luks-open above made the
+                                 * mapping (the same rule, on what it probes there) */
+                                if (opened_before(f, i, *m))
+                                        continue;
+                                if (!known_device(inv, *m))
+                                        return not_resumable(b, "md array '%s' sits on %s, which the inventory does not "
+                                                             "show: its superblock cannot be checked", st->id, *m);
+                                size_t n;
+                                const struct inv_signature *s = sigs_of(inv, *m, &n);
+                                int k = resume_md_member(st->id, *m, s, n, &uuid, &b->why);
+                                if (k <= 0)
+                                        return k;
                         }
                         break;
                 }
@@ -427,8 +457,15 @@ static int check_disks(struct rbuild *b) {
         return 1;
 }
 
-static const char *md_uuid(const struct inventory *inv, const struct plan_step *st) {
-        const struct inv_signature *s = st->inputs ? sig_typed(inv, st->inputs[0], "linux_raid_member") : NULL;
+/* The array UUID the inventory shows on the md's members; NULL when a member
+ * is a mapping a luks-open of the plan makes (the run reads it there, once
+ * opened: apply.c step_md_assemble()). */
+static const char *md_uuid(const struct plan *f, size_t i) {
+        const struct plan_step *st = &f->steps[i];
+        for (char **m = st->inputs; m && *m; m++)
+                if (opened_before(f, i, *m))
+                        return NULL;
+        const struct inv_signature *s = st->inputs ? sig_typed(f->inv, st->inputs[0], "linux_raid_member") : NULL;
         return s ? s->uuid : NULL;
 }
 
@@ -449,15 +486,19 @@ static int emit(struct rbuild *b) {
                 case PLAN_MD_CREATE: {
                         if (!(s = push(b, st, PLAN_MD_ASSEMBLE)) || copy_payload(b, s, st) < 0)
                                 return -ENOMEM;
-                        const char *uuid = md_uuid(f->inv, st);
-                        if (!uuid || !(s->uuid = strdup(uuid)))
+                        const char *uuid = md_uuid(f, i);
+                        if (uuid && !(s->uuid = strdup(uuid)))
                                 return -ENOMEM;
                         _cleanup_strbuf_ struct strbuf m = STRBUF_INIT;
                         for (char **in = st->inputs; in && *in; in++)
                                 if ((r = strbuf_addf(&m, "%s%s", in == st->inputs ? "" : ", ", *in)) < 0)
                                         return r;
-                        r = fill(s, st, strdupf("assemble md '%s' (UUID %s) from %s; keeps the array and its data",
-                                            s->md.name, uuid, strbuf_str(&m)), NULL);
+                        r = fill(s, st, uuid ? strdupf("assemble md '%s' (UUID %s) from %s; keeps the array and its data",
+                                                       s->md.name, uuid, strbuf_str(&m))
+                                             : strdupf("assemble md '%s' from %s, once the luks-open steps above opened "
+                                                       "them (their superblocks are read then: one array, its UUID); "
+                                                       "keeps the array and its data", s->md.name, strbuf_str(&m)),
+                                 NULL);
                         break;
                 }
                 case PLAN_VGCREATE: {

@@ -7,7 +7,10 @@
  * from (pure: nothing is opened) and, when the selected disks hold exactly
  * the layout this plan builds, makes a resume plan: assemble the md arrays,
  * open LUKS, activate the VGs, mount, check the record (resume-check), then
- * the stages the record does not list as done. The executor falls back to
+ * the stages the record does not list as done. What the inventory cannot
+ * see (an md over per-disk LUKS: its superblocks are inside the closed
+ * volumes) is judged by the run, after the luks-open steps that make it
+ * visible, by the same rule (resume_md_member()). The executor falls back to
  * the fresh plan, after undoing what it assembled, opened and mounted, when
  * the record is missing, names another plan, or says the run finished. */
 #pragma once
@@ -49,6 +52,15 @@ int resume_record_to_json(const struct resume_record *rec, struct strbuf *out);
 int resume_record_from_json(const char *text, size_t len, struct resume_record *ret);
 /* Reading and writing the file: agent/apply/record.h. */
 void resume_record_done(struct resume_record *rec);
+
+/* Pure. One member of md array md_id judged by its signatures (sigs, n: the
+ * inventory's, or, for a mapping a luks-open of the plan makes, which no
+ * inventory sees inside the closed LUKS, what the run probes once it is
+ * open): 1 when it is a member of the array whose UUID *uuid holds (any
+ * array while *uuid is NULL: then *uuid points to its UUID, inside sigs);
+ * 0 with the reason appended to why. The one rule for both. */
+int resume_md_member(const char *md_id, const char *member, const struct inv_signature *sigs, size_t n,
+                     const char **uuid, struct strbuf *why);
 
 /* Pure. Returns 1 and a resume plan in *ret when the disks the fresh plan
  * selected hold what it builds; 0 and the reason in *ret_why (free it) when

@@ -100,7 +100,9 @@ static struct inv_partition *part_at(struct inventory *inv, const char *path) {
 }
 
 /* What a second boot's inventory shows after a first boot built this plan
- * (GPT, md members with one UUID per array) and stopped: nothing running. */
+ * (GPT, md members with one UUID per array, a LUKS header on each disk or
+ * partition under LUKS) and stopped: nothing running. md members that are
+ * LUKS mappings show nothing: their superblocks are inside the closed LUKS. */
 static struct inventory *as_built(const struct spec *s, const char *name) {
         struct inventory *inv = load_inv(name);
         _cleanup_plan_free_ struct plan *p = inv ? plan_of(s, inv) : NULL;
@@ -118,6 +120,13 @@ static struct inventory *as_built(const struct spec *s, const char *name) {
                                         .path = strdup(st->parts[k].device), .name = strdup(st->parts[k].device + 5),
                                         .number = st->parts[k].number, .start = st->parts[k].start, .size = st->parts[k].size,
                                 };
+                } else if (st->kind == PLAN_LUKS_FORMAT) {
+                        struct inv_partition *ip = part_at(inv, st->device);
+                        struct inv_disk *d = ip ? NULL : disk_at(inv, st->device);
+                        if (ip)
+                                add_sig(&ip->sigs, &ip->n_sigs, sig("crypto_LUKS", "0a0b0c0d-0000-4000-8000-000000000001"));
+                        else if (d)
+                                add_sig(&d->sigs, &d->n_sigs, sig("crypto_LUKS", "0a0b0c0d-0000-4000-8000-000000000002"));
                 } else if (st->kind == PLAN_MD_CREATE) {
                         char uuid[37];
                         snprintf(uuid, sizeof uuid, "5a6b7c8d-9e0f-1a2b-3c4d-5e6f7a8b9c%02x", (unsigned) (i & 0xff));
@@ -978,6 +987,152 @@ static void test_generated_key(void) {
                                "'unlock' (Tang): kiln cannot open it again (only the escrow's private key does)");
 }
 
+static char *perdisk_text(void) {
+        _cleanup_free_ char *p = src_path("templates/kvm-perdisk-luks-raid10.yaml");
+        char *text = NULL;
+        if (read_full_file(p, SPEC_MAX_BYTES, &text, NULL) < 0)
+                abort();
+        return text;
+}
+
+static size_t index_of(const struct plan *p, const struct plan_step *s) {
+        return (size_t) (s - p->steps);
+}
+
+static const struct plan_step *step_id(const struct plan *p, enum plan_step_kind k, const char *id) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].kind == k && p->steps[i].id && streq(p->steps[i].id, id))
+                        return &p->steps[i];
+        return NULL;
+}
+
+/* The md's member rule, as the plan and the run (apply.c, on what it probes
+ * once the luks-open steps made the mappings) both use it. */
+static void test_md_member_rule(void) {
+        struct inv_signature a[] = { { .type = (char *) "crypto_LUKS", .uuid = (char *) "0a0b" },
+                                     { .type = (char *) "linux_raid_member", .uuid = (char *) "aaaa-1" } };
+        struct inv_signature other[] = { { .type = (char *) "linux_raid_member", .uuid = (char *) "bbbb-2" } };
+        struct inv_signature nouuid[] = { { .type = (char *) "linux_raid_member" } };
+        struct inv_signature xfs[] = { { .type = (char *) "xfs", .uuid = (char *) "cccc-3" } };
+        _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+        const char *uuid = NULL;
+        CHECK_INT(resume_md_member("md0", "/dev/mapper/crypt-0", a, 2, &uuid, &why), 1);
+        CHECK_STR(uuid, "aaaa-1");
+        CHECK_INT(why.len, 0);
+        CHECK_INT(resume_md_member("md0", "/dev/mapper/crypt-1", a + 1, 1, &uuid, &why), 1);
+        CHECK_STR(uuid, "aaaa-1");
+        CHECK_INT(resume_md_member("md0", "/dev/mapper/crypt-2", other, 1, &uuid, &why), 0);
+        CHECK_STR(strbuf_str(&why), "the members of md array 'md0' belong to different arrays");
+        CHECK_STR(uuid, "aaaa-1");
+        strbuf_reset(&why);
+        uuid = NULL;
+        CHECK_INT(resume_md_member("md0", "/dev/mapper/crypt-3", xfs, 1, &uuid, &why), 0);
+        CHECK_STR(strbuf_str(&why), "/dev/mapper/crypt-3 is not a member of md array 'md0'");
+        CHECK(!uuid);
+        strbuf_reset(&why);
+        CHECK_INT(resume_md_member("md0", "/dev/mapper/crypt-3", NULL, 0, &uuid, &why), 0);
+        CHECK_STR(strbuf_str(&why), "/dev/mapper/crypt-3 is not a member of md array 'md0'");
+        strbuf_reset(&why);
+        CHECK_INT(resume_md_member("md0", "/dev/mapper/crypt-3", nouuid, 1, &uuid, &why), 0);
+        CHECK_STR(strbuf_str(&why), "/dev/mapper/crypt-3 is not a member of md array 'md0'");
+}
+
+/* Per-disk LUKS under md (templates/kvm-perdisk-luks-raid10.yaml: generated
+ * escrowed keys bound to Tang): the md superblocks are inside the closed LUKS
+ * volumes, where the inventory cannot look. The resume plan is still made
+ * (a resume, and the look at a finished node, which is the same plan run
+ * read-only): each luks-open through its Tang pin, then the md over the
+ * mappings, judged by the run once they are open (no UUID in the plan), then
+ * the VG on it; /boot's md over partitions is judged from the inventory as
+ * before. A disk whose header is gone still says so. */
+static void test_perdisk_luks(void) {
+        _cleanup_free_ char *text = perdisk_text();
+        _cleanup_(second_boot_done) struct second_boot b = {};
+        if (!second_boot(text, &b))
+                return;
+        const struct plan *f = b.fresh, *res = b.resume;
+        CHECK_STR(res->mode_why, "the disks hold this plan's layout; the progress record decides");
+        CHECK_INT(count_kind(res, PLAN_LUKS_OPEN), 4);
+        CHECK_INT(count_kind(res, PLAN_MD_ASSEMBLE), 2);
+        CHECK_INT(count_kind(res, PLAN_LUKS_FORMAT) + count_kind(res, PLAN_MD_CREATE), 0);
+        const struct plan_step *md0 = step_id(res, PLAN_MD_ASSEMBLE, "md0"), *boot = step_id(res, PLAN_MD_ASSEMBLE, "md-boot");
+        const struct plan_step *vg = step_of(res, PLAN_VG_ACTIVATE), *chk = step_of(res, PLAN_RESUME_CHECK);
+        CHECK(md0 && boot && vg && chk);
+        if (!md0 || !boot || !vg || !chk)
+                return;
+        /* md0: no UUID from the inventory; its members are the mappings the luks-open steps make, all before it */
+        CHECK(!md0->uuid);
+        CHECK_INT(strv_length(md0->inputs), 4);
+        size_t opens = 0;
+        for (size_t i = 0; i < res->n_steps; i++) {
+                const struct plan_step *s = &res->steps[i];
+                if (s->kind != PLAN_LUKS_OPEN)
+                        continue;
+                opens++;
+                CHECK(i < index_of(res, md0));
+                CHECK(strv_contains(md0->inputs, s->device));
+                CHECK(s->description && strstr(s->description, "with the generated key its clevis token gives back "
+                                                                "through Tang"));
+        }
+        CHECK_INT(opens, 4);
+        CHECK_STR(md0->description, "assemble md 'md0' from /dev/mapper/crypt-0, /dev/mapper/crypt-1, /dev/mapper/crypt-2, "
+                                    "/dev/mapper/crypt-3, once the luks-open steps above opened them (their superblocks "
+                                    "are read then: one array, its UUID); keeps the array and its data");
+        /* then the VG on md0, the mounts, the record */
+        CHECK(index_of(res, md0) < index_of(res, vg));
+        CHECK(index_of(res, vg) < index_of(res, chk));
+        /* md-boot sits on partitions: the inventory's UUID, as before */
+        CHECK(boot->uuid && strlen(boot->uuid) == 36);
+        CHECK(boot->description && strstr(boot->description, boot->uuid));
+        /* the fresh plan is unchanged: md-create over the mappings */
+        const struct plan_step *create = step_id(f, PLAN_MD_CREATE, "md0");
+        CHECK(create && create->inputs && streq(create->inputs[0], "/dev/mapper/crypt-0"));
+        _cleanup_strbuf_ struct strbuf j = STRBUF_INIT;
+        CHECK_INT(plan_to_json(res, &j), 0);
+        CHECK(strstr(strbuf_str(&j), "\"mode\":\"resume\""));
+
+        /* a finished node (marked disks) is the same plan: the look opens it before any verdict */
+        static const uint8_t rnd[MARK_RANDOM_LEN] = { 5, 6, 7, 8 };
+        char mk[MARK_UUID_LEN + 1];
+        CHECK_INT(mark_encode(NULL, rnd, mk), 0);
+        for (size_t i = 0; i < f->n_disks; i++)
+                set_ptuuid(b.inv, f->disks[i].disk->path, mk);
+        _cleanup_plan_free_ struct plan *g = plan_of(b.spec, b.inv);
+        struct plan *look = NULL;
+        CHECK(g);
+        if (!g)
+                return;
+        CHECK_INT(resume_decide(g, false, &look), 0);
+        CHECK(look);
+        if (look) {
+                const struct plan_step *m = step_id(look, PLAN_MD_ASSEMBLE, "md0");
+                CHECK(m && !m->uuid);
+                struct resume_record done = { .complete = true };
+                memcpy(done.fingerprint, g->fingerprint, sizeof done.fingerprint);
+                enum plan_verdict v;
+                _cleanup_strbuf_ struct strbuf why = STRBUF_INIT;
+                CHECK_INT(plan_verdict(g, &done, NULL, &v, &why), 0);
+                CHECK_INT(v, PLAN_VERDICT_BOOT_INSTALLED);
+        }
+        plan_free(look);
+        look = NULL;
+
+        /* a disk whose LUKS header is gone: not this plan's run, and why */
+        struct inv_partition *p2 = part_at(b.inv, "/dev/vdc3");
+        CHECK(p2 && p2->n_sigs == 1);
+        if (!p2)
+                return;
+        free(p2->sigs[0].type);
+        p2->sigs[0].type = strdup("xfs");
+        _cleanup_plan_free_ struct plan *h = plan_of(b.spec, b.inv);
+        CHECK(h);
+        if (!h)
+                return;
+        CHECK_INT(resume_decide(h, false, &look), 0);
+        CHECK(!look);
+        CHECK_STR(h->mode_why, "no interrupted run of this plan to resume: /dev/vdc3 holds no LUKS header");
+}
+
 int main(void) {
         test_verdict();
         test_layouts_finished();
@@ -990,5 +1145,7 @@ int main(void) {
         test_whole_disk_members();
         test_raw_image();
         test_generated_key();
+        test_md_member_rule();
+        test_perdisk_luks();
         return TEST_DONE();
 }
