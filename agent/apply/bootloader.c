@@ -66,6 +66,18 @@ int chroot_enter(const char *root, struct strbuf *err) {
                         unbind_upto(root, i);
                         return r;
                 }
+                /* A recursive bind copies shared submounts into their peer
+                 * groups (iproute2 makes /run/netns shared): the detaching
+                 * umount of chroot_leave would then propagate back and
+                 * unmount the host's own (a host test's network namespaces
+                 * went away under it). As a slave the copy still sees new
+                 * mounts of the host, and its umounts stay its own. */
+                if (chroot_binds[i].recursive && mount(NULL, p, NULL, MS_SLAVE | MS_REC, NULL) < 0) {
+                        r = -errno;
+                        (void) strbuf_addf(err, "cannot make the bind of %s at %s a slave", bind_source(i), p);
+                        unbind_upto(root, i + 1);
+                        return r;
+                }
         }
         return 0;
 }

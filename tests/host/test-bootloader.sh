@@ -56,6 +56,15 @@ STUB
 binds_left() { grep -c " $root/" /proc/self/mounts; }
 mkdir -p /run/kiln-probe-run    # proves /run is the host's
 cleanup_do rmdir /run/kiln-probe-run
+# a shared mount under /run with a mount under it, as iproute2 makes
+# /run/netns and a namespace in it: the chroot's recursive bind of /run must
+# not take the inner mount away from the host when it is undone (a host test's
+# namespaces went away under it while another test ran this step)
+shared=/run/kiln-probe-shared-$$
+mkdir -p "$shared" && mount -t tmpfs kiln-probe "$shared" && mount --make-shared "$shared" &&
+        mkdir -p "$shared/ns" && mount -t tmpfs kiln-probe-ns "$shared/ns" || not_ok "cannot make the shared probe mount"
+cleanup_umount "$shared"       # -R: the inner one too
+cleanup_path "$shared"
 inv=$SRC/tests/inventories/qemu-4disk.json
 
 # BIOS on four disks (templates/raid1-boot-raid10.yaml: Tang pin, so ip=::::::dhcp)
@@ -79,6 +88,8 @@ grep -qx 'GRUB_CMDLINE_LINUX="console=tty0 console=ttyS0,115200n8 ip=::::::dhcp"
         grep -qx 'GRUB_SERIAL_COMMAND="serial --unit=0 --speed=115200"' "$root/etc/default/grub.d/kiln.cfg" \
         && ok "bios: GRUB_CMDLINE_LINUX with ip=::::::dhcp for Tang, serial terminal" || not_ok "kiln.cfg: $(cat "$root/etc/default/grub.d/kiln.cfg")"
 (( $(binds_left) == 0 )) && ok "bios: no bind left under the target" || not_ok "bios: binds left: $(grep " $root/" /proc/self/mounts)"
+mountpoint -q "$shared/ns" && ok "bios: a shared mount's inner mount under /run is still the host's after the chroot" \
+        || not_ok "bios: the chroot's unbind took $shared/ns away from the host"
 
 # BIOS on four disk images with real GPTs: a disk whose BIOS boot partition
 # lies where the first disk's does gets the first disk's boot code copied

@@ -40,11 +40,13 @@ rig_disks 4 2G
 rig_spec specs/resume-perdisk.yaml
 "$KILN" validate "$RIG_SPEC" >/dev/null || rig_die "the spec does not validate"
 T=()
-d=(a b c d)
+# (not "d": rig_check DESCRIPTION declares a local d, which the checks below
+# would see in its place)
+letter=(a b c d)
 recovered() {  # recovered N: the console says each of the four headers gave its key back through its pin, N times each
   local k
   for k in 0 1 2 3; do
-    [ "$(grep -ac "luks 'crypt' on /dev/vd${d[$k]}4: its generated key recovered through its Tang pin (keyslot" "$RIG_SERIAL")" -ge "$1" ] || return 1
+    [ "$(grep -ac "luks 'crypt' on /dev/vd${letter[$k]}4: its generated key recovered through its Tang pin (keyslot" "$RIG_SERIAL")" -ge "$1" ] || return 1
   done
 }
 first_line() { grep -anE -m1 "$1" "$RIG_SERIAL" | cut -d: -f1; }
@@ -53,7 +55,7 @@ opened_before_md() {  # the first four recoveries (the look's) come before the f
   m=$(first_line "assembled md array 'md0' ") || return 1
   [ -n "$m" ] || return 1
   for k in 0 1 2 3; do
-    l=$(first_line "luks 'crypt' on /dev/vd${d[$k]}4: its generated key recovered through its Tang pin")
+    l=$(first_line "luks 'crypt' on /dev/vd${letter[$k]}4: its generated key recovered through its Tang pin")
     [ -n "$l" ] && [ "$l" -lt "$m" ] || return 1
   done
 }
@@ -63,7 +65,7 @@ rig_boot --until 'step [0-9]+/[0-9]+ boot-loader' || rig_die "boot 1: the instal
 T+=("boot 1 (install up to the boot-loader, killed): $RIG_BOOT_SECONDS s")
 declare -A luks1
 for k in 0 1 2 3; do
-  dev=/dev/vd${d[$k]}4
+  dev=/dev/vd${letter[$k]}4
   rig_check "boot 1: $dev was bound and proven" \
     grep -aq "luks 'crypt' on $dev: bound to 1 tang server(s) in keyslot" "$RIG_SERIAL"
   luks1[$dev]=$(sed -n "s|.*luks 'crypt' on $dev: key escrowed to the certificate .*UUID \([0-9a-f-]*\)).*|\1|p" "$RIG_SERIAL" |
@@ -92,7 +94,7 @@ rig_check "boot 2: the unlock stage skipped (four bindings of boot 1 kept)" \
 rig_check "boot 2: the boot-loader step ran" grep -aEq "step [0-9]+/[0-9]+ boot-loader .* done in" "$RIG_SERIAL"
 kept=$(rig_report_section "kiln-file report.json" | jq -cs '.[0].resume.kept // {}')
 for k in 0 1 2 3; do
-  dev=/dev/vd${d[$k]}4
+  dev=/dev/vd${letter[$k]}4
   got=$(jq -r --arg k "luks $dev" '.[$k] // "missing"' <<<"$kept")
   rig_check "boot 2: the run report keeps $dev's LUKS UUID of boot 1 ($got)" [ "$got" = "${luks1[$dev]}" ]
 done

@@ -252,9 +252,20 @@ rig_firmware_uefi() {
          -drive "if=pflash,format=raw,unit=1,file=$RIG_TMP/ovmf-vars-$RIG_BOOT_N.fd")
 }
 
+# rig_console_shows_all REGEXES: the console (RIG_SERIAL) matches each of the
+# newline-separated REGEXES (in any order)
+rig_console_shows_all() {
+  local re text
+  text=$(tr -d '\r' <"$RIG_SERIAL")
+  while IFS= read -r re; do
+    [[ -z $re ]] || grep -Eq -- "$re" <<<"$text" || return 1
+  done <<<"$1"
+}
+
 # rig_qemu ARGS...: run qemu-system-x86_64 ARGS (the command saved as
 # qemu-N.cmd) until the guest stops by itself, RIG_TIMEOUT passes, or, with
-# RIG_UNTIL=REGEX set, the console (RIG_SERIAL) matches REGEX and then
+# RIG_UNTIL=REGEX set, the console (RIG_SERIAL) matches REGEX (each line of
+# it, when it has several) and then
 # RIG_HOLD more seconds (default 0) pass. Sets RIG_BOOT_SECONDS and
 # RIG_UNTIL_SECONDS (when REGEX matched); strips CRs from the report.
 # Returns 0 when the guest stopped by itself or REGEX matched, 1 on timeout.
@@ -271,11 +282,11 @@ rig_qemu() {
   RIG_UNTIL_SECONDS=
   local deadline=$(( $(date +%s) + RIG_TIMEOUT ))
   while kill -0 "$qpid" 2>/dev/null; do
-    if [[ -n ${RIG_UNTIL:-} && $matched == 0 ]] && tr -d '\r' <"$RIG_SERIAL" | grep -Eq -- "$RIG_UNTIL"; then
+    if [[ -n ${RIG_UNTIL:-} && $matched == 0 ]] && rig_console_shows_all "$RIG_UNTIL"; then
       matched=1
       RIG_UNTIL_SECONDS=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")
       stop_at=$(( $(date +%s) + ${RIG_HOLD:-0} ))
-      rig_log "boot $RIG_BOOT_N: the console shows /$RIG_UNTIL/ after $RIG_UNTIL_SECONDS s; stopping in ${RIG_HOLD:-0} s"
+      rig_log "boot $RIG_BOOT_N: the console shows /${RIG_UNTIL//$'\n'/\/ and \/}/ after $RIG_UNTIL_SECONDS s; stopping in ${RIG_HOLD:-0} s"
     fi
     if [[ -n $stop_at ]] && (( $(date +%s) >= stop_at )); then
       kill "$qpid" 2>/dev/null

@@ -130,22 +130,6 @@ rig_controller_ssh() {
     || rig_die "the stand-in controller did not take the SSH map"
 }
 
-# rig_boot_image_unmarked: the served bootable image again, without the
-# generic-initramfs marker (an operator's own image: kiln's boot-loader step
-# falls back to the target's update-initramfs) in place of the one served at
-# @HTTP@/images/boot.tar.zst; sets RIG_VAR_BOOT_IMAGE_SHA256 to its hash, so
-# serve the spec again (rig_spec) after it. Call after rig_boot_image.
-rig_boot_image_unmarked() {
-  local m t0 out=$RIG_TMP/www/images/boot-unmarked.tar.zst.tmp; t0=$(date +%s.%N)
-  m=$(bash "$SRC/initramfs/base-image/generic-initramfs.sh" --marker) || rig_die "no marker path"
-  zstd -q -dc "$RIG_TMP/www/images/boot.tar.zst" >"$RIG_TMP/unmarked.tar" || rig_die "cannot unpack the bootable image"
-  tar --delete -f "$RIG_TMP/unmarked.tar" ".$m" || rig_die "the bootable image has no marker .$m"
-  zstd -q -T0 -3 "$RIG_TMP/unmarked.tar" -o "$out" -f && rm -f "$RIG_TMP/unmarked.tar" || rig_die "cannot pack the unmarked image"
-  RIG_VAR_BOOT_IMAGE_SHA256=$(rig_sha256 "$out")
-  mv -f "$out" "$RIG_TMP/www/images/boot.tar.zst"
-  rig_log "bootable image without the marker $m: $(stat -c %s "$RIG_TMP/www/images/boot.tar.zst") bytes, ready in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}") s"
-}
-
 # rig_tang_start: tests/lib/tang.sh's Tang in RIG_TMP/tang (keys made fresh
 # the first time, unless RIG_TMP/tang/db already holds some: a shared
 # install's, rig_fixture_boot; kept across a stop and start; its log, one
