@@ -20,13 +20,14 @@ done
 [[ $EUID -eq 0 ]] || { echo "skip: needs root (network namespaces)"; exit 77; }
 source "$SRC/tests/lib/assert.sh"
 source "$SRC/tests/lib/cleanup.sh"
+source "$SRC/tests/lib/mountns.sh"
 test_tmpdir bootserver
 chmod 0755 "$T"      # nginx's workers (www-data) read the served tree
 SETUP=$SRC/kickstart/setup.sh
 SRV=kiln-bs-$$-srv CLI=kiln-bs-$$-cli LAB=kiln-bs-$$-lab
-in_srv() { ip netns exec "$SRV" "$@"; }
-in_cli() { ip netns exec "$CLI" "$@"; }
-in_lab() { ip netns exec "$LAB" "$@"; }
+in_srv() { netns_exec "$SRV" "$@"; }
+in_cli() { netns_exec "$CLI" "$@"; }
+in_lab() { netns_exec "$LAB" "$@"; }
 
 # --- the namespaces: br0 in the server ns, a veth port each for client and lab ---
 for n in "$SRV" "$CLI" "$LAB"; do
@@ -80,7 +81,7 @@ http {
     server { listen 127.0.0.1:8081; root $T/store; }
 }
 EOF
-ip netns exec "$SRV" nginx -c "$T/store/nginx.conf" -p "$T/store" -e "$T/store/error.log" -g 'daemon off;' &
+ip netns exec "$SRV" /bin/sh -c "$MOUNTNS_EXEC" sh nginx -c "$T/store/nginx.conf" -p "$T/store" -e "$T/store/error.log" -g 'daemon off;' &
 cleanup_pid $!
 
 COMMON=(--interface br0 --no-systemd --kernel "$T/in/vmlinuz" --initrd "$T/in/initrd.img" --ipxe-dir "$IPXE"
@@ -117,7 +118,7 @@ refused "a missing kernel" "setup.sh: kernel file '$T/in/nosuch' does not exist"
 with --initrd "$T/in/nosuch"
 refused "a missing initrd" "setup.sh: initrd file '$T/in/nosuch' does not exist" "${ARGS[@]}"
 listener() {  # listener tcp|udp PORT: a process of the test's own holds 192.0.2.1:PORT (or *:PORT)
-  ip netns exec "$SRV" python3 -c 'import socket, sys, time
+  ip netns exec "$SRV" /bin/sh -c "$MOUNTNS_EXEC" sh python3 -c 'import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM if sys.argv[1] == "tcp" else socket.SOCK_DGRAM)
 s.bind((sys.argv[3], int(sys.argv[2])))
 s.listen() if sys.argv[1] == "tcp" else None
@@ -249,7 +250,7 @@ ip -n "$CLI" addr flush dev eth0
 mkdir -p "$T/lab"
 printf 'start 192.0.2.150\nend 192.0.2.160\ninterface eth0\nlease_file %s/leases\npidfile %s/udhcpd.pid\nopt subnet 255.255.255.0\n' "$T/lab" "$T/lab" >"$T/lab/udhcpd.conf"
 : >"$T/lab/leases"
-ip netns exec "$LAB" busybox udhcpd -f "$T/lab/udhcpd.conf" >"$T/lab/log" 2>&1 &
+ip netns exec "$LAB" /bin/sh -c "$MOUNTNS_EXEC" sh busybox udhcpd -f "$T/lab/udhcpd.conf" >"$T/lab/log" 2>&1 &
 cleanup_pid $!
 sleep 0.5
 out=$(in_srv "$SETUP" --stop --root "$R" --no-systemd 2>&1)

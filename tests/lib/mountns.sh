@@ -9,3 +9,17 @@
 # device, deepest first.
 # shellcheck disable=SC2016
 MOUNTNS_DROP_LOOPS='sed -n "s|^[^ ]* [^ ]* [^ ]* [^ ]* \([^ ]*\) .* - [^ ]* /dev/loop.*|\1|p" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l'
+
+# For a command run in a network namespace: ip netns exec makes such a copy
+# too, and a daemon a test starts there otherwise holds another test's loop
+# partitions open for as long as it lives (a CI run's test-apply-loop could
+# not wipe /dev/loop0 while test-bootserver's dnsmasq and nginx ran: "the
+# kernel keeps /dev/loop0's old partitions"). In the background, where $!
+# must be the command's own PID (sh execs it):
+#   ip netns exec NS /bin/sh -c "$MOUNTNS_EXEC" sh CMD... &
+# and in the foreground: netns_exec NS CMD...
+MOUNTNS_EXEC="$MOUNTNS_DROP_LOOPS"'; exec "$@"'
+netns_exec() {
+  local ns=$1; shift
+  ip netns exec "$ns" /bin/sh -c "$MOUNTNS_EXEC" sh "$@"
+}

@@ -82,12 +82,14 @@ rig_die() { echo "rig: FAIL: $*" >&2; exit 1; }
 rig_sha256() { sha256sum "$@" | awk '{print $1}'; }
 
 # the shared toolkit (tests/lib): free_port, the EXIT trap (rig_init hangs
-# rig_cleanup on it), nginx_run, tang_start, secret (assert.sh: a throwaway
+# rig_cleanup on it), nginx_run, tang_start, netns_exec, secret (assert.sh: a throwaway
 # passphrase or password that a test then looks for where it must not be)
 # shellcheck source=../lib/http.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/http.sh"
 # shellcheck source=../lib/tang.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/tang.sh"
+# shellcheck source=../lib/mountns.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/mountns.sh"
 # shellcheck source=lib/machine.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib/machine.sh"
 # shellcheck source=lib/disks.sh

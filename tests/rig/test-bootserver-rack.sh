@@ -208,7 +208,7 @@ option subnet 255.255.255.0
 option router 192.0.2.1
 EOF
 : >"$RIG_TMP/lab/leases"
-ip netns exec "$LAB" busybox udhcpd -f "$RIG_TMP/lab/udhcpd.conf" >>"$RIG_TMP/lab/udhcpd.log" 2>&1 &
+ip netns exec "$LAB" /bin/sh -c "$MOUNTNS_EXEC" sh busybox udhcpd -f "$RIG_TMP/lab/udhcpd.conf" >>"$RIG_TMP/lab/udhcpd.log" 2>&1 &
 RIG_NETNS_PIDS+=("$!")
 rc=0; setup "$RIG_TMP/setup-3.log" --dhcp proxy || rc=$?
 sed 's/^/rig: setup: /' "$RIG_TMP/setup-3.log" >&2

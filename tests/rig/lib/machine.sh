@@ -271,9 +271,9 @@ rig_console_shows_all() {
 # Returns 0 when the guest stopped by itself or REGEX matched, 1 on timeout.
 rig_qemu() {
   local run=(qemu-system-x86_64)
-  # a node on a tap runs in the tap's namespace (ip netns exec execs QEMU:
-  # the PID is QEMU's)
-  [[ -n ${RIG_NET_TAP:-} ]] && run=(ip netns exec "$RIG_NETNS" qemu-system-x86_64)
+  # a node on a tap runs in the tap's namespace (ip netns exec and sh exec
+  # QEMU: the PID is QEMU's; tests/lib/mountns.sh says why the sh)
+  [[ -n ${RIG_NET_TAP:-} ]] && run=(ip netns exec "$RIG_NETNS" /bin/sh -c "$MOUNTNS_EXEC" sh qemu-system-x86_64)
   printf '%q ' "${run[@]}" "$@" >"$RIG_TMP/qemu-$RIG_BOOT_N.cmd"
   local t0; t0=$(date +%s.%N)
   "${run[@]}" "$@" 2>"$RIG_TMP/qemu-$RIG_BOOT_N.err" &

@@ -42,11 +42,11 @@ rig_netns_stop() {
   return 0
 }
 
-rig_netns_exec() { ip netns exec "$RIG_NETNS" "$@"; }
+rig_netns_exec() { netns_exec "$RIG_NETNS" "$@"; }
 
 rig_netns_bg() {
   local log=$1; shift
-  ip netns exec "$RIG_NETNS" "$@" >>"$log" 2>&1 &
+  ip netns exec "$RIG_NETNS" /bin/sh -c "$MOUNTNS_EXEC" sh "$@" >>"$log" 2>&1 &
   RIG_NETNS_PIDS+=("$!")
 }
 
