@@ -1,7 +1,9 @@
 #!/bin/bash
 # The one test command (README, .ci/run): installs dependencies, builds kiln
-# normally, with ASan+UBSan and fully static, and runs every test in all three.
-# Rig (QEMU) tests run once, against the static build (what the initramfs ships).
+# normally, with ASan+UBSan and fully static; runs the unit and host tests in
+# the first two, the unit tests and the static checks in the third, and the
+# rig (QEMU) tests once, against the static build (what the initramfs ships),
+# but for the few labelled rig-long (tests/CMakeLists.txt says which and why).
 # The counts come from ctest's own JUnit reports (out/junit-*.xml), read by
 # tests/lib/junit-count.py; the closing line is "N passed, N failed, N skipped".
 set -uo pipefail
@@ -59,10 +61,15 @@ suite unit+host "$SRC/out/build" -j"$TEST_JOBS" -LE rig
 # they carry the rig label too, so that a quick `ctest -LE rig` skips them)
 suite fresh "$SRC/out/build" -j"$JOBS" -L fresh
 suite asan "$SRC/out/build-asan" -j"$TEST_JOBS" -LE rig
-suite static "$SRC/out/build-static" -j"$TEST_JOBS" -LE rig
+# the static binary's own checks and the unit tests: the rig boots this
+# binary in every rig test, so its host tests again would add minutes
+# (218 s on 2026-12-03) and little else
+suite static "$SRC/out/build-static" -j"$TEST_JOBS" -LE rig -R '^(unit/|host/test-(static|cli)$)'
+
 # the rig boots the static binary, stripped, as the initramfs ships it, with
 # as many tests at once as there are cores (tests/CMakeLists.txt: why)
-KILN_RIG_BINARY=$SRC/out/build-static/kiln.stripped suite rig "$SRC/out/build-static" -j"${RIG_JOBS:-$JOBS}" -L rig
+# (label rig-long, tests/CMakeLists.txt: not here)
+KILN_RIG_BINARY=$SRC/out/build-static/kiln.stripped suite rig "$SRC/out/build-static" -j"${RIG_JOBS:-$JOBS}" -L rig -LE rig-long
 
 reports=("$SRC"/out/junit-*.xml)
 if [[ -e ${reports[0]} ]] && counts=$(python3 "$SRC/tests/lib/junit-count.py" "${reports[@]}"); then

@@ -81,7 +81,11 @@ int bootcount_attempt_unit_text(struct strbuf *out) {
          * rescue.target too: a mount that fails before /boot is mounted
          * isolates emergency.target, which cancels sysinit's queued jobs (a
          * CI run's boot into emergency mode was not counted), and then
-         * mounts /boot and counts there. */
+         * mounts /boot and counts there. Its line ("boot counter ...: N
+         * boot(s) began since the last good one") goes to the console too:
+         * whoever looks at a node in emergency mode sees that it was counted
+         * (and the rig waits for that line, not for systemd's status line,
+         * which an 80-column console shortens). */
         int r = strbuf_addf(out,
                             "# written by kiln: count this boot (docs/reinstall.md \"A boot that failed\")\n"
                             "[Unit]\n"
@@ -96,6 +100,8 @@ int bootcount_attempt_unit_text(struct strbuf *out) {
                             "Type=oneshot\n"
                             "RemainAfterExit=yes\n"
                             "ExecStart=%s bootcount attempt\n"
+                            "StandardOutput=journal+console\n"
+                            "StandardError=journal+console\n"
                             "\n"
                             "[Install]\n"
                             "WantedBy=sysinit.target emergency.target rescue.target\n",
