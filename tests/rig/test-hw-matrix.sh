@@ -21,7 +21,7 @@
 #           the e1000e NIC.
 # (A boot 3, the same under OVMF, was taken out on 2026-12-03 for CI time:
 # an OVMF boot costs 350 s under TCG; UEFI from the disks is test-boot-disks'
-# boot 5 and test-hw-4kn's.)
+# boot 4 and test-hw-4kn's.)
 # After each boot the stick is byte for byte what it was.
 # Assertions read the netboot initramfs's report, the installed system's
 # report and the stick, never kiln's own log.

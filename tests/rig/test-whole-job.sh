@@ -19,7 +19,7 @@
 # generic-initramfs marker, was taken out on 2026-12-03 for CI time: the
 # reinstall act is test-kvm-full's second run and test-apply-raid10-
 # reprovision's boot 2; the node's own update-initramfs is test-boot-disks'
-# boot 4; kiln's fallback call of it in the target is host/test-bootloader.)
+# boot 5; kiln's fallback call of it in the target is host/test-bootloader.)
 # Secrets check (after boot 3, the node registered): the installed system's
 # kiln-report searches its whole file tree, its initramfs unpacked and the
 # journal of every boot for the test's LUKS passphrase, host password, API
