@@ -81,8 +81,8 @@ http {
     server { listen 127.0.0.1:8081; root $T/store; }
 }
 EOF
-ip netns exec "$SRV" /bin/sh -c "$MOUNTNS_EXEC" sh nginx -c "$T/store/nginx.conf" -p "$T/store" -e "$T/store/error.log" -g 'daemon off;' &
-cleanup_pid $!
+netns_bg "$SRV" nginx -c "$T/store/nginx.conf" -p "$T/store" -e "$T/store/error.log" -g 'daemon off;'
+cleanup_pid "$NETNS_PID"
 
 COMMON=(--interface br0 --no-systemd --kernel "$T/in/vmlinuz" --initrd "$T/in/initrd.img" --ipxe-dir "$IPXE"
         --specs "$T/specs" --image-store http://127.0.0.1:8081)
@@ -118,12 +118,12 @@ refused "a missing kernel" "setup.sh: kernel file '$T/in/nosuch' does not exist"
 with --initrd "$T/in/nosuch"
 refused "a missing initrd" "setup.sh: initrd file '$T/in/nosuch' does not exist" "${ARGS[@]}"
 listener() {  # listener tcp|udp PORT: a process of the test's own holds 192.0.2.1:PORT (or *:PORT)
-  ip netns exec "$SRV" /bin/sh -c "$MOUNTNS_EXEC" sh python3 -c 'import socket, sys, time
+  netns_bg "$SRV" python3 -c 'import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM if sys.argv[1] == "tcp" else socket.SOCK_DGRAM)
 s.bind((sys.argv[3], int(sys.argv[2])))
 s.listen() if sys.argv[1] == "tcp" else None
-time.sleep(600)' "$@" &
-  busy=$!; cleanup_pid "$busy"
+time.sleep(600)' "$@"
+  busy=$NETNS_PID; cleanup_pid "$busy"
   for _ in $(seq 50); do in_srv ss -Hln 2>/dev/null | grep -q ":$2 " && break; sleep 0.1; done
 }
 listener tcp 8088 192.0.2.1
@@ -250,8 +250,8 @@ ip -n "$CLI" addr flush dev eth0
 mkdir -p "$T/lab"
 printf 'start 192.0.2.150\nend 192.0.2.160\ninterface eth0\nlease_file %s/leases\npidfile %s/udhcpd.pid\nopt subnet 255.255.255.0\n' "$T/lab" "$T/lab" >"$T/lab/udhcpd.conf"
 : >"$T/lab/leases"
-ip netns exec "$LAB" /bin/sh -c "$MOUNTNS_EXEC" sh busybox udhcpd -f "$T/lab/udhcpd.conf" >"$T/lab/log" 2>&1 &
-cleanup_pid $!
+netns_bg "$LAB" busybox udhcpd -f "$T/lab/udhcpd.conf" >"$T/lab/log" 2>&1
+cleanup_pid "$NETNS_PID"
 sleep 0.5
 out=$(in_srv "$SETUP" --stop --root "$R" --no-systemd 2>&1)
 check "--stop stops what it started" bash -c 'grep -qx "stopped: dnsmasq nginx" <<<"$1" && ! ip netns exec "$2" ss -Hln 2>/dev/null | grep -q "192.0.2.1:80 "' _ "$out" "$SRV"

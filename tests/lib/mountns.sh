@@ -14,12 +14,18 @@ MOUNTNS_DROP_LOOPS='sed -n "s|^[^ ]* [^ ]* [^ ]* [^ ]* \([^ ]*\) .* - [^ ]* /dev
 # too, and a daemon a test starts there otherwise holds another test's loop
 # partitions open for as long as it lives (a CI run's test-apply-loop could
 # not wipe /dev/loop0 while test-bootserver's dnsmasq and nginx ran: "the
-# kernel keeps /dev/loop0's old partitions"). In the background, where $!
-# must be the command's own PID (sh execs it):
-#   ip netns exec NS /bin/sh -c "$MOUNTNS_EXEC" sh CMD... &
-# and in the foreground: netns_exec NS CMD...
+# kernel keeps /dev/loop0's old partitions").
+#   netns_exec NS CMD...   CMD in NS, in the foreground
+#   netns_bg NS CMD...     CMD in NS in the background; NETNS_PID is CMD's
+#                          own PID (ip netns exec and sh exec it), to stop it
+#                          by; redirect the call to redirect CMD
 MOUNTNS_EXEC="$MOUNTNS_DROP_LOOPS"'; exec "$@"'
 netns_exec() {
   local ns=$1; shift
   ip netns exec "$ns" /bin/sh -c "$MOUNTNS_EXEC" sh "$@"
+}
+netns_bg() {
+  local ns=$1; shift
+  ip netns exec "$ns" /bin/sh -c "$MOUNTNS_EXEC" sh "$@" &
+  NETNS_PID=$!
 }

@@ -208,8 +208,8 @@ option subnet 255.255.255.0
 option router 192.0.2.1
 EOF
 : >"$RIG_TMP/lab/leases"
-ip netns exec "$LAB" /bin/sh -c "$MOUNTNS_EXEC" sh busybox udhcpd -f "$RIG_TMP/lab/udhcpd.conf" >>"$RIG_TMP/lab/udhcpd.log" 2>&1 &
-RIG_NETNS_PIDS+=("$!")
+netns_bg "$LAB" busybox udhcpd -f "$RIG_TMP/lab/udhcpd.conf" >>"$RIG_TMP/lab/udhcpd.log" 2>&1
+RIG_NETNS_PIDS+=("$NETNS_PID")
 rc=0; setup "$RIG_TMP/setup-3.log" --dhcp proxy || rc=$?
 sed 's/^/rig: setup: /' "$RIG_TMP/setup-3.log" >&2
 rig_check "setup.sh --dhcp proxy beside the lab's server: exit 0 (got $rc)" [ "$rc" = 0 ]

@@ -50,7 +50,7 @@ BOOT_FROM=()                   # boots 2 and 3: PXE first (kiln hands over), or 
 [[ ${RIG_WJ_DISKBOOT:-0} == 1 ]] && BOOT_FROM=(--disk)
 T=()                           # "what took how long" lines for the summary
 
-# The storage's UUIDs from the kiln initramfs' blkid (boot 1 and 4): one line
+# The storage's UUIDs from the kiln initramfs' blkid (boot 1): one line
 # "md-member UUID" per md member partition, "luks UUID", "fs TYPE UUID"
 uuids_from_blkid() {
   rig_report_section blkid | awk '
@@ -72,7 +72,7 @@ uuids_from_lsblk() {
     $3 == "LVM2_member" { print "pv " $4; next }
     ($3 == "xfs" || $3 == "ext4" || $3 == "vfat") && $4 != "" { print "fs " $3 " " $4 }' | sort -u
 }
-# The run_id of the run report kiln saved in the initramfs (boot 1 and 4)
+# The run_id of the run report kiln saved in the initramfs (boot 1)
 run_id_from_initramfs() {
   rig_report_section "kiln-file report.json" | tr -d '\n' | grep -o '"run_id": *"[^"]*"' | head -1 | sed 's/.*: *"//; s/"$//'
 }

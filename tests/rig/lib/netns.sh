@@ -46,8 +46,8 @@ rig_netns_exec() { netns_exec "$RIG_NETNS" "$@"; }
 
 rig_netns_bg() {
   local log=$1; shift
-  ip netns exec "$RIG_NETNS" /bin/sh -c "$MOUNTNS_EXEC" sh "$@" >>"$log" 2>&1 &
-  RIG_NETNS_PIDS+=("$!")
+  netns_bg "$RIG_NETNS" "$@" >>"$log" 2>&1
+  RIG_NETNS_PIDS+=("$NETNS_PID")
 }
 
 rig_netns_tap() {
