@@ -556,6 +556,8 @@ const char *spec_firmware_name(enum spec_firmware f);
 /* The filesystem that holds /boot: the one mounted at /boot, else the root
  * filesystem; NULL when there is neither. */
 const struct spec_filesystem *spec_boot_filesystem(const struct spec *s);
+/* The filesystem mounted at /, or NULL. */
+const struct spec_filesystem *spec_root_filesystem(const struct spec *s);
 /* The ESP: the vfat filesystem mounted at /boot/efi, or NULL. */
 const struct spec_filesystem *spec_esp_filesystem(const struct spec *s);
 /* The disk rule ids below object id (through partitions, raid members,

@@ -223,6 +223,13 @@ const struct spec_filesystem *spec_boot_filesystem(const struct spec *s) {
         return root;
 }
 
+const struct spec_filesystem *spec_root_filesystem(const struct spec *s) {
+        for (size_t i = 0; i < s->n_filesystems; i++)
+                if (s->filesystems[i].mount && streq(s->filesystems[i].mount, "/"))
+                        return &s->filesystems[i];
+        return NULL;
+}
+
 const struct spec_filesystem *spec_esp_filesystem(const struct spec *s) {
         for (size_t i = 0; i < s->n_filesystems; i++)
                 if (s->filesystems[i].mount && streq(s->filesystems[i].mount, "/boot/efi"))

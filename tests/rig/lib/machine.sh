@@ -299,9 +299,21 @@ rig_qemu() {
     fi
     sleep 0.5
   done
-  wait "$qpid" 2>/dev/null || true
+  local rc=0
+  wait "$qpid" 2>/dev/null || rc=$?
   RIG_BOOT_SECONDS=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")
   [[ -s $RIG_TMP/qemu-$RIG_BOOT_N.err ]] && sed 's/^/rig: qemu: /' "$RIG_TMP/qemu-$RIG_BOOT_N.err" >&2
+  # QEMU itself killed by a signal nobody here sent (a CI run: TCG under
+  # load, "Segmentation fault" 21 s into a boot): the emulator's fault, not
+  # the guest's, so the same boot runs once more, said in the log; its
+  # console is kept beside (serial-N.log.crashed)
+  if ((rc > 128 && timed_out == 0)) && [[ -z $stop_at && -z ${RIG_QEMU_AGAIN:-} ]]; then
+    rig_log "boot $RIG_BOOT_N: QEMU died of signal $((rc - 128)) after $RIG_BOOT_SECONDS s (the emulator, not the guest): the same boot once more"
+    cp "$RIG_SERIAL" "$RIG_SERIAL.crashed" 2>/dev/null
+    : >"$RIG_REPORT"
+    RIG_QEMU_AGAIN=1 rig_qemu "$@"
+    return
+  fi
   tr -d '\r' <"$RIG_REPORT" >"$RIG_REPORT.tmp" && mv "$RIG_REPORT.tmp" "$RIG_REPORT"
   ((timed_out == 0))
 }
