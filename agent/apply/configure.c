@@ -147,6 +147,56 @@ int configure_mdadm_conf(const struct plan *p, struct strbuf *out, struct strbuf
         return r;
 }
 
+/* Debian 12's initramfs starts a degraded array only in its root wait
+ * (local-block/mdadm, once its count of rounds reaches 2/3 of max(30,
+ * rootdelay)), and that wait gives up at max(30, rootdelay) seconds after
+ * /init loaded its modules, in the same round: cryptroot opens the LUKS on
+ * the array only in the next round. Each round first catches that count up
+ * with the seconds gone, one `mdadm --assemble --scan` per second; under
+ * emulation each takes a second or more, so the round that started the
+ * array was the last and the node dropped to the initramfs shell with the
+ * array up and its LUKS closed (a CI run: a pulled disk, a disk plugged in
+ * late). rootdelay= does not help: /init first sleeps that long, and the
+ * first round then starts the array and gives up at once (tried: 60 and
+ * 180). This script runs before local-top (init-premount), waits for the
+ * members as long as Debian would (20 s, 2/3 of 30) by the clock, not by
+ * rounds, and starts what is still incomplete as Debian's last resort does
+ * (mdadm --run). An array none of whose members is there yet (md over
+ * per-disk LUKS, whose members cryptroot opens later; an HBA that has shown
+ * no disk yet) is not waited for: Debian's own start stays for those. */
+const char *configure_md_start_script(void) {
+        return "#!/bin/sh\n"
+               "# written by kiln (agent/apply/configure.c): an md array that udev has\n"
+               "# begun to assemble and that still misses members " CONFIGURE_MD_START_WAIT_S " s later is\n"
+               "# started degraded, before cryptroot and the root wait look for it\n"
+               "PREREQ=\"\"\n"
+               "prereqs() { echo \"$PREREQ\"; }\n"
+               "case \"$1\" in prereqs) prereqs; exit 0 ;; esac\n"
+               ". /scripts/functions\n"
+               "command -v mdadm >/dev/null 2>&1 || exit 0\n"
+               "incomplete() { sed -n 's/^\\(md[^ ]*\\) : inactive .*/\\1/p' /proc/mdstat 2>/dev/null; }\n"
+               "wait_for_udev 10\n"
+               "[ -n \"$(incomplete)\" ] || exit 0\n"
+               "start=$(_uptime)\n"
+               "while [ -n \"$(incomplete)\" ] && [ $(($(_uptime) - start)) -lt " CONFIGURE_MD_START_WAIT_S " ]; do sleep 1; done\n"
+               "left=$(echo $(incomplete))\n"
+               "[ -n \"$left\" ] || exit 0\n"
+               "log_warning_msg \"kiln: md $left still missing members after " CONFIGURE_MD_START_WAIT_S " s: starting degraded\"\n"
+               "mdadm -q --run /dev/md?* || true\n"
+               "exit 0\n";
+}
+
+/* mkdir -p of the directory path is in */
+static int mkdir_parent_of(const char *path) {
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir)
+                return -ENOMEM;
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir)
+                *slash = 0;
+        return mkdir_p(dir);
+}
+
 static int write_file(const char *rel, const char *content) {
         char path[PATH_MAX];
         if ((size_t) snprintf(path, sizeof path, "%s%s", kiln_paths.target, rel) >= sizeof path)
@@ -181,6 +231,12 @@ int configure_target(const struct plan *p, const char *hostname, struct strbuf *
                         r = write_file("/etc/mdadm/mdadm.conf", strbuf_str(&mdconf));
                 if (r < 0)
                         return strbuf_adds(err, " /etc/mdadm/mdadm.conf"), r;
+                char path[PATH_MAX];
+                const char *script = configure_md_start_script();
+                if ((r = configure_target_path(CONFIGURE_MD_START_ETC, path)) < 0 ||
+                    (r = mkdir_parent_of(path)) < 0 ||
+                    (r = write_file_atomic_mode(path, script, strlen(script), 0755)) < 0)
+                        return strbuf_adds(err, CONFIGURE_MD_START_ETC), r;
         }
         if (!strempty(hostname)) {
                 _cleanup_free_ char *line = NULL;
@@ -217,11 +273,7 @@ int configure_symlink(const char *to, const char *rel) {
         int r = configure_target_path(rel, path);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *dir = strdup(path);
-        if (!dir)
-                return -ENOMEM;
-        *strrchr(dir, '/') = 0;
-        if ((r = mkdir_p(dir)) < 0)
+        if ((r = mkdir_parent_of(path)) < 0)
                 return r;
         snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int) getpid());
         (void) unlink(tmp);

@@ -18,7 +18,21 @@ int configure_crypttab_initramfs(const struct plan *p, struct strbuf *out);
 int configure_partuuid(const struct plan *p, const char *dev, char **ret);
 int configure_mdadm_conf(const struct plan *p, struct strbuf *out, struct strbuf *err);
 
-/* Write all of them under kiln_paths.target; hostname may be NULL (skipped). */
+/* The initramfs' degraded start of md: an initramfs-tools script, in the
+ * target at CONFIGURE_MD_START_ETC (an update-initramfs on the node takes it
+ * from there) and in the node's archive appended to a generic initramfs at
+ * CONFIGURE_MD_START_INITRD (initrd.h). An array udev has begun to assemble
+ * that still misses members CONFIGURE_MD_START_WAIT_S seconds after the
+ * script began is started degraded, before cryptroot and the root wait look
+ * for it (configure.c says why Debian's own start is not enough). */
+#define CONFIGURE_MD_START_NAME "kiln-md-degraded"
+#define CONFIGURE_MD_START_ETC "/etc/initramfs-tools/scripts/init-premount/" CONFIGURE_MD_START_NAME
+#define CONFIGURE_MD_START_INITRD "scripts/init-premount/" CONFIGURE_MD_START_NAME
+#define CONFIGURE_MD_START_WAIT_S "20"   /* seconds, as the script says it */
+const char *configure_md_start_script(void);
+
+/* Write all of them under kiln_paths.target (with md, also the script
+ * above); hostname may be NULL (skipped). */
 int configure_target(const struct plan *p, const char *hostname, struct strbuf *err);
 
 /* network: the systemd-networkd files of n (netconf.h) under the target, old

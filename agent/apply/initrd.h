@@ -7,8 +7,10 @@
  * emulation): it appends to each of those initrds a small newc cpio archive
  * with what Debian's hooks would have copied from this node's /etc —
  * /cryptroot/crypttab (cryptroot's hook: the LUKS lines of /etc/crypttab,
- * UUID= sources, key 'none', options as written) and /etc/mdadm/mdadm.conf.
- * The kernel unpacks concatenated archives in order, later files win.
+ * UUID= sources, key 'none', options as written) and /etc/mdadm/mdadm.conf,
+ * with md also kiln's degraded start (configure.h), which an update-initramfs
+ * takes from /etc/initramfs-tools/scripts. The kernel unpacks concatenated
+ * archives in order, later files win.
  * A later update-initramfs on the node rebuilds the initrd from /etc (the
  * same files) and drops the appended archive. */
 #pragma once
@@ -28,7 +30,7 @@ int initrd_marker_parse(const char *text, struct initrd_marker *m, struct strbuf
 void initrd_marker_free(struct initrd_marker *m);
 
 /* The newc cpio of the node's files (crypttab and/or mdadm.conf, either may
- * be NULL) in *out. */
+ * be NULL; with mdadm.conf the degraded start too) in *out. */
 int initrd_node_cpio(const char *crypttab, const char *mdadm_conf, struct strbuf *out);
 
 /* The boot-loader step's initramfs part, in the target: -ENOENT (nothing

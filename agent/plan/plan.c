@@ -1632,22 +1632,12 @@ static int emit_mounts(struct builder *b, const char **devs) {
         }
 }
 
-/* Is the root filesystem on an md array (through luks, volume groups)? */
-static bool root_on_md(const struct spec *s) {
-        const struct spec_filesystem *root = spec_root_filesystem(s);
-        for (size_t i = 0; root && root->on && i < s->n_raids; i++)
-                if (spec_is_below(s, root->on, &s->raids[i]))
-                        return true;
-        return false;
-}
-
 int plan_kernel_cmdline(const struct spec *s, char **ret) {
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
-        bool ip = false, rootdelay = false;
+        bool ip = false;
         int r = 0;
         for (size_t i = 0; r == 0 && s->boot.cmdline && s->boot.cmdline[i]; i++) {
                 ip |= strncmp(s->boot.cmdline[i], "ip=", 3) == 0;
-                rootdelay |= strncmp(s->boot.cmdline[i], "rootdelay=", 10) == 0;
                 r = strbuf_addf(&sb, "%s%s", i ? " " : "", s->boot.cmdline[i]);
         }
         /* The long form: Debian 12's clevis-initramfs (19) reads the sixth
@@ -1657,22 +1647,6 @@ int plan_kernel_cmdline(const struct spec *s, char **ret) {
          * Tang up). Empty fields, autoconf dhcp: DHCP on every NIC. */
         if (r == 0 && !ip && spec_has_unlock(s))
                 r = strbuf_addf(&sb, "%s" PLAN_UNLOCK_IP, sb.len ? " " : "");
-        /* A root on md with a member missing waits for Debian 12's
-         * initramfs to start the array degraded (mdadm's local-block script,
-         * at 2/3 of max(30, rootdelay) seconds after /init began), and the
-         * root wait gives up at max(30, rootdelay) seconds, counted from the
-         * same start, right after the round that started the array: cryptroot
-         * opens the LUKS on it only in the next round. With the default 30
-         * a root wait that begins late (a slow HBA, a slow DHCP for ip=; the
-         * rig's emulated node under load) ends in the initramfs shell with
-         * the array up and the LUKS closed (a CI run: a pulled disk
-         * and a disk plugged in late). 60 doubles that room. Not more:
-         * cryptroot retries a missing source max(20, rootdelay/4) rounds of
-         * at least 2 s, which must outlast mdadm's 2/3, and 20 rounds are 40
-         * s, 2/3 of 60 (scripts/local, local-block/mdadm, local-top/cryptroot
-         * of initramfs-tools 0.142, mdadm 4.2-5, cryptsetup 2.6.1). */
-        if (r == 0 && !rootdelay && root_on_md(s))
-                r = strbuf_addf(&sb, "%s" PLAN_ROOT_MD_DELAY, sb.len ? " " : "");
         if (r < 0)
                 return r;
         char *t = strdup(strbuf_str(&sb));
@@ -1870,7 +1844,7 @@ static int emit_tail(struct builder *b) {
                 swap_crypt |= s->filesystems[i].encrypt_random;
         if ((r = step_emit(b, PLAN_CONFIGURE, NULL, s, 0, NULL, 0, false, NULL,
                            strdupf("configure %s: fstab%s%s, hostname '%s', boot counter", target, s->n_luks || swap_crypt ? ", crypttab" : "",
-                                   s->n_raids ? ", mdadm.conf" : "",
+                                   s->n_raids ? ", mdadm.conf and the initramfs' degraded start" : "",
                                    b->plan->hostname ? b->plan->hostname : b->plan->hostname_template ? b->plan->hostname_template : ""), NULL)) < 0)
                 return r;
         if (b->plan->net) {

@@ -270,11 +270,8 @@ void plan_spec_vars(const struct inventory *inv, struct spec_vars *ret);
 
 /* The kernel command line the boot-loader step writes (GRUB_CMDLINE_LINUX):
  * boot.cmdline, plus PLAN_UNLOCK_IP when a luks has unlock pins and no entry
- * starts with "ip=" (Tang needs the network in the initramfs), plus
- * PLAN_ROOT_MD_DELAY when the root filesystem sits on an md array and no
- * entry starts with "rootdelay=" (plan.c says why 60 s). */
+ * starts with "ip=" (Tang needs the network in the initramfs). */
 #define PLAN_UNLOCK_IP "ip=::::::dhcp"
-#define PLAN_ROOT_MD_DELAY "rootdelay=60"
 int plan_kernel_cmdline(const struct spec *s, char **ret);
 /* The whole command line the installed system boots with, as GRUB's
  * update-grub writes it and as kiln boot kexecs it (docs/reinstall.md):

@@ -84,9 +84,9 @@ diff -u "$T/want" "$root/calls.log" >"$T/diff" && ok "bios: the helpers ran in o
 printf '%s\n' "grub-pc grub-pc/install_devices multiselect /dev/vda, /dev/vdb, /dev/vdc, /dev/vdd" \
         "grub-pc grub-pc/install_devices_empty boolean false" | cmp -s - "$root/debconf.log" \
         && ok "bios: debconf install_devices lists every boot disk" || not_ok "debconf: $(cat "$root/debconf.log")"
-grep -qx 'GRUB_CMDLINE_LINUX="console=tty0 console=ttyS0,115200n8 ip=::::::dhcp rootdelay=60"' "$root/etc/default/grub.d/kiln.cfg" &&
+grep -qx 'GRUB_CMDLINE_LINUX="console=tty0 console=ttyS0,115200n8 ip=::::::dhcp"' "$root/etc/default/grub.d/kiln.cfg" &&
         grep -qx 'GRUB_SERIAL_COMMAND="serial --unit=0 --speed=115200"' "$root/etc/default/grub.d/kiln.cfg" \
-        && ok "bios: GRUB_CMDLINE_LINUX with ip=::::::dhcp for Tang, rootdelay=60 for / on md, serial terminal" || not_ok "kiln.cfg: $(cat "$root/etc/default/grub.d/kiln.cfg")"
+        && ok "bios: GRUB_CMDLINE_LINUX with ip=::::::dhcp for Tang, serial terminal" || not_ok "kiln.cfg: $(cat "$root/etc/default/grub.d/kiln.cfg")"
 (( $(binds_left) == 0 )) && ok "bios: no bind left under the target" || not_ok "bios: binds left: $(grep " $root/" /proc/self/mounts)"
 mountpoint -q "$shared/ns" && ok "bios: a shared mount's inner mount under /run is still the host's after the chroot" \
         || not_ok "bios: the chroot's unbind took $shared/ns away from the host"

@@ -114,6 +114,8 @@ T+=("boot 5 (disks 1-3, SeaBIOS, Tang, then update-initramfs): $RIG_BOOT_SECONDS
 check_installed "boot 5" '\[4/3\]'
 rig_check "boot 5: every array runs degraded on three members" \
   test "$(rig_report_section mdstat | grep -Ec '\[4/3\] \[_UUU\]')" = 3
+rig_check "boot 5: kiln's degraded start in the initramfs started them, before the root wait (its console)" \
+  grep -aq 'kiln: md .* still missing members after 20 s: starting degraded' "$RIG_SERIAL"
 rig_expect_section initramfs-rebuild '^exit 0 after' "boot 5: the installed system's own update-initramfs succeeded"
 rig_log "boot 5: $(rig_report_section initramfs-rebuild | grep '^exit')"
 rig_expect_section initramfs-rebuild '^update-grub exit 0 ' "boot 5: the installed system's own update-grub succeeded"

@@ -45,6 +45,8 @@ check_reachable "boot 2"
 rig_log "boot 2: the system reported at uptime $(rig_report_section system | sed -n 's/^uptime //p') s, state '$(rig_report_section system | sed -n 's/^state //p')'"
 rig_log "boot 2: arrays: $(rig_report_section mdstat | grep -Eo '\[[0-9]/[0-9]\] \[[U_]+\]' | paste -sd' ')"
 rig_expect_section lsblk '^vd[a-d] +disk' "boot 2: the installed system sees the disks"
+rig_check "boot 2: kiln's degraded start in the initramfs started the arrays without the late disk (its console)" \
+  grep -aq 'kiln: md .* still missing members after 20 s: starting degraded' "$RIG_SERIAL"
 rig_check "boot 2: the installed system sees all four disks, the late one too" \
   test "$(rig_report_section lsblk | grep -Ec '^vd[a-z] +disk')" = 4
 

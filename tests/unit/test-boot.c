@@ -91,23 +91,15 @@ static void test_tang_template(void) {
         CHECK_STR(plan_step_kind_name(PLAN_LUKS_BIND), "luks-bind");
         CHECK_STR(plan_step_kind_name(PLAN_BOOTLOADER), "boot-loader");
 
-        /* a Tang pin and no ip= in boot.cmdline: the initramfs needs the
-         * network; / on md raid10 and no rootdelay=: the longer root wait */
+        /* a Tang pin and no ip= in boot.cmdline: the initramfs needs the network */
         _cleanup_free_ char *cmd = NULL;
         CHECK_INT(plan_kernel_cmdline(s, &cmd), 0);
-        CHECK_STR(cmd, "console=tty0 console=ttyS0,115200n8 ip=::::::dhcp rootdelay=60");
-        /* the spec's own rootdelay= is the only one */
-        char **own = s->boot.cmdline, *delay[] = { (char *) "rootdelay=90", NULL };
-        s->boot.cmdline = delay;
-        _cleanup_free_ char *cmd_delay = NULL;
-        CHECK_INT(plan_kernel_cmdline(s, &cmd_delay), 0);
-        CHECK_STR(cmd_delay, "rootdelay=90 " PLAN_UNLOCK_IP);
-        s->boot.cmdline = own;
+        CHECK_STR(cmd, "console=tty0 console=ttyS0,115200n8 ip=::::::dhcp");
 
         _cleanup_strbuf_ struct strbuf cfg = STRBUF_INIT, sel = STRBUF_INIT;
         CHECK_INT(bootloader_grub_cfg(cmd, &cfg), 0);
         CHECK_STR(strbuf_str(&cfg), "# written by kiln: boot.cmdline of the host spec\n"
-                                    "GRUB_CMDLINE_LINUX=\"console=tty0 console=ttyS0,115200n8 ip=::::::dhcp rootdelay=60\"\n"
+                                    "GRUB_CMDLINE_LINUX=\"console=tty0 console=ttyS0,115200n8 ip=::::::dhcp\"\n"
                                     "GRUB_TERMINAL=\"console serial\"\n"
                                     "GRUB_SERIAL_COMMAND=\"serial --unit=0 --speed=115200\"\n");
         if (g) {
@@ -174,8 +166,6 @@ static void test_sss_and_uefi(void) {
         _cleanup_free_ char *cmd2 = NULL;
         CHECK_INT(plan_kernel_cmdline(&s2, &cmd2), 0);
         CHECK_STR(cmd2, "console=ttyS0 ip=:::::eth0:dhcp");
-        /* no root on md (here no filesystems at all): no rootdelay= */
-        CHECK(strstr(cmd2, "rootdelay=") == NULL);
         l.unlock.n_tang = 0;
         CHECK_INT(unlock_clevis_config(&l, &pin, &conf), -EINVAL);
 }

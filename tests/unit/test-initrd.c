@@ -3,6 +3,7 @@
  * would unpack it) and the append itself on a scratch target: cut back to
  * the image's size, padded to 4 bytes, the same bytes on a rerun, refused
  * without a write when the initrd is shorter than the marker says. */
+#include "configure.h"
 #include "initrd.h"
 #include "paths.h"
 #include "tap.h"
@@ -39,16 +40,22 @@ static void test_cpio(void) {
         archive_read_support_format_cpio(a);
         CHECK_INT(archive_read_open_memory(a, c.buf, c.len), ARCHIVE_OK);
         struct archive_entry *e;
-        const char *want[] = { "cryptroot", "cryptroot/crypttab", "etc", "etc/mdadm", "etc/mdadm/mdadm.conf" };
+        /* with md the degraded start too, in a directory of its own with no
+         * ORDER file (the generic initramfs has no init-premount scripts) */
+        const char *want[] = { "cryptroot", "cryptroot/crypttab", "etc", "etc/mdadm", "etc/mdadm/mdadm.conf",
+                               "scripts", "scripts/init-premount", CONFIGURE_MD_START_INITRD };
+        const char *text[] = { [1] = "crypt0 UUID=x none luks,initramfs\n", [4] = "ARRAY /dev/md/a UUID=y\n",
+                               [7] = configure_md_start_script() };
         size_t n = 0;
-        char body[128];
+        char body[4096];
         while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
                 CHECK(n < ELEMENTSOF(want) && streq(archive_entry_pathname(e), want[n]));
-                if (n == 1 || n == 4) {
+                if (n < ELEMENTSOF(text) && text[n]) {
                         la_ssize_t k = archive_read_data(a, body, sizeof body - 1);
                         CHECK(k > 0);
                         body[k > 0 ? k : 0] = 0;
-                        CHECK_STR(body, n == 1 ? "crypt0 UUID=x none luks,initramfs\n" : "ARRAY /dev/md/a UUID=y\n");
+                        CHECK_STR(body, text[n]);
+                        CHECK_INT(archive_entry_perm(e), n == 7 ? 0755 : 0644);
                 }
                 n++;
         }
