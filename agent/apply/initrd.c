@@ -111,11 +111,18 @@ int initrd_node_cpio(const char *crypttab, const char *mdadm_conf, struct strbuf
         if (r == 0 && mdadm_conf && (r = cpio_add(a, "etc", S_IFDIR | 0755, NULL)) == 0 &&
             (r = cpio_add(a, "etc/mdadm", S_IFDIR | 0755, NULL)) == 0)
                 r = cpio_add(a, "etc/mdadm/mdadm.conf", S_IFREG | 0644, mdadm_conf);
-        /* with md, the degraded start (configure.h); a generic initramfs has no
-         * init-premount scripts, so no ORDER file there leaves it out */
+        /* with md, the degraded start (configure.h) and the ORDER file that
+         * runs it: Debian 12's /init sources scripts/<dir>/ORDER of every
+         * script directory there is (run_scripts; without it /init dies and
+         * the kernel panics: seen in the rig), in the form mkinitramfs
+         * writes. The generic initramfs of kiln's images has no init-premount
+         * scripts, so this ORDER drops none */
         if (r == 0 && mdadm_conf && (r = cpio_add(a, "scripts", S_IFDIR | 0755, NULL)) == 0 &&
-            (r = cpio_add(a, "scripts/init-premount", S_IFDIR | 0755, NULL)) == 0)
-                r = cpio_add(a, CONFIGURE_MD_START_INITRD, S_IFREG | 0755, configure_md_start_script());
+            (r = cpio_add(a, "scripts/init-premount", S_IFDIR | 0755, NULL)) == 0 &&
+            (r = cpio_add(a, CONFIGURE_MD_START_INITRD, S_IFREG | 0755, configure_md_start_script())) == 0)
+                r = cpio_add(a, "scripts/init-premount/ORDER", S_IFREG | 0644,
+                             "/" CONFIGURE_MD_START_INITRD " \"$@\"\n"
+                             "[ -e /conf/param.conf ] && . /conf/param.conf\n");
         if (r == 0 && archive_write_close(a) != ARCHIVE_OK)
                 r = -EIO;
         return r;

@@ -40,12 +40,14 @@ static void test_cpio(void) {
         archive_read_support_format_cpio(a);
         CHECK_INT(archive_read_open_memory(a, c.buf, c.len), ARCHIVE_OK);
         struct archive_entry *e;
-        /* with md the degraded start too, in a directory of its own with no
-         * ORDER file (the generic initramfs has no init-premount scripts) */
+        /* with md the degraded start too, and the ORDER file /init sources
+         * to run it (the generic initramfs has no init-premount scripts) */
         const char *want[] = { "cryptroot", "cryptroot/crypttab", "etc", "etc/mdadm", "etc/mdadm/mdadm.conf",
-                               "scripts", "scripts/init-premount", CONFIGURE_MD_START_INITRD };
+                               "scripts", "scripts/init-premount", CONFIGURE_MD_START_INITRD, "scripts/init-premount/ORDER" };
         const char *text[] = { [1] = "crypt0 UUID=x none luks,initramfs\n", [4] = "ARRAY /dev/md/a UUID=y\n",
-                               [7] = configure_md_start_script() };
+                               [7] = configure_md_start_script(),
+                               [8] = "/scripts/init-premount/kiln-md-degraded \"$@\"\n"
+                                     "[ -e /conf/param.conf ] && . /conf/param.conf\n" };
         size_t n = 0;
         char body[4096];
         while (archive_read_next_header(a, &e) == ARCHIVE_OK) {

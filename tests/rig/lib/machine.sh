@@ -319,12 +319,18 @@ rig_qemu() {
 }
 
 # rig_late_plug SOCKET N S (rig_boot_disk --late, in the background): S
-# seconds after it starts (QEMU's start), disk N's virtio-blk device added
-# through QMP; prints QMP's answers, and "plugged at T s" when device_add
-# returned {"return": {}}.
+# seconds after it starts (QEMU's start), or with RIG_LATE_AFTER=REGEX S
+# seconds after the console (RIG_SERIAL) first matches REGEX, disk N's
+# virtio-blk device added through QMP; prints QMP's answers, "console
+# matched at T s", and "plugged at T s" when device_add returned
+# {"return": {}}.
 rig_late_plug() {
   local sock=$1 n=$2 s=$3 t0=$SECONDS i
   for ((i = 0; i < 100; i++)); do [[ -S $sock ]] && break; sleep 0.1; done
+  if [[ -n ${RIG_LATE_AFTER:-} ]]; then
+    until tr -d '\r' <"$RIG_SERIAL" 2>/dev/null | grep -Eq -- "$RIG_LATE_AFTER"; do sleep 0.5; done
+    echo "console matched at $((SECONDS - t0)) s"
+  fi
   sleep "$s"
   { printf '{"execute":"qmp_capabilities"}\n'
     printf '{"execute":"device_add","arguments":{"driver":"virtio-blk-pci","drive":"d%s","serial":"%s","id":"late%s"}}\n' \
@@ -345,7 +351,8 @@ rig_late_plug() {
 # bootable image's kiln-report unit does, after writing its report to
 # ttyS1), or with --until until the console matches REGEX and --hold S
 # seconds more have passed, or RIG_TIMEOUT. --late N:S leaves disk N out at
-# power-on and plugs it in S seconds later (QMP device_add on a socket of
+# power-on and plugs it in S seconds later (or S seconds after the console
+# shows RIG_LATE_AFTER, rig_late_plug) (QMP device_add on a socket of
 # this boot: a slow HBA or a disk that spins up late; its drive is there
 # from the start, as the HBA's is); RIG_LATE_LOG holds QMP's answers. Sets
 # RIG_REPORT, RIG_SERIAL, RIG_BOOT_SECONDS, RIG_UNTIL_SECONDS. Returns 0
@@ -407,7 +414,7 @@ rig_boot_disk() {
     rig_late_plug "$qmp" "$late" "$late_s" >"$RIG_LATE_LOG" 2>&1 &
     late_pid=$!; RIG_PIDS+=("$late_pid")
   fi
-  rig_log "boot $RIG_BOOT_N (disks, $fw, $n of ${#RIG_DISK[@]} disks${late:+, disk $late plugged in after $late_s s}, ${RIG_MEM} MiB): console $RIG_SERIAL"
+  rig_log "boot $RIG_BOOT_N (disks, $fw, $n of ${#RIG_DISK[@]} disks${late:+, disk $late plugged in $late_s s after ${RIG_LATE_AFTER:+/$RIG_LATE_AFTER/ on the console}${RIG_LATE_AFTER:-power-on}}, ${RIG_MEM} MiB): console $RIG_SERIAL"
   local rc=0
   RIG_UNTIL=$until RIG_HOLD=$hold rig_qemu "${args[@]}" || rc=1
   [[ -n $late_pid ]] && { kill "$late_pid" 2>/dev/null; wait "$late_pid" 2>/dev/null; }
