@@ -31,11 +31,11 @@ kiln_side() {   # round
   echo "kiln_gate_seconds_$1=$(el "$t0" "$t1")"
   # the same with 150 ms windows: what the default short ones cost
   t0=$(now)
-  /usr/bin/kiln bench --json --slice 150 --write --offset $OFF --size $SIZE --crypt /dev/mapper/bc $RAW >$R/bench-s150-$1.json 2>&1
+  /usr/bin/kiln bench --json --slice 150 --write --offset $OFF --size $SIZE --crypt /dev/mapper/bc $RAW >$R/bench-s150-$1.json 2>$R/bench-s150-$1.err
   t1=$(now)
   echo "kiln_s150_seconds_$1=$(el "$t0" "$t1")"
   # the cipher as `cryptsetup benchmark` measures it: one request in flight
-  /usr/bin/kiln bench --json --depth 1 --cipher aes-xts-plain64:512 >$R/bench-depth1-$1.json 2>&1
+  /usr/bin/kiln bench --json --depth 1 --cipher aes-xts-plain64:512 >$R/bench-depth1-$1.json 2>$R/bench-depth1-$1.err
   echo "kiln_depth1_rc_$1=$?"
 }
 
@@ -97,7 +97,7 @@ done
 
 # the device tests at 1 s instead of 150 ms, kiln and fio once each: does
 # the sample length move either of them?
-/usr/bin/kiln bench --json --slice 1000 --write --offset $OFF --size $SIZE --crypt /dev/mapper/bc $RAW >$R/bench-long.json 2>&1
+/usr/bin/kiln bench --json --slice 1000 --write --offset $OFF --size $SIZE --crypt /dev/mapper/bc $RAW >$R/bench-long.json 2>$R/bench-long.err
 fio_crypt long 1s --ioengine=libaio --iodepth=4 --numjobs=1
 
 # the noise of one sample against its length: NOISE_REPS back-to-back runs of
@@ -105,7 +105,7 @@ fio_crypt long 1s --ioengine=libaio --iodepth=4 --numjobs=1
 for ms in 50 100 200; do
   k=1
   while [ $k -le 5 ]; do
-    /usr/bin/kiln bench --json --depth 1 --slice $ms --cipher aes-xts-plain64:512 >$R/bench-noise-$ms-$k.json 2>&1
+    /usr/bin/kiln bench --json --depth 1 --slice $ms --cipher aes-xts-plain64:512 >$R/bench-noise-$ms-$k.json 2>$R/bench-noise-$ms-$k.err
     k=$((k + 1))
   done
 done
