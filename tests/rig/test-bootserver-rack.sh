@@ -14,7 +14,9 @@
 #   node A     BIOS, four disks: PXE (the NIC's iPXE ROM), DHCP from
 #              dnsmasq, TFTP boot.ipxe, the rack spec from nginx: layout
 #              raid10-4, hostname from the nodes table; the image through
-#              the slice cache
+#              the slice cache; then it boots its own disks
+#   node E     BIOS, one disk: the same spec, layout single (no md); then it
+#              boots its own disk
 #   node C     UEFI HTTP boot (OVMF, PXE off), one small disk: ipxe.efi
 #              over HTTP; fits no layout, enlists with the reasons, and
 #              its disk is unwritten
@@ -22,7 +24,9 @@
 #   node B     UEFI PXE (OVMF's own, no option ROM): its address from the
 #              lab's server, ipxe.efi over TFTP from the proxy; layout
 #              mirror-2; its image bytes come from the cache (the image
-#              store saw them once)
+#              store saw them once); then it boots its own disks (SeaBIOS:
+#              the spec's firmware is both, so the UEFI install wrote GRUB
+#              for BIOS too)
 #   node D     deployed, BIOS, still under proxy DHCP: its iPXE ROM takes the
 #              lab's address and boot.ipxe from the proxy (the ProxyDHCP ACK
 #              names the next-server: kickstart/dnsmasq.conf), then
@@ -39,13 +43,13 @@ command -v jq >/dev/null || rig_skip "no jq"
 rig_boot_image
 rig_fixture_boot boot-tang specs/boot-tang.yaml   # node D's disks and Tang keys
 FIX_MAC=$RIG_MAC FIX_DISK=("${RIG_DISK[@]}") FIX_SERIAL=("${RIG_DISK_SERIAL[@]}")
-rig_small_image
-MAC_A=52:54:00:6b:69:a1 MAC_B=52:54:00:6b:69:b1 MAC_C=52:54:00:6b:69:c1
+MAC_A=52:54:00:6b:69:a1 MAC_B=52:54:00:6b:69:b1 MAC_C=52:54:00:6b:69:c1 MAC_E=52:54:00:6b:69:e1
+IMAGE=boot.tar.zst   # the bootable image, which rig_boot_image serves
 IP=$RIG_NETNS_IP
 
 # --- the namespaces ------------------------------------------------------------
 rig_netns_start
-for t in tap0 tap1 tap2 tap3; do rig_netns_tap "$t"; done
+for t in tap0 tap1 tap2 tap3 tap4; do rig_netns_tap "$t"; done
 # the shared install's Tang pin names 10.0.2.102 (the user network's
 # address): the boot server holds that address too, and serves the
 # install's Tang keys there (the installed system routes to it through
@@ -55,7 +59,7 @@ rig_netns_bg "$RIG_TANG_LOG" socat TCP-LISTEN:80,bind=10.0.2.102,reuseaddr,fork 
 # the image store: a plain nginx on the namespace's loopback, its access log
 # one line per request with the Range asked for
 mkdir -p "$RIG_TMP/store/www/kiln/images" "$RIG_TMP/store/tmp"
-cp "$RIG_TMP/www/images/small.tar.zst" "$RIG_TMP/store/www/kiln/images/"
+cp "$RIG_TMP/www/images/$IMAGE" "$RIG_TMP/store/www/kiln/images/"
 cat >"$RIG_TMP/store/nginx.conf" <<EOF
 daemon off; user root; worker_processes 1; pid $RIG_TMP/store/nginx.pid;
 error_log $RIG_TMP/store/error.log;
@@ -89,7 +93,7 @@ rig_initrd_join "$RIG_TMP/initrd-boot.img" "$RIG_INITRD" "$RIG_TMP/enlist-key.cp
 # --- the rack spec -----------------------------------------------------------------
 SPECS=$RIG_TMP/specs
 mkdir -p "$SPECS"
-RIG_VAR_MAC_A=$MAC_A RIG_VAR_MAC_B=$MAC_B RIG_VAR_IMAGE_URL=http://$IP/kiln/images/small.tar.zst
+RIG_VAR_MAC_A=$MAC_A RIG_VAR_MAC_B=$MAC_B RIG_VAR_MAC_E=$MAC_E RIG_VAR_IMAGE_URL=http://$IP/kiln/images/$IMAGE
 rig_subst <"$SRC/tests/rig/specs/bootserver-rack.yaml" >"$SPECS/rack.yaml" || rig_die "the rack spec: a @VAR@ is not set"
 "$KILN" validate "$SPECS/rack.yaml" >/dev/null || rig_die "the rack spec does not validate"
 
@@ -149,6 +153,16 @@ sent() {  # sent FILE IP: dnsmasq's log has FILE sent over TFTP to IP
   [[ -n $2 ]] && grep -qE "sent .*/$1 to $2\$" "$DNSMASQ_LOG"
 }
 layout_of() { rig_report_section 'kiln-file report.json' | jq -r '.node.layout // empty' 2>/dev/null; }
+arrays() { rig_report_section mdstat | grep -Eo '\[[0-9]/[0-9]\] \[[U_]+\]' | sort | paste -sd' '; }
+own_disks() {  # own_disks NODE HOSTNAME ROOT_RE ARRAYS: the node's next boot is from its own disks (SeaBIOS), checked from its installed system's report
+  local n=$1 host=$2 root=$3 want=$4
+  rig_boot_disk || rig_not_ok "node $n: its installed system did not report (see its console above)"
+  rig_expect_section system '^multi-user active$' "node $n: its installed system reached multi-user from its own disks"
+  rig_expect_section system '^firmware bios$' "node $n: booted by SeaBIOS through the GRUB kiln put on its disks"
+  rig_expect_section system "^hostname $host\$" "node $n: the installed system's hostname is $host"
+  rig_expect_section root-stack "$root" "node $n: / sits on its layout's stack (/$root/)"
+  rig_check "node $n: its arrays are whole (${want:-no md}; the report: $(arrays))" [ "$(arrays)" = "$want" ]
+}
 
 # --- node A: BIOS, four disks, full DHCP -----------------------------------------
 node "$MAC_A" tap0 bios
@@ -162,10 +176,21 @@ rig_check "node A: dnsmasq's log shows its iPXE asking, and boot.ipxe as the boo
 rig_check "node A: dnsmasq sent it boot.ipxe over TFTP" sent boot.ipxe "$A_IP"
 rig_check "node A: iPXE asked nginx for hosts/<mac>.ipxe (404: not deployed)" served "$MAC_A" "/kiln/hosts/[^ ]+\\.ipxe" 404
 rig_check "node A: kiln fetched its spec from nginx (the rack spec, no file of its own)" served "$MAC_A" "/kiln/specs/$MAC_A.yaml" 200
-rig_check "node A: kiln fetched the image from nginx" served "$MAC_A" "/kiln/images/small.tar.zst" '20[06]'
+rig_check "node A: kiln fetched the image from nginx" served "$MAC_A" "/kiln/images/$IMAGE" '20[06]'
 rig_check "node A: installed layout raid10-4 (its report: '$(layout_of)')" [ "$(layout_of)" = raid10-4 ]
 rig_expect_section 'target /etc/hostname' '^rack-a$' "node A: hostname rack-a from the nodes table"
 rig_expect_raid10_f2
+own_disks A rack-a '^md[0-9]+ raid10 ' '[4/4] [UUUU] [4/4] [UUUU] [4/4] [UUUU]'
+
+# --- node E: BIOS, one disk, full DHCP -----------------------------------------
+node "$MAC_E" tap4 bios
+rig_disk e0 2G
+RIG_NET_TAP=tap4 RIG_FIRMWARE=bios rig_boot --pxe || rig_not_ok "node E: the guest did not finish (see the console above)"
+rig_expect_exit 0
+rig_check "node E: kiln fetched the rack spec from nginx" served "$MAC_E" "/kiln/specs/$MAC_E.yaml" 200
+rig_check "node E: installed layout single (its report: '$(layout_of)')" [ "$(layout_of)" = single ]
+rig_expect_section 'target /etc/hostname' '^rack-e$' "node E: hostname rack-e from the nodes table"
+own_disks E rack-e '^vda3 part xfs' ''
 
 # --- node C: UEFI HTTP boot, one small disk: enlists -----------------------------
 node "$MAC_C" tap2 uefi-http
@@ -183,8 +208,9 @@ rig_check "node C: nothing was written to its disk" rig_disks_unwritten
 rig_controller_dump "$RIG_TMP/ctl.json"
 rig_check "node C: the controller enlisted it, with its MAC" \
   eval 'jq -e --arg m "$MAC_C" "[.enlisted[] | tostring | test(\$m; \"i\")] | any" "$RIG_TMP/ctl.json" >/dev/null'
-rig_check "node C: the enlisted record names why no layout fit (raid10-4, mirror-2)" \
-  eval 'jq -r ".enlisted[] | tostring" "$RIG_TMP/ctl.json" | grep -q "raid10-4" && jq -r ".enlisted[] | tostring" "$RIG_TMP/ctl.json" | grep -q "mirror-2"'
+not_fitting=$(jq -r '[.enlisted[].body | fromjson | .enlist.layouts_not_fitting[]? | select(.reason != "") | .layout] | sort | join(" ")' "$RIG_TMP/ctl.json")
+rig_check "node C: the enlisted record names why each layout did not fit (with a reason: ${not_fitting:-none})" \
+  [ "$not_fitting" = "mirror-2 raid10-4 single" ]
 
 # --- proxy DHCP beside the lab's own DHCP server ----------------------------------
 LAB=$RIG_NETNS-lab
@@ -230,12 +256,13 @@ rig_check "node B: then boot.ipxe over TFTP" sent boot.ipxe "$B_IP"
 rig_check "node B: installed layout mirror-2 (its report: '$(layout_of)')" [ "$(layout_of)" = mirror-2 ]
 rig_expect_section 'target /etc/hostname' '^rack-b$' "node B: hostname rack-b from the nodes table"
 rig_expect_section mdstat '^md[0-9]+ : active raid1 ' "node B: an md raid1"
-rig_check "node B: fetched the image from nginx" served "$MAC_B" "/kiln/images/small.tar.zst" '20[06]'
-n=$(grep -c '/images/small.tar.zst' "$RIG_TMP/store/access.log")
-size=$(stat -c %s "$RIG_TMP/store/www/kiln/images/small.tar.zst")
-bytes=$(awk '/small.tar.zst/ {sub("bytes=", "", $NF); s += $NF} END {print s + 0}' "$RIG_TMP/store/access.log")
-rig_check "the image store saw the image's bytes once for two nodes ($n requests, $bytes of $size bytes)" \
+rig_check "node B: fetched the image from nginx" served "$MAC_B" "/kiln/images/$IMAGE" '20[06]'
+n=$(grep -c "/images/$IMAGE" "$RIG_TMP/store/access.log")
+size=$(stat -c %s "$RIG_TMP/store/www/kiln/images/$IMAGE")
+bytes=$(awk -v f="/images/$IMAGE" 'index($0, f) {sub("bytes=", "", $NF); s += $NF} END {print s + 0}' "$RIG_TMP/store/access.log")
+rig_check "the image store saw the image's bytes once for three nodes ($n requests, $bytes of $size bytes)" \
   eval '[ "$bytes" -le "$size" ] && [ "$bytes" -gt 0 ]'
+own_disks B rack-b '^md[0-9]+ raid1 ' '[2/2] [UU] [2/2] [UU] [2/2] [UU]'
 
 # --- node D: deployed, boots its disks through local.ipxe -------------------------
 cp "$SRC/kickstart/local.ipxe" "$HOSTS/$FIX_MAC.ipxe" && chmod 0644 "$HOSTS/$FIX_MAC.ipxe"
@@ -260,5 +287,5 @@ rig_check "no packet came in for an address outside the namespace (InAddrErrors 
 rig_check "the namespace's only route is br0's subnet" \
   eval '[ "$(rig_netns_exec ip -4 route show | grep -v "^192.0.2.0/24 dev br0 ")" = "" ]'
 rig_check "the namespace's links: lo, br0, the taps and the lab's veth" \
-  eval '[ "$(rig_netns_exec ip -o link show | awk -F": " "{print \$2}" | sed "s/@.*//" | sort | tr "\n" " ")" = "br0 lab0 lo tap0 tap1 tap2 tap3 " ]'
+  eval '[ "$(rig_netns_exec ip -o link show | awk -F": " "{print \$2}" | sed "s/@.*//" | sort | tr "\n" " ")" = "br0 lab0 lo tap0 tap1 tap2 tap3 tap4 " ]'
 rig_done
