@@ -363,7 +363,7 @@ rig_late_plug() {
   local sock=$1 n=$2 s=$3 t0=$SECONDS
   rig_qmp_wait "$sock"
   if [[ -n ${RIG_LATE_AFTER:-} ]]; then
-    rig_console_wait "$RIG_LATE_AFTER" >/dev/null
+    rig_console_wait "$RIG_LATE_AFTER" || return 1
     echo "console matched at $((SECONDS - t0)) s"
   fi
   sleep "$s"
@@ -378,11 +378,15 @@ rig_qmp_wait() {
   return 1
 }
 # rig_console_wait REGEX: until the console (RIG_SERIAL) matches REGEX
-# (grep -E); prints the first matching line
+# (grep -E), RIG_CONSOLE_LINE the first match; 1 after RIG_TIMEOUT s or
+# when the console is gone. No subshell: a kill of the caller's background
+# job ends the wait too.
 rig_console_wait() {
-  local line
-  until line=$(tr -d '\r' <"$RIG_SERIAL" 2>/dev/null | grep -Eo -m1 -- "$1"); do sleep 0.5; done
-  printf '%s\n' "$line"
+  local deadline=$((SECONDS + RIG_TIMEOUT))
+  until RIG_CONSOLE_LINE=$(tr -d '\r' <"$RIG_SERIAL" 2>/dev/null | grep -Eo -m1 -- "$1"); do
+    [[ -e $RIG_SERIAL ]] && ((SECONDS < deadline)) || return 1
+    sleep 0.5
+  done
 }
 # rig_qmp SOCKET COMMAND...: QMP's capabilities, then each COMMAND (a JSON
 # object) on SOCKET; prints QMP's answers; 0 when each returned {"return": {}}
@@ -401,8 +405,8 @@ rig_qmp() {
 rig_bond_failover() {
   local sock=$1 t0=$SECONDS line mac id
   rig_qmp_wait "$sock"
-  line=$(rig_console_wait 'kiln-report: bond0 active NIC [^ ]+ [0-9a-f:]{17}')
-  mac=${line##* }
+  rig_console_wait 'kiln-report: bond0 active NIC [^ ]+ [0-9a-f:]{17}' || return 1
+  line=$RIG_CONSOLE_LINE mac=${RIG_CONSOLE_LINE##* }
   echo "console: $line (at $((SECONDS - t0)) s)"
   id=$(rig_nic_id "$mac") || { echo "no NIC of this machine has MAC $mac"; return 1; }
   rig_qmp "$sock" "{\"execute\":\"set_link\",\"arguments\":{\"name\":\"$id\",\"up\":false}}" &&
