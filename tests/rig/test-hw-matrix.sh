@@ -132,6 +132,10 @@ check_installed() {  # BOOT
   macs=$(rig_report_section "bonding bond0" | sed -n 's/^Permanent HW addr: //p' | sort | paste -sd' ')
   rig_check "$b: bond0's members are the virtio NIC and the e1000 ($macs)" test "$macs" = "$MAC_VIRTIO $MAC_E1000"
   rig_check "$b: bond0 and both members have link" test "$(rig_report_section "bonding bond0" | grep -c '^MII Status: up$')" = 3
+  # their modules were there before systemd-networkd made them (kiln's
+  # modules-load file; networkd's own load timed out under load once)
+  rig_expect_section modules-load "^Inserted module 'bonding'$" "$b: systemd-modules-load inserted bonding"
+  rig_expect_section modules-load "^Inserted module 'bridge'$" "$b: systemd-modules-load inserted bridge"
   rig_check "$b: the USB stick is byte for byte what it was" stick_same
   # every by-id name kiln made without udev is one the installed system's udev made
   local missing
