@@ -65,7 +65,8 @@ if rig_boot_disk --uefi; then
   port=$(rig_report_section bridge-ports | sed -n 's/: cloudbr0$//p')
   rig_check "boot 3 (OVMF): cloudbr0's one port is the NIC with MAC $MAC_SECOND ($(rig_report_section bridge-ports | paste -sd' '); $(rig_report_section ip-link | paste -sd' '))" \
     eval '[[ $(wc -w <<<"$port") == 1 ]] && rig_section_has ip-link "^$port(@[^ ]*)? +[A-Z]+ +$MAC_SECOND "'
-  boot_nic=$(rig_report_section ip-link | awk -v m="$RIG_MAC" '$3 == m { sub(/@.*/, "", $1); print $1 }')
+  # the NIC with the boot MAC (a bridge on it carries that MAC too)
+  boot_nic=$(rig_report_section ip-link | awk -v m="$RIG_MAC" '$3 == m && $1 != "cloudbr0" { sub(/@.*/, "", $1); print $1 }')
   rig_check "boot 3 (OVMF): the e1000e boot NIC (${boot_nic:-none has $RIG_MAC}) is in no bridge" \
     eval '[[ -n $boot_nic ]] && ! rig_section_has bridge-ports "^$boot_nic:"'
 else
