@@ -424,6 +424,19 @@ int netconf_files(const struct netconf *n, struct netconf_file **ret, size_t *re
                 if (r >= 0)
                         r = file_add(&fs, strdupf(NETCONF_DIR "/20-kiln-%s.network", hex), &t);
         }
+        /* systemd-networkd loads a kind's module when it creates the first
+         * such device, and gives the kernel 25 s to answer; a bond whose
+         * creation timed out that way (a slow boot: modules load while udev
+         * loads the others) never takes its members, and the node is off
+         * the network (systemd issue 19999; the rig's test-hw-matrix saw it).
+         * Loaded by systemd-modules-load in sysinit, they are there first. */
+        bool any_vlan = false;
+        for (size_t i = 0; i < n->n_bridges; i++)
+                any_vlan |= n->bridges[i].spec->vlan != 0;
+        if (r >= 0)
+                r = strbuf_addf(&t, "%sbridge\n%s%s", hdr, any_vlan ? "8021q\n" : "", n->n_bonds ? "bonding\n" : "");
+        if (r >= 0)
+                r = file_add(&fs, strdup(NETCONF_MODULES), &t);
         /* without systemd-resolved (not in Debian's base image) DNS= reaches no resolver */
         bool any_dns = false;
         for (size_t i = 0; i < n->n_bridges; i++)

@@ -9,6 +9,9 @@
 #include "strbuf.h"
 
 #define NETCONF_DIR "/etc/systemd/network"
+/* The kernel modules of the bridges, VLANs and bonds, loaded early by
+ * systemd-modules-load (before systemd-networkd starts) */
+#define NETCONF_MODULES "/etc/modules-load.d/kiln-network.conf"
 
 /* What a bridge sits on: one NIC or a bond; vlan (from the spec) on top. */
 struct netconf_bridge {
@@ -47,6 +50,6 @@ DEFINE_CLEANUP(netconf_free, struct netconf *)
 int netconf_describe(const struct netconf *n, struct strbuf *out);
 
 /* The files, in the order they are written: .netdev and .network files under
- * NETCONF_DIR, /etc/resolv.conf when a bridge has dns. */
+ * NETCONF_DIR, NETCONF_MODULES, /etc/resolv.conf when a bridge has dns. */
 int netconf_files(const struct netconf *n, struct netconf_file **ret, size_t *ret_n);
 void netconf_files_free(struct netconf_file *f, size_t n);

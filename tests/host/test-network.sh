@@ -127,6 +127,10 @@ LinkLocalAddressing=no"
 in_target "$T/target/etc/resolv.conf" "$H
 nameserver 10.1.0.1
 nameserver fd00::53"
+# the bridges' and the VLAN's modules, loaded before systemd-networkd starts (no bond here)
+in_target "$T/target/etc/modules-load.d/kiln-network.conf" "$H
+bridge
+8021q"
 n=$(ls "$N" | wc -l)
 [[ $n == 7 ]] && ok "7 files in /etc/systemd/network" || not_ok "$n files in /etc/systemd/network: $(ls "$N")"
 for l in multi-user.target.wants/systemd-networkd.service:systemd-networkd.service \

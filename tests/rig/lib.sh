@@ -18,6 +18,8 @@
 #   rig_fixture_boot boot-tang specs/boot-tang.yaml  # start from the shared install:
 #                                       # qcow2 overlays of its disks, its Tang keys, spec, boot 1
 #   rig_disk_layer; rig_boot ...; rig_check "..." rig_disks_unwritten  # the boot wrote nothing
+#   RIG_NICS=("e1000 52:54:00:6b:69:03")  # a second NIC, on one hub with the boot NIC
+#   rig_failover_disk; rig_boot_disk --qmp rig_bond_failover  # bond0's active NIC's link goes down
 #   rig_netns_start; rig_netns_tap tap0 # a namespace of the test's own: bridge, taps
 #   RIG_NET_TAP=tap0 RIG_FIRMWARE=uefi rig_boot --pxe  # a node on the real network
 #
@@ -44,7 +46,8 @@
 # Tests source this file only; it sources the pieces, one file a concern,
 # in tests/rig/lib/:
 #   machine.sh  rig_init, rig_cleanup, the initramfs (rig_build_initramfs,
-#               rig_add_initrd_segment), rig_boot, rig_boot_disk, rig_qemu, rig_drive
+#               rig_add_initrd_segment), rig_boot, rig_boot_disk, rig_qemu, rig_drive,
+#               the NICs (rig_nic_args), QMP (rig_qmp, rig_late_plug, rig_bond_failover)
 #   disks.sh    rig_disks, rig_disk, rig_disk_layer, rig_disks_unwritten,
 #               rig_disks_and_spare
 #   servers.sh  nginx (rig_http_start, rig_spec, rig_small_image,
@@ -70,6 +73,7 @@ RIG_DISK=()                             # disk image files, in -drive order
 RIG_DISK_SERIAL=()                      # their serials (kiln-disk0 ...)
 RIG_DISK_BUS=()                         # their buses (rig_disk --bus; unset: virtio)
 RIG_NIC_MODEL=${RIG_NIC_MODEL:-virtio-net-pci}  # the guest's NIC (e1000e: an Intel one)
+RIG_NICS=()                             # more NICs, "MODEL MAC" each (rig_nic_args: on one hub with it)
 RIG_PIDS=()
 RIG_FAILS=0
 RIG_T0=$(date +%s.%N)

@@ -9,15 +9,22 @@
 #   boot 2  netboot with `firmware: uefi`, kiln installs: its inventory says
 #           4096/4096, the partitions are 1 MiB aligned, the LUKS sector is
 #           4096;
-#   boot 3  from the disks under OVMF: multi-user, / the root LV.
+#   boot 3  from the disks under OVMF: multi-user, / the root LV; cloudbr0
+#           up with the node's address over the second NIC, the one the
+#           spec takes by its MAC (a virtio NIC beside the e1000e boot NIC,
+#           on one QEMU hub), and the boot NIC in no bridge.
 # Assertions read the netboot initramfs's and the installed system's reports.
 set -uo pipefail
 : "${RIG_TIMEOUT:=1500}"
 . "$SRC/tests/rig/lib.sh"
 rig_init
 command -v jq >/dev/null || rig_skip "no jq"
+[[ -r /usr/share/qemu/efi-e1000e.rom || -r /usr/lib/ipxe/qemu/efi-e1000e.rom ]] || rig_skip "no e1000e iPXE ROM (ipxe-qemu)"
 rig_boot_image
 rig_tang_start
+RIG_NIC_MODEL=e1000e
+MAC_SECOND=52:54:00:6b:69:02            # cloudbr0's NIC (hw-4kn.yaml)
+RIG_NICS=("virtio-net-pci $MAC_SECOND")
 RIG_VAR_PASSPHRASE=$(secret k4-)
 rig_disk --bus virtio:4k disk0 2G
 rig_disk --bus virtio:4k disk1 2G
@@ -54,6 +61,14 @@ rig_check "boot 2: the LUKS2 volume has 4096-byte sectors (its luksDump)" \
 if rig_boot_disk --uefi; then
   rig_expect_section system '^multi-user active' "boot 3 (OVMF): the installed system reached multi-user from the 4Kn disks"
   rig_expect_section findmnt '^/ +/dev/mapper/sys_vg-root ' "boot 3 (OVMF): / is the root LV"
+  rig_expect_section ip-addr '^cloudbr0 +UP +10\.0\.2\.15/' "boot 3 (OVMF): cloudbr0 is up with the node's address"
+  port=$(rig_report_section bridge-ports | sed -n 's/: cloudbr0$//p')
+  rig_check "boot 3 (OVMF): cloudbr0's one port is the NIC with MAC $MAC_SECOND ($(rig_report_section bridge-ports | paste -sd' '); $(rig_report_section ip-link | paste -sd' '))" \
+    eval '[[ $(wc -w <<<"$port") == 1 ]] && rig_section_has ip-link "^$port(@[^ ]*)? +[A-Z]+ +$MAC_SECOND "'
+  # the NIC with the boot MAC (a bridge on it carries that MAC too)
+  boot_nic=$(rig_report_section ip-link | awk -v m="$RIG_MAC" '$3 == m && $1 != "cloudbr0" { sub(/@.*/, "", $1); print $1 }')
+  rig_check "boot 3 (OVMF): the e1000e boot NIC (${boot_nic:-none has $RIG_MAC}) is in no bridge" \
+    eval '[[ -n $boot_nic ]] && ! rig_section_has bridge-ports "^$boot_nic:"'
 else
   rig_not_ok "boot 3 (OVMF): the installed system did not report"
 fi

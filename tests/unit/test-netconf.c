@@ -107,7 +107,7 @@ static void test_files(void) {
         struct netconf_file *f = NULL;
         size_t nf = 0;
         CHECK_INT(netconf_files(n, &f, &nf), 0);
-        CHECK_INT(nf, 9);       /* 2 bridges x 2, the bond 2, its 2 members, cloudbr1's NIC 1; no resolv.conf */
+        CHECK_INT(nf, 10);      /* 2 bridges x 2, the bond 2, its 2 members, cloudbr1's NIC 1, the modules; no resolv.conf */
         char want[512];
         snprintf(want, sizeof want, "%s[NetDev]\nName=cloudbr0\nKind=bridge\nMACAddress=aa:bb:cc:00:00:01\n", hdr);
         CHECK_STR(file(f, nf, "/etc/systemd/network/10-kiln-cloudbr0.netdev"), want);
@@ -121,6 +121,9 @@ static void test_files(void) {
         CHECK_STR(file(f, nf, "/etc/systemd/network/20-kiln-aabbcc000002.network"), want);
         snprintf(want, sizeof want, "%s[Match]\nPermanentMACAddress=aa:bb:cc:00:00:09\n\n[Network]\nBridge=cloudbr1\nLinkLocalAddressing=no\n", hdr);
         CHECK_STR(file(f, nf, "/etc/systemd/network/20-kiln-aabbcc000009.network"), want);
+        /* the bridge's and the bond's modules before systemd-networkd starts; no VLAN, no 8021q */
+        snprintf(want, sizeof want, "%sbridge\nbonding\n", hdr);
+        CHECK_STR(file(f, nf, "/etc/modules-load.d/kiln-network.conf"), want);
         CHECK(file(f, nf, "/etc/resolv.conf") == NULL);
         netconf_files_free(f, nf);
 

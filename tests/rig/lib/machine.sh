@@ -223,7 +223,7 @@ rig_boot() {
   else
     args+=(-kernel "$RIG_KERNEL" -initrd "$initrd" -append "$append kiln.spec=$spec_url")
   fi
-  args+=(-netdev "$net" -device "$RIG_NIC_MODEL,netdev=n0,mac=$RIG_MAC$nic_rom")
+  rig_nic_args args "$net" "$nic_rom"
   local c
   for c in $(rig_disk_controllers); do args+=(-device "$c"); done
   for i in "${!RIG_DISK[@]}"; do
@@ -239,6 +239,41 @@ rig_boot() {
   # the report is complete only with its end marker
   grep -q '^=== kiln-report end' "$RIG_REPORT" || { rig_log "the guest sent no complete report"; return 1; }
   return 0
+}
+
+# rig_nic_args ARRAY NETDEV [ROM]: the NICs' arguments added to the array
+# named ARRAY: the boot NIC (RIG_NIC_MODEL, RIG_MAC, QEMU id nic0; ROM
+# ",romfile=" takes its option ROM away) on the network NETDEV (-netdev's
+# value, id n0), and with RIG_NICS ("MODEL MAC" each) those NICs too (ids
+# nic1, nic2 ..., no option ROM: the boot NIC netboots), all on one QEMU
+# hub over NETDEV: one DHCP server and the same guestfwd and hostfwd
+# relays for every NIC, so a bond that fails over to another member keeps
+# its MAC, its address and the relays (rig_bond_failover).
+rig_nic_args() {
+  local -n into=$1
+  local net=$2 rom=${3:-} i model mac
+  into+=(-netdev "$net")
+  if ((${#RIG_NICS[@]} == 0)); then
+    into+=(-device "$RIG_NIC_MODEL,netdev=n0,mac=$RIG_MAC,id=nic0$rom")
+    return
+  fi
+  into+=(-netdev hubport,id=hub0n0,hubid=0,netdev=n0
+         -netdev hubport,id=hub0p0,hubid=0 -device "$RIG_NIC_MODEL,netdev=hub0p0,mac=$RIG_MAC,id=nic0$rom")
+  for i in "${!RIG_NICS[@]}"; do
+    read -r model mac <<<"${RIG_NICS[$i]}"
+    into+=(-netdev "hubport,id=hub0p$((i + 1)),hubid=0"
+           -device "$model,netdev=hub0p$((i + 1)),mac=$mac,id=nic$((i + 1)),romfile=")
+  done
+}
+# rig_nic_id MAC: the QEMU id (rig_nic_args) of the NIC with MAC (any case)
+rig_nic_id() {
+  local i mac
+  [[ ${1,,} == "${RIG_MAC,,}" ]] && { echo nic0; return 0; }
+  for i in "${!RIG_NICS[@]}"; do
+    mac=${RIG_NICS[$i]#* }
+    [[ ${1,,} == "${mac,,}" ]] && { echo "nic$((i + 1))"; return 0; }
+  done
+  return 1
 }
 
 # rig_firmware_uefi ARRAY: OVMF's arguments added to the array named ARRAY
@@ -325,19 +360,68 @@ rig_qemu() {
 # matched at T s", and "plugged at T s" when device_add returned
 # {"return": {}}.
 rig_late_plug() {
-  local sock=$1 n=$2 s=$3 t0=$SECONDS i
-  for ((i = 0; i < 100; i++)); do [[ -S $sock ]] && break; sleep 0.1; done
+  local sock=$1 n=$2 s=$3 t0=$SECONDS
+  rig_qmp_wait "$sock"
   if [[ -n ${RIG_LATE_AFTER:-} ]]; then
-    until tr -d '\r' <"$RIG_SERIAL" 2>/dev/null | grep -Eq -- "$RIG_LATE_AFTER"; do sleep 0.5; done
+    rig_console_wait "$RIG_LATE_AFTER" || return 1
     echo "console matched at $((SECONDS - t0)) s"
   fi
   sleep "$s"
-  { printf '{"execute":"qmp_capabilities"}\n'
-    printf '{"execute":"device_add","arguments":{"driver":"virtio-blk-pci","drive":"d%s","serial":"%s","id":"late%s"}}\n' \
-      "$n" "${RIG_DISK_SERIAL[$n]}" "$n"
-    sleep 2; } | socat -t 5 - "UNIX-CONNECT:$sock" | tee "$sock.out"
-  # the capabilities' and device_add's answers
-  (( $(grep -c '"return": {}' "$sock.out") == 2 )) && echo "plugged at $((SECONDS - t0)) s"
+  rig_qmp "$sock" "$(printf '{"execute":"device_add","arguments":{"driver":"virtio-blk-pci","drive":"d%s","serial":"%s","id":"late%s"}}' \
+      "$n" "${RIG_DISK_SERIAL[$n]}" "$n")" && echo "plugged at $((SECONDS - t0)) s"
+}
+
+# rig_qmp_wait SOCKET: until QEMU's QMP socket is there (10 s at most)
+rig_qmp_wait() {
+  local i
+  for ((i = 0; i < 100; i++)); do [[ -S $1 ]] && return 0; sleep 0.1; done
+  return 1
+}
+# rig_console_wait REGEX: until the console (RIG_SERIAL) matches REGEX
+# (grep -E), RIG_CONSOLE_LINE the first match; 1 after RIG_TIMEOUT s or
+# when the console is gone. No subshell: a kill of the caller's background
+# job ends the wait too.
+rig_console_wait() {
+  local deadline=$((SECONDS + RIG_TIMEOUT))
+  until RIG_CONSOLE_LINE=$(tr -d '\r' <"$RIG_SERIAL" 2>/dev/null | grep -Eo -m1 -- "$1"); do
+    [[ -e $RIG_SERIAL ]] && ((SECONDS < deadline)) || return 1
+    sleep 0.5
+  done
+}
+# rig_qmp SOCKET COMMAND...: QMP's capabilities, then each COMMAND (a JSON
+# object) on SOCKET; prints QMP's answers; 0 when each returned {"return": {}}
+rig_qmp() {
+  local sock=$1 out; shift
+  out=$({ printf '{"execute":"qmp_capabilities"}\n'; printf '%s\n' "$@"; sleep 2; } | socat -t 5 - "UNIX-CONNECT:$sock")
+  printf '%s\n' "$out"
+  (( $(grep -c '"return": {}' <<<"$out") == $# + 1 ))
+}
+
+# rig_bond_failover SOCKET (rig_boot_disk --qmp, with rig_failover_disk's
+# disk attached): once the installed system's kiln-report says on the
+# console which NIC is bond0's active one, that NIC's link goes down (QMP
+# set_link, as a pulled cable); prints QMP's answers and "link of NIC
+# (MAC) down at T s" when set_link returned {"return": {}}
+rig_bond_failover() {
+  local sock=$1 t0=$SECONDS line mac id
+  rig_qmp_wait "$sock"
+  rig_console_wait 'kiln-report: bond0 active NIC [^ ]+ [0-9a-f:]{17}' || return 1
+  line=$RIG_CONSOLE_LINE mac=${RIG_CONSOLE_LINE##* }
+  echo "console: $line (at $((SECONDS - t0)) s)"
+  id=$(rig_nic_id "$mac") || { echo "no NIC of this machine has MAC $mac"; return 1; }
+  rig_qmp "$sock" "{\"execute\":\"set_link\",\"arguments\":{\"name\":\"$id\",\"up\":false}}" &&
+    echo "link of $id ($mac) down at $((SECONDS - t0)) s"
+}
+# rig_failover_disk: the disk (virtio serial kiln-failover) that makes the
+# installed system's kiln-report wait for a bond to fail over, and the file
+# it then fetches through the bond from nginx: RIG_FAILOVER_TOKEN, its one
+# line. Call it after the install, before the boot that fails over.
+rig_failover_disk() {
+  if [[ -n ${RIG_REPLAY:-} ]]; then RIG_FAILOVER_TOKEN=$(cat "$RIG_REPLAY/www/failover.txt"); return; fi
+  RIG_FAILOVER_TOKEN=failover-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  echo "$RIG_FAILOVER_TOKEN" >"$RIG_TMP/www/failover.txt"
+  rig_disk failover 1M
+  printf '%s 80 /failover.txt\n' "$RIG_HTTP_IP" | dd of="${RIG_DISK[-1]}" conv=notrunc status=none
 }
 
 # rig_boot_disk [--uefi] [--without N]... [--late N:S] [--until REGEX] [--hold S]: boot
@@ -354,12 +438,14 @@ rig_late_plug() {
 # power-on and plugs it in S seconds later (or S seconds after the console
 # shows RIG_LATE_AFTER, rig_late_plug) (QMP device_add on a socket of
 # this boot: a slow HBA or a disk that spins up late; its drive is there
-# from the start, as the HBA's is); RIG_LATE_LOG holds QMP's answers. Sets
+# from the start, as the HBA's is); RIG_LATE_LOG holds QMP's answers.
+# --qmp FUNC runs `FUNC SOCKET` in the background over the boot, SOCKET
+# this boot's QMP (e.g. rig_bond_failover); its output goes to RIG_QMP_LOG. Sets
 # RIG_REPORT, RIG_SERIAL, RIG_BOOT_SECONDS, RIG_UNTIL_SECONDS. Returns 0
 # when the guest powered off with a complete report or REGEX matched, 1
 # otherwise.
 rig_boot_disk() {
-  local fw=bios until= hold=0 i skip=" " late= late_s=
+  local fw=bios until= hold=0 i skip=" " late= late_s= qmp_fn=
   while (($#)); do
     case $1 in
       --uefi) fw=uefi; shift ;;
@@ -369,13 +455,15 @@ rig_boot_disk() {
                 || rig_die "rig_boot_disk: --late wants DISK:SECONDS, got '$late:$late_s'" ;;
       --until) until=$2; shift 2 ;;
       --hold) hold=$2; shift 2 ;;
+      --qmp) qmp_fn=$2; shift 2 ;;
       *) rig_die "rig_boot_disk: unknown option '$1'" ;;
     esac
   done
+  [[ -n $late && -n $qmp_fn ]] && rig_die "rig_boot_disk: --late and --qmp take the one QMP socket"
   RIG_BOOT_N=$((${RIG_BOOT_N:-0} + 1))
   if [[ -n ${RIG_REPLAY:-} ]]; then
     RIG_REPORT=$RIG_REPLAY/report-$RIG_BOOT_N.txt RIG_SERIAL=$RIG_REPLAY/serial-$RIG_BOOT_N.log
-    RIG_BOOT_SECONDS=replay RIG_UNTIL_SECONDS=replay
+    RIG_BOOT_SECONDS=replay RIG_UNTIL_SECONDS=replay RIG_QMP_LOG=$RIG_REPLAY/qmp-$RIG_BOOT_N.log
     return 0
   fi
   RIG_SERIAL=$RIG_TMP/serial-$RIG_BOOT_N.log RIG_REPORT=$RIG_TMP/report-$RIG_BOOT_N.txt
@@ -394,8 +482,7 @@ rig_boot_disk() {
   # int 10h) hangs before it loads the kernel
   args+=(-device VGA)
   # no option ROM on the NIC: the firmware boots the disks, not the network
-  args+=(-netdev "user,id=n0,restrict=on,guestfwd=tcp:$RIG_HTTP_IP:80-cmd:$RIG_TMP/relay${RIG_NET_EXTRA:-}"
-         -device "$RIG_NIC_MODEL,netdev=n0,mac=$RIG_MAC,romfile=")
+  rig_nic_args args "user,id=n0,restrict=on,guestfwd=tcp:$RIG_HTTP_IP:80-cmd:$RIG_TMP/relay${RIG_NET_EXTRA:-}" ",romfile="
   local n=0 idx=1 c
   for c in $(rig_disk_controllers); do args+=(-device "$c"); done
   for i in "${!RIG_DISK[@]}"; do
@@ -408,13 +495,13 @@ rig_boot_disk() {
     n=$((n + 1)) idx=$((idx + 1))
   done
   local qmp=$RIG_TMP/qmp-$RIG_BOOT_N.sock late_pid=
-  if [[ -n $late ]]; then
+  if [[ -n $late || -n $qmp_fn ]]; then
     args+=(-qmp "unix:$qmp,server=on,wait=off")
-    RIG_LATE_LOG=$RIG_TMP/qmp-$RIG_BOOT_N.log
-    rig_late_plug "$qmp" "$late" "$late_s" >"$RIG_LATE_LOG" 2>&1 &
+    RIG_QMP_LOG=$RIG_TMP/qmp-$RIG_BOOT_N.log RIG_LATE_LOG=$RIG_TMP/qmp-$RIG_BOOT_N.log
+    if [[ -n $late ]]; then rig_late_plug "$qmp" "$late" "$late_s"; else "$qmp_fn" "$qmp"; fi >"$RIG_QMP_LOG" 2>&1 &
     late_pid=$!; RIG_PIDS+=("$late_pid")
   fi
-  rig_log "boot $RIG_BOOT_N (disks, $fw, $n of ${#RIG_DISK[@]} disks${late:+, disk $late plugged in $late_s s after ${RIG_LATE_AFTER:+/$RIG_LATE_AFTER/ on the console}${RIG_LATE_AFTER:-power-on}}, ${RIG_MEM} MiB): console $RIG_SERIAL"
+  rig_log "boot $RIG_BOOT_N (disks, $fw, $n of ${#RIG_DISK[@]} disks${late:+, disk $late plugged in $late_s s after ${RIG_LATE_AFTER:+/$RIG_LATE_AFTER/ on the console}${RIG_LATE_AFTER:-power-on}}${qmp_fn:+, $qmp_fn on QMP}, ${RIG_MEM} MiB): console $RIG_SERIAL"
   local rc=0
   RIG_UNTIL=$until RIG_HOLD=$hold rig_qemu "${args[@]}" || rc=1
   [[ -n $late_pid ]] && { kill "$late_pid" 2>/dev/null; wait "$late_pid" 2>/dev/null; }
