@@ -1294,7 +1294,8 @@ static struct json_object *jio(const struct bench_io *io) {
         if (!o)
                 return NULL;
         if (json_add(o, "block_size", json_object_new_int64(io->block_size)) < 0 ||
-            json_add(o, "depth", json_object_new_int64(io->depth)) < 0 || json_add(o, "mbps", jdouble(io->mbps)) < 0 ||
+            json_add(o, "depth", json_object_new_int64(io->depth)) < 0 || json_add(o, "mbps", jdouble(bench_floor_mbps(io))) < 0 ||
+            json_add(o, "mbps_window", jdouble(io->mbps)) < 0 ||
             json_add(o, "iops", jdouble(io->iops)) < 0 || json_add(o, "lat_p50_us", jdouble(io->lat_p50_us)) < 0 ||
             json_add(o, "lat_p99_us", jdouble(io->lat_p99_us)) < 0 || json_add(o, "lat_max_us", jdouble(io->lat_max_us)) < 0 ||
             json_add(o, "bytes", json_object_new_uint64(io->bytes)) < 0 || json_add(o, "seconds", jdouble(io->seconds)) < 0 ||
@@ -1408,7 +1409,7 @@ int bench_to_json(const struct bench_result *res, struct strbuf *out) {
 static int text_io(struct strbuf *out, const char *dev, const char *what, const struct bench_io *io) {
         if (!io->done)
                 return 0;
-        return strbuf_addf(out, "%-28s %-10s %10.1f %10.0f %9.0f %9.0f\n", dev, what, io->mbps, io->iops, io->lat_p50_us,
+        return strbuf_addf(out, "%-28s %-10s %10.1f %10.0f %9.0f %9.0f\n", dev, what, bench_floor_mbps(io), io->iops, io->lat_p50_us,
                            io->lat_p99_us);
 }
 

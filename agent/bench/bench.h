@@ -46,7 +46,11 @@ struct bench_io {
         unsigned block_size, depth;
         uint64_t bytes, ios;
         double seconds;
-        double mbps;                    /* MB/s, 10^6 bytes per second */
+        double mbps;                    /* MB/s, 10^6 bytes per second, over the whole window
+                                         * (--json and the text report give what a floor
+                                         * judges as mbps, bench_floor_mbps, and this as
+                                         * mbps_window: a figure never reads above what its
+                                         * unsettled window's slower half held) */
         double iops;
         double lat_p50_us, lat_p99_us, lat_max_us;
         /* the sample's parts (seconds; `seconds` is all of them): the
