@@ -337,21 +337,42 @@ static void engine_fill(struct bench_io_engine *e) {
 
 /* ---------- the settle rule ---------- */
 
-static double rate(const struct bench_mark *a, const struct bench_mark *b) {
-        return b->usec > a->usec ? (double) (b->bytes - a->bytes) / (double) (b->usec - a->usec) : 0; /* B/us = MB/s */
+/* The bytes mark m counts: its whole cycles (all of them when cycle is 0). */
+static uint64_t whole(const struct bench_mark *m, uint64_t cycle) {
+        return cycle ? m->bytes - m->bytes % cycle : m->bytes;
+}
+
+/* m[i] completes a cycle: its batch crossed into the next one (m[0], the start, always) */
+static bool cycle_end(const struct bench_mark *m, size_t i, uint64_t cycle) {
+        return i == 0 || whole(&m[i], cycle) > whole(&m[i - 1], cycle);
+}
+
+static double rate(const struct bench_mark *a, const struct bench_mark *b, uint64_t cycle) {
+        return b->usec > a->usec ? (double) (whole(b, cycle) - whole(a, cycle)) / (double) (b->usec - a->usec) : 0; /* B/us = MB/s */
 }
 
 bool bench_settle(const struct bench_mark *m, size_t n, const struct bench_settle_rule *rule, struct bench_settle *ret) {
         *ret = (struct bench_settle) {};
         if (n < 2)
                 return false;
-        const struct bench_mark *first = &m[0], *last = &m[n - 1];
-        ret->mbps = ret->low_mbps = ret->high_mbps = rate(first, last);
-        if (n < 3)
+        uint64_t cycle = rule->cycle_bytes;
+        size_t end = n - 1;
+        while (end > 0 && !cycle_end(m, end, cycle))
+                end--;
+        if (end == 0) {         /* not a cycle yet: the window as it is */
+                end = n - 1;
+                cycle = 0;
+        }
+        const struct bench_mark *first = &m[0], *last = &m[end];
+        ret->end = end;
+        ret->usec = last->usec - first->usec;
+        ret->bytes = whole(last, cycle) - whole(first, cycle);
+        ret->mbps = ret->low_mbps = ret->high_mbps = rate(first, last, cycle);
+        if (end < 2)
                 return false;
         /* the first mark at or past the middle (marks are in time order) ... */
         uint64_t mid = first->usec + (last->usec - first->usec) / 2;
-        size_t lo = 1, hi = n - 1;
+        size_t lo = 1, hi = end;
         while (lo < hi) {
                 size_t k = lo + (hi - lo) / 2;
                 if (m[k].usec >= mid)
@@ -360,19 +381,48 @@ bool bench_settle(const struct bench_mark *m, size_t n, const struct bench_settl
                         lo = k + 1;
         }
         /* or the one before it, when that is nearer (a last batch after a
-         * stall longer than half the window still makes a second half) */
+         * stall longer than half the window still makes a second half);
+         * then the cycle's end nearest to it (none: not halved) */
         if (lo > 1 && mid - m[lo - 1].usec < m[lo].usec - mid)
                 lo--;
+        size_t before = lo, after = lo;
+        while (before > 0 && !cycle_end(m, before, cycle))
+                before--;
+        while (after < end && !cycle_end(m, after, cycle))
+                after++;
+        if (before == 0)
+                lo = after;
+        else if (after == end)
+                lo = before;
+        else
+                lo = mid - m[before].usec <= m[after].usec - mid ? before : after;
         const struct bench_mark *h = &m[lo];
-        if (h == last || h->bytes - first->bytes < rule->min_half_bytes || last->bytes - h->bytes < rule->min_half_bytes)
+        if (lo == 0 || h == last || whole(h, cycle) - whole(first, cycle) < rule->min_half_bytes ||
+            whole(last, cycle) - whole(h, cycle) < rule->min_half_bytes)
                 return false;
-        double a = rate(first, h), b = rate(h, last);
+        double a = rate(first, h, cycle), b = rate(h, last, cycle);
         ret->halved = true;
         ret->low_mbps = fmin(a, b);
         ret->high_mbps = fmax(a, b);
         ret->settled = last->usec - first->usec >= rule->min_usec && ret->high_mbps > 0 &&
                        ret->high_mbps - ret->low_mbps <= rule->tolerance * ret->high_mbps;
         return ret->settled;
+}
+
+bool bench_window_ends(const struct bench_mark *m, size_t n, const struct bench_settle_rule *rule, uint64_t budget,
+                       struct bench_settle *ret) {
+        if (n < 2 || !cycle_end(m, n - 1, rule->cycle_bytes)) {
+                *ret = (struct bench_settle) {};
+                return false;
+        }
+        if (bench_settle(m, n, rule, ret))
+                return true;
+        uint64_t cycle = rule->cycle_bytes, w = ret->usec;
+        if (ret->end != n - 1 || ret->bytes < rule->min_half_bytes || ret->bytes < cycle)
+                return false;
+        /* the next cycle would end one cycle's time (at this window's pace) later */
+        uint64_t next = cycle ? w / (ret->bytes / cycle) : 0;
+        return w >= budget || budget - w <= next / 2;
 }
 
 double bench_floor_mbps(const struct bench_io *io) {
@@ -387,10 +437,12 @@ double bench_floor_mbps(const struct bench_io *io) {
  *  - window, from the first completion to the completion at which the
  *    window has settled (bench_settle: at least usec long, halves of at
  *    least WINDOW_MIN_IOS completions each agreeing within
- *    BENCH_SETTLE_TOLERANCE), or, unsettled, is at least budget long and
- *    holds at least WINDOW_MIN_IOS later completions: every completed slot
- *    is resubmitted at once, so the queue stays full. The figure is what
- *    completed in it over its length. The
+ *    BENCH_SETTLE_TOLERANCE), or, unsettled, is as near its budget as it
+ *    can be and holds at least WINDOW_MIN_IOS later completions
+ *    (bench_window_ends); it ends, and is halved, only where a whole cycle
+ *    of the queue (depth requests) has completed since it began: every
+ *    completed slot is resubmitted at once, so the queue stays full. The
+ *    figure is what completed in it over its length. The
  *    requests completed together with the first one are not in it (devices
  *    complete in batches: a window from batch to batch counts whole batches).
  *  - drain: nothing more is submitted and what is in flight completes. Not
@@ -425,6 +477,7 @@ static int io_run(struct bench_io_engine *e, int fd, bool write, bool random, un
         struct bench_mark *marks = e->marks;
         size_t n_marks = 0;
         const struct bench_settle_rule rule = { .min_usec = usec, .min_half_bytes = (uint64_t) WINDOW_MIN_IOS * bs,
+                                                .cycle_bytes = (uint64_t) depth * bs,
                                                 .tolerance = BENCH_SETTLE_TOLERANCE };
         struct bench_settle st = {};
         double prep = (double) (t0 - t_prep) / 1e6;
@@ -474,13 +527,12 @@ static int io_run(struct bench_io_engine *e, int fd, bool write, bool random, un
                                         lat[n_lat++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t) d;
                         }
                 }
-                bool settled = false;
+                bool ends = false;
                 if (counted && n_marks < MARKS_MAX) {
                         marks[n_marks++] = (struct bench_mark) { .usec = t - t_first, .bytes = win_ios * bs };
-                        settled = t - t_first >= usec && bench_settle(marks, n_marks, &rule, &st);
+                        ends = bench_window_ends(marks, n_marks, &rule, budget, &st);
                 }
-                if (!t_stop && (r < 0 || settled || (t - t_first >= budget && win_ios >= WINDOW_MIN_IOS) ||
-                                n_marks >= MARKS_MAX || t >= cap))
+                if (!t_stop && (r < 0 || ends || n_marks >= MARKS_MAX || t >= cap))
                         t_stop = t;
                 if (t_stop)
                         continue;
@@ -513,12 +565,12 @@ static int io_run(struct bench_io_engine *e, int fd, bool write, bool random, un
                                .warmup_seconds = t_first ? (double) (t_first - t0) / 1e6 : 0,
                                .drain_seconds = t_stop ? (double) (t1 - t_stop) / 1e6 : 0 };
         io.budget_seconds = (double) budget / 1e6;
-        if (win_ios > 0 && t_stop > t_first) {
-                io.window_ios = win_ios;
-                io.window_seconds = (double) (t_stop - t_first) / 1e6;
-                io.mbps = (double) win_ios * bs / 1e6 / io.window_seconds;
-                io.iops = (double) win_ios / io.window_seconds;
-                (void) bench_settle(marks, n_marks, &rule, &st);
+        (void) bench_settle(marks, n_marks, &rule, &st);        /* the window: its last whole cycle */
+        if (st.usec > 0 && st.bytes > 0) {
+                io.window_ios = st.bytes / bs;
+                io.window_seconds = (double) st.usec / 1e6;
+                io.mbps = st.mbps;
+                io.iops = (double) io.window_ios / io.window_seconds;
                 io.settled = st.settled;
                 io.mbps_low = st.low_mbps;
                 io.mbps_high = st.high_mbps;

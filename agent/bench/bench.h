@@ -79,12 +79,25 @@ struct bench_io {
  * and the halves' rates agree within tolerance (a fraction of the larger).
  * A device that bursts (a cache) and then slows reads fast in the first
  * half and slow in the second, so its window grows until the burst is a
- * small part of the whole, or the budget ends it unsettled. */
+ * small part of the whole, or the budget ends it unsettled.
+ *
+ * Whole cycles of the queue (cycle_bytes: requests in flight x request
+ * size; 0 = any mark): the window ends, and is halved, only at a mark that
+ * completes a cycle, and counts whole cycles, so that every request slot
+ * completed as often in it as every other. A window from one completion to
+ * another counts the completions after its start, but the work of the
+ * requests that complete first was partly done before it: with 4 requests
+ * of 10 ms in flight on two CPUs (dm-crypt under QEMU) completions come in
+ * pairs, and a window of 3 of them, from the first of a pair to the second
+ * of the next, counts 3 requests in the time of 2 (1.5x). Over whole cycles
+ * the counts are exact for a device that completes in order; the
+ * completions of the mark's batch past the cycle belong to the next one. */
 struct bench_mark {
         uint64_t usec, bytes;
 };
 struct bench_settle_rule {
         uint64_t min_usec, min_half_bytes;
+        uint64_t cycle_bytes;
         double tolerance;
 };
 #define BENCH_SETTLE_TOLERANCE 0.10
@@ -92,9 +105,21 @@ struct bench_settle {
         bool settled, halved;           /* halved: both halves hold enough to have a rate */
         double mbps;                    /* the whole window: bytes over its time (MB/s, 10^6) */
         double low_mbps, high_mbps;     /* the halves' rates (mbps for both when not halved) */
+        size_t end;                     /* the mark the window ends at */
+        uint64_t usec, bytes;           /* the window: its length, the bytes it counts */
 };
-/* Fills *ret from marks m[0..n); returns ret->settled. */
+/* Fills *ret from marks m[0..n), the window ending at the last mark that
+ * completes a cycle (the last mark when none does); returns ret->settled.
+ * ret->end is that mark's index, ret->usec and ret->bytes the window it
+ * counts. */
 bool bench_settle(const struct bench_mark *m, size_t n, const struct bench_settle_rule *rule, struct bench_settle *ret);
+/* Whether a sample's window ends at its latest mark m[n-1]: the mark
+ * completes a cycle, the window holds min_half_bytes, and it has settled, or
+ * it is as near its budget (usec) as the next cycle would be (a slow device
+ * ends a cycle before its budget rather than up to a cycle past it). *ret as
+ * bench_settle's. */
+bool bench_window_ends(const struct bench_mark *m, size_t n, const struct bench_settle_rule *rule, uint64_t budget,
+                       struct bench_settle *ret);
 /* What a floor judges: mbps when settled, else the lower bound. */
 double bench_floor_mbps(const struct bench_io *io);
 

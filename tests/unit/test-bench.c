@@ -5,6 +5,7 @@
 #include "tap.h"
 
 #include <json-c/json.h>
+#include <math.h>
 #include <libcryptsetup.h>
 
 static struct bench_io io(double mbps) {
@@ -202,11 +203,12 @@ static uint64_t steady(uint64_t t, uint64_t n) {
         return 3500 + (n * 7919) % 1001;
 }
 
-/* What io_run does: a mark per completion; stop when settled, or at the budget. */
+/* What io_run does: a mark per completion (one request in flight: a cycle
+ * is one request); stop when the window ends (bench_window_ends). */
 static void simulate(device_fn dev, uint64_t min_usec, uint64_t budget, struct bench_settle *st, uint64_t *ret_usec) {
         static struct bench_mark m[100000];
         const uint64_t bs = 1 << 20;
-        const struct bench_settle_rule rule = { .min_usec = min_usec, .min_half_bytes = 2 * bs,
+        const struct bench_settle_rule rule = { .min_usec = min_usec, .min_half_bytes = 2 * bs, .cycle_bytes = bs,
                                                 .tolerance = BENCH_SETTLE_TOLERANCE };
         size_t n = 0;
         uint64_t t = 0;
@@ -215,11 +217,74 @@ static void simulate(device_fn dev, uint64_t min_usec, uint64_t budget, struct b
                 t += dev(t, n);
                 m[n] = (struct bench_mark) { .usec = t, .bytes = n * bs };
                 n++;
-                bool settled = bench_settle(m, n, &rule, st);
-                if (settled || t >= budget || n == sizeof m / sizeof *m)
+                if (bench_window_ends(m, n, &rule, budget, st) || n == sizeof m / sizeof *m)
                         break;
         }
         *ret_usec = t;
+}
+
+/* Four 1 MiB requests in flight on a device that serves two at a time, each
+ * in 10 ms (dm-crypt encrypting on two CPUs under QEMU): completions come in
+ * pairs, 0.5 ms apart, every 10 ms: 200 MiB/s, 209.7 MB/s. The window
+ * starts at the first completion, alone in its batch, as io_run's does. A
+ * mark per completion, up to the window's end (cycles of cycle_bytes, or
+ * none with 0), or the first past budget with the old rule (at least 2
+ * completions). */
+static size_t paired(struct bench_mark *m, size_t max, uint64_t cycle, uint64_t budget, uint64_t min_usec,
+                     struct bench_settle *st) {
+        const uint64_t bs = 1 << 20;
+        const struct bench_settle_rule rule = { .min_usec = min_usec, .min_half_bytes = 2 * bs, .cycle_bytes = cycle,
+                                                .tolerance = BENCH_SETTLE_TOLERANCE };
+        size_t n = 0;
+        m[n++] = (struct bench_mark) {};       /* the first of a pair: the window's start */
+        for (uint64_t k = 1; n < max; k++) {
+                uint64_t t = k % 2 ? 500 + (k / 2) * 10000 : (k / 2) * 10000;      /* its partner, then the next pair */
+                m[n] = (struct bench_mark) { .usec = t, .bytes = k * bs };
+                n++;
+                if (cycle ? bench_window_ends(m, n, &rule, budget, st)
+                          : (bench_settle(m, n, &rule, st), t >= budget && k >= 2))
+                        break;
+        }
+        return n;
+}
+
+static void test_cycles(void) {
+        struct bench_mark m[64];
+        struct bench_settle st;
+        const double dev = 2.0 * (1 << 20) / 10000;     /* MB/s */
+        /* the old window (a 20.25 ms budget): it ended at the completion past it, the second of a pair,
+         * and counted 5 requests in 20.5 ms: 1.22x the device */
+        size_t n = paired(m, 64, 0, 20250, 12500, &st);
+        CHECK_INT((int) n, 6);
+        CHECK(st.mbps > dev * 1.2 && st.mbps < dev * 1.25);
+        /* whole cycles: 4 requests in 20 ms, the device's rate exactly, ended at the cycle nearest the budget */
+        n = paired(m, 64, 4u << 20, 20250, 12500, &st);
+        CHECK_INT((int) n, 5);
+        CHECK_U64(st.usec, 20000);
+        CHECK_U64(st.bytes, 4u << 20);
+        CHECK(fabs(st.mbps - dev) < 0.01);
+        CHECK(!st.settled && !st.halved);       /* one cycle: nothing to halve */
+        CHECK(st.low_mbps == st.mbps && st.high_mbps == st.mbps);
+        /* a budget nearer the second cycle: two, halved at the first, both halves the device's rate */
+        n = paired(m, 64, 4u << 20, 30250, 12500, &st);
+        CHECK_U64(st.usec, 40000);
+        CHECK(st.settled && st.halved);
+        CHECK(fabs(st.low_mbps - dev) < 0.01 && fabs(st.high_mbps - dev) < 0.01);
+        /* the old halves (the same budget), split between the members of a pair, disagreed on the same
+         * steady device */
+        n = paired(m, 64, 0, 30250, 12500, &st);
+        CHECK(!st.settled && st.halved);
+        CHECK(st.high_mbps > dev * 1.2);
+        /* a batch that crosses a cycle's end: the window ends there, the request past it is the next cycle's */
+        struct bench_mark batch[] = { { 0, 0 }, { 4000, 2 << 20 }, { 10000, 5 << 20 }, { 12000, 6 << 20 } };
+        const struct bench_settle_rule rule = { .min_usec = 1000, .min_half_bytes = 2 << 20, .cycle_bytes = 4 << 20,
+                                                .tolerance = 0.1 };
+        CHECK(!bench_window_ends(batch, 2, &rule, 5000, &st));        /* inside the first cycle */
+        CHECK(bench_window_ends(batch, 3, &rule, 5000, &st));         /* past its budget, at a cycle's end */
+        CHECK_U64(st.bytes, 4u << 20);
+        CHECK_U64(st.usec, 10000);
+        CHECK(!bench_window_ends(batch, 4, &rule, 5000, &st));        /* not a cycle's end */
+        CHECK(!bench_settle(batch, 4, &rule, &st) && st.end == 2 && st.bytes == 4u << 20);
 }
 
 static void test_settle(void) {
@@ -243,7 +308,7 @@ static void test_settle(void) {
          * halves far apart, the lower one the device's own rate */
         simulate(bursty, 46666 / 2, 46666, &st, &usec);
         CHECK(!st.settled && st.halved);
-        CHECK(usec >= 46666 && usec < 46666 + 5243 + 1);
+        CHECK(usec > 46666 - 5243 && usec < 46666 + 5243);    /* the request nearest the budget */
         CHECK(st.mbps > 600);           /* the whole window is still mostly the burst ... */
         CHECK(st.low_mbps > 190 && st.low_mbps < 210);  /* ... its second half is the device */
         CHECK(st.high_mbps > 1000);
@@ -392,5 +457,6 @@ int main(void) {
         test_output();
         test_io_slice();
         test_settle();
+        test_cycles();
         return TEST_DONE();
 }
