@@ -1047,8 +1047,8 @@ static int alg_phase(struct bench_result *res) {
         return 0;
 }
 
-static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *policy, struct bench_result *res,
-                        struct strbuf *err) {
+static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *policy, bool af_alg,
+                        struct bench_result *res, struct strbuf *err) {
         /* the candidates are the caller's: the spec parser's per-LUKS list (spec.c:set_bench_ciphers),
          * or kiln bench's --cipher options */
         char *const *list = policy ? policy->ciphers : NULL;
@@ -1119,7 +1119,7 @@ static int cipher_phase(struct bench_io_engine *e, const struct spec_bench *poli
         if (r == -ENOMEM)
                 return r;
 
-        if ((r = alg_phase(res)) < 0)
+        if (af_alg && (r = alg_phase(res)) < 0)
                 return r;
         res->cipher_seconds = (double) (now_usec() - res->start_usec) / 1e6;
 
@@ -1160,7 +1160,7 @@ static uint64_t io_budget(const struct bench_result *res, unsigned n, uint64_t s
         return bench_io_budget_usec(res->leg_spent_usec + (now_usec() - res->leg_start_usec), n, slice);
 }
 
-/* kiln apply's: the region is about to be overwritten anyway */
+/* kiln apply's: the region is about to be overwritten anyway; no AF_ALG figure */
 static const struct bench_options apply_options = { .write = true };
 
 int bench_raw(const struct spec_bench *policy, const char *device, uint64_t offset, uint64_t len,
@@ -1195,7 +1195,7 @@ int bench_raw(const struct spec_bench *policy, const char *device, uint64_t offs
         if (r < 0)
                 return strbuf_errorf(err, r, "cannot set up Linux AIO for the benchmark: %s", strerror(-r));
         if (!o->device_only)
-                r = cipher_phase(eng, policy, res, err);
+                r = cipher_phase(eng, policy, o->af_alg, res, err);
         if (r >= 0 && device && len > 0) {
                 if (!(res->device = strdup(device)))
                         r = -ENOMEM;

@@ -8,15 +8,17 @@
 static int help(void) {
         printf("usage: kiln bench [--json] [--cipher SPEC]... [--tune] [--offset SIZE] [--size SIZE] [--write]\n"
                "                  [--crypt DEV] [--depth N] [--slice MS] [--min-cipher MB/s] [--min-write MB/s]\n"
-               "                  [--min-read MB/s] [--max-overhead FRACTION] [--device-only] [DEVICE]\n\n"
+               "                  [--min-read MB/s] [--max-overhead FRACTION] [--device-only] [--gate] [DEVICE]\n\n"
                "The crypt benchmark on its own: each cipher (default aes-xts-plain64:512) through a\n"
                "temporary dm-crypt mapping over a device-mapper zero target, with the in-memory AF_ALG\n"
                "figure beside it (measured as libcryptsetup's crypt_benchmark() does) where the kernel\n"
-               "has AF_ALG; then, with DEVICE, sequential and 4 KiB random direct I/O on DEVICE and\n"
+               "has AF_ALG, unless --gate (what kiln apply's gate measures: no floor judges AF_ALG);\n"
+               "then, with DEVICE, sequential and 4 KiB random direct I/O on DEVICE and\n"
                "(--crypt) on a dm-crypt device over it. --depth: requests in flight (default %u);\n"
                "--slice: each dm-crypt and device test measures at least this many milliseconds after\n"
-               "its warm-up (and at least 2 completions); AF_ALG runs this long (default: the gate's\n"
-               "time budget). Reads only, unless --write: that overwrites SIZE bytes of DEVICE\n"
+               "its warm-up (and at least 2 completions, in whole cycles of the requests in flight);\n"
+               "AF_ALG runs this long (default: the gate's time budget). Reads only, unless --write:\n"
+               "that overwrites SIZE bytes of DEVICE\n"
                "(and of --crypt DEV) from OFFSET. --device-only: DEVICE's tests alone, no cipher (needs\n"
                "no device-mapper). A figure whose window did not settle (its halves within 10 %%)\n"
                "within the time budget is listed, and a floor judges it on its lower bound. With\n"
@@ -62,6 +64,7 @@ static int bench_parse_args(int argc, char **argv, struct bench_args *a) {
                 { "depth", required_argument, NULL, 5 },
                 { "slice", required_argument, NULL, 6 },
                 { "device-only", no_argument, NULL, 7 },
+                { "gate", no_argument, NULL, 8 },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -73,6 +76,7 @@ static int bench_parse_args(int argc, char **argv, struct bench_args *a) {
                 case 't': a->policy.tune = true; break;
                 case 'w': a->bo.write = true; break;
                 case 7: a->bo.device_only = true; break;
+                case 8: a->bo.af_alg = false; break;
                 case 5:
                 case 6: {
                         unsigned v;
@@ -138,6 +142,7 @@ static int bench_parse_args(int argc, char **argv, struct bench_args *a) {
 int cmd_bench(int argc, char **argv) {
         struct bench_args a = {
                 .size = 256ull * 1024 * 1024,
+                .bo = { .af_alg = true },
                 .policy = { .present = true, .on_fail = SPEC_ON_FAIL_ABORT },
         };
         int r = bench_parse_args(argc, argv, &a);
