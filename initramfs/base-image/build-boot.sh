@@ -158,6 +158,7 @@ if [[ ! -s $img ]]; then
   install -D -m 0644 "$here/boot/kiln-report.service" "$o/etc/systemd/system/kiln-report.service"
   install -D -m 0644 "$here/boot/ssh-keygen.conf" "$o/etc/systemd/system/ssh.service.d/kiln-keygen.conf"
   install -D -m 0644 "$here/boot/journald-persistent.conf" "$o/etc/systemd/journald.conf.d/kiln-test-image.conf"
+  install -D -m 0644 "$here/boot/networkd-debug.conf" "$o/etc/systemd/system/systemd-networkd.service.d/kiln-debug.conf"
   mkdir -p "$o/etc/systemd/system/multi-user.target.wants"
   ln -s /etc/systemd/system/kiln-report.service "$o/etc/systemd/system/multi-user.target.wants/kiln-report.service"
   echo kiln-boot >"$o/etc/hostname"
