@@ -53,7 +53,7 @@ rig_expect_section() {
   else
     rig_not_ok "$d"
     for also in "$sec" $(rig_section_also "$sec"); do
-      echo "# section '$also' of the report:" ; rig_report_section "$also" | head -40 | sed 's/^/#   /'
+      echo "# section '$also' of the report:" ; rig_report_section "$also" | head -60 | sed 's/^/#   /'
     done
   fi
 }
