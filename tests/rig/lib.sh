@@ -32,7 +32,7 @@
 # Assertions only look at the guest report (written by /init to the second
 # serial port, see initramfs/init), never at kiln's own log.
 #
-# Knobs (environment): RIG_MEM (MiB, 1024), RIG_SMP (2), RIG_TIMEOUT (s, 600),
+# Knobs (environment): RIG_MEM (MiB, 1024), RIG_SMP (2), RIG_CPU (QEMU -cpu), RIG_TIMEOUT (s, 600),
 # RIG_KEEP=1 keeps the temp dir, RIG_REPLAY=DIR checks a kept dir's reports
 # instead of booting, KILN_CACHE (initramfs cache), KILN_RIG_INITRD /
 # KILN_RIG_KERNEL (use these instead of building), RIG_APPEND (more kernel args),
@@ -67,6 +67,14 @@ RIG_SMBIOS_UUID=${RIG_SMBIOS_UUID:-6b696c6e-0000-4000-8000-000000000001}  # ${uu
 RIG_HTTP_IP=10.0.2.100                  # the guest's view of the host's nginx
 RIG_MEM=${RIG_MEM:-1024}
 RIG_SMP=${RIG_SMP:-2}
+# QEMU's most capable CPU without ERMS and FSRM ("enhanced rep movsb/stosb",
+# "fast short rep mov"): with them the guest kernel clears every page it
+# allocates (Debian's init_on_alloc) and copies with `rep stosb`/`rep movsb`,
+# which TCG runs one byte an iteration; the rig's guests stalled tens of
+# seconds in clear_page_erms (soft lockups in modprobe, lvm and dm-crypt's
+# workers, 2026-12-06). Without them the kernel takes `rep stosq`, eight
+# bytes an iteration. Real junk boxes older than Ivy Bridge lack ERMS too.
+RIG_CPU=${RIG_CPU:-max,erms=off,fsrm=off}
 RIG_TIMEOUT=${RIG_TIMEOUT:-600}
 RIG_DISK_CACHE=${RIG_DISK_CACHE:-cache=unsafe}
 RIG_DISK=()                             # disk image files, in -drive order

@@ -189,7 +189,7 @@ rig_boot() {
   local append="console=ttyS0,115200n8 loglevel=4 panic=-1 kiln.report=/dev/ttyS1 ${RIG_APPEND:-}$extra_append"
   local net="user,id=n0,restrict=on,guestfwd=tcp:$RIG_HTTP_IP:80-cmd:$RIG_TMP/relay${RIG_NET_EXTRA:-}"
   local nic_rom=
-  local args=(-accel tcg,thread=multi -cpu max -m "$RIG_MEM" -smp "$RIG_SMP"
+  local args=(-accel tcg,thread=multi -cpu "$RIG_CPU" -m "$RIG_MEM" -smp "$RIG_SMP"
     -display none -monitor none -parallel none -no-reboot -nodefaults
     -smbios "type=1,manufacturer=kiln-rig,product=rig,serial=$RIG_SMBIOS_SERIAL,uuid=$RIG_SMBIOS_UUID"
     -serial "file:$RIG_SERIAL" -serial "file:$RIG_REPORT")
@@ -469,7 +469,7 @@ rig_boot_disk() {
   RIG_SERIAL=$RIG_TMP/serial-$RIG_BOOT_N.log RIG_REPORT=$RIG_TMP/report-$RIG_BOOT_N.txt
   : >"$RIG_SERIAL"; : >"$RIG_REPORT"
   ln -sf "$RIG_SERIAL" "$RIG_TMP/serial.log"
-  local args=(-accel tcg,thread=multi -cpu max -m "$RIG_MEM" -smp "$RIG_SMP"
+  local args=(-accel tcg,thread=multi -cpu "$RIG_CPU" -m "$RIG_MEM" -smp "$RIG_SMP"
     -display none -monitor none -parallel none -no-reboot -nodefaults
     -smbios "type=1,manufacturer=kiln-rig,product=rig,serial=$RIG_SMBIOS_SERIAL,uuid=$RIG_SMBIOS_UUID"
     -serial "file:$RIG_SERIAL" -serial "file:$RIG_REPORT")

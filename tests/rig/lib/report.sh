@@ -46,6 +46,14 @@ rig_section_also() {
     ip-addr) echo "ip-link bridge-ports networkd" ;;
   esac
 }
+# rig_head_tail H T: the first H and the last T lines of stdin (all of it
+# when that is no more), with a line saying how many were left out
+rig_head_tail() {
+  awk -v h="$1" -v t="$2" '{ a[NR] = $0 } END {
+    for (i = 1; i <= NR; i++)
+      if (NR <= h + t || i <= h || i > NR - t) print a[i]
+      else if (i == h + 1) printf "... (%d lines left out)\n", NR - h - t }'
+}
 # rig_expect_section NAME REGEX [DESCRIPTION]: a line of the section matches (grep -E)
 rig_expect_section() {
   local sec=$1 re=$2 d=${3:-"$1 matches /$2/"} also
@@ -53,7 +61,7 @@ rig_expect_section() {
   else
     rig_not_ok "$d"
     for also in "$sec" $(rig_section_also "$sec"); do
-      echo "# section '$also' of the report:" ; rig_report_section "$also" | head -60 | sed 's/^/#   /'
+      echo "# section '$also' of the report:" ; rig_report_section "$also" | rig_head_tail 20 40 | sed 's/^/#   /'
     done
   fi
 }
