@@ -3,6 +3,7 @@
 #include "md.h"
 #include "mount.h"
 #include "netconf.h"
+#include "netheal.h"
 #include "paths.h"
 #include "sigprobe.h"
 
@@ -329,6 +330,8 @@ int configure_network(const struct netconf *n, struct strbuf *err) {
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(networkd_enable); i++)
                 if ((r = configure_symlink(networkd_enable[i].unit, networkd_enable[i].link)) < 0)
                         (void) strbuf_adds(err, networkd_enable[i].link);
+        if (r >= 0)
+                r = netheal_install(n, err);
         netconf_files_free(files, n_files);
         return r;
 }

@@ -36,7 +36,8 @@ const char *configure_md_start_script(void);
 int configure_target(const struct plan *p, const char *hostname, struct strbuf *err);
 
 /* network: the systemd-networkd files of n (netconf.h) under the target, old
- * kiln files there removed, systemd-networkd enabled. Refuses (-ENOENT, err
+ * kiln files there removed, systemd-networkd enabled, and kiln's unit that
+ * restarts it where it gave up (netheal.h). Refuses (-ENOENT, err
  * says so) before writing anything when the image has no systemd-networkd. */
 int configure_network(const struct netconf *n, struct strbuf *err);
 

@@ -35,6 +35,7 @@ struct kiln_paths kiln_paths = {
         .systemctl = "/usr/bin/systemctl",
         .journalctl = "/usr/bin/journalctl",
         .systemd_escape = "/usr/bin/systemd-escape",
+        .netif_links = "/run/systemd/netif/links",
 };
 
 static int dev_path(char **ret, const char *fmt, ...) _printf_(2, 3);
@@ -101,6 +102,7 @@ void paths_init(void) {
                 { "KILN_SYSTEMCTL", &kiln_paths.systemctl },
                 { "KILN_JOURNALCTL", &kiln_paths.journalctl },
                 { "KILN_SYSTEMD_ESCAPE", &kiln_paths.systemd_escape },
+                { "KILN_NETIF_LINKS", &kiln_paths.netif_links },
         };
         for (size_t i = 0; i < ELEMENTSOF(map); i++) {
                 const char *v = getenv(map[i].env);

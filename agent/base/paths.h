@@ -44,6 +44,8 @@ struct kiln_paths {
         const char *systemctl;      /* /usr/bin/systemctl */
         const char *journalctl;     /* /usr/bin/journalctl */
         const char *systemd_escape; /* /usr/bin/systemd-escape: unit names from paths */
+        const char *netif_links;    /* /run/systemd/netif/links: systemd-networkd's state of each link,
+                                     * a file per ifindex (apply/netheal.h) */
 };
 
 extern struct kiln_paths kiln_paths;

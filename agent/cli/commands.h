@@ -22,6 +22,7 @@ int cmd_fetch(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
 int cmd_bootcount(int argc, char **argv);
+int cmd_network(int argc, char **argv);
 
 /* The one option loop of every subcommand, over its static const struct
  * option options[]: getopt_long() from argv[0] on, each option in c.

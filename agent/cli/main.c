@@ -59,6 +59,8 @@ static const struct command {
 
         { "bootcount", cmd_bootcount, "the installed system's boot counter: attempt, good [--network], failed, show" },
 
+        { "network", cmd_network, "the installed system's network: heal (restart systemd-networkd where it gave up)" },
+
         { "register", cmd_register, "register a node with CloudStack / the webhook from a saved run report" },
 
         { "recover", cmd_recover, "recover a volume's escrowed key with the operator's private key (--print, --open)" },

@@ -140,6 +140,28 @@ for l in multi-user.target.wants/systemd-networkd.service:systemd-networkd.servi
   [[ $(readlink "$T/target/etc/systemd/system/${l%%:*}") == "/lib/systemd/system/${l#*:}" ]] \
     && ok "enabled: ${l%%:*}" || not_ok "not enabled: ${l%%:*}"
 done
+# the unit that restarts systemd-networkd where it gave up (test-network-heal.sh runs its command)
+in_target "$T/target/etc/systemd/system/kiln-network-heal.service" "# written by kiln: restart systemd-networkd when it gave up on a link (docs/spec.md \"When systemd-networkd gives up\")
+[Unit]
+Description=kiln: bring up the network systemd-networkd gave up on
+After=systemd-networkd.service
+Before=network-online.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/sbin/kiln network heal cloudbr0 cloudbr1
+StandardOutput=journal+console
+StandardError=journal+console
+
+[Install]
+WantedBy=multi-user.target"
+[[ $(readlink "$T/target/etc/systemd/system/multi-user.target.wants/kiln-network-heal.service") == /etc/systemd/system/kiln-network-heal.service ]] \
+  && ok "enabled: kiln-network-heal.service" || not_ok "not enabled: kiln-network-heal.service"
+if command -v systemd-analyze >/dev/null; then
+  out=$(systemd-analyze verify --man=no "$T/target/etc/systemd/system/kiln-network-heal.service" 2>&1 | grep -v "/usr/local/sbin/kiln" )
+  [[ -z $out ]] && ok "systemd-analyze verify: the unit" || not_ok "systemd-analyze verify: $out"
+fi
 grep -q "^UUID=$(blkid -o value -s UUID "$A") / ext4 defaults,x-systemd.device-timeout=300s 0 1$" "$T/target/etc/fstab" || not_ok "fstab lacks the root"
 }
 files_ok

@@ -81,6 +81,8 @@ rig_check "boot 2: the initramfs opened the escrowed volume through Tang (recove
 rig_expect_section system '^multi-user active' "boot 2: the node reached multi-user without its image store's disk"
 rig_check "boot 2: no emergency mode (console)" eval '! grep -aq "You are in emergency mode" "$RIG_SERIAL"'
 rig_expect_section ip-addr "^cloudbr0 +UP +$NODE_IP/" "boot 2: cloudbr0 is up with the node's address"
+rig_expect_section network-heal '^network up: cloudbr0 configured by systemd-networkd' \
+  "boot 2: kiln-network-heal saw cloudbr0 configured ($(rig_report_section network-heal | grep -c 'restarting it') restart(s) of networkd)"
 rig_expect_section ssh '^ssh.service active' "boot 2: sshd runs"
 rig_expect_section ssh '^listening .*:22$' "boot 2: sshd listens on port 22"
 rig_expect_section journal-ssh "Accepted password for root from" "boot 2: sshd answered: the stand-in's addHost logged in"

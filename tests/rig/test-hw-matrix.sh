@@ -122,6 +122,9 @@ check_installed() {  # BOOT
   rig_check "$b: the arrays are whole ($(rig_report_section mdstat | grep -Eo '\[[0-9]/[0-9]\] \[[U_]+\]' | paste -sd' '))" \
     eval '[[ $(rig_report_section mdstat | grep -Eo "\[[0-9]/[0-9]\] \[[U_]+\]" | sort | paste -sd" ") == "[2/2] [UU] [2/2] [UU] [2/2] [UU] [4/4] [UUUU]" ]]'
   rig_expect_section ip-addr '^cloudbr0 +UP +10\.0\.2\.15/' "$b: cloudbr0 is up with the node's address"
+  # kiln's unit saw it configured (after restarting networkd, if networkd gave up: its lines say so)
+  rig_expect_section network-heal '^network up: cloudbr0 configured by systemd-networkd' \
+    "$b: kiln-network-heal saw cloudbr0 configured ($(rig_report_section network-heal | grep -c 'restarting it') restart(s) of networkd)"
   # cloudbr0 on bond0, bond0 over the virtio NIC and the e1000 (by their
   # own MACs: a bond gives its members its MAC), the e1000e in neither
   rig_expect_section bridge-ports '^bond0: cloudbr0$' "$b: bond0 is cloudbr0's port"

@@ -43,7 +43,7 @@ rig_check() {  # rig_check DESCRIPTION COMMAND...
 # report is gone with the rig's temp dir).
 rig_section_also() {
   case $1 in
-    ip-addr) echo "ip-link bridge-ports networkd" ;;
+    ip-addr) echo "ip-link bridge-ports network-heal networkd" ;;
   esac
 }
 # rig_head_tail H T: the first H and the last T lines of stdin (all of it
