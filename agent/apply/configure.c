@@ -288,15 +288,13 @@ int configure_symlink(const char *to, const char *rel) {
         return 0;
 }
 
-static void closedirp(DIR **d) { if (*d) closedir(*d); }
-
 /* Files an earlier run wrote (another spec's bridges) would stay in force. */
 static int remove_old_kiln_files(void) {
         char path[PATH_MAX];
         int r = configure_target_path(NETCONF_DIR, path);
         if (r < 0)
                 return r;
-        _cleanup_(closedirp) DIR *d = opendir(path);
+        _cleanup_closedir_ DIR *d = opendir(path);
         if (!d)
                 return errno == ENOENT ? 0 : -errno;
         struct dirent *de;

@@ -242,15 +242,13 @@ static int authorized_key_add(const struct account *a, const char *key, struct s
         return 0;
 }
 
-static void closedirp(DIR **d) { if (*d) closedir(*d); }
-
 /* sudo rights an earlier install gave (another spec's account) */
 static int remove_old_sudoers(void) {
         char p[PATH_MAX];
         int r = configure_target_path(FIRSTBOOT_SUDOERS_DIR, p);
         if (r < 0)
                 return r;
-        _cleanup_(closedirp) DIR *d = opendir(p);
+        _cleanup_closedir_ DIR *d = opendir(p);
         if (!d)
                 return errno == ENOENT ? 0 : -errno;
         struct dirent *de;

@@ -16,8 +16,6 @@ void netheal_look_done(struct netheal_look *l) {
         strbuf_release(&l->waiting);
 }
 
-static void closedirp(DIR **d) { if (*d) closedir(*d); }
-
 /* ADMIN_STATE= of a state file into buf ("" when the line is missing);
  * -errno when it cannot be read. */
 static int admin_state(const char *path, char buf[static 32]) {
@@ -43,7 +41,7 @@ static int link_name(const char *ifindex, struct strbuf *out) {
         _cleanup_free_ char *dir = strdupf("%s/class/net", kiln_paths.sysfs);
         if (!dir)
                 return -ENOMEM;
-        _cleanup_(closedirp) DIR *d = opendir(dir);
+        _cleanup_closedir_ DIR *d = opendir(dir);
         struct dirent *de;
         while (d && (de = readdir(d))) {
                 if (de->d_name[0] == '.')

@@ -25,10 +25,8 @@ int resume_record_load(const char *path, struct resume_record *ret) {
 
 /* ---- emptying the root for a new image ---- */
 
-DEFINE_CLEANUP(closedir, DIR *)
-
 static int clean_dir(int dfd, dev_t dev, bool top, unsigned *removed) {
-        _cleanup_(closedirp) DIR *d = fdopendir(dfd);
+        _cleanup_closedir_ DIR *d = fdopendir(dfd);
         if (!d) {
                 int r = -errno;
                 close(dfd);

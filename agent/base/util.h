@@ -2,6 +2,7 @@
  * checked number parsing. Written here rather than taken from systemd
  * because they are a few lines each and systemd's are LGPL. */
 #pragma once
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,9 +21,11 @@
 static inline void freep(void *p) { free(*(void **) p); }
 static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
 static inline void fclosep(FILE **f) { if (*f) fclose(*f); }
+static inline void closedirp(DIR **d) { if (*d) closedir(*d); }
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_closedir_ _cleanup_(closedirp)
 
 /* Generates a cleanup helper for a foreign handle: DEFINE_CLEANUP(crypt_free, struct crypt_device *) */
 #define DEFINE_CLEANUP(func, type) \

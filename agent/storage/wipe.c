@@ -24,8 +24,6 @@
 #define WIPE_RRPART_TRIES 40
 #define WIPE_RRPART_PAUSE_NS (50 * 1000 * 1000L)
 
-static void closedirp(DIR **d) { if (*d) closedir(*d); }
-#define _cleanup_closedir_ _cleanup_(closedirp)
 static void blkid_free_probep(blkid_probe *p) { if (*p) blkid_free_probe(*p); }
 
 /* The kernel name (vda, md127, dm-3) of a device path, following symlinks. */
