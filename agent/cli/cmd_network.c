@@ -37,13 +37,12 @@ static int restart_networkd(void) {
 }
 
 static int heal(char *const *bridges, size_t n, unsigned window_s, unsigned restarts_max) {
-        struct timespec since;          /* networkd's last restart by us (the file times' clock) */
-        bool restarted = false;
+        struct timespec since;          /* networkd's last restart by us (the file times' clock), once restarts > 0 */
         unsigned restarts = 0;
         uint64_t start = now_usec();
         for (;;) {
                 _cleanup_(netheal_look_done) struct netheal_look l = {};
-                int r = netheal_look(bridges, n, restarted ? &since : NULL, &l);
+                int r = netheal_look(bridges, n, restarts ? &since : NULL, &l);
                 if (r < 0)
                         return log_error_errno(r, "cannot read systemd-networkd's state in '%s': %m",
                                                kiln_paths.netif_links), KILN_EXIT_FAILURE;
@@ -58,7 +57,6 @@ static int heal(char *const *bridges, size_t n, unsigned window_s, unsigned rest
                         log_warning("systemd-networkd gave up on %s (its state reads 'failed'): restarting it "
                                     "(%u of %u)", strbuf_str(&l.failed), restarts, restarts_max);
                         clock_gettime(CLOCK_REALTIME_COARSE, &since);
-                        restarted = true;
                         if (restart_networkd() < 0)
                                 return KILN_EXIT_FAILURE;
                         start = now_usec();
