@@ -12,8 +12,8 @@
 # root's /etc (crypttab, mdadm.conf, the ciphers of open volumes) the node
 # adds at install time (agent/apply/initrd.h). Every module the netboot
 # initramfs loads (initramfs/modules: its storage and NIC drivers, md, dm,
-# the ciphers) goes in through modules.d; a required one the image's kernel
-# lacks fails the build, and so does one whose dependencies the image left
+# the ciphers) goes in through a hook, not loaded until asked for; a required
+# one the image's kernel lacks fails the build, and so does one whose dependencies the image left
 # out. CONF, if given, is installed as /etc/initramfs-tools/conf.d/kiln.conf
 # (the bootable test image's MODULES=list and compression). Last, the marker
 # kiln looks for (its path is agent/base/paths.c's generic_initramfs) names
@@ -42,26 +42,39 @@ for d in "$root"/lib/modules/*/; do
   [[ -e $d/modules.dep ]] && versions+=("$(basename "$d")")
 done
 ((${#versions[@]})) || { echo "generic-initramfs.sh: no kernel in $root" >&2; exit 1; }
-list=$root/usr/share/initramfs-tools/modules.d/kiln-generic
-mkdir -p "$(dirname "$list")"
+# The modules go in through a hook (manual_add_modules), not modules.d: what
+# modules.d lists the initramfs also loads on every boot, before its root,
+# and loading every driver of initramfs/modules for hardware the node does
+# not have took 12 s of each emulated boot (2026-12-06, test-hw-4kn). udev
+# loads what the machine has by its modalias; md, dm-crypt, the ciphers and
+# the filesystems load on demand (their module aliases), as under MODULES=most.
+names=()
+while read -r m; do
+  m=${m%%#*}; m=${m//[[:space:]]/}
+  [[ -n $m ]] || continue
+  name=${m#\?}
+  for v in "${versions[@]}"; do
+    if ! deps=$(modprobe -d "$root" -S "$v" --show-depends "$name" 2>/dev/null); then
+      [[ $m == \?* ]] && continue 2
+      echo "generic-initramfs.sh: kernel $v has no module $name (initramfs/modules)" >&2; exit 1
+    fi
+    while read -r kind path _; do
+      [[ $kind == insmod && ! -e $path ]] && { echo "generic-initramfs.sh: $name needs ${path#"$root"}, not in the image" >&2; exit 1; }
+    done <<<"$deps"
+  done
+  names+=("$name")
+done <"$src/initramfs/modules"
+hook=$root/usr/share/initramfs-tools/hooks/kiln-generic
+mkdir -p "$(dirname "$hook")"
 {
-  echo "# written by kiln's generic-initramfs.sh from initramfs/modules: the netboot initramfs's modules"
-  while read -r m; do
-    m=${m%%#*}; m=${m//[[:space:]]/}
-    [[ -n $m ]] || continue
-    name=${m#\?}
-    for v in "${versions[@]}"; do
-      if ! deps=$(modprobe -d "$root" -S "$v" --show-depends "$name" 2>/dev/null); then
-        [[ $m == \?* ]] && continue 2
-        echo "generic-initramfs.sh: kernel $v has no module $name (initramfs/modules)" >&2; exit 1
-      fi
-      while read -r kind path _; do
-        [[ $kind == insmod && ! -e $path ]] && { echo "generic-initramfs.sh: $name needs ${path#"$root"}, not in the image" >&2; exit 1; }
-      done <<<"$deps"
-    done
-    echo "$name"
-  done <"$src/initramfs/modules"
-} >"$list"
+  echo '#!/bin/sh'
+  echo "# written by kiln's generic-initramfs.sh from initramfs/modules: the netboot"
+  echo "# initramfs's drivers, put in without loading them at boot"
+  echo 'case $1 in prereqs) exit 0 ;; esac'
+  echo '. /usr/share/initramfs-tools/hook-functions'
+  echo "manual_add_modules ${names[*]}"
+} >"$hook"
+chmod 0755 "$hook"
 chroot "$root" update-initramfs -u -k all
 mkdir -p "$root$(dirname "$marker")"
 {
