@@ -157,6 +157,7 @@ if [[ ! -s $img ]]; then
   install -D -m 0755 "$here/boot/cloudstack-setup-agent" "$o/usr/bin/cloudstack-setup-agent"
   install -D -m 0644 "$here/boot/kiln-report.service" "$o/etc/systemd/system/kiln-report.service"
   install -D -m 0644 "$here/boot/ssh-keygen.conf" "$o/etc/systemd/system/ssh.service.d/kiln-keygen.conf"
+  install -D -m 0644 "$here/boot/sshd-hostkey.conf" "$o/etc/ssh/sshd_config.d/kiln-hostkey.conf"
   install -D -m 0644 "$here/boot/journald-persistent.conf" "$o/etc/systemd/journald.conf.d/kiln-test-image.conf"
   install -D -m 0644 "$here/boot/networkd-debug.conf" "$o/etc/systemd/system/systemd-networkd.service.d/kiln-debug.conf"
   mkdir -p "$o/etc/systemd/system/multi-user.target.wants"
