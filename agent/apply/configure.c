@@ -187,6 +187,38 @@ const char *configure_md_start_script(void) {
                "exit 0\n";
 }
 
+/* Debian 12's initramfs brings a NIC up only when it runs ipconfig for the
+ * network unlock (clevis, after cryptroot's prompt), and ipconfig sends its
+ * first DHCPDISCOVER at once: on a link that came up a moment before, the
+ * send fails, and klibc's ipconfig then waits 10 s before it tries again
+ * (its retry after an error), past its own 2 s timeout, which it checks only
+ * when that wait ends ("IP-Config: no response after 2 secs - giving up",
+ * 10 s after it began, on every rig boot of an installed node, 2026-12-06).
+ * This script sets every NIC's link up early (init-premount, seconds before
+ * the prompt), through sysfs' flags (klibc has no ip(8)), when the kernel
+ * command line asks for the network (ip=, kiln's default for a Tang-bound
+ * volume); the links are then up when ipconfig sends. */
+const char *configure_links_up_script(void) {
+        return "#!/bin/sh\n"
+               "# written by kiln (agent/apply/configure.c): with ip= on the kernel command\n"
+               "# line, every NIC's link is set up now, so that it is up when ipconfig sends\n"
+               "# its first DHCP request for the network unlock\n"
+               "PREREQ=\"\"\n"
+               "prereqs() { echo \"$PREREQ\"; }\n"
+               "case \"$1\" in prereqs) prereqs; exit 0 ;; esac\n"
+               ". /scripts/functions\n"
+               "read -r cmdline </proc/cmdline\n"
+               "case \" $cmdline \" in *\" ip=off \"*|*\" ip=none \"*) exit 0 ;; *\" ip=\"*) ;; *) exit 0 ;; esac\n"
+               "wait_for_udev 10\n"
+               "for f in /sys/class/net/*/flags; do\n"
+               "\tread -r flags <\"$f\" 2>/dev/null || continue\n"
+               "\t# not loopback (0x8), broadcast (0x2) or point-to-point (0x10), not up (0x1)\n"
+               "\t[ $((flags & 0x8)) = 0 ] && [ $((flags & 0x12)) != 0 ] && [ $((flags & 0x1)) = 0 ] || continue\n"
+               "\techo $((flags | 0x1)) >\"$f\" 2>/dev/null || true\n"
+               "done\n"
+               "exit 0\n";
+}
+
 /* mkdir -p of the directory path is in */
 static int mkdir_parent_of(const char *path) {
         _cleanup_free_ char *dir = strdup(path);
@@ -203,6 +235,15 @@ static int write_file(const char *rel, const char *content) {
         if ((size_t) snprintf(path, sizeof path, "%s%s", kiln_paths.target, rel) >= sizeof path)
                 return -ENAMETOOLONG;
         return write_file_atomic(path, content, strlen(content));
+}
+
+/* an initramfs-tools script at rel under the target, mode 0755 */
+static int write_script(const char *rel, const char *script) {
+        char path[PATH_MAX];
+        int r = configure_target_path(rel, path);
+        if (r == 0)
+                r = mkdir_parent_of(path);
+        return r < 0 ? r : write_file_atomic_mode(path, script, strlen(script), 0755);
 }
 
 int configure_target(const struct plan *p, const char *hostname, struct strbuf *err) {
@@ -225,6 +266,8 @@ int configure_target(const struct plan *p, const char *hostname, struct strbuf *
                         r = write_file("/etc/crypttab", strbuf_str(&crypttab));
                 if (r < 0)
                         return strbuf_adds(err, "/etc/crypttab"), r;
+                if ((r = write_script(CONFIGURE_LINKS_UP_ETC, configure_links_up_script())) < 0)
+                        return strbuf_adds(err, CONFIGURE_LINKS_UP_ETC), r;
         }
         if (has_md) {
                 r = configure_mdadm_conf(p, &mdconf, err);
@@ -232,11 +275,7 @@ int configure_target(const struct plan *p, const char *hostname, struct strbuf *
                         r = write_file("/etc/mdadm/mdadm.conf", strbuf_str(&mdconf));
                 if (r < 0)
                         return strbuf_adds(err, " /etc/mdadm/mdadm.conf"), r;
-                char path[PATH_MAX];
-                const char *script = configure_md_start_script();
-                if ((r = configure_target_path(CONFIGURE_MD_START_ETC, path)) < 0 ||
-                    (r = mkdir_parent_of(path)) < 0 ||
-                    (r = write_file_atomic_mode(path, script, strlen(script), 0755)) < 0)
+                if ((r = write_script(CONFIGURE_MD_START_ETC, configure_md_start_script())) < 0)
                         return strbuf_adds(err, CONFIGURE_MD_START_ETC), r;
         }
         if (!strempty(hostname)) {

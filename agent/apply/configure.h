@@ -31,8 +31,18 @@ int configure_mdadm_conf(const struct plan *p, struct strbuf *out, struct strbuf
 #define CONFIGURE_MD_START_WAIT_S "20"   /* seconds, as the script says it */
 const char *configure_md_start_script(void);
 
-/* Write all of them under kiln_paths.target (with md, also the script
- * above); hostname may be NULL (skipped). */
+/* The initramfs' early link-up, for a volume unlocked over the network: an
+ * initramfs-tools script (init-premount, as above: in the target at
+ * CONFIGURE_LINKS_UP_ETC, in the node's archive at CONFIGURE_LINKS_UP_INITRD)
+ * that, with ip= on the kernel command line, sets every NIC's link up before
+ * cryptroot and clevis run ipconfig (configure.c says why). */
+#define CONFIGURE_LINKS_UP_NAME "kiln-links-up"
+#define CONFIGURE_LINKS_UP_ETC "/etc/initramfs-tools/scripts/init-premount/" CONFIGURE_LINKS_UP_NAME
+#define CONFIGURE_LINKS_UP_INITRD "scripts/init-premount/" CONFIGURE_LINKS_UP_NAME
+const char *configure_links_up_script(void);
+
+/* Write all of them under kiln_paths.target (with md, also the degraded
+ * start; with LUKS, also the link-up); hostname may be NULL (skipped). */
 int configure_target(const struct plan *p, const char *hostname, struct strbuf *err);
 
 /* network: the systemd-networkd files of n (netconf.h) under the target, old

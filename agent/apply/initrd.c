@@ -111,18 +111,27 @@ int initrd_node_cpio(const char *crypttab, const char *mdadm_conf, struct strbuf
         if (r == 0 && mdadm_conf && (r = cpio_add(a, "etc", S_IFDIR | 0755, NULL)) == 0 &&
             (r = cpio_add(a, "etc/mdadm", S_IFDIR | 0755, NULL)) == 0)
                 r = cpio_add(a, "etc/mdadm/mdadm.conf", S_IFREG | 0644, mdadm_conf);
-        /* with md, the degraded start (configure.h) and the ORDER file that
-         * runs it: Debian 12's /init sources scripts/<dir>/ORDER of every
-         * script directory there is (run_scripts; without it /init dies and
-         * the kernel panics: seen in the rig), in the form mkinitramfs
-         * writes. The generic initramfs of kiln's images has no init-premount
-         * scripts, so this ORDER drops none */
-        if (r == 0 && mdadm_conf && (r = cpio_add(a, "scripts", S_IFDIR | 0755, NULL)) == 0 &&
-            (r = cpio_add(a, "scripts/init-premount", S_IFDIR | 0755, NULL)) == 0 &&
-            (r = cpio_add(a, CONFIGURE_MD_START_INITRD, S_IFREG | 0755, configure_md_start_script())) == 0)
-                r = cpio_add(a, "scripts/init-premount/ORDER", S_IFREG | 0644,
-                             "/" CONFIGURE_MD_START_INITRD " \"$@\"\n"
-                             "[ -e /conf/param.conf ] && . /conf/param.conf\n");
+        /* with LUKS the link-up, with md the degraded start (configure.h),
+         * and the ORDER file that runs them: Debian 12's /init sources
+         * scripts/<dir>/ORDER of every script directory there is
+         * (run_scripts; without it /init dies and the kernel panics: seen in
+         * the rig), in the form mkinitramfs writes. The generic initramfs of
+         * kiln's images has no init-premount scripts, so this ORDER drops
+         * none. The link-up first: the degraded start may wait 20 s. */
+        const char *scripts[2][2] = {};
+        size_t n_scripts = 0;
+        if (crypttab)
+                scripts[n_scripts][0] = CONFIGURE_LINKS_UP_INITRD, scripts[n_scripts++][1] = configure_links_up_script();
+        if (mdadm_conf)
+                scripts[n_scripts][0] = CONFIGURE_MD_START_INITRD, scripts[n_scripts++][1] = configure_md_start_script();
+        _cleanup_strbuf_ struct strbuf order = STRBUF_INIT;
+        if (r == 0 && n_scripts > 0 && (r = cpio_add(a, "scripts", S_IFDIR | 0755, NULL)) == 0)
+                r = cpio_add(a, "scripts/init-premount", S_IFDIR | 0755, NULL);
+        for (size_t i = 0; r == 0 && i < n_scripts; i++)
+                if ((r = cpio_add(a, scripts[i][0], S_IFREG | 0755, scripts[i][1])) == 0)
+                        r = strbuf_addf(&order, "/%s \"$@\"\n[ -e /conf/param.conf ] && . /conf/param.conf\n", scripts[i][0]);
+        if (r == 0 && n_scripts > 0)
+                r = cpio_add(a, "scripts/init-premount/ORDER", S_IFREG | 0644, strbuf_str(&order));
         if (r == 0 && archive_write_close(a) != ARCHIVE_OK)
                 r = -EIO;
         return r;

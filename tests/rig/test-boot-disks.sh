@@ -75,6 +75,10 @@ check_installed() {  # check_installed BOOT-NAME ARRAY-STATE-REGEX [GRUB-CFG-REG
   rig_expect_no_section kernel-storage 'Starting recovery|not clean' "$b: no XFS log recovery, no unclean md array (the disks were left clean)"
   rig_check "$b: the installed system's initramfs asked for the key and opened the volume with no input (its console)" \
     console_unattended_unlock
+  # kiln-links-up (configure.h) set the links up before ipconfig sent: its
+  # first DHCP request was answered, not followed by klibc's 10 s retry
+  rig_check "$b: the unlock's DHCP was answered at once (no 'IP-Config: no response' on its console)" \
+    eval '! grep -aq "IP-Config: no response" "$RIG_SERIAL"'
   if grep -aqF -- "$RIG_VAR_PASSPHRASE" "$RIG_SERIAL" "$RIG_REPORT"; then
     rig_not_ok "$b: the passphrase appears on the console or in the report"
   else rig_ok "$b: the passphrase appears nowhere on the console or in the report"; fi

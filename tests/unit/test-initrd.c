@@ -40,13 +40,17 @@ static void test_cpio(void) {
         archive_read_support_format_cpio(a);
         CHECK_INT(archive_read_open_memory(a, c.buf, c.len), ARCHIVE_OK);
         struct archive_entry *e;
-        /* with md the degraded start too, and the ORDER file /init sources
-         * to run it (the generic initramfs has no init-premount scripts) */
+        /* with LUKS the link-up, with md the degraded start, and the ORDER
+         * file /init sources to run them, the link-up first (the generic
+         * initramfs has no init-premount scripts) */
         const char *want[] = { "cryptroot", "cryptroot/crypttab", "etc", "etc/mdadm", "etc/mdadm/mdadm.conf",
-                               "scripts", "scripts/init-premount", CONFIGURE_MD_START_INITRD, "scripts/init-premount/ORDER" };
+                               "scripts", "scripts/init-premount", CONFIGURE_LINKS_UP_INITRD,
+                               CONFIGURE_MD_START_INITRD, "scripts/init-premount/ORDER" };
         const char *text[] = { [1] = "crypt0 UUID=x none luks,initramfs\n", [4] = "ARRAY /dev/md/a UUID=y\n",
-                               [7] = configure_md_start_script(),
-                               [8] = "/scripts/init-premount/kiln-md-degraded \"$@\"\n"
+                               [7] = configure_links_up_script(), [8] = configure_md_start_script(),
+                               [9] = "/scripts/init-premount/kiln-links-up \"$@\"\n"
+                                     "[ -e /conf/param.conf ] && . /conf/param.conf\n"
+                                     "/scripts/init-premount/kiln-md-degraded \"$@\"\n"
                                      "[ -e /conf/param.conf ] && . /conf/param.conf\n" };
         size_t n = 0;
         char body[4096];
@@ -57,11 +61,32 @@ static void test_cpio(void) {
                         CHECK(k > 0);
                         body[k > 0 ? k : 0] = 0;
                         CHECK_STR(body, text[n]);
-                        CHECK_INT(archive_entry_perm(e), n == 7 ? 0755 : 0644);
+                        CHECK_INT(archive_entry_perm(e), n == 7 || n == 8 ? 0755 : 0644);
                 }
                 n++;
         }
         CHECK_INT(n, ELEMENTSOF(want));
+        archive_read_free(a);
+        /* LUKS without md: the link-up alone */
+        strbuf_reset(&c);
+        CHECK_INT(initrd_node_cpio("crypt0 UUID=x none luks,initramfs\n", NULL, &c), 0);
+        a = archive_read_new();
+        archive_read_support_format_cpio(a);
+        CHECK_INT(archive_read_open_memory(a, c.buf, c.len), ARCHIVE_OK);
+        const char *want1[] = { "cryptroot", "cryptroot/crypttab", "scripts", "scripts/init-premount",
+                                CONFIGURE_LINKS_UP_INITRD, "scripts/init-premount/ORDER" };
+        n = 0;
+        while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+                CHECK(n < ELEMENTSOF(want1) && streq(archive_entry_pathname(e), want1[n]));
+                if (n == 5) {
+                        la_ssize_t k = archive_read_data(a, body, sizeof body - 1);
+                        body[k > 0 ? k : 0] = 0;
+                        CHECK_STR(body, "/scripts/init-premount/kiln-links-up \"$@\"\n"
+                                        "[ -e /conf/param.conf ] && . /conf/param.conf\n");
+                }
+                n++;
+        }
+        CHECK_INT(n, ELEMENTSOF(want1));
         archive_read_free(a);
         strbuf_reset(&c);
         CHECK_INT(initrd_node_cpio(NULL, NULL, &c), 0);      /* a plan with neither: only the trailer */
