@@ -4,8 +4,6 @@
 # the first two, the unit tests and the static checks in the third, and the
 # rig (QEMU) tests once, against the static build (what the initramfs ships),
 # but for the few labelled rig-long (tests/CMakeLists.txt says which and why).
-# The rig starts right after the static build; the other builds and suites
-# run beside it, niced (below: why), and its output follows theirs.
 # The counts come from ctest's own JUnit reports (out/junit-*.xml), read by
 # tests/lib/junit-count.py; the closing line is "N passed, N failed, N skipped".
 set -uo pipefail
@@ -31,71 +29,47 @@ build() {  # build DIR CMAKE_ARGS...
 }
 
 mkdir -p "$SRC/out"
-rm -f "$SRC"/out/junit-*.xml "$SRC"/out/*.status
-# The static kiln first (what the initramfs ships, and what the rig boots):
-# its archives are built once from Debian source packages and cached in
-# $KILN_CACHE (initramfs/static/).
+rm -f "$SRC"/out/junit-*.xml
+build "$SRC/out/build" || exit 1
+build "$SRC/out/build-asan" -DKILN_SANITIZE=ON || exit 1
+# The static kiln (what the initramfs ships): its archives are built once from
+# Debian source packages and cached in $KILN_CACHE (initramfs/static/).
 t=$SECONDS
 STATIC_PREFIX=$(bash "$SRC/initramfs/static/build.sh" 2>"$SRC/out/static-deps.log" | tail -n 1) \
   || { echo "static deps failed:"; show_log "$SRC/out/static-deps.log"; exit 1; }
 echo "static prefix: $STATIC_PREFIX ($((SECONDS - t)) s)"
 build "$SRC/out/build-static" -DKILN_STATIC=ON -DKILN_STATIC_PREFIX="$STATIC_PREFIX" || exit 1
-echo "static build done in $((SECONDS - T0)) s"
+echo "builds done in $((SECONDS - T0)) s"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:suppressions=$SRC/tests/asan.supp
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-suite() {  # suite NAME BUILD_DIR CTEST_ARGS...: out/NAME.log, out/junit-NAME.xml; fails when a test failed
-  local name=$1 dir=$2 t=$SECONDS rc=0; shift 2
+suite() {  # suite NAME BUILD_DIR CTEST_ARGS...
+  local name=$1 dir=$2 t=$SECONDS; shift 2
   echo "=== $name"
-  (cd "$dir" && ctest --output-on-failure --output-junit "$SRC/out/junit-$name.xml" "$@") >"$SRC/out/$name.log" 2>&1 || rc=1
-  [[ -s $SRC/out/junit-$name.xml ]] || { echo "=== $name: ctest wrote no report"; rc=1; }
+  (cd "$dir" && ctest --output-on-failure --output-junit "$SRC/out/junit-$name.xml" "$@") 2>&1 | tee "$SRC/out/$name.log"
+  ((PIPESTATUS[0] == 0)) || fail=1
+  [[ -s $SRC/out/junit-$name.xml ]] || { echo "=== $name: ctest wrote no report"; fail=1; }
   echo "=== $name: $((SECONDS - t)) s"
-  return "$rc"
 }
-# The rig (QEMU guests, most of the run) starts as soon as the static build
-# is there, and the other builds and suites run beside it: they wait on
-# servers, timeouts and sleeps (44 % of this 2-core machine busy at -j2),
-# which the guests' CPU fills. They run at a lower priority (nice), so that
-# a guest, whose boots have timeouts of their own, is not slowed by them.
-# The rig boots the static binary, stripped, as the initramfs ships it, with
-# as many tests at once as there are cores (tests/CMakeLists.txt: why; label
-# rig-long, tests/CMakeLists.txt: not here). Its output is shown whole after
-# the others', so that it does not interleave with theirs.
-KILN_RIG_BINARY=$SRC/out/build-static/kiln.stripped suite rig "$SRC/out/build-static" -j"${RIG_JOBS:-$JOBS}" -L rig -LE rig-long \
-  >"$SRC/out/rig.status" 2>&1 &
-rig_pid=$!
+# Twice as many unit and host tests at once as cores: they wait on servers,
+# timeouts and sleeps (44 % of a 2-core machine busy at -j2; the static suite
+# took 133 s at -j2, 79 s at -j4 and 78 s at -j8, measured 2026-12-02)
+TEST_JOBS=$((JOBS * 2))
+suite unit+host "$SRC/out/build" -j"$TEST_JOBS" -LE rig
+# a brand-new Debian root builds kiln, and caches are made cold (label fresh;
+# they carry the rig label too, so that a quick `ctest -LE rig` skips them)
+suite fresh "$SRC/out/build" -j"$JOBS" -L fresh
+suite asan "$SRC/out/build-asan" -j"$TEST_JOBS" -LE rig
+# the static binary's own checks and the unit tests: the rig boots this
+# binary in every rig test, so its host tests again would add minutes
+# (218 s on 2026-12-03) and little else
+suite static "$SRC/out/build-static" -j"$TEST_JOBS" -LE rig -R '^(unit/|host/test-(static|cli)$)'
 
-others() {
-  build "$SRC/out/build" || return 1
-  build "$SRC/out/build-asan" -DKILN_SANITIZE=ON || return 1
-  echo "builds done in $((SECONDS - T0)) s"
-  local rc=0
-  # Twice as many unit and host tests at once as cores: they wait on servers,
-  # timeouts and sleeps (44 % of a 2-core machine busy at -j2; the static suite
-  # took 133 s at -j2, 79 s at -j4 and 78 s at -j8, measured 2026-12-02)
-  local test_jobs=$((JOBS * 2))
-  suite unit+host "$SRC/out/build" -j"$test_jobs" -LE rig || rc=1
-  # a brand-new Debian root builds kiln, and caches are made cold (label fresh;
-  # they carry the rig label too, so that a quick `ctest -LE rig` skips them)
-  suite fresh "$SRC/out/build" -j"$JOBS" -L fresh || rc=1
-  suite asan "$SRC/out/build-asan" -j"$test_jobs" -LE rig || rc=1
-  # the static binary's own checks and the unit tests: the rig boots this
-  # binary in every rig test, so its host tests again would add minutes
-  # (218 s on 2026-12-03) and little else
-  suite static "$SRC/out/build-static" -j"$test_jobs" -LE rig -R '^(unit/|host/test-(static|cli)$)' || rc=1
-  return "$rc"
-}
-others_rc=0
-(renice -n 10 -p "$BASHPID" >/dev/null; others) || others_rc=1
-for name in unit+host fresh asan static; do
-  [[ -e $SRC/out/$name.log ]] && { echo "=== $name"; cat "$SRC/out/$name.log"; }
-done
-((others_rc == 0)) || fail=1
-echo "=== waiting for the rig ($((SECONDS - T0)) s so far)"
-wait "$rig_pid" || fail=1
-cat "$SRC/out/rig.status"
-cat "$SRC/out/rig.log" 2>/dev/null
+# the rig boots the static binary, stripped, as the initramfs ships it, with
+# as many tests at once as there are cores (tests/CMakeLists.txt: why)
+# (label rig-long, tests/CMakeLists.txt: not here)
+KILN_RIG_BINARY=$SRC/out/build-static/kiln.stripped suite rig "$SRC/out/build-static" -j"${RIG_JOBS:-$JOBS}" -L rig -LE rig-long
 
 reports=("$SRC"/out/junit-*.xml)
 if [[ -e ${reports[0]} ]] && counts=$(python3 "$SRC/tests/lib/junit-count.py" "${reports[@]}"); then

@@ -126,9 +126,17 @@ umount -R "$T/target"
 # 6. wipe only: nothing left that blkid can see, no GPT at either end
 # A partition held open while kiln wipes (as udev's probe holds one for a
 # moment): BLKRRPART answers EBUSY until it is closed; kiln tries again.
+# The holder has the partition open before kiln starts, and lets go 1 s
+# after kiln says it wipes $A (kiln tries for 2 s), however slow the machine.
 spec_write "$T/wipe.yaml" two-disks finish -- "${vals[@]}" WIPE=true
-( exec 3<"${A}p1"; sleep 1.5 ) & holder=$!
-out=$("$KILN" apply --yes "$T/wipe.yaml" 2>&1); rc=$?
+: >"$T/wipe.out"
+mkfifo "$T/held"
+( exec 3<"${A}p1"; echo >"$T/held"
+  for ((i = 0; i < 600; i++)); do grep -qF "wipe $A:" "$T/wipe.out" && break; sleep 0.05; done
+  sleep 1 ) & holder=$!
+read -r <"$T/held"
+"$KILN" apply --yes "$T/wipe.yaml" >"$T/wipe.out" 2>&1; rc=$?
+out=$(<"$T/wipe.out")
 wait "$holder"
 [[ $rc == 0 ]] || not_ok "wipe-only apply exited $rc: $out"
 grep -q "^.*$A: the kernel dropped the old partitions after [0-9]* tries (one was open)" <<<"$out" \
