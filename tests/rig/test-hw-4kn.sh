@@ -65,7 +65,7 @@ if rig_boot_disk --uefi; then
   # served: the initramfs's ipconfig (ip=::::::dhcp, for Tang) asks on both
   # NICs, and whichever asked first holds .15 (the e1000e, since its link is
   # up before ipconfig asks: kiln-links-up)
-  rig_expect_section ip-addr '^cloudbr0 +UP +10\.0\.2\.(1[5-9])/' "boot 3 (OVMF): cloudbr0 is up with an address from the rig's DHCP"
+  rig_expect_section ip-addr '^cloudbr0 +UP +10\.0\.2\.1[5-9]/' "boot 3 (OVMF): cloudbr0 is up with an address from the rig's DHCP"
   port=$(rig_report_section bridge-ports | sed -n 's/: cloudbr0$//p')
   rig_check "boot 3 (OVMF): cloudbr0's one port is the NIC with MAC $MAC_SECOND ($(rig_report_section bridge-ports | paste -sd' '); $(rig_report_section ip-link | paste -sd' '))" \
     eval '[[ $(wc -w <<<"$port") == 1 ]] && rig_section_has ip-link "^$port(@[^ ]*)? +[A-Z]+ +$MAC_SECOND "'
