@@ -3,7 +3,10 @@
 
     junit-count.py FILE...   prints "PASSED FAILED SKIPPED" on the first line,
                              then one line per test that did not pass:
-                             "failed NAME: why" or "skipped NAME: why"
+                             "failed NAME: why" or "skipped NAME: why"; under
+                             a failed test, its own "not ok" lines (TAP, the
+                             first 20), so that the run's last lines say which
+                             check failed, not only which test
 
 ctest writes status="run" for a pass, "fail" for a failure or time-out,
 "disabled" for a DISABLED test, and "notrun" both for a test that exited with
@@ -46,6 +49,11 @@ def main(paths):
                 fail = case.find("failure")
                 msg = fail.get("message", "") if fail is not None else why
                 lines.append(f"failed {name}: {msg or status}")
+                out = (case.findtext("system-out") or "").splitlines()
+                bad = [l.strip() for l in out if l.lstrip().startswith("not ok")]
+                lines.extend(f"  {l}" for l in bad[:20])
+                if len(bad) > 20:
+                    lines.append(f"  ... and {len(bad) - 20} more")
     print(passed, failed, skipped)
     for line in lines:
         print(line)

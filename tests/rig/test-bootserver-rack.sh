@@ -144,10 +144,21 @@ node() {  # node MAC TAP FIRMWARE: the next boot is this node's, on the real net
 served() {  # served MAC PATH STATUS: nginx's log has a request of PATH with STATUS from the node's address
   grep -E "^$(lease_ip "$1") .*\"GET $2 HTTP/[0-9.]+\" $3 " "$NGINX_LOG" >/dev/null
 }
-lease_ip() {  # the address the node's MAC was given last: by dnsmasq (its log), or by the lab's server (its leases)
-  if [[ -s $RIG_TMP/lab/leases ]]; then
-    busybox dumpleases -f "$RIG_TMP/lab/leases" | awk -v m="$1" 'tolower($1) == m {print $2}' | tail -1
-  fi | grep . || grep -ohE "DHCPACK\(br0\) [0-9.]+ $1" "$DNSMASQ_LOG" | tail -1 | awk '{print $2}'
+lab_lease() {  # lab_lease MAC: the address the lab's udhcpd leased to MAC, from its lease file
+  # udhcpd rewrites that file in place every second (auto_time 1: truncate,
+  # then write), so a read can fall between the two and see none or part of
+  # it; a MAC the server leased to shows up again within a few rewrites
+  local i ip
+  for ((i = 0; i < 10; i++)); do
+    ip=$(busybox dumpleases -f "$RIG_TMP/lab/leases" 2>/dev/null | awk -v m="$1" 'tolower($1) == m {print $2}' | tail -1)
+    [[ -n $ip ]] && { echo "$ip"; return 0; }
+    sleep 0.5
+  done
+  return 1
+}
+lease_ip() {  # the address the node's MAC was given last: by the lab's server (its leases), or by dnsmasq (its log)
+  { [[ -e $RIG_TMP/lab/leases ]] && lab_lease "$1"; } \
+    || grep -ohE "DHCPACK\(br0\) [0-9.]+ $1" "$DNSMASQ_LOG" | tail -1 | awk '{print $2}'
 }
 sent() {  # sent FILE IP: dnsmasq's log has FILE sent over TFTP to IP
   [[ -n $2 ]] && grep -qE "sent .*/$1 to $2\$" "$DNSMASQ_LOG"
