@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #define BOOTLOADER_TIMEOUT_USEC (900ull * 1000000ull)   /* update-initramfs under TCG takes minutes */
-#define BOOTLOADER_GRUB_TIMEOUT "5"                     /* seconds, as Debian's /etc/default/grub */
 #define MBR_BOOT_CODE 440                               /* boot.img's bytes before the disk signature */
 #define BIOS_BOOT_MAX (16u << 20)                       /* a bios_grub partition kiln copies whole */
 
@@ -123,9 +122,10 @@ static bool serial_console(const char *cmdline, unsigned *ret_unit, unsigned *re
         return false;
 }
 
-int bootloader_grub_cfg(const char *cmdline, struct strbuf *out) {
+int bootloader_grub_cfg(const char *cmdline, unsigned timeout, struct strbuf *out) {
         /* cmdline holds no quote, backslash, '$' or '`' (the spec refuses them) */
-        int r = strbuf_addf(out, "# written by kiln: boot.cmdline of the host spec\nGRUB_CMDLINE_LINUX=\"%s\"\n", cmdline);
+        int r = strbuf_addf(out, "# written by kiln: boot.cmdline and boot.timeout of the host spec\n"
+                                 "GRUB_CMDLINE_LINUX=\"%s\"\nGRUB_TIMEOUT=%u\n", cmdline, timeout);
         unsigned unit, speed;
         if (r == 0 && serial_console(cmdline, &unit, &speed))
                 r = strbuf_addf(out, "GRUB_TERMINAL=\"console serial\"\nGRUB_SERIAL_COMMAND=\"serial --unit=%u --speed=%u\"\n",
@@ -137,7 +137,8 @@ static int version_cmp_desc(const void *a, const void *b) {
         return strverscmp(*(char *const *) b, *(char *const *) a);
 }
 
-int bootloader_grub_menu(const char *cmdline, const char *kdir, char *const *versions, size_t n, struct strbuf *out) {
+int bootloader_grub_menu(const char *cmdline, unsigned timeout, const char *kdir, char *const *versions, size_t n,
+                         struct strbuf *out) {
         _cleanup_free_ char **v = n ? calloc(n, sizeof *v) : NULL;
         if (n && !v)
                 return -ENOMEM;
@@ -146,7 +147,7 @@ int bootloader_grub_menu(const char *cmdline, const char *kdir, char *const *ver
         qsort(v, n, sizeof *v, version_cmp_desc);
         int r = strbuf_addf(out, "# written by kiln's boot-loader step for the image's generic initramfs; the installed\n"
                                  "# system's own update-grub writes Debian's in its place (/etc/default/grub.d/kiln.cfg)\n"
-                                 "set default=0\nset timeout=" BOOTLOADER_GRUB_TIMEOUT "\n");
+                                 "set default=0\nset timeout=%u\n", timeout);
         unsigned unit, speed;
         /* the line without "root=... ro " is what GRUB_CMDLINE_LINUX holds */
         if (r == 0 && serial_console(cmdline, &unit, &speed))
@@ -245,7 +246,7 @@ static int write_grub_menu(const struct plan *p, const struct initrd_marker *m, 
         _cleanup_strbuf_ struct strbuf menu = STRBUF_INIT;
         /* kernels on a /boot of its own sit at its top; else under /boot of / */
         const char *kdir = bfs && bfs->mount && streq(bfs->mount, "/boot") ? "" : "/boot";
-        if ((r = bootloader_grub_menu(cmdline, kdir, m->versions, m->n, &menu)) < 0)
+        if ((r = bootloader_grub_menu(cmdline, spec->boot.timeout, kdir, m->versions, m->n, &menu)) < 0)
                 return r;
         char rel[PATH_MAX], path[PATH_MAX];
         if ((size_t) snprintf(rel, sizeof rel, "%s/grub/grub.cfg", kiln_paths.t_boot) >= sizeof rel ||
@@ -463,7 +464,7 @@ int bootloader_install(const struct plan *p, const struct plan_step *s, const st
         _cleanup_free_ char *cmdline = NULL;
         _cleanup_strbuf_ struct strbuf cfg = STRBUF_INIT, sel = STRBUF_INIT;
         int r = plan_kernel_cmdline(spec, &cmdline);
-        if (r < 0 || (r = bootloader_grub_cfg(cmdline, &cfg)) < 0 || (r = bootloader_debconf(p, s, &sel)) < 0)
+        if (r < 0 || (r = bootloader_grub_cfg(cmdline, b->timeout, &cfg)) < 0 || (r = bootloader_debconf(p, s, &sel)) < 0)
                 return r;
         if ((r = target_write("/etc/default/grub.d/kiln.cfg", strbuf_str(&cfg))) < 0)
                 return strbuf_adds(err, "cannot write /etc/default/grub.d/kiln.cfg in the target"), r;

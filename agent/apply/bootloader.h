@@ -14,9 +14,10 @@
 int chroot_enter(const char *root, struct strbuf *err);
 int chroot_leave(const char *root);
 
-/* The text of /etc/default/grub.d/kiln.cfg: GRUB_CMDLINE_LINUX and, when a
- * console=ttyS<N>[,<speed>] argument is given, GRUB's own serial terminal. */
-int bootloader_grub_cfg(const char *cmdline, struct strbuf *out);
+/* The text of /etc/default/grub.d/kiln.cfg: GRUB_CMDLINE_LINUX, GRUB_TIMEOUT
+ * (boot.timeout) and, when a console=ttyS<N>[,<speed>] argument is given,
+ * GRUB's own serial terminal. */
+int bootloader_grub_cfg(const char *cmdline, unsigned timeout, struct strbuf *out);
 
 /* debconf selections for the target's grub packages: grub-pc/install_devices
  * (every boot disk, by its /dev/disk/by-id name where it has one) so upgrades
@@ -27,8 +28,10 @@ int bootloader_debconf(const struct plan *p, const struct plan_step *s, struct s
  * version, newest first (strverscmp), "linux KDIR/vmlinuz-V CMDLINE" and
  * "initrd KDIR/initrd.img-V"; KDIR "" for a /boot of its own, "/boot" when /
  * holds it; cmdline the whole line (plan_installed_cmdline); GRUB's serial
- * terminal as bootloader_grub_cfg() sets it. */
-int bootloader_grub_menu(const char *cmdline, const char *kdir, char *const *versions, size_t n, struct strbuf *out);
+ * terminal as bootloader_grub_cfg() sets it; the menu waits timeout seconds
+ * (boot.timeout), as GRUB_TIMEOUT has Debian's update-grub write it. */
+int bootloader_grub_menu(const char *cmdline, unsigned timeout, const char *kdir, char *const *versions, size_t n,
+                         struct strbuf *out);
 
 /* Run the boot-loader step s of plan p in the target (kiln_paths.target),
  * already entered with chroot_enter(): grub-install on the first boot disk

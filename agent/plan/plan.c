@@ -1798,8 +1798,8 @@ static int emit_boot(struct builder *b) {
                                 "no NVRAM entry;", m && m->device ? m->device : "the ESP", strbuf_str(&list));
         }
         if (r == 0)
-                r = strbuf_addf(&t, " GRUB_CMDLINE_LINUX '%s'; grub.cfg for the generic initramfs's kernels "
-                                "(an image without one: update-grub)", cmdline);
+                r = strbuf_addf(&t, " GRUB_CMDLINE_LINUX '%s', GRUB_TIMEOUT %u; grub.cfg for the generic initramfs's "
+                                "kernels (an image without one: update-grub)", cmdline, s->boot.timeout);
         if (r < 0)
                 return r;
         struct plan_step *st = step_add(b, PLAN_BOOTLOADER, NULL, &s->boot, 0);

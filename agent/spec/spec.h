@@ -329,6 +329,11 @@ enum spec_firmware {
         SPEC_FIRMWARE_BOTH,
 };
 
+/* boot.timeout: the seconds GRUB's menu waits before it boots the first
+ * entry, as Debian's /etc/default/grub has it unless the spec says */
+#define SPEC_BOOT_TIMEOUT 5u
+#define SPEC_BOOT_TIMEOUT_MAX 300u
+
 /* boot: the installed system boots from its disks; the plan installs GRUB.
  * /boot is the filesystem mounted at /boot, or the root filesystem. */
 struct spec_boot {
@@ -337,6 +342,7 @@ struct spec_boot {
         enum spec_firmware firmware;
         struct spec_mark firmware_mark;
         char **cmdline;         /* extra kernel arguments (GRUB_CMDLINE_LINUX), NULL-terminated or NULL */
+        unsigned timeout;       /* GRUB's menu, seconds (GRUB_TIMEOUT): SPEC_BOOT_TIMEOUT unless the spec says */
         char **disks;           /* disk rule ids GRUB goes to; NULL: every disk under /boot */
         struct spec_mark *disk_marks;
         struct spec_mark disks_mark;

@@ -28,7 +28,7 @@ static void check_esp_size(struct ctx *c, const struct spec_partition *p) {
 }
 
 void spec_parse_boot(struct ctx *c, const struct ynode *m, struct spec_boot *b) {
-        static const char *const keys[] = { "firmware", "cmdline", "disks", NULL };
+        static const char *const keys[] = { "firmware", "cmdline", "timeout", "disks", NULL };
         char f[256];
         struct loc l = { "boot", "" };
         b->present = true;
@@ -54,6 +54,8 @@ void spec_parse_boot(struct ctx *c, const struct ynode *m, struct spec_boot *b) 
                                 emitn(c, v->items[i], "%s: each entry is one kernel argument without spaces, quotes, '\\', '$' or '`'",
                                       spec_field(&l, "cmdline", f));
                 }
+        b->timeout = SPEC_BOOT_TIMEOUT;
+        (void) spec_get_unsigned(c, &l, "timeout", spec_map_get(m, "timeout"), 0, SPEC_BOOT_TIMEOUT_MAX, &b->timeout);
         v = spec_map_get(m, "disks");
         if (spec_get_strv(c, &l, "disks", v, true, &b->disks, &b->disk_marks) > 0)
                 b->disks_mark = (struct spec_mark) { v->line, v->col };

@@ -97,9 +97,11 @@ static void test_tang_template(void) {
         CHECK_STR(cmd, "console=tty0 console=ttyS0,115200n8 ip=::::::dhcp");
 
         _cleanup_strbuf_ struct strbuf cfg = STRBUF_INIT, sel = STRBUF_INIT;
-        CHECK_INT(bootloader_grub_cfg(cmd, &cfg), 0);
-        CHECK_STR(strbuf_str(&cfg), "# written by kiln: boot.cmdline of the host spec\n"
+        CHECK_INT(s->boot.timeout, SPEC_BOOT_TIMEOUT);
+        CHECK_INT(bootloader_grub_cfg(cmd, s->boot.timeout, &cfg), 0);
+        CHECK_STR(strbuf_str(&cfg), "# written by kiln: boot.cmdline and boot.timeout of the host spec\n"
                                     "GRUB_CMDLINE_LINUX=\"console=tty0 console=ttyS0,115200n8 ip=::::::dhcp\"\n"
+                                    "GRUB_TIMEOUT=5\n"
                                     "GRUB_TERMINAL=\"console serial\"\n"
                                     "GRUB_SERIAL_COMMAND=\"serial --unit=0 --speed=115200\"\n");
         if (g) {
@@ -140,8 +142,9 @@ static void test_sss_and_uefi(void) {
         CHECK_INT(plan_kernel_cmdline(s, &cmd), 0);
         CHECK_STR(cmd, "");
         _cleanup_strbuf_ struct strbuf cfg = STRBUF_INIT;
-        CHECK_INT(bootloader_grub_cfg("console=ttyS1,9600n8 ip=10.0.0.5::10.0.0.1:255.255.255.0::eth0:none", &cfg), 0);
+        CHECK_INT(bootloader_grub_cfg("console=ttyS1,9600n8 ip=10.0.0.5::10.0.0.1:255.255.255.0::eth0:none", 0, &cfg), 0);
         CHECK(strstr(strbuf_str(&cfg), "serial --unit=1 --speed=9600") != NULL);
+        CHECK(strstr(strbuf_str(&cfg), "\nGRUB_TIMEOUT=0\n") != NULL);
         inventory_free(inv);
 
         /* two pins, threshold 2: sss; an ip= of the spec's own is kept as the only one */
@@ -195,7 +198,7 @@ static void test_resume_stages(void) {
 static void test_grub_menu(void) {
         char *v[] = { (char *) "6.1.0-9-amd64", (char *) "6.1.0-10-amd64" };
         _cleanup_strbuf_ struct strbuf m = STRBUF_INIT;
-        CHECK_INT(bootloader_grub_menu("root=/dev/mapper/vg0-root ro console=ttyS0,115200n8", "", v, 2, &m), 0);
+        CHECK_INT(bootloader_grub_menu("root=/dev/mapper/vg0-root ro console=ttyS0,115200n8", 5, "", v, 2, &m), 0);
         const char *t = strbuf_str(&m);
         CHECK(strstr(t, "set default=0\nset timeout=5\n") != NULL);
         CHECK(strstr(t, "serial --unit=0 --speed=115200\nterminal_input console serial\nterminal_output console serial\n") != NULL);
@@ -205,8 +208,9 @@ static void test_grub_menu(void) {
         const char *b = strstr(t, "menuentry 'Linux 6.1.0-9-amd64'");
         CHECK(a != NULL && b != NULL && a < b);
         strbuf_reset(&m);
-        CHECK_INT(bootloader_grub_menu("root=UUID=0c8a ro", "/boot", v, 1, &m), 0);
+        CHECK_INT(bootloader_grub_menu("root=UUID=0c8a ro", 0, "/boot", v, 1, &m), 0);
         CHECK(strstr(strbuf_str(&m), "\tlinux /boot/vmlinuz-6.1.0-9-amd64 root=UUID=0c8a ro\n\tinitrd /boot/initrd.img-6.1.0-9-amd64\n") != NULL);
+        CHECK(strstr(strbuf_str(&m), "set default=0\nset timeout=0\n") != NULL);
         CHECK(strstr(strbuf_str(&m), "serial") == NULL);
 }
 
