@@ -124,8 +124,13 @@ static bool serial_console(const char *cmdline, unsigned *ret_unit, unsigned *re
 
 int bootloader_grub_cfg(const char *cmdline, unsigned timeout, struct strbuf *out) {
         /* cmdline holds no quote, backslash, '$' or '`' (the spec refuses them) */
+        /* GRUB_RECORDFAIL_TIMEOUT too: Debian's update-grub waits that long (30
+         * s) after a boot that did not finish, and, under UEFI, on every boot
+         * when /boot is on md or LVM, where GRUB cannot record one (its
+         * 00_header: recordfail_broken), as /boot on RAID1 is here */
         int r = strbuf_addf(out, "# written by kiln: boot.cmdline and boot.timeout of the host spec\n"
-                                 "GRUB_CMDLINE_LINUX=\"%s\"\nGRUB_TIMEOUT=%u\n", cmdline, timeout);
+                                 "GRUB_CMDLINE_LINUX=\"%s\"\nGRUB_TIMEOUT=%u\nGRUB_RECORDFAIL_TIMEOUT=%u\n",
+                            cmdline, timeout, timeout);
         unsigned unit, speed;
         if (r == 0 && serial_console(cmdline, &unit, &speed))
                 r = strbuf_addf(out, "GRUB_TERMINAL=\"console serial\"\nGRUB_SERIAL_COMMAND=\"serial --unit=%u --speed=%u\"\n",

@@ -101,7 +101,7 @@ static void test_tang_template(void) {
         CHECK_INT(bootloader_grub_cfg(cmd, s->boot.timeout, &cfg), 0);
         CHECK_STR(strbuf_str(&cfg), "# written by kiln: boot.cmdline and boot.timeout of the host spec\n"
                                     "GRUB_CMDLINE_LINUX=\"console=tty0 console=ttyS0,115200n8 ip=::::::dhcp\"\n"
-                                    "GRUB_TIMEOUT=5\n"
+                                    "GRUB_TIMEOUT=5\nGRUB_RECORDFAIL_TIMEOUT=5\n"
                                     "GRUB_TERMINAL=\"console serial\"\n"
                                     "GRUB_SERIAL_COMMAND=\"serial --unit=0 --speed=115200\"\n");
         if (g) {
@@ -144,7 +144,7 @@ static void test_sss_and_uefi(void) {
         _cleanup_strbuf_ struct strbuf cfg = STRBUF_INIT;
         CHECK_INT(bootloader_grub_cfg("console=ttyS1,9600n8 ip=10.0.0.5::10.0.0.1:255.255.255.0::eth0:none", 0, &cfg), 0);
         CHECK(strstr(strbuf_str(&cfg), "serial --unit=1 --speed=9600") != NULL);
-        CHECK(strstr(strbuf_str(&cfg), "\nGRUB_TIMEOUT=0\n") != NULL);
+        CHECK(strstr(strbuf_str(&cfg), "\nGRUB_TIMEOUT=0\nGRUB_RECORDFAIL_TIMEOUT=0\n") != NULL);
         inventory_free(inv);
 
         /* two pins, threshold 2: sss; an ip= of the spec's own is kept as the only one */
