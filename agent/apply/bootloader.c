@@ -124,10 +124,11 @@ static bool serial_console(const char *cmdline, unsigned *ret_unit, unsigned *re
 
 int bootloader_grub_cfg(const char *cmdline, unsigned timeout, struct strbuf *out) {
         /* cmdline holds no quote, backslash, '$' or '`' (the spec refuses them) */
-        /* GRUB_RECORDFAIL_TIMEOUT too: Debian's update-grub waits that long (30
-         * s) after a boot that did not finish, and, under UEFI, on every boot
-         * when /boot is on md or LVM, where GRUB cannot record one (its
-         * 00_header: recordfail_broken), as /boot on RAID1 is here */
+        /* GRUB_RECORDFAIL_TIMEOUT too: Debian's update-grub writes a branch
+         * that waits that long (30 s unless set) when GRUB's environment
+         * holds recordfail=1. Debian 12 itself never sets it (00_header:
+         * quick_boot=0), but a grub-editenv or another tool may: then too
+         * the menu waits boot.timeout */
         int r = strbuf_addf(out, "# written by kiln: boot.cmdline and boot.timeout of the host spec\n"
                                  "GRUB_CMDLINE_LINUX=\"%s\"\nGRUB_TIMEOUT=%u\nGRUB_RECORDFAIL_TIMEOUT=%u\n",
                             cmdline, timeout, timeout);

@@ -63,8 +63,8 @@ check_installed() {  # check_installed BOOT-NAME ARRAY-STATE-REGEX [GRUB-CFG-REG
   local b=$1 state=$2 menu=${3:-^# written by kiln}
   rig_expect_section grub-cfg "$menu" "$b: GRUB read $( [[ $menu == *kiln* ]] && echo "the menu kiln wrote" || echo "Debian's update-grub menu")"
   # the spec's boot.timeout: 0, in kiln's menu, and through GRUB_TIMEOUT and
-  # GRUB_RECORDFAIL_TIMEOUT in Debian's (whose UEFI boot from /boot on md
-  # waited the recordfail 30 s every time before kiln set the second)
+  # GRUB_RECORDFAIL_TIMEOUT in every branch of Debian's (its recordfail
+  # branch said 30 before kiln set the second)
   rig_expect_section grub-cfg '^timeout 0$' "$b: every wait in the menu is boot.timeout (0 s), not Debian's 5 s or 30 s"
   rig_expect_section system '^multi-user active' "$b: the installed system reached multi-user"
   rig_expect_section cmdline 'console=ttyS0' "$b: its own kernel, booted by GRUB with the spec's cmdline"
