@@ -12,6 +12,7 @@ rig_cleanup() {
   if ((rc != 0 && rc != 77 && rc != 130)) && [[ -n ${RIG_TMP:-} && -f $RIG_TMP/serial.log ]]; then
     echo "rig: last lines of the guest console ($RIG_TMP/serial.log):" >&2
     tail -40 "$RIG_TMP/serial.log" | sed 's/^/  | /' >&2
+    [[ -s $RIG_TMP/relay.log ]] && { echo "rig: the relays' own messages ($RIG_TMP/relay.log):" >&2; tail -20 "$RIG_TMP/relay.log" | sed 's/^/  | /' >&2; }
   fi
   [[ ${RIG_KEEP:-0} == 1 && -n ${RIG_TMP:-} ]] && rig_log "kept $RIG_TMP"
   return 0
