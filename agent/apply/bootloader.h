@@ -15,8 +15,8 @@ int chroot_enter(const char *root, struct strbuf *err);
 int chroot_leave(const char *root);
 
 /* The text of /etc/default/grub.d/kiln.cfg: GRUB_CMDLINE_LINUX, GRUB_TIMEOUT
- * and GRUB_RECORDFAIL_TIMEOUT (both boot.timeout) and, when a console=ttyS<N>[,<speed>] argument is given,
- * GRUB's own serial terminal. */
+ * and GRUB_RECORDFAIL_TIMEOUT (both boot.timeout) and, when a
+ * console=ttyS<N>[,<speed>] argument is given, GRUB's own serial terminal. */
 int bootloader_grub_cfg(const char *cmdline, unsigned timeout, struct strbuf *out);
 
 /* debconf selections for the target's grub packages: grub-pc/install_devices

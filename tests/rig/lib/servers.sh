@@ -3,6 +3,15 @@
 # stand-in controller, Tang, the guest's sshd. Sourced by tests/rig/lib.sh
 # (its header is the index).
 
+# rig_relay FILE PORT: the script QEMU runs once per guest connection
+# (guestfwd ...-cmd:FILE) to reach 127.0.0.1:PORT, and only that. slirp gives
+# it the guest's socket as stdin, stdout and stderr, so socat's own messages
+# go to RIG_TMP/relay.log, never to the guest (a connect error read by curl
+# as the reply: "Received HTTP/0.9").
+rig_relay() {
+  printf '#!/bin/sh\nexec socat - TCP:127.0.0.1:%s 2>>%s\n' "$2" "$RIG_TMP/relay.log" >"$1" && chmod +x "$1"
+}
+
 # nginx (tests/lib/http.sh's nginx_run) on 127.0.0.1:RIG_HTTP_PORT serving
 # $RIG_TMP/www, with WebDAV PUT under /reports/ (a guest or kiln may upload
 # there), and a guestfwd relay script that connects a guest's TCP connection
@@ -18,15 +27,7 @@ rig_http_start() {
     NGINX_PID=
   done
   [[ -n ${NGINX_PID:-} ]] || rig_die "nginx did not start"
-  # QEMU runs this once per guest connection (guestfwd ...-cmd:): it must only
-  # ever reach 127.0.0.1. slirp gives it the guest's socket as stdin, stdout
-  # and stderr, so socat's own messages go to relay.log, never to the guest
-  # (a connect error read by curl as the reply: "Received HTTP/0.9")
-  cat >"$RIG_TMP/relay" <<EOF
-#!/bin/sh
-exec socat - TCP:127.0.0.1:$RIG_HTTP_PORT 2>>$RIG_TMP/relay.log
-EOF
-  chmod +x "$RIG_TMP/relay"
+  rig_relay "$RIG_TMP/relay" "$RIG_HTTP_PORT"
   RIG_HTTP_URL="http://$RIG_HTTP_IP"       # how the guest reaches nginx
   RIG_HTTP_HOST_URL="http://127.0.0.1:$RIG_HTTP_PORT"
   rig_log "nginx on 127.0.0.1:$RIG_HTTP_PORT (pid $NGINX_PID), docroot $RIG_TMP/www"
@@ -94,7 +95,7 @@ rig_controller() {
     || { printf '%s\n' "$out" >&2; rig_die "the stand-in controller did not start"; }
   RIG_PIDS+=("$(cat "$RIG_CTL_DIR/pid")")
   RIG_CTL_PORT=$(cat "$RIG_CTL_DIR/port")
-  printf '#!/bin/sh\nexec socat - TCP:127.0.0.1:%s 2>>%s\n' "$RIG_CTL_PORT" "$RIG_TMP/relay.log" >"$RIG_TMP/relay-controller"
+  rig_relay "$RIG_TMP/relay-controller" "$RIG_CTL_PORT"
   chmod +x "$RIG_TMP/relay-controller"
   RIG_VAR_CONTROLLER_IP=10.0.2.101
   RIG_NET_EXTRA+=",guestfwd=tcp:$RIG_VAR_CONTROLLER_IP:80-cmd:$RIG_TMP/relay-controller"
@@ -150,8 +151,7 @@ rig_tang_start() {
     RIG_TANG_RELAY=$RIG_TMP/relay-tang
     RIG_NET_EXTRA+=",guestfwd=tcp:$RIG_TANG_IP:80-cmd:$RIG_TANG_RELAY"
   fi
-  printf '#!/bin/sh\nexec socat - TCP:127.0.0.1:%s 2>>%s\n' "$TANG_PORT" "$RIG_TMP/relay.log" >"$RIG_TANG_RELAY"
-  chmod +x "$RIG_TANG_RELAY"
+  rig_relay "$RIG_TANG_RELAY" "$TANG_PORT"
   RIG_VAR_TANG_URL=http://$RIG_TANG_IP RIG_VAR_TANG_THP=$TANG_THP
   rig_log "Tang on 127.0.0.1:$TANG_PORT (pid $TANG_PID), guest sees $RIG_VAR_TANG_URL, signing key thumbprint $RIG_VAR_TANG_THP"
 }
