@@ -33,7 +33,9 @@ static int model_normalize(const char *in, char *out, size_t size) {
                 if (len == 2 && p[0] == '.' && p[1] == '.')
                         return 0;
                 if (len > 0 && !(len == 1 && p[0] == '.')) {
-                        if (n + 1 + len + 1 > size)
+                        /* the '/' before it (none before the first), itself, the NUL */
+                        size_t need = n + (n > 0) + len + 1;
+                        if (need > size)
                                 return -1;
                         if (n)
                                 out[n++] = '/';
