@@ -96,7 +96,6 @@ rig_controller() {
   RIG_PIDS+=("$(cat "$RIG_CTL_DIR/pid")")
   RIG_CTL_PORT=$(cat "$RIG_CTL_DIR/port")
   rig_relay "$RIG_TMP/relay-controller" "$RIG_CTL_PORT"
-  chmod +x "$RIG_TMP/relay-controller"
   RIG_VAR_CONTROLLER_IP=10.0.2.101
   RIG_NET_EXTRA+=",guestfwd=tcp:$RIG_VAR_CONTROLLER_IP:80-cmd:$RIG_TMP/relay-controller"
   RIG_VAR_API_KEY=$(rig_ctl_config api_key) RIG_VAR_SECRET_KEY=$(rig_ctl_config secret_key) \
