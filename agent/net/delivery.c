@@ -135,10 +135,13 @@ int delivery_send(const struct http_request *req, const struct delivery_policy *
                 uint64_t used = now_usec() - start;
                 if (used >= limit)
                         return -ETIMEDOUT;
-                uint64_t left_ms = (limit - used) / 1000;
+                /* rounded up: an attempt the limit cuts short ends at the
+                 * limit, never a fraction of a millisecond before it (the
+                 * caller tells "the time ran out" by the clock) */
+                uint64_t left_ms = (limit - used + 999) / 1000;
                 unsigned timeout = p->request_timeout_ms;
                 if (left_ms < timeout)
-                        timeout = left_ms ? (unsigned) left_ms : 1;
+                        timeout = (unsigned) left_ms;
                 unsigned connect = p->connect_timeout_ms < timeout ? p->connect_timeout_ms : timeout;
                 CURLcode cc;
                 resp->attempts++;
