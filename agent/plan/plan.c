@@ -1183,7 +1183,8 @@ static struct plan_crypt crypt_of(const struct spec_luks *x) {
 
 /* The boot-time part of an fstab or crypttab line (docs/spec.md "Device
  * waits"): nofail unless the node cannot run without it, and how long
- * systemd waits for its device (spec->device_timeout, for slow HBAs and
+ * systemd waits for its device (spec_fs_device_timeout(), luks_device_timeout():
+ * the spec's device_timeout unless a filesystem says, for slow HBAs and
  * disks; systemd's own 90 s is too short for junk hardware). */
 static char *with_waits(const char *base, bool required, unsigned timeout_s) {
         return strdupf("%s%s,x-systemd.device-timeout=%us", base, required ? "" : ",nofail", timeout_s);
@@ -1198,6 +1199,19 @@ static bool luks_required(const struct spec *s, const struct spec_luks *x) {
                         return true;
         }
         return false;
+}
+
+/* How long systemd waits for x's device: the longest wait of the
+ * filesystems on it (a volume under the image store alone waits as long as
+ * the image store), the spec's when none is. */
+static unsigned luks_device_timeout(const struct spec *s, const struct spec_luks *x) {
+        unsigned t = 0;
+        for (size_t i = 0; i < s->n_filesystems; i++) {
+                const struct spec_filesystem *f = &s->filesystems[i];
+                if ((f->mount || f->type == SPEC_FS_SWAP) && spec_is_below(s, f->on, x))
+                        t = spec_fs_device_timeout(s, f) > t ? spec_fs_device_timeout(s, f) : t;
+        }
+        return t ? t : s->device_timeout;
 }
 
 /* The options of x's crypttab line. Performance flags are persistent in the
@@ -1226,7 +1240,7 @@ static char *crypttab_options(const struct spec *s, const struct spec_luks *x) {
         bool initramfs = x->unlock.n_tang || x->count > 1;
         if (initramfs || (root && spec_is_below(s, root->on, x)))
                 return strdupf("luks%s%s,noauto", initramfs ? ",initramfs" : "", x->discard ? ",discard" : "");
-        return with_waits(x->discard ? "luks,discard" : "luks", luks_required(s, x), s->device_timeout);
+        return with_waits(x->discard ? "luks,discard" : "luks", luks_required(s, x), luks_device_timeout(s, x));
 }
 
 /* The LUKS_FORMAT and LUKS_OPEN payload of copy k of x on dev. */
@@ -1556,9 +1570,9 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                         last_step(b)->fs = (struct plan_fs) { .type = f->type, .blank = true,
                                                               .swap_name = TAKE_PTR(name),
                                                               .swap_by_partuuid = f->on_ref.kind == SPEC_OBJ_PARTITION,
-                                                              .fstab_options = with_waits("sw", f->required, s->device_timeout),
+                                                              .fstab_options = with_waits("sw", f->required, spec_fs_device_timeout(s, f)),
                                                               .crypttab_options = base ? with_waits(base, f->required,
-                                                                                                    s->device_timeout) : NULL };
+                                                                                                    spec_fs_device_timeout(s, f)) : NULL };
                         if (!last_step(b)->fs.fstab_options || !last_step(b)->fs.crypttab_options)
                                 return -ENOMEM;
                         continue;
@@ -1577,7 +1591,7 @@ static int emit_mkfs(struct builder *b, const char **devs) {
                                    strdupf("contents of %s", devs[i]))) < 0)
                         return r;
                 last_step(b)->fs = (struct plan_fs) { .type = f->type, .label = f->label, .mkfs_options = f->mkfs_options };
-                if (f->type == SPEC_FS_SWAP && !(last_step(b)->fs.fstab_options = with_waits("sw", f->required, s->device_timeout)))
+                if (f->type == SPEC_FS_SWAP && !(last_step(b)->fs.fstab_options = with_waits("sw", f->required, spec_fs_device_timeout(s, f))))
                         return -ENOMEM;
         }
         return 0;
@@ -1623,7 +1637,7 @@ static int emit_mounts(struct builder *b, const char **devs) {
                                  * busybox's mount, which hands x-systemd.* to the kernel (ext4: "Unknown
                                  * parameter"): its line gets no systemd option (it is required anyway) */
                                 .fstab_options = streq(f->mount, "/usr") ? strdup(options) :
-                                                 with_waits(options, f->required, s->device_timeout) };
+                                                 with_waits(options, f->required, spec_fs_device_timeout(s, f)) };
                         if (!last_step(b)->fs.fstab_options)
                                 return -ENOMEM;
                 }

@@ -246,6 +246,12 @@ struct spec_filesystem {
          * device blank and formats nothing */
         bool encrypt_random;
         struct spec_mark encrypt_mark;
+        /* device_timeout: seconds systemd waits for this line's device (its
+         * fstab line, an encrypted swap's crypttab line); 0 = the top-level
+         * one (spec_fs_device_timeout). A data disk that may be dead gets a
+         * short wait, while '/' keeps the long one for slow HBAs */
+        unsigned device_timeout;
+        struct spec_mark device_timeout_mark;
 };
 
 /* How long the installed system's systemd waits for each device of fstab
@@ -546,6 +552,9 @@ enum spec_pbkdf_type spec_pbkdf_effective(enum spec_pbkdf_type t);
 bool spec_is_below(const struct spec *s, const char *id, const void *obj);
 /* The mount options of a filesystem: its mount_options, else "defaults". */
 const char *spec_fs_mount_options(const struct spec_filesystem *fs);
+/* How long the installed system waits for fs's device: its own
+ * device_timeout, else the spec's (docs/spec.md "Device waits"). */
+unsigned spec_fs_device_timeout(const struct spec *s, const struct spec_filesystem *fs);
 /* The key size in bits of a cipher written without one (bench.ciphers'
  * "cipher" rather than "cipher:bits", kiln bench --cipher): 256 for
  * Adiantum, which takes no other, else SPEC_LUKS_KEY_SIZE. */

@@ -4,7 +4,7 @@
 #include "spec_internal.h"
 
 const char *const spec_fs_keys[] = { "on", "type", "label", "mkfs_options", "mount", "mount_options", "encrypt",
-                                     "required", NULL };
+                                     "required", "device_timeout", NULL };
 
 /* What the node cannot run without: the boot fails without them, whatever
  * the spec says. /usr too: Debian's initramfs mounts a separate /usr itself,
@@ -108,8 +108,8 @@ void spec_parse_fs(struct ctx *c, const struct ynode *m, size_t idx, struct spec
                         emitn(c, v, "%s must not hold 'nofail': kiln writes it for every mount but '/', '/usr', '/boot' "
                               "and '/boot/efi' unless the filesystem has 'required: true'", spec_field(&l, "mount_options", f));
                 if (has_option(fs->mount_options, "x-systemd.device-timeout"))
-                        emitn(c, v, "%s must not hold 'x-systemd.device-timeout': kiln writes it from the top-level "
-                              "'device_timeout'", spec_field(&l, "mount_options", f));
+                        emitn(c, v, "%s must not hold 'x-systemd.device-timeout': kiln writes it from 'device_timeout' "
+                              "(the filesystem's, else the top level's)", spec_field(&l, "mount_options", f));
         }
         bool fixed = fs->mount && strv_contains((char *const *) required_mounts, fs->mount);
         fs->required = fixed;
@@ -126,6 +126,20 @@ void spec_parse_fs(struct ctx *c, const struct ynode *m, size_t idx, struct spec
                 else
                         fs->required = req;
         }
+        v = spec_map_get(m, "device_timeout");
+        if (spec_get_duration(c, &l, "device_timeout", v, 1, SPEC_DEVICE_TIMEOUT_MAX_S, &fs->device_timeout) > 0) {
+                fs->device_timeout_mark = (struct spec_mark) { v->line, v->col };
+                if (!fs->mount && !(typed && fs->type == SPEC_FS_SWAP))
+                        emitn(c, v, "%s is given without 'mount': only what fstab holds (a mount or swap) is waited for "
+                              "at boot", spec_field(&l, "device_timeout", f));
+                else if (fs->mount && streq(fs->mount, "/usr"))
+                        emitn(c, v, "%s cannot be set for '/usr': Debian's initramfs mounts it, before systemd "
+                              "waits for anything", spec_field(&l, "device_timeout", f));
+        }
+}
+
+unsigned spec_fs_device_timeout(const struct spec *s, const struct spec_filesystem *fs) {
+        return fs->device_timeout ? fs->device_timeout : s->device_timeout;
 }
 
 /* The luks with a generated key that o is built on, if any (an escrowed one

@@ -557,6 +557,37 @@ static void test_device_waits(void) {
                 if (w != SIZE_MAX)
                         CHECK_STR(p->steps[w].fs.fstab_options, want);
         }
+        /* a filesystem's own device_timeout: its fstab line (and an
+         * encrypted swap's crypttab line), and the LUKS volume under it
+         * when nothing else sits there */
+        {
+                char text[4096];
+                snprintf(text, sizeof text, base, "device_timeout: 10min\n");
+                char *images = strstr(text, "mount: /var/lib/libvirt/images}");
+                char *swap = strstr(text, "type: swap}");
+                if (!images || !swap)
+                        return;
+                static const char own_images[] = "mount: /var/lib/libvirt/images, device_timeout: 20s}\n"
+                                                 "  - {on: swap, type: swap, device_timeout: 1min}\n";
+                memcpy(images, own_images, sizeof own_images);
+                _cleanup_spec_free_ struct spec *sp = parse(text);
+                if (!sp)
+                        return;
+                struct diags d = {};
+                _cleanup_plan_free_ struct plan *p = NULL;
+                CHECK_INT(build(sp, &inv, &p, &d), 0);
+                if (!p)
+                        return;
+                CHECK_STR(mount_options(p, "/var/lib/libvirt/images"), "defaults,nofail,x-systemd.device-timeout=20s");
+                /* the LUKS under the image store alone waits as long as it */
+                CHECK_STR(luks_options(p, "cimages"), "luks,nofail,x-systemd.device-timeout=20s");
+                CHECK_STR(luks_options(p, "cvar"), "luks,x-systemd.device-timeout=600s");
+                CHECK_STR(mount_options(p, "/"), "noatime,x-systemd.device-timeout=600s");
+                size_t w = find_step(p, PLAN_MKFS, "/dev/vg0/swap");
+                CHECK(w != SIZE_MAX);
+                if (w != SIZE_MAX)
+                        CHECK_STR(p->steps[w].fs.fstab_options, "sw,nofail,x-systemd.device-timeout=60s");
+        }
         /* Tang-bound or per disk: the initramfs opens it, whatever sits above */
         _cleanup_spec_free_ struct spec *sp = parse(
                 "version: 1\n"
