@@ -22,13 +22,15 @@ OFF=32M SIZE=256M
 # reads) stays small, like kiln's one clock read per batch of completions
 FIO_MS=500
 
-kiln_side() {   # round
+kiln_gate() {   # round: the whole gate as apply runs it: one cipher, the raw device, the encrypted device (--gate: no AF_ALG figure)
   t0=$(now)
-  # the whole gate as apply runs it: one cipher, the raw device, the encrypted device (--gate: no AF_ALG figure)
   /usr/bin/kiln bench --json --gate --write --offset $OFF --size $SIZE --crypt /dev/mapper/bc $RAW >$R/bench-$1.json 2>$R/bench-$1.err
   echo "kiln_bench_rc_$1=$?"
   t1=$(now)
   echo "kiln_gate_seconds_$1=$(el "$t0" "$t1")"
+}
+
+kiln_rest() {   # round
   # the same with 150 ms windows: what the default short ones cost
   t0=$(now)
   /usr/bin/kiln bench --json --gate --slice 150 --write --offset $OFF --size $SIZE --crypt /dev/mapper/bc $RAW >$R/bench-s150-$1.json 2>$R/bench-s150-$1.err
@@ -50,7 +52,7 @@ fio_crypt() {   # tag runtime fio-options...: fio on the dm-crypt device
   done
 }
 
-ref_side() {    # round
+ref_cryptsetup() {    # round
   t0=$(now)
   cryptsetup benchmark -c aes-xts-plain64 -s 512 >/run/cs.out 2>&1
   echo "cryptsetup_rc_$1=$?"
@@ -58,21 +60,26 @@ ref_side() {    # round
   echo "cryptsetup_seconds_$1=$(el "$t0" "$t1")"
   # "    aes-xts        512b        24.1 MiB/s        25.3 MiB/s"
   awk -v r="$1" '$1 == "aes-xts" && $2 == "512b" { printf "cryptsetup_enc_mibps_%s=%s\ncryptsetup_dec_mibps_%s=%s\n", r, $3, r, $5 }' /run/cs.out
-  # fio with kiln's I/O shape: one sequential stream (random for 4k) with 4
-  # requests in flight, O_DIRECT, 1 MiB / 4 KiB, the same region (its
-  # start-up kept out of its figure with --ramp_time, as kiln's warm-up is
-  # out of its own; --norandommap: random offsets may repeat, as kiln's do)
-  for dev in $RAW /dev/mapper/bc; do
-    tag=${dev##*/}
-    for rw in write read randread; do
-      bs=1M; [ $rw = randread ] && bs=4k
-      fio --name=k --filename=$dev --rw=$rw --bs=$bs --direct=1 --ioengine=libaio --iodepth=4 --numjobs=1 \
-        --offset=$OFF --size=$SIZE --time_based --ramp_time=100ms --runtime=${FIO_MS}ms --norandommap --gtod_reduce=1 --output-format=terse \
-        --terse-version=3 >/run/fio.out 2>&1
-      # terse v3: field 7 read bw KiB/s, 8 read iops; 48 write bw KiB/s, 49 write iops
-      awk -F';' -v t="$tag" -v rw=$rw -v r="$1" 'NF > 50 { if (rw == "write") printf "fio_%s_%s_%s=%s %s\n", t, rw, r, $48, $49;
-                                          else printf "fio_%s_%s_%s=%s %s\n", t, rw, r, $7, $8 }' /run/fio.out
-    done
+}
+
+ref_fio() {    # round order: fio with kiln's I/O shape, in the gate's order ("forward") or the reverse
+  # one sequential stream (random for 4k) with 4 requests in flight,
+  # O_DIRECT, 1 MiB / 4 KiB, the same region (its start-up kept out of its
+  # figure with --ramp_time, as kiln's warm-up is out of its own;
+  # --norandommap: random offsets may repeat, as kiln's do)
+  runs="$RAW:write $RAW:read $RAW:randread /dev/mapper/bc:write /dev/mapper/bc:read /dev/mapper/bc:randread"
+  if [ "$2" = reverse ]; then
+    rev=; for run in $runs; do rev="$run $rev"; done; runs=$rev
+  fi
+  for run in $runs; do
+    dev=${run%:*} rw=${run##*:} tag=${run%:*}; tag=${tag##*/}
+    bs=1M; [ $rw = randread ] && bs=4k
+    fio --name=k --filename=$dev --rw=$rw --bs=$bs --direct=1 --ioengine=libaio --iodepth=4 --numjobs=1 \
+      --offset=$OFF --size=$SIZE --time_based --ramp_time=100ms --runtime=${FIO_MS}ms --norandommap --gtod_reduce=1 --output-format=terse \
+      --terse-version=3 >/run/fio.out 2>&1
+    # terse v3: field 7 read bw KiB/s, 8 read iops; 48 write bw KiB/s, 49 write iops
+    awk -F';' -v t="$tag" -v rw=$rw -v r="$1" 'NF > 50 { if (rw == "write") printf "fio_%s_%s_%s=%s %s\n", t, rw, r, $48, $49;
+                                        else printf "fio_%s_%s_%s=%s %s\n", t, rw, r, $7, $8 }' /run/fio.out
   done
 }
 
@@ -91,7 +98,15 @@ command -v fio >/dev/null || echo "fio=missing"
 
 i=1
 while [ $i -le "$ROUNDS" ]; do
-  if [ $((i % 2)) = 1 ]; then kiln_side $i; ref_side $i; else ref_side $i; kiln_side $i; fi
+  # odd rounds kiln first, even rounds the references first; the gate and
+  # fio's device runs side by side, fio in the gate's order after it and in
+  # the reverse before it, so that each figure's two measurements lie close
+  # in time (on a shared host disk the device's rate moves within seconds)
+  if [ $((i % 2)) = 1 ]; then
+    kiln_rest $i; kiln_gate $i; ref_fio $i forward; ref_cryptsetup $i
+  else
+    ref_cryptsetup $i; ref_fio $i reverse; kiln_gate $i; kiln_rest $i
+  fi
   i=$((i + 1))
 done
 
