@@ -41,15 +41,15 @@ kiln_rest() {   # round
   echo "kiln_depth1_rc_$1=$?"
 }
 
-fio_crypt() {   # tag runtime fio-options...: fio on the dm-crypt device
-  tag=$1 rt=$2; shift 2
-  for rw in write read randread; do
-    bs=1M; [ $rw = randread ] && bs=4k
-    fio --name=k --filename=/dev/mapper/bc --rw=$rw --bs=$bs --direct=1 "$@" \
-      --offset=$OFF --size=$SIZE --time_based --runtime=$rt --group_reporting --output-format=terse --terse-version=3 >/run/fio.out 2>&1
-    awk -F';' -v t="$tag" -v rw=$rw 'NF > 50 { if (rw == "write") printf "fio_%s_%s=%s %s\n", t, rw, $48, $49;
-                                              else printf "fio_%s_%s=%s %s\n", t, rw, $7, $8 }' /run/fio.out
-  done
+fio_one() {   # key device rw fio-options...: one fio run with kiln's I/O shape, printed as "key=KiB/s IOPS"
+  # one sequential stream (random for 4k) with 4 requests in flight,
+  # O_DIRECT, 1 MiB / 4 KiB, the same region
+  key=$1 dev=$2 rw=$3; shift 3
+  bs=1M; [ $rw = randread ] && bs=4k
+  fio --name=k --filename=$dev --rw=$rw --bs=$bs --direct=1 --ioengine=libaio --iodepth=4 --numjobs=1 \
+    --offset=$OFF --size=$SIZE --time_based "$@" --output-format=terse --terse-version=3 >/run/fio.out 2>&1
+  # terse v3: field 7 read bw KiB/s, 8 read iops; 48 write bw KiB/s, 49 write iops
+  awk -F';' -v k="$key" -v rw=$rw 'NF > 50 { if (rw == "write") print k "=" $48 " " $49; else print k "=" $7 " " $8 }' /run/fio.out
 }
 
 ref_cryptsetup() {    # round
@@ -62,24 +62,16 @@ ref_cryptsetup() {    # round
   awk -v r="$1" '$1 == "aes-xts" && $2 == "512b" { printf "cryptsetup_enc_mibps_%s=%s\ncryptsetup_dec_mibps_%s=%s\n", r, $3, r, $5 }' /run/cs.out
 }
 
-ref_fio() {    # round order: fio with kiln's I/O shape, in the gate's order ("forward") or the reverse
-  # one sequential stream (random for 4k) with 4 requests in flight,
-  # O_DIRECT, 1 MiB / 4 KiB, the same region (its start-up kept out of its
-  # figure with --ramp_time, as kiln's warm-up is out of its own;
-  # --norandommap: random offsets may repeat, as kiln's do)
+ref_fio() {    # round order: fio in the gate's order ("forward") or the reverse, its
+  # start-up kept out of its figure with --ramp_time, as kiln's warm-up is
+  # out of its own; --norandommap: random offsets may repeat, as kiln's do
   runs="$RAW:write $RAW:read $RAW:randread /dev/mapper/bc:write /dev/mapper/bc:read /dev/mapper/bc:randread"
   if [ "$2" = reverse ]; then
     rev=; for run in $runs; do rev="$run $rev"; done; runs=$rev
   fi
   for run in $runs; do
-    dev=${run%:*} rw=${run##*:} tag=${run%:*}; tag=${tag##*/}
-    bs=1M; [ $rw = randread ] && bs=4k
-    fio --name=k --filename=$dev --rw=$rw --bs=$bs --direct=1 --ioengine=libaio --iodepth=4 --numjobs=1 \
-      --offset=$OFF --size=$SIZE --time_based --ramp_time=100ms --runtime=${FIO_MS}ms --norandommap --gtod_reduce=1 --output-format=terse \
-      --terse-version=3 >/run/fio.out 2>&1
-    # terse v3: field 7 read bw KiB/s, 8 read iops; 48 write bw KiB/s, 49 write iops
-    awk -F';' -v t="$tag" -v rw=$rw -v r="$1" 'NF > 50 { if (rw == "write") printf "fio_%s_%s_%s=%s %s\n", t, rw, r, $48, $49;
-                                        else printf "fio_%s_%s_%s=%s %s\n", t, rw, r, $7, $8 }' /run/fio.out
+    dev=${run%:*} rw=${run##*:}
+    fio_one "fio_${dev##*/}_${rw}_$1" $dev $rw --ramp_time=100ms --runtime=${FIO_MS}ms --norandommap --gtod_reduce=1
   done
 }
 
@@ -113,7 +105,7 @@ done
 # the device tests at 1 s instead of 150 ms, kiln and fio once each: does
 # the sample length move either of them?
 /usr/bin/kiln bench --json --slice 1000 --write --offset $OFF --size $SIZE --crypt /dev/mapper/bc $RAW >$R/bench-long.json 2>$R/bench-long.err
-fio_crypt long 1s --ioengine=libaio --iodepth=4 --numjobs=1
+for rw in write read randread; do fio_one fio_long_$rw /dev/mapper/bc $rw --runtime=1s; done
 
 # the noise of one sample against its length: NOISE_REPS back-to-back runs of
 # the cipher part alone (dm-crypt depth 1 and AF_ALG) per sample length
